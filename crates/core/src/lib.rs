@@ -1,0 +1,20 @@
+//! smallpipe-core: the queue-discipline library shared by the simulator and the middlebox.
+//!
+//! Sans-IO: nothing here reads a clock, opens a socket or owns a global. Every entry point
+//! takes `now` ([`Instant`], integer nanoseconds) and, where it needs randomness, a seeded
+//! [`Rng`] handed in. A discipline sees only the [`Packet`] view a box on the wire sees.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod packet;
+pub mod qdisc;
+pub mod rng;
+pub mod stats;
+pub mod time;
+
+pub use error::ConfigError;
+pub use packet::{FlowKey, Packet, SackBlock, TcpFlags};
+pub use qdisc::{Accounted, AnyQdisc, Cx, Qdisc, QdiscConfig};
+pub use rng::Rng;
+pub use stats::{DropReason, QdiscStats};
+pub use time::{Duration, Instant};

@@ -1,0 +1,105 @@
+//! The wire-visible packet view: exactly what a box on the wire can read from an IPv4/TCP
+//! header, plus the time the packet reached the queue. No simulator internals.
+
+use crate::time::Instant;
+
+/// The 5-tuple of a packet (IPv4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct FlowKey {
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+    /// IP protocol number (6 = TCP).
+    pub proto: u8,
+}
+
+impl FlowKey {
+    /// The same connection seen from the other direction.
+    pub fn reversed(self) -> FlowKey {
+        FlowKey {
+            src_ip: self.dst_ip,
+            dst_ip: self.src_ip,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+            proto: self.proto,
+        }
+    }
+}
+
+/// TCP header flags, as on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+    pub fn syn(self) -> bool {
+        self.has(Self::SYN)
+    }
+    pub fn fin(self) -> bool {
+        self.has(Self::FIN)
+    }
+    pub fn ack(self) -> bool {
+        self.has(Self::ACK)
+    }
+}
+
+/// One SACK block (RFC 2018): `[start, end)` in sequence space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct SackBlock {
+    pub start: u32,
+    pub end: u32,
+}
+
+/// The most SACK blocks a segment carries alongside the timestamps option (RFC 2018 §3).
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+/// ECN codepoint of the IP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect,
+    Ce,
+}
+
+/// What a queue discipline may read of a packet. `Copy`, no heap: queues hold these by value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Packet {
+    pub flow: FlowKey,
+    /// Total IP datagram length on the wire, headers included.
+    pub ip_len_bytes: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: TcpFlags,
+    pub ecn: Ecn,
+    /// TCP payload length (SYN and FIN occupy sequence space but carry no payload).
+    pub payload_len: u16,
+    pub sack_count: u8,
+    pub sack: [SackBlock; MAX_SACK_BLOCKS],
+    /// Timestamps option (RFC 7323); zero when absent.
+    pub ts_val: u32,
+    pub ts_ecr: u32,
+    /// When the packet reached the queue that holds it (set by [`crate::Accounted`]).
+    pub arrival: Instant,
+}
+
+impl Packet {
+    pub fn len_bytes(&self) -> u64 {
+        self.ip_len_bytes as u64
+    }
+    /// Sequence space the segment occupies: payload plus one for SYN and one for FIN.
+    pub fn seq_len(&self) -> u32 {
+        self.payload_len as u32 + self.flags.syn() as u32 + self.flags.fin() as u32
+    }
+    pub fn sack_blocks(&self) -> &[SackBlock] {
+        &self.sack[..self.sack_count as usize]
+    }
+}

@@ -1,0 +1,145 @@
+//! The accounting wrapper: the only door into a discipline. It stamps arrival times, counts
+//! arrivals, departures and drops by reason, integrates the backlog over time, and (in
+//! debug builds) asserts `arrived = departed + dropped + backlog` after every call.
+
+use super::{Cx, Qdisc};
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::stats::{DropReason, QdiscStats};
+use crate::time::Instant;
+
+#[derive(Debug)]
+pub struct Accounted<Q> {
+    inner: Q,
+    rng: Rng,
+    stats: QdiscStats,
+    drops: Vec<(Packet, DropReason)>,
+    /// Integral of the backlog over time, packet-nanoseconds and byte-nanoseconds.
+    backlog_pkt_ns: u128,
+    backlog_byte_ns: u128,
+    last_change: Instant,
+    /// Sum of sojourn times of departed packets, for the mean queueing delay.
+    sojourn_ns_sum: u128,
+}
+
+impl<Q: Qdisc> Accounted<Q> {
+    pub fn new(inner: Q, rng: Rng) -> Self {
+        Self {
+            inner,
+            rng,
+            stats: QdiscStats::default(),
+            drops: Vec::new(),
+            backlog_pkt_ns: 0,
+            backlog_byte_ns: 0,
+            last_change: Instant::ZERO,
+            sojourn_ns_sum: 0,
+        }
+    }
+
+    /// Offer a packet. The packets dropped by this call are in [`Self::last_drops`].
+    pub fn enqueue(&mut self, mut pkt: Packet, now: Instant) {
+        self.advance(now);
+        self.drops.clear();
+        pkt.arrival = now;
+        self.stats.arrived_pkts += 1;
+        self.stats.arrived_bytes += pkt.len_bytes();
+        let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops };
+        self.inner.enqueue(pkt, &mut cx);
+        self.count_drops();
+        self.debug_check();
+    }
+
+    /// Take the next packet to send. Packets dropped on the way are in [`Self::last_drops`].
+    pub fn dequeue(&mut self, now: Instant) -> Option<Packet> {
+        self.advance(now);
+        self.drops.clear();
+        let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops };
+        let out = self.inner.dequeue(&mut cx);
+        self.count_drops();
+        if let Some(p) = &out {
+            self.stats.departed_pkts += 1;
+            self.stats.departed_bytes += p.len_bytes();
+            self.sojourn_ns_sum += now.saturating_since(p.arrival).as_nanos() as u128;
+        }
+        self.debug_check();
+        out
+    }
+
+    pub fn observe_reverse(&mut self, pkt: &Packet, now: Instant) {
+        self.inner.observe_reverse(pkt, now);
+    }
+
+    /// Record a loss that happened outside the discipline (e.g. link corruption) so the
+    /// link's drop table is complete. It does not enter the conservation identity twice:
+    /// it counts as an arrival and a drop.
+    pub fn record_external_drop(&mut self, pkt: &Packet, reason: DropReason) {
+        self.stats.arrived_pkts += 1;
+        self.stats.arrived_bytes += pkt.len_bytes();
+        self.stats.dropped_pkts[reason as usize] += 1;
+        self.stats.dropped_bytes[reason as usize] += pkt.len_bytes();
+    }
+
+    pub fn last_drops(&self) -> &[(Packet, DropReason)] {
+        &self.drops
+    }
+    pub fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+    pub fn inner(&self) -> &Q {
+        &self.inner
+    }
+    pub fn len_pkts(&self) -> usize {
+        self.inner.len_pkts()
+    }
+    pub fn backlog_bytes(&self) -> u64 {
+        self.inner.backlog_bytes()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.inner.len_pkts() == 0
+    }
+
+    /// Time-averaged backlog in packets over `[0, now]`.
+    pub fn mean_backlog_pkts(&mut self, now: Instant) -> f64 {
+        self.advance(now);
+        if now.as_nanos() == 0 { 0.0 } else { self.backlog_pkt_ns as f64 / now.as_nanos() as f64 }
+    }
+    /// Time-averaged backlog in bytes over `[0, now]`.
+    pub fn mean_backlog_bytes(&mut self, now: Instant) -> f64 {
+        self.advance(now);
+        if now.as_nanos() == 0 { 0.0 } else { self.backlog_byte_ns as f64 / now.as_nanos() as f64 }
+    }
+    /// Mean time departed packets spent queued, in nanoseconds.
+    pub fn mean_sojourn_ns(&self) -> f64 {
+        if self.stats.departed_pkts == 0 {
+            0.0
+        } else {
+            self.sojourn_ns_sum as f64 / self.stats.departed_pkts as f64
+        }
+    }
+
+    /// Checks the conservation identity now (tests call this; debug builds assert it).
+    pub fn check(&self) -> Result<(), String> {
+        self.stats.check(self.inner.len_pkts() as u64, self.inner.backlog_bytes())
+    }
+
+    fn advance(&mut self, now: Instant) {
+        let dt = now.saturating_since(self.last_change).as_nanos() as u128;
+        self.backlog_pkt_ns += dt * self.inner.len_pkts() as u128;
+        self.backlog_byte_ns += dt * self.inner.backlog_bytes() as u128;
+        self.last_change = self.last_change.max(now);
+    }
+
+    fn count_drops(&mut self) {
+        for (p, reason) in &self.drops {
+            self.stats.dropped_pkts[*reason as usize] += 1;
+            self.stats.dropped_bytes[*reason as usize] += p.len_bytes();
+        }
+    }
+
+    fn debug_check(&self) {
+        #[cfg(debug_assertions)]
+        if let Err(e) = self.check() {
+            panic!("{e}");
+        }
+    }
+}

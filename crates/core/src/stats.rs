@@ -1,0 +1,79 @@
+//! Drop reasons and the counters every discipline keeps, in packets and bytes.
+
+/// Why a queue discipline dropped a packet. Counted in an array indexed by `as usize`.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The queue (or its byte limit) was full when the packet arrived.
+    Overlimit = 0,
+    /// An AQM decided to drop before the queue was full (RED early drop, CoDel).
+    Early,
+    /// A per-flow limit or longest-queue push-out (FQ drops from the fattest flow).
+    FlowLimit,
+    /// Admission control refused a new flow (TAQ).
+    Admission,
+    /// A size- or class-based policy chose this packet (size-aware dropping, RIO).
+    SizePolicy,
+    /// Random loss injected on a link for validation; not a queueing decision.
+    LinkLoss,
+}
+
+impl DropReason {
+    pub const COUNT: usize = 6;
+    pub const ALL: [DropReason; Self::COUNT] = [
+        DropReason::Overlimit,
+        DropReason::Early,
+        DropReason::FlowLimit,
+        DropReason::Admission,
+        DropReason::SizePolicy,
+        DropReason::LinkLoss,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Overlimit => "overlimit",
+            DropReason::Early => "early",
+            DropReason::FlowLimit => "flow_limit",
+            DropReason::Admission => "admission",
+            DropReason::SizePolicy => "size_policy",
+            DropReason::LinkLoss => "link_loss",
+        }
+    }
+}
+
+/// Counters of a queue. Identity (checked by [`QdiscStats::check`]):
+/// `arrived = departed + dropped + backlog`, in packets and in bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    pub arrived_pkts: u64,
+    pub arrived_bytes: u64,
+    pub departed_pkts: u64,
+    pub departed_bytes: u64,
+    pub dropped_pkts: [u64; DropReason::COUNT],
+    pub dropped_bytes: [u64; DropReason::COUNT],
+}
+
+impl QdiscStats {
+    pub fn total_dropped_pkts(&self) -> u64 {
+        self.dropped_pkts.iter().sum()
+    }
+    pub fn total_dropped_bytes(&self) -> u64 {
+        self.dropped_bytes.iter().sum()
+    }
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.dropped_pkts[reason as usize]
+    }
+    /// Checks the conservation identity against a discipline's own backlog.
+    pub fn check(&self, backlog_pkts: u64, backlog_bytes: u64) -> Result<(), String> {
+        let (p, b) = (
+            self.departed_pkts + self.total_dropped_pkts() + backlog_pkts,
+            self.departed_bytes + self.total_dropped_bytes() + backlog_bytes,
+        );
+        if p != self.arrived_pkts || b != self.arrived_bytes {
+            return Err(format!(
+                "accounting broken: arrived {}p/{}B != departed+dropped+backlog {}p/{}B",
+                self.arrived_pkts, self.arrived_bytes, p, b
+            ));
+        }
+        Ok(())
+    }
+}
