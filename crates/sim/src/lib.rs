@@ -1,1 +1,17 @@
+//! smallpipe-sim: a deterministic discrete-event simulator of TCP over thin, crowded links.
+//!
+//! All state lives in one [`Simulator`]; events are ordered by (time, insertion sequence),
+//! so a seed fixes the result bit for bit. Queue disciplines come from `smallpipe-core` and
+//! see only wire-visible packets.
+#![forbid(unsafe_code)]
 
+pub mod config;
+pub mod event;
+pub mod link;
+pub mod results;
+pub mod sim;
+pub mod tcp;
+
+pub use config::Scenario;
+pub use results::Results;
+pub use sim::{simulate, Simulator};

@@ -9,10 +9,10 @@ use super::{Cx, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DropTailConfig {
     /// Capacity in packets; `None` for no packet limit.

@@ -16,7 +16,7 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::stats::DropReason;
 use crate::time::Instant;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What a discipline is handed on every call: the time, its random stream, and where to
 /// put the packets it drops (the arriving one, or ones already queued).
@@ -50,7 +50,7 @@ pub trait Qdisc {
 }
 
 /// Selects and parameterises a discipline; `kind` is the tag in TOML/JSON.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum QdiscConfig {
     #[serde(rename = "droptail")]

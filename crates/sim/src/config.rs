@@ -1,0 +1,437 @@
+//! The scenario schema, defined once here and validated here: every error names the field
+//! path, the bad value and what is allowed. Python passes TOML/JSON through unchanged.
+
+use serde::{Deserialize, Serialize};
+use smallpipe_core::{ConfigError, QdiscConfig};
+
+/// A whole simulation: topology, TCP knobs, and flow groups.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Seed of every random stream of the run.
+    #[serde(default = "d_seed")]
+    pub seed: u64,
+    /// Simulated time, seconds.
+    #[serde(default = "d_duration")]
+    pub duration_s: f64,
+    /// Length of the per-flow delivered-bytes slices, seconds.
+    #[serde(default = "d_slice")]
+    pub slice_s: f64,
+    #[serde(default)]
+    pub link: LinkConfig,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    pub flows: Vec<FlowGroup>,
+}
+
+/// The dumbbell: per-flow access links into a shared bottleneck.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Bottleneck rate, bit/s (both directions).
+    #[serde(default = "d_rate")]
+    pub rate_bps: f64,
+    /// One-way propagation delay of the bottleneck, ms.
+    #[serde(default = "d_delay")]
+    pub delay_ms: f64,
+    /// Rate of every access link, bit/s.
+    #[serde(default = "d_access_rate")]
+    pub access_rate_bps: f64,
+    /// One-way delay of each receiver's access link, ms; senders' access delays are set so
+    /// each flow's base RTT is its `rtt_ms`.
+    #[serde(default)]
+    pub receiver_delay_ms: f64,
+    /// Bernoulli loss probability on the bottleneck, data (forward) direction.
+    #[serde(default)]
+    pub loss: f64,
+    /// Bernoulli loss probability on the bottleneck, ACK (reverse) direction.
+    #[serde(default)]
+    pub reverse_loss: f64,
+    /// 1-based arrival indices of packets the bottleneck loses in the forward direction
+    /// (every packet counts: SYN, data, ACKs), for validation scripts.
+    #[serde(default)]
+    pub drop_nth: Vec<u64>,
+    /// The same for the reverse direction.
+    #[serde(default)]
+    pub reverse_drop_nth: Vec<u64>,
+    /// Discipline of the bottleneck's forward egress.
+    #[serde(default)]
+    pub queue: QdiscConfig,
+    /// Discipline of the bottleneck's reverse egress (ACKs).
+    #[serde(default = "d_big_queue")]
+    pub reverse_queue: QdiscConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recovery {
+    /// RFC 5681 fast retransmit / fast recovery: one hole per recovery episode.
+    Reno,
+    /// RFC 6582: partial ACKs retransmit the next hole, one per RTT.
+    Newreno,
+    /// RFC 6675 SACK-based loss recovery.
+    Sack,
+}
+
+/// Every TCP knob a paper varies. Defaults follow the RFCs (noted per field).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpConfig {
+    /// A full data segment on the wire, IP and TCP headers (and options) included.
+    #[serde(default = "d_packet_size")]
+    pub packet_size_bytes: u32,
+    #[serde(default = "d_recovery")]
+    pub recovery: Recovery,
+    /// Initial window in segments (RFC 3390: 4 for small MSS; RFC 6928: 10).
+    #[serde(default = "d_iw")]
+    pub initial_window_pkts: u32,
+    /// Delayed ACKs (RFC 5681 §4.2): ACK every second full segment or after the timeout.
+    #[serde(default = "d_true")]
+    pub delayed_ack: bool,
+    #[serde(default = "d_delack_ms")]
+    pub delayed_ack_ms: f64,
+    /// Limited transmit (RFC 3042).
+    #[serde(default = "d_true")]
+    pub limited_transmit: bool,
+    /// Duplicate ACKs that trigger fast retransmit.
+    #[serde(default = "d_dupthresh")]
+    pub dupack_threshold: u32,
+    /// Receiver window, bytes.
+    #[serde(default = "d_rwnd")]
+    pub rwnd_bytes: u64,
+    /// RFC 6298 (2.4): 1 s; Linux uses 200 ms.
+    #[serde(default = "d_min_rto")]
+    pub min_rto_ms: f64,
+    #[serde(default = "d_max_rto")]
+    pub max_rto_ms: f64,
+    /// RTO before any RTT sample (RFC 6298: 1 s; RFC 2988: 3 s).
+    #[serde(default = "d_initial_rto")]
+    pub initial_rto_ms: f64,
+    /// SYN retransmissions before the connection gives up.
+    #[serde(default = "d_syn_retries")]
+    pub syn_retries: u32,
+    /// Timestamps option (RFC 7323): RTT samples from every ACK, retransmissions included.
+    #[serde(default = "d_true")]
+    pub timestamps: bool,
+    /// Clock granularity G of RFC 6298, ms.
+    #[serde(default = "d_granularity")]
+    pub clock_granularity_ms: f64,
+    /// RFC 5681 §4.1: restart from the initial window after an idle period of one RTO.
+    #[serde(default = "d_true")]
+    pub slow_start_after_idle: bool,
+    /// Senders' random per-packet processing delay, uniform in [0, this], ms (ns-2's
+    /// `overhead_`), which breaks phase effects. Unset: one bottleneck transmission time of
+    /// a full-size packet. 0 turns it off.
+    #[serde(default)]
+    pub overhead_max_ms: Option<f64>,
+}
+
+/// A fixed value or a `[min, max]` range drawn uniformly per flow.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Spread {
+    Fixed(f64),
+    Uniform([f64; 2]),
+}
+
+impl Spread {
+    pub fn bounds(self) -> (f64, f64) {
+        match self {
+            Spread::Fixed(v) => (v, v),
+            Spread::Uniform([a, b]) => (a, b),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppKind {
+    /// Long-lived: sends `size_bytes`, or forever when unset.
+    Bulk,
+    /// One fixed-size transfer of `size_bytes`.
+    Transfer,
+    /// Single-packet bursts of `burst_bytes` with exponential gaps of mean `mean_gap_s`.
+    Interactive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GapFrom {
+    /// The next burst is written `gap` after the previous one was written.
+    Send,
+    /// The next burst is written `gap` after the previous one was acknowledged.
+    Response,
+}
+
+/// `count` flows, each on its own sender and receiver host.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowGroup {
+    #[serde(default = "d_count")]
+    pub count: u32,
+    pub app: AppKind,
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    /// Base (propagation) round-trip time, ms.
+    #[serde(default = "d_rtt")]
+    pub rtt_ms: Spread,
+    /// Start time, s.
+    #[serde(default = "d_start")]
+    pub start_s: Spread,
+    /// Interactive: bytes per burst (at most one MSS). Unset: one MSS.
+    #[serde(default)]
+    pub burst_bytes: Option<u32>,
+    /// Interactive: mean gap between bursts, s.
+    #[serde(default = "d_gap")]
+    pub mean_gap_s: f64,
+    #[serde(default = "d_gap_from")]
+    pub gap_from: GapFrom,
+}
+
+fn d_seed() -> u64 { 1 }
+fn d_duration() -> f64 { 60.0 }
+fn d_slice() -> f64 { 1.0 }
+fn d_rate() -> f64 { 1e6 }
+fn d_delay() -> f64 { 1.0 }
+fn d_access_rate() -> f64 { 1e8 }
+fn d_big_queue() -> QdiscConfig {
+    QdiscConfig::DropTail(smallpipe_core::qdisc::DropTailConfig { limit_pkts: Some(1000), limit_bytes: None })
+}
+fn d_packet_size() -> u32 { 1500 }
+fn d_recovery() -> Recovery { Recovery::Sack }
+fn d_iw() -> u32 { 4 }
+fn d_true() -> bool { true }
+fn d_delack_ms() -> f64 { 200.0 }
+fn d_dupthresh() -> u32 { 3 }
+fn d_rwnd() -> u64 { 65_535 }
+fn d_min_rto() -> f64 { 1000.0 }
+fn d_max_rto() -> f64 { 60_000.0 }
+fn d_initial_rto() -> f64 { 1000.0 }
+fn d_syn_retries() -> u32 { 6 }
+fn d_granularity() -> f64 { 1.0 }
+fn d_count() -> u32 { 1 }
+fn d_rtt() -> Spread { Spread::Fixed(100.0) }
+fn d_start() -> Spread { Spread::Fixed(0.0) }
+fn d_gap() -> f64 { 1.0 }
+fn d_gap_from() -> GapFrom { GapFrom::Response }
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("defaults deserialize")
+    }
+}
+impl Default for TcpConfig {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("defaults deserialize")
+    }
+}
+
+/// IP + TCP headers without options.
+pub const HEADER_BYTES: u32 = 40;
+/// The timestamps option, padded (RFC 7323).
+pub const TIMESTAMP_OPTION_BYTES: u32 = 12;
+
+impl TcpConfig {
+    pub fn header_bytes(&self) -> u32 {
+        HEADER_BYTES + if self.timestamps { TIMESTAMP_OPTION_BYTES } else { 0 }
+    }
+    pub fn mss_bytes(&self) -> u32 {
+        self.packet_size_bytes - self.header_bytes()
+    }
+}
+
+fn check(ok: bool, field: &str, value: impl ToString, allowed: &str) -> Result<(), ConfigError> {
+    if ok { Ok(()) } else { Err(ConfigError::new(field, value, allowed)) }
+}
+
+fn finite_at_least(field: &str, v: f64, min: f64) -> Result<(), ConfigError> {
+    check(v.is_finite() && v >= min, field, v, &format!("a finite number >= {min}"))
+}
+
+impl Scenario {
+    /// Parse JSON, reporting the field path of any type or unknown-field error.
+    pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            serde_error(if field == "." { "scenario".into() } else { field }, &e.into_inner().to_string())
+        })?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a scenario always serializes")
+    }
+
+    /// Range checks of every field, in declaration order.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(self.duration_s.is_finite() && self.duration_s > 0.0 && self.duration_s <= 1e7,
+            "duration_s", self.duration_s, "a number of seconds in (0, 1e7]")?;
+        check(self.slice_s.is_finite() && self.slice_s > 0.0 && self.slice_s <= self.duration_s,
+            "slice_s", self.slice_s, "a number of seconds in (0, duration_s]")?;
+        check(self.duration_s / self.slice_s <= 1e6, "slice_s", self.slice_s,
+            "at most 1e6 slices per run (duration_s / slice_s)")?;
+        self.link.validate().map_err(|e| e.within("link"))?;
+        self.tcp.validate().map_err(|e| e.within("tcp"))?;
+        check(!self.flows.is_empty(), "flows", "[]", "at least one [[flows]] group")?;
+        let min_rtt_ms = 2.0 * (self.link.delay_ms + self.link.receiver_delay_ms);
+        for (i, g) in self.flows.iter().enumerate() {
+            g.validate(min_rtt_ms, self.tcp.mss_bytes()).map_err(|e| e.within(&format!("flows[{i}]")))?;
+        }
+        Ok(())
+    }
+}
+
+impl LinkConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check(self.rate_bps.is_finite() && self.rate_bps >= 1000.0 && self.rate_bps.fract() == 0.0,
+            "rate_bps", self.rate_bps, "a whole number of bit/s >= 1000")?;
+        finite_at_least("delay_ms", self.delay_ms, 0.0)?;
+        check(self.access_rate_bps.is_finite() && self.access_rate_bps >= 1000.0 && self.access_rate_bps.fract() == 0.0,
+            "access_rate_bps", self.access_rate_bps, "a whole number of bit/s >= 1000")?;
+        finite_at_least("receiver_delay_ms", self.receiver_delay_ms, 0.0)?;
+        check((0.0..1.0).contains(&self.loss), "loss", self.loss, "a probability in [0, 1)")?;
+        check((0.0..1.0).contains(&self.reverse_loss), "reverse_loss", self.reverse_loss, "a probability in [0, 1)")?;
+        check(!self.drop_nth.contains(&0), "drop_nth", 0, "1-based packet indices")?;
+        check(!self.reverse_drop_nth.contains(&0), "reverse_drop_nth", 0, "1-based packet indices")?;
+        self.queue.build().map_err(|e| e.within("queue"))?;
+        self.reverse_queue.build().map_err(|e| e.within("reverse_queue"))?;
+        Ok(())
+    }
+}
+
+impl TcpConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let hdr = self.header_bytes();
+        check(self.packet_size_bytes > hdr && self.packet_size_bytes <= 65_535, "packet_size_bytes",
+            self.packet_size_bytes, &format!("more than the {hdr} header bytes and at most 65535"))?;
+        check((1..=100).contains(&self.initial_window_pkts), "initial_window_pkts",
+            self.initial_window_pkts, "1 to 100 segments")?;
+        check(self.delayed_ack_ms.is_finite() && self.delayed_ack_ms > 0.0 && self.delayed_ack_ms <= 500.0,
+            "delayed_ack_ms", self.delayed_ack_ms, "(0, 500] ms (RFC 5681 §4.2)")?;
+        check((1..=100).contains(&self.dupack_threshold), "dupack_threshold", self.dupack_threshold, "1 to 100")?;
+        check(self.rwnd_bytes >= self.mss_bytes() as u64 && self.rwnd_bytes <= 1 << 30, "rwnd_bytes",
+            self.rwnd_bytes, "at least one MSS and at most 2^30 bytes")?;
+        check(self.min_rto_ms.is_finite() && self.min_rto_ms > 0.0, "min_rto_ms", self.min_rto_ms, "a positive number of ms")?;
+        check(self.max_rto_ms.is_finite() && self.max_rto_ms >= self.min_rto_ms, "max_rto_ms", self.max_rto_ms,
+            "a number of ms >= min_rto_ms")?;
+        check(self.initial_rto_ms.is_finite() && self.initial_rto_ms > 0.0, "initial_rto_ms",
+            self.initial_rto_ms, "a positive number of ms")?;
+        check(self.syn_retries <= 20, "syn_retries", self.syn_retries, "0 to 20")?;
+        finite_at_least("clock_granularity_ms", self.clock_granularity_ms, 0.0)?;
+        if let Some(o) = self.overhead_max_ms {
+            check(o.is_finite() && (0.0..=1000.0).contains(&o), "overhead_max_ms", o, "0 to 1000 ms, or unset")?;
+        }
+        Ok(())
+    }
+}
+
+impl FlowGroup {
+    fn validate(&self, min_rtt_ms: f64, mss: u32) -> Result<(), ConfigError> {
+        check((1..=1_000_000).contains(&self.count), "count", self.count, "1 to 1000000 flows")?;
+        match self.app {
+            AppKind::Transfer => check(self.size_bytes.is_some_and(|s| s > 0), "size_bytes",
+                self.size_bytes.map_or("unset".into(), |s| s.to_string()), "a positive size for app = \"transfer\"")?,
+            _ => check(self.size_bytes != Some(0), "size_bytes", 0, "a positive size, or unset")?,
+        }
+        let (lo, hi) = self.rtt_ms.bounds();
+        check(lo.is_finite() && hi.is_finite() && lo <= hi && lo >= min_rtt_ms && lo > 0.0, "rtt_ms",
+            format!("{:?}", self.rtt_ms.bounds()),
+            &format!("a positive RTT or [min, max] range, at least 2 x (link.delay_ms + link.receiver_delay_ms) = {min_rtt_ms} ms"))?;
+        let (lo, hi) = self.start_s.bounds();
+        check(lo.is_finite() && hi.is_finite() && lo >= 0.0 && lo <= hi, "start_s",
+            format!("{:?}", self.start_s.bounds()), "a time >= 0 s or a [min, max] range")?;
+        if let Some(b) = self.burst_bytes {
+            check(b >= 1 && b <= mss, "burst_bytes", b, &format!("1 to one MSS ({mss} bytes)"))?;
+        }
+        check(self.mean_gap_s.is_finite() && self.mean_gap_s > 0.0, "mean_gap_s", self.mean_gap_s, "a positive number of seconds")?;
+        Ok(())
+    }
+}
+
+/// Turns serde's message into field / value / allowed.
+fn serde_error(field: String, msg: &str) -> ConfigError {
+    // serde_json appends " at line L column C"; the field path says more.
+    let msg = msg.split(" at line ").next().unwrap_or(msg);
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        // serde_path_to_error's path already ends in the unknown field's name.
+        let (name, expected) = rest.split_once("`, expected ").unwrap_or((rest.trim_end_matches('`'), "a known field"));
+        let path = if field == "scenario" { name.to_string() } else { field };
+        return ConfigError::new(path, "an unknown field", expected);
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let name = rest.trim_end_matches('`');
+        let path = if field == "scenario" { name.to_string() } else { format!("{field}.{name}") };
+        return ConfigError::new(path, "missing", "a value (this field has no default)");
+    }
+    for prefix in ["invalid type: ", "invalid value: ", "unknown variant "] {
+        if let Some(rest) = msg.strip_prefix(prefix) {
+            if let Some((value, expected)) = rest.split_once(", expected ") {
+                return ConfigError::new(field, value, expected);
+            }
+        }
+    }
+    ConfigError::new(field, "this input", msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(json: &str) -> ConfigError {
+        Scenario::from_json(json).unwrap_err()
+    }
+
+    const MIN: &str = r#"{"flows":[{"app":"bulk"}]}"#;
+
+    #[test]
+    fn defaults_fill_in() {
+        let s = Scenario::from_json(MIN).unwrap();
+        assert_eq!(s.tcp.packet_size_bytes, 1500);
+        assert_eq!(s.tcp.mss_bytes(), 1448);
+        assert_eq!(s.flows[0].count, 1);
+    }
+
+    #[test]
+    fn errors_name_field_value_and_allowed() {
+        let e = err(r#"{"link":{"rate_bps":-5},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "link.rate_bps");
+        assert_eq!(e.value, "-5");
+        assert!(e.allowed.contains(">= 1000"), "{e}");
+
+        let e = err(r#"{"flows":[{"app":"bulk"},{"app":"transfer"}]}"#);
+        assert_eq!(e.field, "flows[1].size_bytes");
+
+        let e = err(r#"{"link":{"queue":{"kind":"droptail","limit_pkts":0}},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "link.queue.limit_pkts");
+    }
+
+    #[test]
+    fn type_errors_and_unknown_fields_carry_the_path() {
+        let e = err(r#"{"tcp":{"recovery":"vegas"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.recovery");
+        assert!(e.value.contains("vegas"), "{e}");
+        assert!(e.allowed.contains("newreno"), "{e}");
+
+        let e = err(r#"{"tcp":{"mss":5},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.mss");
+        assert!(e.allowed.contains("packet_size_bytes"), "{e}");
+
+        let e = err(r#"{"seed":1}"#);
+        assert_eq!(e.field, "flows");
+    }
+
+    #[test]
+    fn rtt_must_cover_the_fixed_path_delays() {
+        let e = err(r#"{"link":{"delay_ms":60},"flows":[{"app":"bulk","rtt_ms":100}]}"#);
+        assert_eq!(e.field, "flows[0].rtt_ms");
+        assert!(e.allowed.contains("120"), "{e}");
+    }
+
+    #[test]
+    fn canonical_json_round_trips() {
+        let s = Scenario::from_json(MIN).unwrap();
+        assert_eq!(Scenario::from_json(&s.to_json()).unwrap(), s);
+    }
+}

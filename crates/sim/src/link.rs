@@ -1,0 +1,76 @@
+//! A unidirectional link: a queue discipline on its egress, a transmitter of fixed rate,
+//! and a propagation pipe. Each link keeps at most one TxDone and one Arrive event pending
+//! (htsim's pipe): the pipe is a FIFO of (arrival time, packet) and only its head is
+//! scheduled.
+
+use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
+use std::collections::VecDeque;
+
+pub struct Link {
+    pub name: String,
+    pub rate_bps: u64,
+    pub delay: Duration,
+    /// Extra per-packet delay uniform in [0, jitter_max] (sender processing time), FIFO kept.
+    pub jitter_max: Duration,
+    /// Bernoulli loss applied as packets arrive at the far end.
+    pub loss: f64,
+    /// Sorted 1-based arrival indices to lose (validation scripts).
+    pub drop_nth: Vec<u64>,
+    arrivals: u64,
+    pub queue: Accounted<AnyQdisc>,
+    pub to_node: u32,
+    /// Packet being serialized, if any.
+    pub sending: Option<Packet>,
+    pub pipe: VecDeque<(Instant, Packet)>,
+    /// Random stream for loss and jitter (the qdisc has its own).
+    pub rng: Rng,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    /// Time at which the last packet entered the pipe will arrive (keeps jittered FIFO order).
+    last_arrival: Instant,
+}
+
+impl Link {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(name: String, rate_bps: u64, delay: Duration, jitter_max: Duration, loss: f64,
+               queue: Accounted<AnyQdisc>, to_node: u32, rng: Rng) -> Self {
+        Link { name, rate_bps, delay, jitter_max, loss, drop_nth: Vec::new(), arrivals: 0, queue, to_node, sending: None,
+               pipe: VecDeque::new(), rng, tx_pkts: 0, tx_bytes: 0, last_arrival: Instant::ZERO }
+    }
+
+    /// If idle, take the next packet from the queue; returns when its serialization ends.
+    pub fn start_tx(&mut self, now: Instant) -> Option<Instant> {
+        if self.sending.is_some() {
+            return None;
+        }
+        let pkt = self.queue.dequeue(now)?;
+        self.sending = Some(pkt);
+        Some(now + Duration::serialization(pkt.len_bytes(), self.rate_bps))
+    }
+
+    /// Serialization ended: the packet enters the pipe. Returns its arrival time when it is
+    /// the new head of the pipe (the caller schedules Arrive only then).
+    pub fn finish_tx(&mut self, now: Instant) -> Option<Instant> {
+        let pkt = self.sending.take().expect("TxDone without a packet in flight");
+        self.tx_pkts += 1;
+        self.tx_bytes += pkt.len_bytes();
+        let jitter = Duration(self.rng.below_inclusive(self.jitter_max.as_nanos()));
+        let at = (now + self.delay + jitter).max(self.last_arrival);
+        self.last_arrival = at;
+        self.pipe.push_back((at, pkt));
+        (self.pipe.len() == 1).then_some(at)
+    }
+
+    /// The head of the pipe arrives; `None` if the link lost it. Also returns when the next
+    /// head arrives, if any.
+    pub fn arrive(&mut self) -> (Option<Packet>, Option<Instant>) {
+        let (_, pkt) = self.pipe.pop_front().expect("Arrive with an empty pipe");
+        let next = self.pipe.front().map(|(t, _)| *t);
+        self.arrivals += 1;
+        if self.rng.chance(self.loss) || self.drop_nth.binary_search(&self.arrivals).is_ok() {
+            self.queue.record_external_drop(&pkt, DropReason::LinkLoss);
+            return (None, next);
+        }
+        (Some(pkt), next)
+    }
+}

@@ -1,0 +1,86 @@
+//! What a run produces: one row per flow (with its per-slice delivered bytes), per
+//! bottleneck direction, and per interactive burst.
+
+use crate::config::AppKind;
+use crate::link::Link;
+use smallpipe_core::{DropReason, Instant};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowRow {
+    pub flow_id: u32,
+    pub group: u32,
+    pub app: AppKind,
+    pub rtt_ms: f64,
+    pub start_ns: u64,
+    /// When the receiver had every byte and the FIN.
+    pub end_ns: Option<u64>,
+    pub size_bytes: Option<u64>,
+    pub bytes_delivered: u64,
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub syn_timeouts: u64,
+    pub fast_retransmits: u64,
+    /// Longest interval without new in-order data at the receiver while the flow was open.
+    pub longest_silence_ns: u64,
+    /// In-order bytes delivered in each slice of the run.
+    pub slice_bytes: Vec<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkRow {
+    pub name: String,
+    pub rate_bps: u64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    pub utilization: f64,
+    pub arrived_pkts: u64,
+    pub dropped_pkts: u64,
+    pub drops_by_reason: [u64; DropReason::COUNT],
+    pub loss_rate: f64,
+    pub mean_backlog_pkts: f64,
+    pub mean_queue_delay_ms: f64,
+}
+
+impl LinkRow {
+    pub(crate) fn from_link(l: &mut Link, end: Instant, duration_ns: u64) -> Self {
+        let stats = l.queue.stats().clone();
+        let dropped = stats.total_dropped_pkts();
+        LinkRow {
+            name: l.name.clone(),
+            rate_bps: l.rate_bps,
+            tx_pkts: l.tx_pkts,
+            tx_bytes: l.tx_bytes,
+            utilization: (l.tx_bytes * 8) as f64 / (l.rate_bps as f64 * duration_ns as f64 * 1e-9),
+            arrived_pkts: stats.arrived_pkts,
+            dropped_pkts: dropped,
+            drops_by_reason: stats.dropped_pkts,
+            loss_rate: if stats.arrived_pkts == 0 { 0.0 } else { dropped as f64 / stats.arrived_pkts as f64 },
+            mean_backlog_pkts: l.queue.mean_backlog_pkts(end),
+            mean_queue_delay_ms: l.queue.mean_sojourn_ns() / 1e6,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BurstRow {
+    pub flow_id: u32,
+    /// When the application wrote the burst.
+    pub sent_ns: u64,
+    pub acked_ns: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub slice_ns: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Packet transmissions on all links (each hop counts).
+    pub packets: u64,
+    pub wall_seconds: f64,
+    pub flows: Vec<FlowRow>,
+    pub links: Vec<LinkRow>,
+    pub bursts: Vec<BurstRow>,
+}

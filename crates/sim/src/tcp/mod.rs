@@ -1,0 +1,851 @@
+//! A TCP endpoint faithful to the RFCs that decide timeouts and recovery in small windows.
+//!
+//! Read first: RFC 793 (states), RFC 5681 (slow start, congestion avoidance, fast
+//! retransmit), RFC 6582 (NewReno), RFC 6675 (SACK loss recovery) with RFC 2018 (SACK
+//! blocks), RFC 6298 (RTO, Karn, backoff), RFC 7323 (timestamps), RFC 3042 (limited
+//! transmit), RFC 3390/6928 (initial window).
+//!
+//! Both ends of a connection are `Endpoint`s: each has a send half and a receive half, so
+//! ACKs, FINs and their retransmissions follow one set of rules. Sequence numbers on the
+//! wire are 32-bit and start at a random ISS; internally every endpoint counts offsets from
+//! its ISS in `u64` (offset 0 is the SYN, data starts at 1).
+//!
+//! Choices where the RFCs leave room (see docs/tcp.md): no Nagle (each write is sent at
+//! once); the listener answers a retransmitted SYN with a new SYN-ACK instead of running
+//! its own SYN-ACK timer; after an RTO the SACK scoreboard is cleared (RFC 2018 §8) and
+//! the sender goes back to `snd_una`.
+
+mod rtt;
+pub mod sack;
+
+pub use rtt::RttEstimator;
+
+use crate::config::{Recovery, TcpConfig};
+use sack::RangeSet;
+use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
+use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
+
+/// TCP connection states (RFC 793), named as there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Closed,
+    Listen,
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+}
+
+/// The knobs of `TcpConfig`, converted to the units the endpoint works in.
+#[derive(Debug, Clone)]
+pub struct TcpParams {
+    pub mss: u64,
+    pub header_bytes: u32,
+    pub initial_window: u64,
+    pub recovery: Recovery,
+    pub delayed_ack: Option<Duration>,
+    pub limited_transmit: bool,
+    pub dupthresh: u32,
+    pub rwnd: u64,
+    pub min_rto: Duration,
+    pub max_rto: Duration,
+    pub initial_rto: Duration,
+    pub syn_retries: u32,
+    pub timestamps: bool,
+    pub granularity: Duration,
+    pub slow_start_after_idle: bool,
+}
+
+fn ms(v: f64) -> Duration {
+    Duration((v * 1e6).round() as u64)
+}
+
+impl TcpParams {
+    pub fn from_config(c: &TcpConfig) -> Self {
+        let mss = c.mss_bytes() as u64;
+        TcpParams {
+            mss,
+            header_bytes: c.header_bytes(),
+            initial_window: c.initial_window_pkts as u64 * mss,
+            recovery: c.recovery,
+            delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
+            limited_transmit: c.limited_transmit,
+            dupthresh: c.dupack_threshold,
+            rwnd: c.rwnd_bytes,
+            min_rto: ms(c.min_rto_ms),
+            max_rto: ms(c.max_rto_ms),
+            initial_rto: ms(c.initial_rto_ms),
+            syn_retries: c.syn_retries,
+            timestamps: c.timestamps,
+            granularity: ms(c.clock_granularity_ms),
+            slow_start_after_idle: c.slow_start_after_idle,
+        }
+    }
+    fn sack(&self) -> bool {
+        self.recovery == Recovery::Sack
+    }
+}
+
+/// Counters the recorder reads.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointStats {
+    /// Segments carrying data, SYN or FIN (pure ACKs excluded), first sends and resends.
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    /// Retransmission timeouts while sending data or FIN.
+    pub timeouts: u64,
+    pub syn_timeouts: u64,
+    pub fast_retransmits: u64,
+    /// In-order payload bytes handed to the receiving application.
+    pub bytes_delivered: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FastRecovery {
+    /// `snd_max` when recovery began: an ACK at or past it ends recovery.
+    recover: u64,
+    /// Highest offset retransmitted in this episode (RFC 6675 HighRxt, exclusive end).
+    high_rxt: u64,
+    /// RFC 6582: the RTO is re-armed on the first partial ACK only.
+    first_partial: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// As this endpoint sends: `src` is local.
+    pub key: FlowKey,
+    pub state: State,
+    // Send half (offsets from `iss`).
+    iss: u32,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    /// Bytes the application has written.
+    app_written: u64,
+    /// The application will write no more: a FIN follows the data.
+    app_closed: bool,
+    cwnd: u64,
+    ssthresh: u64,
+    dupacks: u32,
+    recovery: Option<FastRecovery>,
+    /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below it.
+    recover_mark: u64,
+    highest_ack: u64,
+    prev_highest_ack: u64,
+    /// `snd_una` at the last RTO: a second RTO for it holds ssthresh (RFC 5681 eq. 4 note).
+    rto_una: Option<u64>,
+    rtt: RttEstimator,
+    /// Segment being timed without timestamps (Karn): its end offset and send time.
+    timed: Option<(u64, Instant)>,
+    syn_sent_at: Instant,
+    syn_retransmitted: bool,
+    syn_tries: u32,
+    scoreboard: RangeSet,
+    last_data_sent: Instant,
+    rto_at: Option<Instant>,
+    // Receive half (offsets from `irs`).
+    irs: u32,
+    rcv_nxt: u64,
+    ooo: RangeSet,
+    /// Out-of-order ranges, most recently changed first (RFC 2018 block order).
+    sack_recent: Vec<u64>,
+    fin_offset: Option<u64>,
+    ts_recent: u32,
+    unacked_segs: u32,
+    delack_at: Option<Instant>,
+    // Bookkeeping for the simulator.
+    pub timer_gen: u32,
+    pub timer_armed: Option<Instant>,
+    pub stats: EndpointStats,
+    /// Interactive bursts written and not yet acknowledged: (end offset, write time).
+    pending_bursts: std::collections::VecDeque<(u64, Instant)>,
+    /// Acknowledged bursts: (write time, acknowledgement time).
+    pub completed_bursts: Vec<(Instant, Instant)>,
+    /// When the receive half had every byte and the FIN.
+    pub finished_at: Option<Instant>,
+    /// Gave up (SYN retries exhausted).
+    pub failed: bool,
+}
+
+impl Endpoint {
+    fn new(key: FlowKey, state: State, iss: u32, p: &TcpParams) -> Self {
+        Endpoint {
+            key,
+            state,
+            iss,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            app_written: 0,
+            app_closed: false,
+            cwnd: p.initial_window,
+            ssthresh: p.rwnd.max(2 * p.mss),
+            dupacks: 0,
+            recovery: None,
+            recover_mark: 0,
+            highest_ack: 0,
+            prev_highest_ack: 0,
+            rto_una: None,
+            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity),
+            timed: None,
+            syn_sent_at: Instant::ZERO,
+            syn_retransmitted: false,
+            syn_tries: 0,
+            scoreboard: RangeSet::default(),
+            last_data_sent: Instant::ZERO,
+            rto_at: None,
+            irs: 0,
+            rcv_nxt: 0,
+            ooo: RangeSet::default(),
+            sack_recent: Vec::new(),
+            fin_offset: None,
+            ts_recent: 0,
+            unacked_segs: 0,
+            delack_at: None,
+            timer_gen: 0,
+            timer_armed: None,
+            stats: EndpointStats::default(),
+            pending_bursts: Default::default(),
+            completed_bursts: Vec::new(),
+            finished_at: None,
+            failed: false,
+        }
+    }
+
+    /// A passive endpoint waiting for a SYN.
+    pub fn listener(key: FlowKey, iss: u32, p: &TcpParams) -> Self {
+        Self::new(key, State::Listen, iss, p)
+    }
+
+    /// An active endpoint; call [`Endpoint::connect`] to send the SYN.
+    pub fn client(key: FlowKey, iss: u32, p: &TcpParams) -> Self {
+        Self::new(key, State::Closed, iss, p)
+    }
+
+    pub fn connect(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        debug_assert_eq!(self.state, State::Closed);
+        self.state = State::SynSent;
+        self.syn_sent_at = now;
+        self.send_segment(0, 0, false, now, p, out);
+    }
+
+    /// The application writes `bytes` more (for an interactive burst, `burst` records it).
+    pub fn app_write(&mut self, bytes: u64, burst: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        self.app_written += bytes;
+        if burst {
+            self.pending_bursts.push_back((1 + self.app_written, now));
+        }
+        self.try_send(now, p, out);
+    }
+
+    /// The application will write nothing more; the FIN goes after the data.
+    pub fn app_close(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        self.app_closed = true;
+        self.try_send(now, p, out);
+    }
+
+    /// The earliest pending timer.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        match (self.rto_at, self.delack_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Write times of the bursts not yet acknowledged.
+    pub fn outstanding_bursts(&self) -> impl Iterator<Item = Instant> + '_ {
+        self.pending_bursts.iter().map(|&(_, written)| written)
+    }
+
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.cwnd
+    }
+    pub fn ssthresh_bytes(&self) -> u64 {
+        self.ssthresh
+    }
+    pub fn rto(&self) -> Duration {
+        self.rtt.rto()
+    }
+    pub fn rtt_estimator(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    /// Application bytes acknowledged by the peer.
+    pub fn bytes_acked(&self) -> u64 {
+        self.snd_una.saturating_sub(1).min(self.app_written)
+    }
+
+    // ---------------------------------------------------------------- timers
+
+    pub fn on_timer(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if self.delack_at.is_some_and(|t| t <= now) {
+            self.delack_at = None;
+            self.send_ack(now, p, out);
+        }
+        if self.rto_at.is_some_and(|t| t <= now) {
+            self.rto_at = None;
+            self.on_rto(now, p, out);
+        }
+    }
+
+    fn on_rto(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if self.snd_una >= self.snd_max {
+            return; // everything was acknowledged meanwhile
+        }
+        self.rtt.back_off();
+        self.timed = None;
+        match self.state {
+            State::SynSent | State::SynReceived if self.snd_una == 0 => {
+                if self.syn_tries >= p.syn_retries {
+                    self.state = State::Closed;
+                    self.failed = true;
+                    return;
+                }
+                self.syn_tries += 1;
+                self.stats.syn_timeouts += 1;
+                self.syn_retransmitted = true;
+                self.send_segment(0, 0, false, now, p, out);
+                self.rto_at = Some(now + self.rtt.rto());
+            }
+            _ => {
+                self.stats.timeouts += 1;
+                // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
+                if self.rto_una != Some(self.snd_una) {
+                    self.ssthresh = (self.flight_size() / 2).max(2 * p.mss);
+                }
+                self.rto_una = Some(self.snd_una);
+                self.cwnd = p.mss;
+                self.recovery = None;
+                self.dupacks = 0;
+                self.recover_mark = self.snd_max;
+                self.scoreboard.clear();
+                self.snd_nxt = self.snd_una;
+                self.try_send(now, p, out);
+                self.rto_at = Some(now + self.rtt.rto());
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- input
+
+    pub fn on_segment(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        match self.state {
+            State::Closed => {}
+            State::Listen => {
+                if seg.flags.syn() && !seg.flags.ack() {
+                    self.irs = seg.seq;
+                    self.rcv_nxt = 1;
+                    self.ts_recent = seg.ts_val;
+                    self.state = State::SynReceived;
+                    self.send_segment(0, 0, false, now, p, out);
+                }
+            }
+            State::SynSent => {
+                if seg.flags.syn() && seg.flags.ack() && seg.ack == self.iss.wrapping_add(1) {
+                    self.irs = seg.seq;
+                    self.rcv_nxt = 1;
+                    self.ts_recent = seg.ts_val;
+                    self.state = State::Established;
+                    self.take_rtt_sample(1, seg, now, p);
+                    self.snd_una = 1;
+                    self.highest_ack = 1;
+                    self.rto_at = None;
+                    // RFC 5681 §3.1: a lost SYN leaves an initial window of one segment.
+                    self.cwnd = if self.syn_retransmitted { p.mss } else { p.initial_window };
+                    if self.syn_retransmitted && self.rtt.srtt().is_none() {
+                        self.rtt.reinit_after_syn_timeout();
+                    }
+                    let sent = out.len();
+                    self.try_send(now, p, out);
+                    if out.len() == sent {
+                        self.send_ack(now, p, out);
+                    }
+                }
+            }
+            State::SynReceived if seg.flags.syn() && !seg.flags.ack() => {
+                // Our SYN-ACK was lost: the client retried.
+                self.send_segment(0, 0, false, now, p, out);
+            }
+            _ => {
+                if seg.flags.syn() {
+                    // A retransmitted SYN-ACK: our handshake ACK was lost.
+                    self.send_ack(now, p, out);
+                    return;
+                }
+                if seg.flags.ack() {
+                    self.on_ack(seg, now, p, out);
+                }
+                if seg.seq_len() > 0 {
+                    self.on_data(seg, now, p, out);
+                }
+            }
+        }
+    }
+
+    fn unwrap_ack(&self, wire: u32) -> u64 {
+        unwrap(self.snd_una, self.iss.wrapping_add(self.snd_una as u32), wire)
+    }
+
+    fn flight_size(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+
+    fn on_ack(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let ack = self.unwrap_ack(seg.ack);
+        if ack > self.snd_max {
+            return; // acknowledges what was never sent
+        }
+        let mut new_sack = false;
+        if p.sack() {
+            for b in seg.sack_blocks() {
+                let (s, e) = (self.unwrap_ack(b.start), self.unwrap_ack(b.end));
+                if s >= self.snd_una && e <= self.snd_max {
+                    new_sack |= self.scoreboard.insert(s, e);
+                }
+            }
+        }
+        if ack > self.snd_una {
+            self.on_new_ack(ack, seg, now, p, out);
+        } else if ack == self.snd_una && self.snd_max > self.snd_una && seg.seq_len() == 0 {
+            self.on_dupack(new_sack, now, p, out);
+        }
+    }
+
+    fn on_new_ack(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let acked = ack - self.snd_una;
+        self.take_rtt_sample(ack, seg, now, p);
+        let syn_acked = self.snd_una == 0;
+        self.prev_highest_ack = self.highest_ack;
+        self.highest_ack = ack;
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        self.scoreboard.discard_below(ack);
+        while self.pending_bursts.front().is_some_and(|&(end, _)| end <= ack) {
+            let (_, written) = self.pending_bursts.pop_front().unwrap();
+            self.completed_bursts.push((written, now));
+        }
+        if self.app_closed && ack == self.send_end() {
+            self.state = match self.state {
+                State::FinWait1 => State::FinWait2,
+                State::Closing => State::TimeWait,
+                State::LastAck => State::Closed,
+                s => s,
+            };
+        }
+        let acked_data = acked - syn_acked as u64;
+        match self.recovery {
+            Some(r) if ack >= r.recover => {
+                // Full ACK: leave recovery (RFC 6582 step 3, option 1; RFC 6675: cwnd = ssthresh).
+                self.cwnd = match p.recovery {
+                    Recovery::Sack => self.ssthresh,
+                    _ => self.ssthresh.min(self.flight_size().max(p.mss) + p.mss),
+                };
+                self.recovery = None;
+                self.dupacks = 0;
+            }
+            Some(mut r) => match p.recovery {
+                Recovery::Reno => {
+                    self.cwnd = self.ssthresh;
+                    self.recovery = None;
+                    self.dupacks = 0;
+                }
+                Recovery::Newreno => {
+                    // Partial ACK: retransmit the next hole, deflate by the amount acked.
+                    self.retransmit_una(now, p, out);
+                    self.cwnd = self.cwnd.saturating_sub(acked) + if acked >= p.mss { p.mss } else { 0 };
+                    self.cwnd = self.cwnd.max(p.mss);
+                    if r.first_partial {
+                        r.first_partial = false;
+                        self.rto_at = Some(now + self.rtt.rto());
+                    }
+                    self.recovery = Some(r);
+                }
+                Recovery::Sack => {}
+            },
+            None => {
+                self.dupacks = 0;
+                if acked_data > 0 {
+                    if self.cwnd < self.ssthresh {
+                        self.cwnd += acked_data.min(p.mss); // RFC 5681 (2)
+                    } else {
+                        self.cwnd += (p.mss * p.mss / self.cwnd).max(1); // RFC 5681 (3)
+                    }
+                }
+            }
+        }
+        // RFC 6298 5.2/5.3.
+        if self.snd_una >= self.snd_max {
+            self.rto_at = None;
+        } else if !matches!(self.recovery, Some(r) if p.recovery == Recovery::Newreno && !r.first_partial && ack < r.recover)
+        {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+        self.try_send(now, p, out);
+    }
+
+    /// RFC 7323 samples from the echoed timestamp (retransmissions included); otherwise
+    /// Karn's rule: one timed segment that was never retransmitted.
+    fn take_rtt_sample(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams) {
+        if p.timestamps && seg.ts_ecr != 0 {
+            self.rtt.sample(Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64));
+        } else if let Some((end, sent)) = self.timed {
+            if ack >= end {
+                self.rtt.sample(now - sent);
+                self.timed = None;
+            }
+        }
+    }
+
+    fn on_dupack(&mut self, new_sack: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        self.dupacks += 1;
+        if self.recovery.is_some() {
+            if p.recovery != Recovery::Sack {
+                self.cwnd += p.mss; // RFC 5681 step 4: inflate
+            }
+            self.try_send(now, p, out);
+            return;
+        }
+        let lost = p.sack() && new_sack && self.is_lost(self.snd_una, p);
+        if self.dupacks >= p.dupthresh || lost {
+            // RFC 6582 §3.2 step 2: a new episode only past `recover`, or by the ACK heuristic.
+            let past_recover = self.snd_una > self.recover_mark;
+            let heuristic = self.cwnd > p.mss && self.highest_ack - self.prev_highest_ack <= 4 * p.mss;
+            if past_recover || (p.recovery != Recovery::Reno && heuristic) || p.recovery == Recovery::Reno {
+                self.enter_fast_recovery(now, p, out);
+            }
+        } else if p.limited_transmit {
+            // RFC 3042: one new segment per dupack, at most cwnd + 2 segments outstanding.
+            self.send_new(self.cwnd + 2 * p.mss, now, p, out);
+        }
+    }
+
+    fn enter_fast_recovery(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        self.stats.fast_retransmits += 1;
+        self.ssthresh = (self.flight_size() / 2).max(2 * p.mss);
+        self.recover_mark = self.snd_max;
+        self.recovery = Some(FastRecovery { recover: self.snd_max, high_rxt: self.snd_una, first_partial: true });
+        match p.recovery {
+            Recovery::Sack => {
+                self.cwnd = self.ssthresh;
+                self.retransmit_una(now, p, out);
+                self.sack_send(now, p, out);
+            }
+            _ => {
+                self.retransmit_una(now, p, out);
+                self.cwnd = self.ssthresh + p.dupthresh as u64 * p.mss;
+            }
+        }
+        self.rto_at = Some(now + self.rtt.rto());
+    }
+
+    fn on_data(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let start = unwrap(self.rcv_nxt, self.irs.wrapping_add(self.rcv_nxt as u32), seg.seq);
+        let end = start + seg.seq_len() as u64;
+        if seg.flags.fin() {
+            self.fin_offset = Some(end - 1);
+        }
+        if end <= self.rcv_nxt {
+            self.send_ack(now, p, out); // a duplicate: tell the sender where we are
+            return;
+        }
+        if start > self.rcv_nxt {
+            // Out of order: remember it and send a duplicate ACK at once (RFC 5681 §4.2).
+            self.ooo.insert(start, end);
+            self.note_sack_block(start);
+            self.send_ack(now, p, out);
+            return;
+        }
+        self.ts_recent = seg.ts_val; // RFC 7323 §4.3: the segment covers Last.ACK.sent
+        let before = self.rcv_nxt;
+        self.rcv_nxt = end;
+        let filled_hole = !self.ooo.is_empty();
+        while let Some((_, e)) = self.ooo.pop_reaching(self.rcv_nxt) {
+            self.rcv_nxt = self.rcv_nxt.max(e);
+        }
+        self.sack_recent.retain(|&s| s > self.rcv_nxt);
+        let data_end = self.fin_offset.unwrap_or(u64::MAX);
+        self.stats.bytes_delivered += self.rcv_nxt.min(data_end) - before.min(data_end);
+        let fin_now = self.fin_offset.is_some_and(|f| self.rcv_nxt > f) && self.finished_at.is_none();
+        if fin_now {
+            self.finished_at = Some(now);
+            self.state = match self.state {
+                State::Established => State::CloseWait,
+                State::FinWait1 => State::Closing,
+                State::FinWait2 => State::TimeWait,
+                s => s,
+            };
+        }
+        self.unacked_segs += 1;
+        let ack_now = filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss;
+        match p.delayed_ack {
+            Some(delay) if !ack_now => {
+                self.delack_at.get_or_insert(now + delay);
+            }
+            _ => {
+                let sent = out.len();
+                if self.state == State::CloseWait {
+                    // The application closes as soon as it has read everything.
+                    self.app_closed = true;
+                }
+                self.try_send(now, p, out);
+                if out.len() == sent {
+                    self.send_ack(now, p, out);
+                }
+            }
+        }
+    }
+
+    fn note_sack_block(&mut self, offset: u64) {
+        let Some((s, _)) = self.ooo.range_of(offset) else { return };
+        // Blocks merge as data arrives: keep the starts of ranges that still exist.
+        self.sack_recent.retain(|&x| x != s && !(x > s && self.ooo.range_of(x).is_some_and(|(rs, _)| rs == s)));
+        self.sack_recent.insert(0, s);
+        self.sack_recent.truncate(8);
+    }
+
+    // ---------------------------------------------------------------- output
+
+    fn send_end(&self) -> u64 {
+        1 + self.app_written + self.app_closed as u64
+    }
+
+    fn can_send_data(&self) -> bool {
+        matches!(self.state, State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck)
+    }
+
+    /// Send what the window allows: retransmissions after an RTO first, then new data.
+    fn try_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if !self.can_send_data() {
+            return;
+        }
+        if self.recovery.is_some() && p.sack() {
+            self.sack_send(now, p, out);
+            return;
+        }
+        if p.slow_start_after_idle && self.snd_una == self.snd_max && self.snd_nxt < self.send_end()
+            && self.stats.segments_sent > 1 && now.saturating_since(self.last_data_sent) >= self.rtt.rto()
+        {
+            self.cwnd = self.cwnd.min(p.initial_window); // RFC 5681 §4.1 restart window
+        }
+        self.send_new(self.cwnd, now, p, out);
+    }
+
+    /// Sends from `snd_nxt` while the in-flight data stays within `window` (and rwnd).
+    fn send_new(&mut self, window: u64, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if !self.can_send_data() {
+            return;
+        }
+        let window = window.min(p.rwnd);
+        let data_end = 1 + self.app_written;
+        while self.snd_nxt < self.send_end() {
+            let len = (data_end.saturating_sub(self.snd_nxt)).min(p.mss);
+            if self.snd_nxt + len - self.snd_una > window {
+                break;
+            }
+            let fin = self.app_closed && self.snd_nxt + len == data_end;
+            self.send_segment(self.snd_nxt, len, fin, now, p, out);
+            self.snd_nxt += len + fin as u64;
+            if fin {
+                self.state = match self.state {
+                    State::Established => State::FinWait1,
+                    State::CloseWait => State::LastAck,
+                    s => s,
+                };
+            }
+        }
+    }
+
+    /// Retransmits the segment at `snd_una`.
+    fn retransmit_una(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let (off, len, fin) = self.segment_at(self.snd_una, p);
+        self.send_segment(off, len, fin, now, p, out);
+        if let Some(r) = &mut self.recovery {
+            r.high_rxt = r.high_rxt.max(off + len + fin as u64);
+        }
+    }
+
+    /// The segment starting at `off`: up to one MSS of data, ending at a hole edge.
+    fn segment_at(&self, off: u64, p: &TcpParams) -> (u64, u64, bool) {
+        let data_end = 1 + self.app_written;
+        let mut len = data_end.saturating_sub(off).min(p.mss);
+        if let Some((s, _)) = self.scoreboard.ranges().iter().find(|&&(s, _)| s > off) {
+            len = len.min(s - off);
+        }
+        (off, len, self.app_closed && off + len == data_end)
+    }
+
+    /// RFC 6675 IsLost: DupThresh SACKed segments, or more than (DupThresh-1)*SMSS SACKed
+    /// bytes, above `offset`.
+    fn is_lost(&self, offset: u64, p: &TcpParams) -> bool {
+        let (bytes, ranges) = self.scoreboard.above(offset + 1);
+        bytes > (p.dupthresh as u64 - 1) * p.mss || ranges >= p.dupthresh as usize
+    }
+
+    /// RFC 6675 SetPipe: bytes believed in the network.
+    fn pipe(&self, p: &TcpParams) -> u64 {
+        let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
+        let mut pipe = 0;
+        let mut at = self.snd_una;
+        while let Some((s, e)) = self.scoreboard.first_gap(at, self.snd_max) {
+            let mut chunk = s;
+            while chunk < e {
+                let len = (e - chunk).min(p.mss);
+                if !self.is_lost(chunk, p) {
+                    pipe += len;
+                }
+                if chunk < high_rxt {
+                    pipe += len;
+                }
+                chunk += len;
+            }
+            at = e;
+        }
+        pipe
+    }
+
+    /// RFC 6675 NextSeg rules 1-3: a lost hole, else new data, else a rescue of an
+    /// un-SACKed hole below the highest SACKed byte.
+    fn next_seg(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
+        let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
+        let from = high_rxt.max(self.snd_una);
+        let mut at = from;
+        let mut rescue = None;
+        let high_sacked = self.scoreboard.highest_end().unwrap_or(0);
+        while let Some((s, _)) = self.scoreboard.first_gap(at, self.snd_max) {
+            if self.is_lost(s, p) {
+                return Some(self.segment_at(s, p));
+            }
+            if rescue.is_none() && s < high_sacked {
+                rescue = Some(self.segment_at(s, p));
+            }
+            at = s + 1;
+            if at >= high_sacked {
+                break;
+            }
+        }
+        if self.snd_max < self.send_end() && self.snd_max + p.mss.min(1 + self.app_written - self.snd_max.min(1 + self.app_written)) - self.snd_una <= p.rwnd {
+            return Some(self.segment_at(self.snd_max, p));
+        }
+        rescue
+    }
+
+    fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        while self.cwnd >= self.pipe(p) + p.mss {
+            let Some((off, len, fin)) = self.next_seg(p) else { break };
+            self.send_segment(off, len, fin, now, p, out);
+            let end = off + len + fin as u64;
+            if let Some(r) = &mut self.recovery {
+                if off < self.snd_max.min(end) && end <= self.snd_max {
+                    r.high_rxt = r.high_rxt.max(end);
+                }
+            }
+            self.snd_nxt = self.snd_nxt.max(end);
+            if fin {
+                self.state = match self.state {
+                    State::Established => State::FinWait1,
+                    State::CloseWait => State::LastAck,
+                    s => s,
+                };
+            }
+        }
+    }
+
+    /// Emits one segment of `len` bytes at `off` (offset 0 is the SYN).
+    fn send_segment(&mut self, off: u64, len: u64, fin: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let end = off + len.max((off == 0) as u64) + fin as u64;
+        if off < self.snd_max {
+            if off > 0 {
+                self.stats.retransmits += 1;
+            }
+            self.timed = None; // Karn: never time a retransmitted segment
+        } else if self.timed.is_none() {
+            self.timed = Some((end, now));
+        }
+        self.snd_max = self.snd_max.max(end);
+        if off == 0 {
+            self.snd_nxt = self.snd_nxt.max(1);
+        }
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.rto());
+        }
+        self.stats.segments_sent += 1;
+        if len > 0 {
+            self.last_data_sent = now;
+        }
+        let mut flags = 0;
+        if off == 0 {
+            flags |= TcpFlags::SYN;
+        }
+        if fin {
+            flags |= TcpFlags::FIN;
+        }
+        if self.state != State::SynSent {
+            flags |= TcpFlags::ACK;
+        }
+        if len > 0 {
+            flags |= TcpFlags::PSH;
+        }
+        let pkt = self.packet(off, len as u16, TcpFlags(flags), now, p);
+        out.push(pkt);
+    }
+
+    /// A pure ACK (carries SACK blocks when there is out-of-order data).
+    fn send_ack(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let pkt = self.packet(self.snd_nxt, 0, TcpFlags(TcpFlags::ACK), now, p);
+        out.push(pkt);
+    }
+
+    fn packet(&mut self, off: u64, len: u16, flags: TcpFlags, now: Instant, p: &TcpParams) -> Packet {
+        self.unacked_segs = 0;
+        self.delack_at = None;
+        let mut pkt = Packet {
+            flow: self.key,
+            seq: self.iss.wrapping_add(off as u32),
+            ack: if flags.ack() { self.irs.wrapping_add(self.rcv_nxt as u32) } else { 0 },
+            flags,
+            payload_len: len,
+            ..Packet::default()
+        };
+        if p.timestamps {
+            pkt.ts_val = ts_now(now);
+            pkt.ts_ecr = self.ts_recent;
+        }
+        let mut option_bytes = 0;
+        if p.sack() && flags.ack() && !self.ooo.is_empty() {
+            for &s in &self.sack_recent {
+                if pkt.sack_count as usize == MAX_SACK_BLOCKS {
+                    break;
+                }
+                if let Some((rs, re)) = self.ooo.range_of(s) {
+                    let block = SackBlock { start: self.irs.wrapping_add(rs as u32), end: self.irs.wrapping_add(re as u32) };
+                    if !pkt.sack_blocks().contains(&block) {
+                        pkt.sack[pkt.sack_count as usize] = block;
+                        pkt.sack_count += 1;
+                    }
+                }
+            }
+            option_bytes = 4 + 8 * pkt.sack_count as u32; // two NOPs, kind, length, blocks
+        }
+        pkt.ip_len_bytes = (p.header_bytes + option_bytes + len as u32) as u16;
+        pkt
+    }
+}
+
+/// The timestamp clock: microseconds, wrapping (RFC 7323 allows any monotone clock);
+/// zero is reserved for "no timestamp".
+fn ts_now(now: Instant) -> u32 {
+    ((now.as_nanos() / 1_000) as u32).max(1)
+}
+
+/// Unwraps a 32-bit wire sequence number near a known offset.
+fn unwrap(base_off: u64, base_wire: u32, wire: u32) -> u64 {
+    let delta = wire.wrapping_sub(base_wire) as i32 as i64;
+    (base_off as i64 + delta).max(0) as u64
+}
+
+#[cfg(test)]
+mod tests;

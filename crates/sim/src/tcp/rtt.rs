@@ -1,0 +1,114 @@
+//! RTT estimation and the retransmission timeout (RFC 6298; Jacobson & Karels 1988).
+
+use smallpipe_core::Duration;
+
+#[derive(Debug, Clone)]
+pub struct RttEstimator {
+    srtt_ns: Option<u64>,
+    rttvar_ns: u64,
+    /// RTO before backoff.
+    rto_base: Duration,
+    /// Exponential backoff shift (RFC 6298 5.5); reset by the next valid sample.
+    backoff: u32,
+    min_rto: Duration,
+    max_rto: Duration,
+    granularity: Duration,
+}
+
+impl RttEstimator {
+    pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration, granularity: Duration) -> Self {
+        RttEstimator { srtt_ns: None, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, min_rto, max_rto, granularity }
+    }
+
+    /// RFC 6298 (2.2)/(2.3): fold in a measurement R and collapse the backoff.
+    pub fn sample(&mut self, r: Duration) {
+        let r = r.as_nanos();
+        match self.srtt_ns {
+            None => {
+                self.srtt_ns = Some(r);
+                self.rttvar_ns = r / 2;
+            }
+            Some(srtt) => {
+                // RTTVAR <- (1 - 1/4) RTTVAR + 1/4 |SRTT - R'|; SRTT <- (1 - 1/8) SRTT + 1/8 R'
+                self.rttvar_ns = (3 * self.rttvar_ns + srtt.abs_diff(r)) / 4;
+                self.srtt_ns = Some((7 * srtt + r) / 8);
+            }
+        }
+        let srtt = self.srtt_ns.unwrap_or(r);
+        let rto = srtt + self.granularity.as_nanos().max(4 * self.rttvar_ns);
+        self.rto_base = Duration(rto.clamp(self.min_rto.as_nanos(), self.max_rto.as_nanos()));
+        self.backoff = 0;
+    }
+
+    /// The timeout to arm now: the base RTO doubled once per backoff, at most `max_rto`.
+    pub fn rto(&self) -> Duration {
+        let shifted = self.rto_base.as_nanos().saturating_mul(1u64 << self.backoff.min(40));
+        Duration(shifted.min(self.max_rto.as_nanos()))
+    }
+
+    /// RFC 6298 (5.5): the timer expired; double the RTO.
+    pub fn back_off(&mut self) {
+        self.backoff += 1;
+    }
+
+    /// RFC 6298 (5.7): a SYN timed out and no sample was taken; use 3 s for data.
+    pub fn reinit_after_syn_timeout(&mut self) {
+        if self.srtt_ns.is_none() {
+            self.rto_base = Duration::from_secs(3);
+            self.backoff = 0;
+        }
+    }
+
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt_ns.map(Duration)
+    }
+    pub fn rttvar(&self) -> Duration {
+        Duration(self.rttvar_ns)
+    }
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est() -> RttEstimator {
+        RttEstimator::new(Duration::from_secs(1), Duration::from_millis(200), Duration::from_secs(60), Duration::from_millis(1))
+    }
+
+    #[test]
+    fn first_sample_gives_srtt_plus_four_halves() {
+        // RFC 6298 (2.2): SRTT = R, RTTVAR = R/2, RTO = R + 4 R/2 = 3R.
+        let mut e = est();
+        e.sample(Duration::from_millis(100));
+        assert_eq!(e.rto(), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn second_sample_follows_the_ewma() {
+        let mut e = est();
+        e.sample(Duration::from_millis(100));
+        e.sample(Duration::from_millis(200));
+        // RTTVAR = 3/4*50 + 1/4*100 = 62.5; SRTT = 7/8*100 + 1/8*200 = 112.5; RTO = 112.5+250.
+        assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
+        assert_eq!(e.rto(), Duration::from_micros(362_500));
+    }
+
+    #[test]
+    fn min_rto_and_backoff_and_cap() {
+        let mut e = est();
+        e.sample(Duration::from_millis(10));
+        assert_eq!(e.rto(), Duration::from_millis(200), "min RTO applies");
+        e.back_off();
+        e.back_off();
+        assert_eq!(e.rto(), Duration::from_millis(800));
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), Duration::from_secs(60), "max RTO caps the backoff");
+        e.sample(Duration::from_millis(10));
+        assert_eq!(e.rto(), Duration::from_millis(200), "a valid sample collapses the backoff");
+    }
+}

@@ -1,0 +1,146 @@
+//! Sets of byte ranges: the sender's SACK scoreboard (RFC 6675) and the receiver's
+//! out-of-order data, from which it builds SACK blocks (RFC 2018).
+
+/// Disjoint, sorted, half-open ranges `[start, end)` of sequence offsets.
+#[derive(Debug, Clone, Default)]
+pub struct RangeSet {
+    ranges: Vec<(u64, u64)>,
+}
+
+impl RangeSet {
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+    }
+    pub fn ranges(&self) -> &[(u64, u64)] {
+        &self.ranges
+    }
+
+    /// Adds `[start, end)`, merging overlapping and adjacent ranges. Returns whether any
+    /// new offset was added. O(n) in the number of ranges (a handful at these windows).
+    pub fn insert(&mut self, start: u64, end: u64) -> bool {
+        if start >= end {
+            return false;
+        }
+        let i = self.ranges.partition_point(|&(_, e)| e < start);
+        let mut j = i;
+        let (mut s, mut e) = (start, end);
+        let mut covered = 0;
+        while j < self.ranges.len() && self.ranges[j].0 <= end {
+            let (rs, re) = self.ranges[j];
+            covered += re.min(end).saturating_sub(rs.max(start));
+            s = s.min(rs);
+            e = e.max(re);
+            j += 1;
+        }
+        self.ranges.splice(i..j, [(s, e)]);
+        covered < end - start
+    }
+
+    /// Drops everything below `offset`.
+    pub fn discard_below(&mut self, offset: u64) {
+        self.ranges.retain(|&(_, e)| e > offset);
+        if let Some(first) = self.ranges.first_mut() {
+            first.0 = first.0.max(offset);
+        }
+    }
+
+    /// Removes and returns the first range if it starts at or below `offset`.
+    pub fn pop_reaching(&mut self, offset: u64) -> Option<(u64, u64)> {
+        if self.ranges.first().is_some_and(|&(s, _)| s <= offset) {
+            Some(self.ranges.remove(0))
+        } else {
+            None
+        }
+    }
+
+    pub fn contains(&self, offset: u64) -> bool {
+        let i = self.ranges.partition_point(|&(_, e)| e <= offset);
+        self.ranges.get(i).is_some_and(|&(s, _)| s <= offset)
+    }
+
+    /// The range holding `offset`, if any.
+    pub fn range_of(&self, offset: u64) -> Option<(u64, u64)> {
+        let i = self.ranges.partition_point(|&(_, e)| e <= offset);
+        self.ranges.get(i).copied().filter(|&(s, _)| s <= offset)
+    }
+
+    /// Bytes and ranges at or above `offset`.
+    pub fn above(&self, offset: u64) -> (u64, usize) {
+        let mut bytes = 0;
+        let mut count = 0;
+        for &(s, e) in self.ranges.iter().rev() {
+            if e <= offset {
+                break;
+            }
+            bytes += e - s.max(offset);
+            count += 1;
+        }
+        (bytes, count)
+    }
+
+    pub fn highest_end(&self) -> Option<u64> {
+        self.ranges.last().map(|&(_, e)| e)
+    }
+
+    /// First offset in `[from, to)` that is not in the set, with the end of that gap.
+    pub fn first_gap(&self, from: u64, to: u64) -> Option<(u64, u64)> {
+        let mut at = from;
+        let i = self.ranges.partition_point(|&(_, e)| e <= at);
+        for &(s, e) in &self.ranges[i..] {
+            if at >= to {
+                return None;
+            }
+            if s > at {
+                return Some((at, s.min(to)));
+            }
+            at = at.max(e);
+        }
+        (at < to).then_some((at, to))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn merges_and_reports_news() {
+        let mut s = RangeSet::default();
+        assert!(s.insert(10, 20));
+        assert!(s.insert(30, 40));
+        assert!(!s.insert(12, 18));
+        assert!(s.insert(20, 30));
+        assert_eq!(s.ranges(), &[(10, 40)]);
+        assert_eq!(s.first_gap(0, 50), Some((0, 10)));
+        assert_eq!(s.first_gap(10, 50), Some((40, 50)));
+        assert_eq!(s.first_gap(10, 40), None);
+        s.discard_below(15);
+        assert_eq!(s.ranges(), &[(15, 40)]);
+        assert_eq!(s.above(30), (10, 1));
+    }
+
+    proptest! {
+        /// The set agrees with a naive set of offsets.
+        #[test]
+        fn matches_a_naive_model(ops in prop::collection::vec((0u64..200, 0u64..30), 1..60), probe in 0u64..240) {
+            let mut s = RangeSet::default();
+            let mut naive = BTreeSet::new();
+            for (start, len) in ops {
+                let news = (start..start + len).any(|o| !naive.contains(&o));
+                prop_assert_eq!(s.insert(start, start + len), news);
+                naive.extend(start..start + len);
+            }
+            prop_assert_eq!(s.contains(probe), naive.contains(&probe));
+            let bytes_above = naive.range(probe..).count() as u64;
+            prop_assert_eq!(s.above(probe).0, bytes_above);
+            for w in s.ranges().windows(2) {
+                prop_assert!(w[0].1 < w[1].0, "disjoint and non-adjacent");
+            }
+        }
+    }
+}

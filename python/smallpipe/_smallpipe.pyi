@@ -1,0 +1,83 @@
+"""Native core of smallpipe (Rust, built by maturin from ``crates/py``).
+
+This module is private: use :mod:`smallpipe` instead, which wraps it in
+:class:`smallpipe.Scenario` and :class:`smallpipe.Result`. The stubs below are the
+contract between the Rust bindings and the Python package.
+"""
+
+from typing import Any, final
+
+__version__: str
+"""The package version, taken from the Cargo workspace (``CARGO_PKG_VERSION``)."""
+
+@final
+class ConfigError(ValueError):
+    """A scenario field has a value the simulator does not accept.
+
+    The message reads ``"<field>: <value> is not allowed; expected <allowed>"``, e.g.
+    ``"link.rate_bps: -5 is not allowed; expected a positive integer"``.
+
+    Constructible from Python as ``ConfigError(message)``; the three attributes are
+    plain instance attributes set after construction.
+    """
+
+    field: str
+    """Dotted path of the offending field, e.g. ``"link.queue.limit_pkts"`` or
+    ``"flows.0.count"``; ``"<file>"`` for an unreadable scenario file."""
+    value: str
+    """The rejected value, rendered for humans."""
+    allowed: str
+    """What would have been accepted, e.g. ``"a positive integer"``."""
+
+@final
+class SimulationError(RuntimeError):
+    """The simulator failed while running a valid scenario (an internal invariant broke)."""
+
+def validate_config(config_json: str) -> str:
+    """Check a scenario and fill in every default.
+
+    Arguments:
+        config_json: the scenario as JSON: the TOML scenario converted to a dict,
+            then ``json.dumps``.
+
+    Returns:
+        The canonical scenario as JSON, with every default filled in. Validating the
+        canonical JSON again returns it unchanged.
+
+    Raises:
+        ConfigError: a field is missing, unknown, of the wrong type or out of range;
+            ``field`` names its dotted path.
+    """
+
+def simulate(config_json: str) -> dict[str, Any]:
+    """Run one simulation.
+
+    Arguments:
+        config_json: the scenario as JSON (validated again on the Rust side).
+
+    Returns:
+        ``{"flows", "slices", "links", "bursts"}``, each a dict of equal-length
+        column lists, and ``"meta"``, a dict of scalars:
+
+        - flows: ``flow_id``, ``group`` (index into the scenario's ``[[flows]]``),
+          ``app`` (``"bulk" | "transfer" | "interactive"``), ``rtt_ms`` (base
+          propagation RTT), ``start_ns``, ``end_ns`` (receiver has all data; None if
+          unfinished), ``size_bytes`` (None = unlimited), ``bytes_delivered``
+          (in-order bytes to the receiving app), ``segments_sent``, ``retransmits``,
+          ``timeouts``, ``syn_timeouts``, ``fast_retransmits``, ``longest_silence_ns``.
+        - slices: ``flow_id``, ``slice``, ``start_ns``, ``bytes`` (in-order bytes
+          delivered in the slice); dense: every flow times every slice.
+        - links: ``name``, ``rate_bps``, ``tx_pkts``, ``tx_bytes``, ``utilization``,
+          ``arrived_pkts``, ``dropped_pkts``, ``drop_overlimit``, ``drop_early``,
+          ``drop_flow_limit``, ``drop_admission``, ``drop_size_policy``,
+          ``drop_link_loss``, ``loss_rate``, ``mean_backlog_pkts``,
+          ``mean_queue_delay_ms``.
+        - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,
+          ``response_ns`` (None when not acknowledged before the end).
+        - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
+          (transmissions on all links), ``wall_seconds``.
+
+    Raises:
+        ConfigError: the scenario is invalid.
+        SimulationError: the run failed.
+    """

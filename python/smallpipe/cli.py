@@ -1,0 +1,175 @@
+"""The ``smallpipe`` command line: run scenarios, benchmark the simulator."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from smallpipe import metrics
+from smallpipe._smallpipe import ConfigError, SimulationError, __version__
+from smallpipe.plots import plot_run
+from smallpipe.presets import taq_droptail_dumbbell
+from smallpipe.result import Result, simulate
+from smallpipe.scenario import Scenario
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="smallpipe: fair, predictable TCP on thin, crowded links.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+error_console = Console(stderr=True, soft_wrap=True)
+
+EXIT_CONFIG_ERROR = 2
+"""Exit code for an invalid scenario (as for a usage error)."""
+EXIT_SIMULATION_ERROR = 1
+
+
+def parse_override(assignment: str) -> tuple[str, Any]:
+    """Parse ``key=value`` from ``--set``: the value is read as a TOML value
+    (``2e6``, ``true``, ``[0.0, 1.0]``, ``"sack"``), or taken as a bare string
+    when it is not one (``tcp.recovery=sack``)."""
+    key, separator, text = assignment.partition("=")
+    if not separator or not key:
+        raise typer.BadParameter(f"expected key=value, got {assignment!r}", param_hint="--set")
+    try:
+        value = tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return key.strip(), value
+
+
+def _run_with_status(scenario: Scenario, message: str) -> Result:
+    """Simulate behind a spinner; turn errors into a message and an exit code."""
+    try:
+        with console.status(message):
+            return simulate(scenario)
+    except SimulationError as error:
+        error_console.print(f"[bold red]simulation failed:[/] {error}")
+        raise typer.Exit(EXIT_SIMULATION_ERROR) from None
+
+
+def summary_table(result: Result) -> Table:
+    """The headline numbers of a run, as a Rich table."""
+    meta = result.meta
+    duration_s = meta["duration_ns"] / 1e9
+    bottleneck = result.links.filter(pl.col("name") == "bottleneck")
+    per_slice = metrics.jain_per_slice(result.slices, flows=result.flows)
+    active_flow_slices = per_slice.get_column("n_flows").sum()
+    zero_flow_slices = (per_slice.get_column("zero_share") * per_slice.get_column("n_flows")).sum()
+    wall_seconds = meta["wall_seconds"]
+
+    table = Table(title="smallpipe run", show_header=False)
+    table.add_column("metric", style="bold")
+    table.add_column("value", justify="right")
+    rows = [
+        ("flows", f"{result.flows.height}"),
+        ("simulated duration", f"{duration_s:g} s"),
+        ("bottleneck utilization", f"{metrics.utilization(result.links):.1%}"),
+        ("bottleneck loss rate", f"{bottleneck.get_column('loss_rate')[0]:.2%}"),
+        (
+            "long-term Jain index",
+            f"{metrics.long_term_jain(result.flows, duration_ns=meta['duration_ns']):.3f}",
+        ),
+        (
+            f"mean per-slice Jain ({meta['slice_ns'] / 1e9:g} s slices)",
+            f"{per_slice.get_column('jain').mean():.3f}",
+        ),
+        (
+            "zero-byte flow-slices",
+            f"{zero_flow_slices / active_flow_slices:.1%}" if active_flow_slices else "n/a",
+        ),
+        ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
+        ("wall time", f"{wall_seconds:.2f} s"),
+        ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a"),
+    ]
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+@app.command()
+def run(
+    scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Output directory [default: results/<scenario stem>/].")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
+    ] = None,
+) -> None:
+    """Run a scenario, print a summary, write the results and run.png."""
+    changes = dict(parse_override(assignment) for assignment in overrides or [])
+    if seed is not None:
+        changes["seed"] = seed
+    try:
+        scenario = Scenario.from_toml(scenario_path).with_overrides(changes)
+    except ConfigError as error:
+        error_console.print(f"[bold red]invalid scenario[/] {scenario_path}: {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except FileNotFoundError as error:
+        error_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+
+    result = _run_with_status(scenario, f"simulating {scenario_path.name}…")
+    console.print(summary_table(result))
+    out_dir = result.write(out if out is not None else Path("results") / scenario_path.stem)
+    plot_run(result, out_dir / "run.png")
+    console.print(f"results written to [bold]{out_dir}[/]")
+
+
+@app.command()
+def bench(
+    flows: Annotated[int, typer.Option(help="Number of bulk flows.")] = 200,
+    rate_bps: Annotated[int, typer.Option(help="Bottleneck rate.")] = 2_000_000,
+    duration_s: Annotated[float, typer.Option(help="Simulated time.")] = 1000.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line instead of a table.")] = False,
+) -> None:
+    """Time the simulator on the TAQ paper's Figure 2 DropTail scenario."""
+    try:
+        scenario = taq_droptail_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s)
+    except ConfigError as error:
+        error_console.print(f"[bold red]invalid benchmark parameters:[/] {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    meta = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…").meta
+    wall_seconds = meta["wall_seconds"]
+    report = {
+        "flows": flows,
+        "rate_bps": rate_bps,
+        "duration_s": meta["duration_ns"] / 1e9,
+        "events": meta["events"],
+        "packets": meta["packets"],
+        "wall_seconds": wall_seconds,
+        "packets_per_second": meta["packets"] / wall_seconds,
+        "events_per_second": meta["events"] / wall_seconds,
+        "simulated_seconds_per_second": meta["duration_ns"] / 1e9 / wall_seconds,
+        "version": __version__,
+    }
+    if as_json:
+        typer.echo(json.dumps(report))
+        return
+    table = Table(title=f"smallpipe bench: {flows} flows, {rate_bps / 1e6:g} Mbit/s, {duration_s:g} s")
+    table.add_column("metric", style="bold")
+    table.add_column("value", justify="right")
+    table.add_row("wall time", f"{wall_seconds:.2f} s")
+    table.add_row("simulated packets per wall second", f"{report['packets_per_second']:,.0f}")
+    table.add_row("events per wall second", f"{report['events_per_second']:,.0f}")
+    table.add_row("simulated seconds per wall second", f"{report['simulated_seconds_per_second']:,.1f}")
+    console.print(table)
+
+
+@app.command()
+def version() -> None:
+    """Print the smallpipe version."""
+    typer.echo(__version__)

@@ -1,0 +1,241 @@
+"""Metrics on simulation results: fairness, goodput, utilisation, flow completion times.
+
+Pure functions of the result tables (see :mod:`smallpipe.result` for the schemas).
+Names follow the TAQ paper (Section 2.3): *long-term* fairness is computed over whole
+runs, *short-term* fairness over 20 s time slices, where the small packet regime shows
+up as "arbitrary admission control": ~30% of flows get nothing in a slice while ~40%
+of flows take over 80% of the bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+__all__ = [
+    "TOP_SHARE_OF_FLOWS",
+    "fct_summary",
+    "goodput_bps",
+    "jain",
+    "jain_per_slice",
+    "long_term_jain",
+    "utilization",
+]
+
+TOP_SHARE_OF_FLOWS = Fraction(2, 5)
+"""The "top 40% of flows" of the TAQ paper's short-term unfairness observation
+(a fraction, so that ``ceil(0.4 · n)`` is exact: ``15 · 0.4`` is 6.000000000000001)."""
+
+
+def jain(x: npt.ArrayLike) -> float:
+    """Jain's fairness index of the allocations ``x`` (Jain, Chiu, Hawe 1984).
+
+    ``J(x) = (Σ xᵢ)² / (n · Σ xᵢ²)``, with ``n`` the number of entries: zeros count,
+    a starved flow lowers the index. ``J = 1`` when all shares are equal and ``1/n``
+    when one entry has everything. ``J`` is invariant to scaling ``x``.
+
+    An all-zero ``x`` has no shares to compare (0/0): the result is ``nan``.
+
+    Raises:
+        ValueError: ``x`` is empty or has a negative entry.
+    """
+    values = np.asarray(x, dtype=float)
+    if values.size == 0:
+        raise ValueError("jain() of an empty allocation is undefined")
+    if (values < 0).any():
+        raise ValueError("jain() needs non-negative allocations")
+    largest = float(values.max())
+    if largest == 0.0:
+        return math.nan
+    # J is scale invariant; dividing by the largest share keeps the squares from
+    # underflowing (tiny shares) or overflowing (huge ones).
+    scaled = values / largest
+    return float(scaled.sum()) ** 2 / (values.size * float(np.square(scaled).sum()))
+
+
+def jain_per_slice(
+    slices: pl.DataFrame,
+    *,
+    slice_ns: int | None = None,
+    flows: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Short-term fairness: Jain's index over the bytes of each time slice.
+
+    Arguments:
+        slices: the ``slices`` table (``flow_id, slice, start_ns, bytes``), dense.
+        slice_ns: re-bin to this slice length first (e.g. the TAQ paper's 20 s);
+            it must be a multiple of the native slice length. Slice ``k`` covers
+            ``[k · slice_ns, (k+1) · slice_ns)``; when the run length is not a
+            multiple of ``slice_ns`` the last slice is shorter.
+        flows: the ``flows`` table. When given, only flows *active* in a slice count
+            there: a flow is active in ``[s, e)`` if it started before the slice ends
+            (``start_ns < e``) and had not finished when it began (``end_ns`` null or
+            ``end_ns > s``), i.e. its lifetime overlaps the slice. (With a single
+            native slice and no ``slice_ns``, ``e`` is unknown and only the second
+            condition applies.) Without ``flows`` every flow counts in every slice.
+
+    Returns:
+        One row per slice: ``slice``, ``start_ns``, ``jain`` (null when no active
+        flow received a byte), ``n_flows`` (active flows), ``zero_share`` (fraction of
+        active flows with 0 bytes in the slice), ``top40_share`` (fraction of the
+        slice's bytes taken by the ``ceil(0.4 · n_flows)`` flows with the most bytes;
+        null when the slice carried no bytes).
+
+    Raises:
+        ValueError: ``slice_ns`` is not a positive multiple of the native length.
+    """
+    binned = slices
+    if slice_ns is not None:
+        native_ns = _native_slice_ns(slices)
+        if slice_ns <= 0 or (native_ns is not None and slice_ns % native_ns != 0):
+            raise ValueError(
+                f"slice_ns={slice_ns} must be a positive multiple of the native slice length {native_ns} ns"
+            )
+        binned = (
+            slices.with_columns(slice=pl.col("start_ns") // slice_ns)
+            .group_by("flow_id", "slice")
+            .agg(pl.col("bytes").sum())
+            .with_columns(start_ns=pl.col("slice") * slice_ns)
+        )
+        length_ns = slice_ns
+    else:
+        length_ns = _native_slice_ns(slices)
+
+    if flows is not None:
+        end_of_slice = pl.col("start_ns") + length_ns if length_ns is not None else pl.lit(None)
+        binned = binned.join(
+            flows.select("flow_id", pl.col("start_ns").alias("flow_start_ns"), "end_ns"),
+            on="flow_id",
+            how="inner",
+        ).filter(
+            (pl.col("flow_start_ns") < end_of_slice).fill_null(True),
+            pl.col("end_ns").is_null() | (pl.col("end_ns") > pl.col("start_ns")),
+        )
+
+    n = pl.len()
+    top_count = (n * TOP_SHARE_OF_FLOWS.numerator + TOP_SHARE_OF_FLOWS.denominator - 1) // (
+        TOP_SHARE_OF_FLOWS.denominator
+    )
+    rank = pl.col("bytes").rank("ordinal", descending=True)
+    total = pl.col("bytes").sum().cast(pl.Float64)
+    return (
+        binned.group_by("slice")
+        .agg(
+            pl.col("start_ns").first(),
+            jain=pl.when(total > 0).then(total**2 / (n * (pl.col("bytes").cast(pl.Float64) ** 2).sum())),
+            n_flows=n.cast(pl.Int64),
+            zero_share=(pl.col("bytes") == 0).mean(),
+            top40_share=pl.when(total > 0).then(pl.col("bytes").filter(rank <= top_count).sum() / total),
+        )
+        .sort("slice")
+    )
+
+
+def _native_slice_ns(slices: pl.DataFrame) -> int | None:
+    """The native slice length: the gap between consecutive slice starts (None if one slice)."""
+    starts = slices.get_column("start_ns").unique().sort()
+    if starts.len() < 2:
+        return None
+    return int(starts[1] - starts[0])
+
+
+def goodput_bps(flows: pl.DataFrame, duration_ns: int) -> pl.DataFrame:
+    """Per-flow goodput over each flow's lifetime.
+
+    ``goodput_bps = 8 · bytes_delivered / lifetime_s`` with
+    ``lifetime = (end_ns if finished else duration_ns) − start_ns``. Flows that
+    never started within the run (lifetime ≤ 0) get null.
+
+    Returns:
+        ``flow_id, goodput_bps``.
+    """
+    lifetime_ns = pl.col("end_ns").fill_null(duration_ns) - pl.col("start_ns")
+    return flows.select(
+        "flow_id",
+        goodput_bps=pl.when(lifetime_ns > 0).then(pl.col("bytes_delivered") * 8 * 1e9 / lifetime_ns),
+    )
+
+
+def long_term_jain(flows: pl.DataFrame, *, duration_ns: int | None = None) -> float:
+    """Long-term fairness: Jain's index over whole runs.
+
+    Without ``duration_ns`` the index is over ``bytes_delivered``, which is right
+    when all flows share the same lifetime (the TAQ paper's Figure 2: bulk flows that
+    all start in the first second). With ``duration_ns`` it is over per-flow goodput
+    (:func:`goodput_bps`), which compares flows of different lifetimes fairly;
+    flows that never started are left out.
+    """
+    if duration_ns is None:
+        return jain(flows.get_column("bytes_delivered").to_numpy())
+    goodput = goodput_bps(flows, duration_ns).get_column("goodput_bps").drop_nulls()
+    return jain(goodput.to_numpy())
+
+
+def utilization(links: pl.DataFrame, name: str = "bottleneck") -> float:
+    """Utilisation of one link: ``8 · tx_bytes / (rate_bps · duration_s)``, from the ``links`` table.
+
+    Raises:
+        KeyError: no link has that name.
+    """
+    row = links.filter(pl.col("name") == name)
+    if row.height == 0:
+        raise KeyError(f"no link named {name!r}; links: {links.get_column('name').to_list()}")
+    return float(row.get_column("utilization")[0])
+
+
+DEFAULT_SIZE_EDGES_BYTES: tuple[int, ...] = (0, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+"""Decade size buckets, as in the TAQ paper's Figure 1 (log-sized buckets of object sizes)."""
+
+
+def fct_summary(flows: pl.DataFrame, buckets: Sequence[int] = DEFAULT_SIZE_EDGES_BYTES) -> pl.DataFrame:
+    """Flow completion times by size bucket.
+
+    Only flows with a finite ``size_bytes`` are bucketed; bucket ``k`` holds sizes in
+    ``[buckets[k], buckets[k+1])`` and the last bucket is open-ended. The FCT of a
+    finished flow is ``(end_ns − start_ns) / 1e9`` seconds. Percentiles use linear
+    interpolation over finished flows only, so they are biased low when many flows
+    of a bucket are unfinished: check ``unfinished``.
+
+    Returns:
+        ``size_lo_bytes, size_hi_bytes`` (null for the open bucket), ``flows``,
+        ``unfinished``, ``fct_p10_s, fct_median_s, fct_p90_s, fct_p99_s, fct_max_s``;
+        one row per non-empty bucket, in size order.
+
+    Raises:
+        ValueError: ``buckets`` is not strictly increasing.
+    """
+    edges = list(buckets)
+    if any(lo >= hi for lo, hi in itertools.pairwise(edges)):
+        raise ValueError(f"bucket edges must be strictly increasing, got {edges}")
+    upper = pl.Series("size_hi_bytes", [*edges[1:], None], dtype=pl.Int64)
+    lower = pl.Series("size_lo_bytes", edges, dtype=pl.Int64)
+    sized = flows.filter(pl.col("size_bytes").is_not_null())
+    bucket = np.searchsorted(edges, sized.get_column("size_bytes").to_numpy(), side="right") - 1
+    fct_s = (pl.col("end_ns") - pl.col("start_ns")) / 1e9
+    summary = (
+        sized.with_columns(bucket=bucket)
+        .filter(pl.col("bucket") >= 0)
+        .group_by("bucket")
+        .agg(
+            flows=pl.len().cast(pl.Int64),
+            unfinished=pl.col("end_ns").is_null().sum().cast(pl.Int64),
+            fct_p10_s=fct_s.quantile(0.10, interpolation="linear"),
+            fct_median_s=fct_s.quantile(0.50, interpolation="linear"),
+            fct_p90_s=fct_s.quantile(0.90, interpolation="linear"),
+            fct_p99_s=fct_s.quantile(0.99, interpolation="linear"),
+            fct_max_s=fct_s.max(),
+        )
+        .sort("bucket")
+    )
+    bucket_index = summary.get_column("bucket")
+    return summary.select(
+        lower.gather(bucket_index),
+        upper.gather(bucket_index),
+        pl.exclude("bucket"),
+    )

@@ -1,0 +1,42 @@
+"""Scenarios built in code for the papers' standard set-ups."""
+
+from __future__ import annotations
+
+from smallpipe.scenario import Scenario
+
+__all__ = ["taq_droptail_dumbbell"]
+
+TAQ_PACKET_SIZE_BYTES = 500
+"""On-the-wire packet size of the TAQ paper's simulations (Section 2.3)."""
+
+TAQ_RTT_MS = 200.0
+"""Propagation RTT of the TAQ paper's dumbbell."""
+
+
+def taq_droptail_dumbbell(
+    *, flows: int, rate_bps: int, duration_s: float, seed: int = 1, slice_s: float = 20.0
+) -> Scenario:
+    """The TAQ paper's Figure 2 set-up: bulk NewReno flows over a DropTail dumbbell.
+
+    ``flows`` long-lived flows start uniformly in the first second, with a 200 ms
+    propagation RTT and 500-byte packets, no delayed ACKs; the bottleneck has a
+    1 ms delay and a DropTail buffer of one RTT's worth of packets,
+    ``rate_bps · 0.2 s / (500 · 8 bit)``.
+    """
+    queue_limit_pkts = max(1, round(rate_bps * TAQ_RTT_MS / 1e3 / (TAQ_PACKET_SIZE_BYTES * 8)))
+    return Scenario(
+        seed=seed,
+        duration_s=duration_s,
+        slice_s=slice_s,
+        link={
+            "rate_bps": rate_bps,
+            "delay_ms": 1.0,
+            "queue": {"kind": "droptail", "limit_pkts": queue_limit_pkts},
+        },
+        tcp={
+            "packet_size_bytes": TAQ_PACKET_SIZE_BYTES,
+            "recovery": "newreno",
+            "delayed_ack": False,
+        },
+        flows=[{"count": flows, "app": "bulk", "rtt_ms": TAQ_RTT_MS, "start_s": [0.0, 1.0]}],
+    )

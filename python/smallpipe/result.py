@@ -1,0 +1,160 @@
+"""Running a scenario and holding its results as Polars frames.
+
+One results schema serves every runtime (simulator today, middlebox later): per-flow
+records, per-flow bytes per time slice, per-link counters and interactive bursts.
+The schemas are explicit so that an empty table still has the right column types.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from smallpipe import _smallpipe
+from smallpipe._smallpipe import SimulationError
+from smallpipe.scenario import Scenario
+
+__all__ = ["BURSTS_SCHEMA", "FLOWS_SCHEMA", "LINKS_SCHEMA", "SLICES_SCHEMA", "Result", "simulate"]
+
+FLOWS_SCHEMA = pl.Schema(
+    {
+        "flow_id": pl.Int64,
+        "group": pl.Int64,
+        "app": pl.String,
+        "rtt_ms": pl.Float64,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "size_bytes": pl.Int64,
+        "bytes_delivered": pl.Int64,
+        "segments_sent": pl.Int64,
+        "retransmits": pl.Int64,
+        "timeouts": pl.Int64,
+        "syn_timeouts": pl.Int64,
+        "fast_retransmits": pl.Int64,
+        "longest_silence_ns": pl.Int64,
+    }
+)
+"""One row per flow; ``end_ns`` is null while unfinished, ``size_bytes`` null when unlimited."""
+
+SLICES_SCHEMA = pl.Schema({"flow_id": pl.Int64, "slice": pl.Int64, "start_ns": pl.Int64, "bytes": pl.Int64})
+"""In-order bytes delivered per flow and time slice; dense (zeros included)."""
+
+LINKS_SCHEMA = pl.Schema(
+    {
+        "name": pl.String,
+        "rate_bps": pl.Int64,
+        "tx_pkts": pl.Int64,
+        "tx_bytes": pl.Int64,
+        "utilization": pl.Float64,
+        "arrived_pkts": pl.Int64,
+        "dropped_pkts": pl.Int64,
+        "drop_overlimit": pl.Int64,
+        "drop_early": pl.Int64,
+        "drop_flow_limit": pl.Int64,
+        "drop_admission": pl.Int64,
+        "drop_size_policy": pl.Int64,
+        "drop_link_loss": pl.Int64,
+        "loss_rate": pl.Float64,
+        "mean_backlog_pkts": pl.Float64,
+        "mean_queue_delay_ms": pl.Float64,
+    }
+)
+"""One row per link direction (``"bottleneck"``, ``"bottleneck_reverse"``, ...)."""
+
+BURSTS_SCHEMA = pl.Schema(
+    {"flow_id": pl.Int64, "sent_ns": pl.Int64, "acked_ns": pl.Int64, "response_ns": pl.Int64}
+)
+"""One row per interactive burst; ``acked_ns``/``response_ns`` null if never acknowledged."""
+
+_TABLES = {
+    "flows": FLOWS_SCHEMA,
+    "slices": SLICES_SCHEMA,
+    "links": LINKS_SCHEMA,
+    "bursts": BURSTS_SCHEMA,
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    """The output of one run: four tables, run metadata and the scenario that made it.
+
+    ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
+    (link transmissions on all links) and ``wall_seconds``.
+    """
+
+    flows: pl.DataFrame
+    slices: pl.DataFrame
+    links: pl.DataFrame
+    bursts: pl.DataFrame
+    meta: dict[str, Any]
+    scenario: Scenario
+
+    @classmethod
+    def from_native(cls, native: dict[str, Any], scenario: Scenario) -> Result:
+        """Wrap the column dicts returned by ``_smallpipe.simulate``.
+
+        Raises:
+            SimulationError: a table's columns differ from its schema (the native
+                module and this package disagree on the results schema).
+        """
+        frames = {}
+        for table, schema in _TABLES.items():
+            columns = native[table]
+            missing, unexpected = set(schema) - set(columns), set(columns) - set(schema)
+            if missing or unexpected:
+                raise SimulationError(
+                    f"native {table} table does not match the results schema: "
+                    f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
+                )
+            frames[table] = pl.DataFrame(columns, schema=schema, strict=False)
+        return cls(**frames, meta=dict(native["meta"]), scenario=scenario)
+
+    def write(self, directory: str | PathLike[str]) -> Path:
+        """Write the run to ``directory`` (created if needed) and return its path.
+
+        Files: ``flows.parquet``, ``slices.parquet``, ``links.parquet``,
+        ``bursts.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
+        scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for table in _TABLES:
+            getattr(self, table).write_parquet(directory / f"{table}.parquet")
+        (directory / "meta.json").write_text(json.dumps(self.meta, indent=2) + "\n")
+        (directory / "scenario.json").write_text(json.dumps(self.scenario.to_dict(), indent=2) + "\n")
+        return directory
+
+    @classmethod
+    def read(cls, directory: str | PathLike[str]) -> Result:
+        """Read a run written by :meth:`write`."""
+        directory = Path(directory)
+        frames = {
+            table: pl.read_parquet(directory / f"{table}.parquet").cast(dict(schema))
+            for table, schema in _TABLES.items()
+        }
+        meta = json.loads((directory / "meta.json").read_text())
+        scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
+        return cls(**frames, meta=meta, scenario=scenario)
+
+
+def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Result:
+    """Run a scenario in the simulator.
+
+    Arguments:
+        scenario: a :class:`Scenario`, a dict with the TOML keys, or the path of a
+            TOML scenario file.
+
+    Raises:
+        ConfigError: the scenario is invalid.
+        SimulationError: the run failed.
+    """
+    if isinstance(scenario, dict):
+        scenario = Scenario.from_dict(scenario)
+    elif not isinstance(scenario, Scenario):
+        scenario = Scenario.from_toml(scenario)
+    return Result.from_native(_smallpipe.simulate(scenario.to_json()), scenario)
