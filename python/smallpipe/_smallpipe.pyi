@@ -10,6 +10,9 @@ from typing import Any, final
 __version__: str
 """The package version, taken from the Cargo workspace (``CARGO_PKG_VERSION``)."""
 
+class SmallpipeError(Exception):
+    """Base class the bindings define for smallpipe errors (not yet a base of the two below)."""
+
 @final
 class ConfigError(ValueError):
     """A scenario field has a value the simulator does not accept.
@@ -28,6 +31,8 @@ class ConfigError(ValueError):
     """The rejected value, rendered for humans."""
     allowed: str
     """What would have been accepted, e.g. ``"a positive integer"``."""
+
+    def __init__(self, *args: object) -> None: ...
 
 @final
 class SimulationError(RuntimeError):

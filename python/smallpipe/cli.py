@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -58,14 +59,20 @@ def _run_with_status(scenario: Scenario, message: str) -> Result:
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
 
 
+def _format_or_na(value: float | None, spec: str) -> str:
+    """``format(value, spec)``, or ``n/a`` for a missing value (e.g. no slice carried data)."""
+    return "n/a" if value is None or math.isnan(value) else format(value, spec)
+
+
 def summary_table(result: Result) -> Table:
     """The headline numbers of a run, as a Rich table."""
     meta = result.meta
     duration_s = meta["duration_ns"] / 1e9
     bottleneck = result.links.filter(pl.col("name") == "bottleneck")
     per_slice = metrics.jain_per_slice(result.slices, flows=result.flows)
-    active_flow_slices = per_slice.get_column("n_flows").sum()
-    zero_flow_slices = (per_slice.get_column("zero_share") * per_slice.get_column("n_flows")).sum()
+    zero_byte_share = per_slice.select(
+        (pl.col("zero_share") * pl.col("n_flows")).sum() / pl.col("n_flows").sum()
+    ).item()
     wall_seconds = meta["wall_seconds"]
 
     table = Table(title="smallpipe run", show_header=False)
@@ -82,11 +89,11 @@ def summary_table(result: Result) -> Table:
         ),
         (
             f"mean per-slice Jain ({meta['slice_ns'] / 1e9:g} s slices)",
-            f"{per_slice.get_column('jain').mean():.3f}",
+            _format_or_na(per_slice.select(pl.col("jain").mean()).item(), ".3f"),
         ),
         (
             "zero-byte flow-slices",
-            f"{zero_flow_slices / active_flow_slices:.1%}" if active_flow_slices else "n/a",
+            _format_or_na(zero_byte_share, ".1%"),
         ),
         ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
         ("wall time", f"{wall_seconds:.2f} s"),

@@ -19,6 +19,7 @@ import numpy.typing as npt
 import polars as pl
 
 __all__ = [
+    "DEFAULT_SIZE_EDGES_BYTES",
     "TOP_SHARE_OF_FLOWS",
     "fct_summary",
     "goodput_bps",
@@ -91,6 +92,7 @@ def jain_per_slice(
         ValueError: ``slice_ns`` is not a positive multiple of the native length.
     """
     binned = slices
+    length_ns: int | None
     if slice_ns is not None:
         native_ns = _native_slice_ns(slices)
         if slice_ns <= 0 or (native_ns is not None and slice_ns % native_ns != 0):

@@ -21,13 +21,14 @@ def taq_droptail_dumbbell(
     ``flows`` long-lived flows start uniformly in the first second, with a 200 ms
     propagation RTT and 500-byte packets, no delayed ACKs; the bottleneck has a
     1 ms delay and a DropTail buffer of one RTT's worth of packets,
-    ``rate_bps · 0.2 s / (500 · 8 bit)``.
+    ``rate_bps · 0.2 s / (500 · 8 bit)``. Slices are 20 s as in the paper, or the
+    whole run when it is shorter.
     """
     queue_limit_pkts = max(1, round(rate_bps * TAQ_RTT_MS / 1e3 / (TAQ_PACKET_SIZE_BYTES * 8)))
     return Scenario(
         seed=seed,
         duration_s=duration_s,
-        slice_s=slice_s,
+        slice_s=min(slice_s, duration_s),
         link={
             "rate_bps": rate_bps,
             "delay_ms": 1.0,

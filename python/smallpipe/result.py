@@ -134,7 +134,7 @@ class Result:
         """Read a run written by :meth:`write`."""
         directory = Path(directory)
         frames = {
-            table: pl.read_parquet(directory / f"{table}.parquet").cast(dict(schema))
+            table: pl.read_parquet(directory / f"{table}.parquet").cast(schema)
             for table, schema in _TABLES.items()
         }
         meta = json.loads((directory / "meta.json").read_text())

@@ -1,1 +1,137 @@
+//! Python bindings of smallpipe: convert types and errors, nothing else.
 
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
+use smallpipe_sim::config::AppKind;
+use smallpipe_sim::{Results, Scenario};
+
+create_exception!(_smallpipe, SmallpipeError, PyException);
+create_exception!(_smallpipe, SimulationError, PyRuntimeError);
+
+create_exception!(_smallpipe, ConfigError, PyValueError, "A bad scenario: `field`, `value` and `allowed` say what and why.");
+
+fn config_error(py: Python<'_>, e: CoreConfigError) -> PyErr {
+    let err = ConfigError::new_err(e.to_string());
+    let value = err.value(py);
+    for (name, v) in [("field", &e.field), ("value", &e.value), ("allowed", &e.allowed)] {
+        if let Err(set) = value.setattr(name, v) {
+            return set;
+        }
+    }
+    err
+}
+
+/// Parses and checks a scenario given as JSON; returns the canonical JSON with defaults.
+#[pyfunction]
+fn validate_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    Scenario::from_json(config_json).map(|s| s.to_json()).map_err(|e| config_error(py, e))
+}
+
+/// Runs a scenario given as JSON; returns columns of flows, slices, links, bursts and meta.
+#[pyfunction]
+fn simulate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
+    let scenario = Scenario::from_json(config_json).map_err(|e| config_error(py, e))?;
+    let results = py
+        .allow_threads(|| smallpipe_sim::simulate(&scenario))
+        .map_err(|e| config_error(py, e))?;
+    results_to_dict(py, &results)
+}
+
+fn app_name(a: AppKind) -> &'static str {
+    match a {
+        AppKind::Bulk => "bulk",
+        AppKind::Transfer => "transfer",
+        AppKind::Interactive => "interactive",
+    }
+}
+
+fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+
+    let flows = PyDict::new(py);
+    let f = &r.flows;
+    flows.set_item("flow_id", f.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    flows.set_item("group", f.iter().map(|x| x.group).collect::<Vec<_>>())?;
+    flows.set_item("app", f.iter().map(|x| app_name(x.app)).collect::<Vec<_>>())?;
+    flows.set_item("rtt_ms", f.iter().map(|x| x.rtt_ms).collect::<Vec<_>>())?;
+    flows.set_item("start_ns", f.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
+    flows.set_item("end_ns", f.iter().map(|x| x.end_ns).collect::<Vec<_>>())?;
+    flows.set_item("size_bytes", f.iter().map(|x| x.size_bytes).collect::<Vec<_>>())?;
+    flows.set_item("bytes_delivered", f.iter().map(|x| x.bytes_delivered).collect::<Vec<_>>())?;
+    flows.set_item("segments_sent", f.iter().map(|x| x.segments_sent).collect::<Vec<_>>())?;
+    flows.set_item("retransmits", f.iter().map(|x| x.retransmits).collect::<Vec<_>>())?;
+    flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
+    flows.set_item("syn_timeouts", f.iter().map(|x| x.syn_timeouts).collect::<Vec<_>>())?;
+    flows.set_item("fast_retransmits", f.iter().map(|x| x.fast_retransmits).collect::<Vec<_>>())?;
+    flows.set_item("longest_silence_ns", f.iter().map(|x| x.longest_silence_ns).collect::<Vec<_>>())?;
+    out.set_item("flows", flows)?;
+
+    let slices = PyDict::new(py);
+    let n_slices = f.first().map_or(0, |x| x.slice_bytes.len());
+    let rows = f.len() * n_slices;
+    let (mut ids, mut idx, mut starts, mut bytes) =
+        (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
+    for x in f {
+        for (i, b) in x.slice_bytes.iter().enumerate() {
+            ids.push(x.flow_id);
+            idx.push(i as u32);
+            starts.push(i as u64 * r.slice_ns);
+            bytes.push(*b);
+        }
+    }
+    slices.set_item("flow_id", ids)?;
+    slices.set_item("slice", idx)?;
+    slices.set_item("start_ns", starts)?;
+    slices.set_item("bytes", bytes)?;
+    out.set_item("slices", slices)?;
+
+    let links = PyDict::new(py);
+    let l = &r.links;
+    links.set_item("name", l.iter().map(|x| x.name.clone()).collect::<Vec<_>>())?;
+    links.set_item("rate_bps", l.iter().map(|x| x.rate_bps).collect::<Vec<_>>())?;
+    links.set_item("tx_pkts", l.iter().map(|x| x.tx_pkts).collect::<Vec<_>>())?;
+    links.set_item("tx_bytes", l.iter().map(|x| x.tx_bytes).collect::<Vec<_>>())?;
+    links.set_item("utilization", l.iter().map(|x| x.utilization).collect::<Vec<_>>())?;
+    links.set_item("arrived_pkts", l.iter().map(|x| x.arrived_pkts).collect::<Vec<_>>())?;
+    links.set_item("dropped_pkts", l.iter().map(|x| x.dropped_pkts).collect::<Vec<_>>())?;
+    for reason in DropReason::ALL {
+        let col = format!("drop_{}", reason.name());
+        links.set_item(col, l.iter().map(|x| x.drops_by_reason[reason as usize]).collect::<Vec<_>>())?;
+    }
+    links.set_item("loss_rate", l.iter().map(|x| x.loss_rate).collect::<Vec<_>>())?;
+    links.set_item("mean_backlog_pkts", l.iter().map(|x| x.mean_backlog_pkts).collect::<Vec<_>>())?;
+    links.set_item("mean_queue_delay_ms", l.iter().map(|x| x.mean_queue_delay_ms).collect::<Vec<_>>())?;
+    out.set_item("links", links)?;
+
+    let bursts = PyDict::new(py);
+    let b = &r.bursts;
+    bursts.set_item("flow_id", b.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    bursts.set_item("sent_ns", b.iter().map(|x| x.sent_ns).collect::<Vec<_>>())?;
+    bursts.set_item("acked_ns", b.iter().map(|x| x.acked_ns).collect::<Vec<_>>())?;
+    bursts.set_item("response_ns", b.iter().map(|x| x.acked_ns.map(|a| a - x.sent_ns)).collect::<Vec<_>>())?;
+    out.set_item("bursts", bursts)?;
+
+    let meta = PyDict::new(py);
+    meta.set_item("seed", r.seed)?;
+    meta.set_item("duration_ns", r.duration_ns)?;
+    meta.set_item("slice_ns", r.slice_ns)?;
+    meta.set_item("events", r.events)?;
+    meta.set_item("packets", r.packets)?;
+    meta.set_item("wall_seconds", r.wall_seconds)?;
+    out.set_item("meta", meta)?;
+    Ok(out)
+}
+
+#[pymodule]
+fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SmallpipeError", m.py().get_type::<SmallpipeError>())?;
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add_function(wrap_pyfunction!(validate_config, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    Ok(())
+}

@@ -30,6 +30,8 @@ struct Flow {
     rng: Rng,
     delivered_seen: u64,
     bursts_seen: usize,
+    /// Interactive: the handshake is done and bursts are being written.
+    bursting: bool,
     last_progress: Instant,
     longest_silence: Duration,
     slice_bytes: Vec<u64>,
@@ -151,6 +153,7 @@ impl Simulator {
                     rng,
                     delivered_seen: 0,
                     bursts_seen: 0,
+                    bursting: false,
                     last_progress: start,
                     longest_silence: Duration::ZERO,
                     slice_bytes: vec![0; n_slices],
@@ -244,10 +247,9 @@ impl Simulator {
                         ep.app_close(now, p, &mut out);
                     }
                 }
-                AppKind::Interactive => {
-                    let gap = secs(flow.rng.exponential(flow.mean_gap_s));
-                    self.events.push(now + gap, Event::App { endpoint: e });
-                }
+                // Interactive bursts begin once the handshake is done (see after_endpoint),
+                // so no response time includes connection set-up.
+                AppKind::Interactive => {}
             }
         } else if flow.app == AppKind::Interactive && !ep.failed {
             ep.app_write(flow.burst_bytes, true, now, p, &mut out);
@@ -309,6 +311,12 @@ impl Simulator {
                 flow.delivered_seen = delivered;
                 flow.longest_silence = flow.longest_silence.max(now.saturating_since(flow.last_progress));
                 flow.last_progress = now;
+            }
+        } else if flow.app == AppKind::Interactive && !flow.bursting {
+            if ep.state == crate::tcp::State::Established {
+                flow.bursting = true;
+                let gap = secs(flow.rng.exponential(flow.mean_gap_s));
+                self.events.push(now + gap, Event::App { endpoint: e });
             }
         } else if flow.app == AppKind::Interactive && flow.gap_from == GapFrom::Response {
             let done = ep.completed_bursts.len();
