@@ -71,7 +71,7 @@ def parse_args(argv=None):
     p.add_argument("--initial-cwnd", type=int, default=4, help="initial cwnd in segments [4]")
     p.add_argument("--min-rto-s", type=float, default=1.0, help="minimum RTO in s [1]")
     p.add_argument("--weak-es-model", action="store_true",
-                   help="keep ns-3's default Ipv4L3Protocol::WeakEsModel=true (slow on the 201-interface routers; "
+                   help="keep ns-3's default weak end-system model (Ipv4::StrongEndSystemModel=false) (slow on the 201-interface routers; "
                         "see README) [off: strong ES model]")
     p.add_argument("--routing", choices=["global", "nix"], default="global",
                    help="ns-3 routing: Ipv4GlobalRouting or Nix-vector routing [global]")
@@ -197,7 +197,8 @@ def main(argv=None):
     # and R2) to decide whether the packet is for itself: ~45% of the run time
     # at N=200.  No packet here is addressed to a router, so switching to the
     # strong ES model changes no simulated event, only the cost.
-    sd("ns3::Ipv4L3Protocol::WeakEsModel", ns.BooleanValue(args.weak_es_model))
+    # (Attribute of ns3::Ipv4; WeakEsModel is deprecated since 3.41.)
+    sd("ns3::Ipv4::StrongEndSystemModel", ns.BooleanValue(not args.weak_es_model))
     sd("ns3::DropTailQueue<Packet>::MaxSize", ns.StringValue(f"{args.other_queue}p"))
 
     # ---- nodes -----------------------------------------------------------

@@ -176,6 +176,38 @@ def bench(
     console.print(table)
 
 
+REPRODUCTIONS = ("taq-fig2",)
+
+
+@app.command()
+def reproduce(
+    figure: Annotated[str, typer.Argument(help=f"One of: {', '.join(REPRODUCTIONS)}.")],
+    out: Annotated[Path, typer.Option(help="Directory for the table (CSV) and the plot (PNG).")] = Path(
+        "results/reproductions"
+    ),
+    duration_s: Annotated[float, typer.Option(help="Simulated seconds per run (the paper: 10000).")] = 10_000.0,
+    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
+) -> None:
+    """Reproduce a figure of the papers; prints our numbers beside the paper's."""
+    if figure not in REPRODUCTIONS:
+        error_console.print(f"[bold red]unknown figure[/] {figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
+        raise typer.Exit(EXIT_CONFIG_ERROR)
+    from smallpipe.experiments import taq_fig2
+
+    with console.status(f"reproducing {figure} ({duration_s:g} s per run)…"):
+        table = taq_fig2.run(duration_s=duration_s, seed=seed)
+    out.mkdir(parents=True, exist_ok=True)
+    table.write_csv(out / f"{figure}.csv")
+    taq_fig2.plot(table, out / f"{figure}.png")
+    shown = Table(title=f"{figure}: ours (paper: short-term collapse below 30 kbit/s, utilization > 90%)")
+    for column in table.columns:
+        shown.add_column(column, justify="right")
+    for row in table.iter_rows():
+        shown.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+    console.print(shown)
+    console.print(f"written to [bold]{out}[/]")
+
+
 @app.command()
 def version() -> None:
     """Print the smallpipe version."""

@@ -23,6 +23,10 @@ def taq_droptail_dumbbell(
     1 ms delay and a DropTail buffer of one RTT's worth of packets,
     ``rate_bps · 0.2 s / (500 · 8 bit)``. Slices are 20 s as in the paper, or the
     whole run when it is shorter.
+
+    The paper ran ns-2 and names no TCP knobs beyond these; we take ns-2's defaults of
+    the time (documented in docs/reproductions/taq.md): NewReno, no timestamps (so 460
+    payload bytes per 500-byte packet), initial window 2, minimum RTO 200 ms.
     """
     queue_limit_pkts = max(1, round(rate_bps * TAQ_RTT_MS / 1e3 / (TAQ_PACKET_SIZE_BYTES * 8)))
     return Scenario(
@@ -38,6 +42,9 @@ def taq_droptail_dumbbell(
             "packet_size_bytes": TAQ_PACKET_SIZE_BYTES,
             "recovery": "newreno",
             "delayed_ack": False,
+            "timestamps": False,
+            "initial_window_pkts": 2,
+            "min_rto_ms": 200.0,
         },
         flows=[{"count": flows, "app": "bulk", "rtt_ms": TAQ_RTT_MS, "start_s": [0.0, 1.0]}],
     )

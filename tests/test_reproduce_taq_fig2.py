@@ -1,0 +1,31 @@
+"""TAQ Figure 2 (DropTail): the paper's claims, on a shorter run than docs/reproductions."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
+
+from smallpipe.experiments import taq_fig2  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def table():
+    return taq_fig2.run(rates_bps=[1_000_000], fair_shares_bps=[10_000, 50_000], duration_s=1500.0, seed=2)
+
+
+def test_utilization_stays_above_90_percent(table) -> None:
+    assert table["utilization"].min() > taq_fig2.PAPER["utilization_min"]
+
+
+def test_short_term_fairness_collapses_below_the_knee_but_not_above(table) -> None:
+    low = table.filter(table["fair_share_bps"] == 10_000).row(0, named=True)
+    high = table.filter(table["fair_share_bps"] == 50_000).row(0, named=True)
+    assert low["fair_share_bps"] < taq_fig2.PAPER["short_term_knee_bps"] < high["fair_share_bps"]
+    assert low["short_term_jain"] < 0.8
+    assert low["zero_share"] > 0.10, "a sizeable share of flows gets nothing in a 20 s slice"
+    assert high["short_term_jain"] > 0.9
+
+
+def test_long_term_fairness_stays_high(table) -> None:
+    assert table["long_term_jain"].min() > 0.9
