@@ -11,9 +11,9 @@
 //! its ISS in `u64` (offset 0 is the SYN, data starts at 1).
 //!
 //! Choices where the RFCs leave room (see docs/tcp.md): no Nagle (each write is sent at
-//! once); the listener answers a retransmitted SYN with a new SYN-ACK instead of running
-//! its own SYN-ACK timer; after an RTO the SACK scoreboard is cleared (RFC 2018 §8) and
-//! the sender goes back to `snd_una`.
+//! once); the listener retransmits its SYN-ACK on its own timer and also answers a
+//! retransmitted SYN at once; after an RTO the SACK scoreboard is cleared (RFC 2018 §8)
+//! and the sender goes back to `snd_una`.
 
 mod rtt;
 pub mod sack;
@@ -399,6 +399,9 @@ impl Endpoint {
         if ack > self.snd_max {
             return; // acknowledges what was never sent
         }
+        if self.state == State::SynReceived && ack >= 1 {
+            self.state = State::Established; // the handshake's third segment
+        }
         let mut new_sack = false;
         if p.sack() {
             for b in seg.sack_blocks() {
@@ -518,8 +521,8 @@ impl Endpoint {
                 self.enter_fast_recovery(now, p, out);
             }
         } else if p.limited_transmit {
-            // RFC 3042: one new segment per dupack, at most cwnd + 2 segments outstanding.
-            self.send_new(self.cwnd + 2 * p.mss, now, p, out);
+            // RFC 3042: one new segment for each of the first two dupacks.
+            self.send_new(self.cwnd + self.dupacks as u64 * p.mss, now, p, out);
         }
     }
 
@@ -727,8 +730,11 @@ impl Endpoint {
                 break;
             }
         }
-        if self.snd_max < self.send_end() && self.snd_max + p.mss.min(1 + self.app_written - self.snd_max.min(1 + self.app_written)) - self.snd_una <= p.rwnd {
-            return Some(self.segment_at(self.snd_max, p));
+        if self.snd_max < self.send_end() {
+            let (off, len, fin) = self.segment_at(self.snd_max, p);
+            if off + len - self.snd_una <= p.rwnd {
+                return Some((off, len, fin));
+            }
         }
         rescue
     }
@@ -736,12 +742,11 @@ impl Endpoint {
     fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         while self.cwnd >= self.pipe(p) + p.mss {
             let Some((off, len, fin)) = self.next_seg(p) else { break };
+            let retransmission = off < self.snd_max;
             self.send_segment(off, len, fin, now, p, out);
             let end = off + len + fin as u64;
-            if let Some(r) = &mut self.recovery {
-                if off < self.snd_max.min(end) && end <= self.snd_max {
-                    r.high_rxt = r.high_rxt.max(end);
-                }
+            if let Some(r) = self.recovery.as_mut().filter(|_| retransmission) {
+                r.high_rxt = r.high_rxt.max(end);
             }
             self.snd_nxt = self.snd_nxt.max(end);
             if fin {
@@ -835,10 +840,10 @@ impl Endpoint {
     }
 }
 
-/// The timestamp clock: microseconds, wrapping (RFC 7323 allows any monotone clock);
-/// zero is reserved for "no timestamp".
+/// The timestamp clock: microseconds plus one, wrapping (RFC 7323 allows any monotone
+/// clock); zero is reserved for "no timestamp".
 fn ts_now(now: Instant) -> u32 {
-    ((now.as_nanos() / 1_000) as u32).max(1)
+    ((now.as_nanos() / 1_000) as u32).wrapping_add(1).max(1)
 }
 
 /// Unwraps a 32-bit wire sequence number near a known offset.

@@ -1,0 +1,213 @@
+//! Timed scripts against one endpoint pair, wired by hand (no links): each step hands a
+//! segment to an endpoint at a given time and checks what comes out.
+
+use super::*;
+use crate::config::TcpConfig;
+
+fn params(edit: impl FnOnce(&mut TcpConfig)) -> TcpParams {
+    let mut c = TcpConfig::default();
+    c.packet_size_bytes = 1052; // MSS 1000 with timestamps
+    c.delayed_ack = false;
+    edit(&mut c);
+    TcpParams::from_config(&c)
+}
+
+const KEY: FlowKey = FlowKey { src_ip: 1, dst_ip: 2, src_port: 1000, dst_port: 80, proto: 6 };
+
+fn t(ms: u64) -> Instant {
+    Instant(ms * 1_000_000)
+}
+
+/// Client and server after the handshake at t = 0..100 ms (RTT 100 ms).
+fn established(p: &TcpParams, iss_client: u32, iss_server: u32) -> (Endpoint, Endpoint) {
+    let mut c = Endpoint::client(KEY, iss_client, p);
+    let mut s = Endpoint::listener(KEY.reversed(), iss_server, p);
+    let mut out = Vec::new();
+    c.connect(t(0), p, &mut out);
+    let syn = out.pop().unwrap();
+    assert!(syn.flags.syn() && !syn.flags.ack());
+    assert_eq!(syn.seq, iss_client);
+    s.on_segment(&syn, t(50), p, &mut out);
+    let syn_ack = out.pop().unwrap();
+    assert!(syn_ack.flags.syn() && syn_ack.flags.ack());
+    assert_eq!(syn_ack.ack, iss_client.wrapping_add(1));
+    c.on_segment(&syn_ack, t(100), p, &mut out);
+    assert_eq!(c.state, State::Established);
+    let ack = out.pop().unwrap();
+    s.on_segment(&ack, t(150), p, &mut out);
+    assert_eq!(s.state, State::Established);
+    assert!(out.is_empty());
+    (c, s)
+}
+
+#[test]
+fn handshake_gives_one_rtt_sample_and_the_initial_window() {
+    let p = params(|c| c.initial_window_pkts = 3);
+    let (mut c, _) = established(&p, 7, 9);
+    assert_eq!(c.rtt_estimator().srtt(), Some(Duration::from_millis(100)));
+    let mut out = Vec::new();
+    c.app_write(10_000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 3, "IW 3 segments");
+    assert_eq!(out.iter().map(|s| s.payload_len as u64).sum::<u64>(), 3 * p.mss);
+    assert_eq!(out[1].seq, 7u32.wrapping_add(1 + 1000));
+}
+
+#[test]
+fn sequence_numbers_wrap_around_2_to_the_32() {
+    let p = params(|c| c.initial_window_pkts = 10);
+    let (mut c, mut s) = established(&p, u32::MAX - 2500, u32::MAX - 10);
+    let mut out = Vec::new();
+    c.app_write(8000, false, t(100), &p, &mut out);
+    c.app_close(t(100), &p, &mut out);
+    let data: Vec<_> = out.drain(..).collect();
+    assert!(data.last().unwrap().flags.fin());
+    let mut acks = Vec::new();
+    for seg in &data {
+        s.on_segment(seg, t(150), &p, &mut acks);
+    }
+    assert_eq!(s.stats.bytes_delivered, 8000);
+    assert_eq!(s.finished_at, Some(t(150)));
+    for a in &acks {
+        c.on_segment(a, t(200), &p, &mut out);
+    }
+    assert_eq!(c.bytes_acked(), 8000);
+    assert!(matches!(c.state, State::FinWait1 | State::FinWait2 | State::TimeWait));
+}
+
+#[test]
+fn out_of_order_data_gets_an_immediate_dupack_with_sack_blocks_newest_first() {
+    let p = params(|c| c.recovery = Recovery::Sack);
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(5000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    assert_eq!(segs.len(), 4);
+    // Segment 0 is lost; 1 and 3 arrive, then 2.
+    let mut acks = Vec::new();
+    for i in [1, 3] {
+        s.on_segment(&segs[i], t(150), &p, &mut acks);
+    }
+    let last = acks.last().unwrap();
+    assert_eq!(last.ack, 1, "still waiting for the first byte");
+    let blocks = last.sack_blocks();
+    assert_eq!(blocks.len(), 2);
+    assert_eq!((blocks[0].start, blocks[0].end), (3001, 4001), "the block just received comes first");
+    assert_eq!((blocks[1].start, blocks[1].end), (1001, 2001));
+    s.on_segment(&segs[2], t(151), &p, &mut acks);
+    let merged = acks.last().unwrap().sack_blocks();
+    assert_eq!(merged.len(), 1);
+    assert_eq!((merged[0].start, merged[0].end), (1001, 4001));
+    s.on_segment(&segs[0], t(152), &p, &mut acks);
+    let full = acks.last().unwrap();
+    assert_eq!((full.ack, full.sack_count), (4001, 0));
+    assert_eq!(s.stats.bytes_delivered, 4000);
+}
+
+#[test]
+fn delayed_ack_every_second_full_segment_or_after_the_timeout() {
+    let p = params(|c| {
+        c.delayed_ack = true;
+        c.delayed_ack_ms = 200.0;
+        c.initial_window_pkts = 3;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(3000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    let mut acks = Vec::new();
+    s.on_segment(&segs[0], t(150), &p, &mut acks);
+    assert!(acks.is_empty(), "first full segment: ACK delayed");
+    assert_eq!(s.next_deadline(), Some(t(350)));
+    s.on_segment(&segs[1], t(151), &p, &mut acks);
+    assert_eq!(acks.len(), 1, "second full segment: ACK at once");
+    assert_eq!(acks[0].ack, 2001);
+    s.on_segment(&segs[2], t(152), &p, &mut acks);
+    assert_eq!(acks.len(), 1);
+    s.on_timer(t(352), &p, &mut acks);
+    assert_eq!(acks.len(), 2, "the delayed-ACK timer fired");
+    assert_eq!(acks[1].ack, 3001);
+}
+
+#[test]
+fn sack_recovery_retransmits_every_lost_hole_within_the_window() {
+    let p = params(|c| {
+        c.recovery = Recovery::Sack;
+        c.initial_window_pkts = 10;
+        c.limited_transmit = false;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(10_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    assert_eq!(segs.len(), 10);
+    // Segments 2 and 5 are lost.
+    let mut acks = Vec::new();
+    for (i, seg) in segs.iter().enumerate() {
+        if i != 2 && i != 5 {
+            s.on_segment(seg, t(150), &p, &mut acks);
+        }
+    }
+    let mut resent = Vec::new();
+    for a in &acks {
+        c.on_segment(a, t(200), &p, &mut resent);
+    }
+    let holes: Vec<u32> = resent.iter().filter(|x| x.seq < 10_001).map(|x| x.seq).collect();
+    assert_eq!(holes, vec![2001, 5001], "both holes go out in the first recovery RTT");
+    assert_eq!(c.stats.fast_retransmits, 1);
+    // Segments 0 and 1 were acknowledged first: 8 in flight at the third dupack.
+    assert_eq!(c.ssthresh_bytes(), 4000, "half the flight size");
+}
+
+#[test]
+fn newreno_partial_ack_retransmits_the_next_hole() {
+    let p = params(|c| {
+        c.recovery = Recovery::Newreno;
+        c.initial_window_pkts = 10;
+        c.limited_transmit = false;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(10_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    let mut acks = Vec::new();
+    for (i, seg) in segs.iter().enumerate() {
+        if i != 2 && i != 5 {
+            s.on_segment(seg, t(150), &p, &mut acks);
+        }
+    }
+    let mut resent = Vec::new();
+    for a in &acks {
+        c.on_segment(a, t(200), &p, &mut resent);
+    }
+    assert_eq!(resent.iter().filter(|x| x.seq < 10_001).map(|x| x.seq).collect::<Vec<_>>(), vec![2001]);
+    // 8 segments in flight at the third of six dupacks: ssthresh 4 MSS, cwnd = ssthresh +
+    // 3 MSS, inflated by one MSS for each of the 3 later dupacks.
+    assert_eq!(c.ssthresh_bytes(), 4000);
+    assert_eq!(c.cwnd_bytes(), 4000 + 3 * 1000 + 3 * 1000);
+    // The retransmission arrives: a partial ACK up to the second hole.
+    let mut acks2 = Vec::new();
+    s.on_segment(&resent[0], t(250), &p, &mut acks2);
+    assert_eq!(acks2[0].ack, 5001);
+    let mut again = Vec::new();
+    c.on_segment(&acks2[0], t(300), &p, &mut again);
+    assert_eq!(again[0].seq, 5001, "the partial ACK triggers the next retransmission");
+    assert_eq!(c.stats.retransmits, 2);
+}
+
+#[test]
+fn rto_collapses_the_window_and_goes_back_to_snd_una() {
+    let p = params(|c| c.initial_window_pkts = 4);
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(4000, false, t(100), &p, &mut out);
+    out.clear();
+    let deadline = c.next_deadline().unwrap();
+    assert_eq!(deadline, t(100) + Duration::from_secs(1), "min RTO 1 s over 3 x 100 ms");
+    c.on_timer(deadline, &p, &mut out);
+    assert_eq!(out.len(), 1, "cwnd is one segment after an RTO");
+    assert_eq!(out[0].seq, 1);
+    assert_eq!(c.cwnd_bytes(), 1000);
+    assert_eq!(c.ssthresh_bytes(), 2000, "max(FlightSize/2, 2 SMSS)");
+    assert_eq!(c.rto(), Duration::from_secs(2));
+    assert_eq!(c.next_deadline(), Some(deadline + Duration::from_secs(2)));
+}
