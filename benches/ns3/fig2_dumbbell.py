@@ -89,8 +89,8 @@ def import_ns3():
     except ImportError:
         sys.exit("error: ns-3 Python bindings not found. Install them with:\n"
                  "    pip install ns3==3.44.post0\n"
-                 "(the wheel is Linux x86_64/aarch64 only and needs a C++ toolchain-free "
-                 "cppyy; first import takes ~10 s while cling parses the headers)")
+                 "(pip builds cppyy/CPyCppyy from source, so a C++ compiler is needed; "
+                 "the first import takes ~10 s while cling parses the ns-3 headers)")
     try:
         from ns import ns
     except Exception as e:  # cppyy/cling failures surface here

@@ -212,3 +212,97 @@ def reproduce(
 def version() -> None:
     """Print the smallpipe version."""
     typer.echo(__version__)
+
+
+@app.command()
+def sweep(
+    grid_path: Annotated[Path, typer.Argument(metavar="GRID.toml", help="Grid file: a base scenario and [grid].")],
+    db: Annotated[
+        Path | None, typer.Option(help="Results database [default: results/<grid stem>.duckdb].")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=0, help="Worker processes [default: CPU count]; 0 runs in this process."),
+    ] = None,
+    parquet_dir: Annotated[
+        Path | None, typer.Option(help="Per-point Parquet folders [default: <db stem>_runs/ beside the db].")
+    ] = None,
+    retry_errors: Annotated[bool, typer.Option(help="Re-run points recorded as errors.")] = False,
+) -> None:
+    """Run the Cartesian product of a grid into DuckDB; re-run the same command to resume."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from smallpipe.store import StoreError
+    from smallpipe.sweep import GridError, load_grid, run_sweep
+
+    try:
+        grid = load_grid(grid_path)
+    except (GridError, FileNotFoundError) as error:
+        error_console.print(f"[bold red]invalid grid[/] {grid_path}: {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    db_path = db if db is not None else Path("results") / f"{grid_path.stem}.duckdb"
+    counts = {"ok": 0, "error": 0}
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ok {task.fields[ok]} · errors {task.fields[error]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=error_console,
+    )
+    task = progress.add_task(f"sweep {grid_path.name}", total=None, ok=0, error=0)
+
+    def on_point(record: dict[str, Any]) -> None:
+        counts[record["status"]] += 1
+        progress.update(task, advance=1, ok=counts["ok"], error=counts["error"])
+        if record["status"] == "error":
+            progress.console.print(f"[red]point {record['point_id']} failed:[/] {record['error']}")
+
+    try:
+        with progress:
+            outcome = run_sweep(
+                grid,
+                db_path,
+                run_root=parquet_dir,
+                workers=workers,
+                retry_errors=retry_errors,
+                on_start=lambda n: progress.update(task, total=n),
+                on_point=on_point,
+            )
+    except StoreError as error:
+        error_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except KeyboardInterrupt:
+        error_console.print(
+            f"[yellow]interrupted[/] after {counts['ok'] + counts['error']} points; "
+            "finished points are in the database: run the same command to resume"
+        )
+        raise typer.Exit(130) from None
+    console.print(
+        f"{outcome.total} points: {outcome.ok} ran ok, {outcome.error} failed, "
+        f"{outcome.skipped_ok} already done, {outcome.skipped_error} earlier errors skipped"
+        f"{' (--retry-errors to re-run them)' if outcome.skipped_error else ''}; "
+        f"{outcome.wall_seconds:.1f} s wall. Results: [bold]{db_path}[/]"
+    )
+    if outcome.error or outcome.skipped_error:
+        raise typer.Exit(EXIT_SIMULATION_ERROR)
+
+
+@app.command()
+def report(
+    db: Annotated[Path, typer.Argument(metavar="DB", help="Results database written by `smallpipe sweep`.")],
+    out: Annotated[Path | None, typer.Option(help="HTML file [default: DB with .html].")] = None,
+) -> None:
+    """Render a self-contained HTML report (tables and plots) of a sweep's results."""
+    from smallpipe.report import write_report
+    from smallpipe.store import StoreError
+
+    out_path = out if out is not None else db.with_suffix(".html")
+    try:
+        with console.status(f"rendering {db}…"):
+            write_report(db, out_path)
+    except (FileNotFoundError, StoreError) as error:
+        error_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    console.print(f"report written to [bold]{out_path}[/]")

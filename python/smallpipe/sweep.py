@@ -1,0 +1,427 @@
+"""Parameter sweeps: the Cartesian product of a grid of overrides, run on local
+processes into a DuckDB results store, resumable.
+
+A grid file (TOML) names a base scenario and, under ``[grid]``, lists of values for
+dotted override paths (the keys :meth:`Scenario.with_overrides` takes)::
+
+    base = "dumbbell.toml"            # relative to the grid file; or an inline [base] table
+
+    [grid]
+    "link.queue.limit_pkts" = [25, 50, 100]
+    "flows.0.count" = [20, 50, 100]
+    seed = [1, 2, 3]
+
+Every point of the product is validated (a :class:`Scenario` is built) before any run,
+and gets a stable id: a hash of its canonical scenario JSON, so a re-run, even of a
+reordered or extended grid, recognises the points already done. See ``docs/sweeps.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import hashlib
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import shutil
+import time
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from smallpipe import metrics, store
+from smallpipe._smallpipe import ConfigError, __version__
+from smallpipe.result import Result, simulate
+from smallpipe.scenario import Scenario, _set_path
+
+__all__ = ["Grid", "GridError", "Point", "SweepOutcome", "load_grid", "run_sweep", "summarize"]
+
+
+class GridError(ValueError):
+    """The grid file is invalid; the message names the key and value at fault."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the grid: its overrides (key -> value, in grid order) and scenario."""
+
+    point_id: str
+    overrides: dict[str, Any]
+    scenario: Scenario
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A validated grid: the keys and their values in file order, and every point."""
+
+    path: Path
+    base: dict[str, Any]
+    values: dict[str, list[Any]]
+    points: list[Point]
+
+    @property
+    def sql_types(self) -> dict[str, str]:
+        """The DuckDB column type of each swept key (non-scalar values are stored as JSON text)."""
+        return {key: _sql_type(values) for key, values in self.values.items()}
+
+
+def point_id(scenario: Scenario) -> str:
+    """The stable id of a scenario: 16 hex digits of the SHA-256 of its canonical JSON
+    (sorted keys), so equal scenarios share an id whatever the grid order."""
+    canonical = json.dumps(scenario.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _flatten_grid(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"link": {"rate_bps": [..]}}`` -> ``{"link.rate_bps": [..]}``: unquoted dotted TOML
+    keys become nested tables, quoted ones stay flat; both mean the same path."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten_grid(value, f"{path}."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def _sql_type(values: Sequence[Any]) -> str:
+    if all(isinstance(v, bool) for v in values):
+        return "BOOLEAN"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "BIGINT"
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return "DOUBLE"
+    if all(isinstance(v, str) for v in values):
+        return "VARCHAR"
+    return "JSON"
+
+
+def _column_value(value: Any, sql_type: str) -> Any:
+    if sql_type == "JSON":
+        return json.dumps(value)
+    if sql_type == "DOUBLE":
+        return float(value)
+    return value
+
+
+def _describe(overrides: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{key} = {json.dumps(value)}" for key, value in overrides.items()) + "}"
+
+
+def load_grid(path: str | PathLike[str]) -> Grid:
+    """Read a grid file, expand the product and validate every point's scenario.
+
+    Raises:
+        FileNotFoundError: the grid file or its base scenario file does not exist.
+        GridError: bad TOML, no or two bases, a grid value that is not a non-empty list
+            of distinct values, or a point whose scenario is invalid (the message gives
+            the point's overrides and the core's field error).
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as file:
+            spec = tomllib.load(file)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"grid file not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise GridError(f"{path}: not valid TOML ({error})") from None
+
+    unknown = set(spec) - {"base", "grid"}
+    if unknown:
+        raise GridError(f"{path}: unknown top-level entries {sorted(unknown)}; expected `base` and `[grid]`")
+    base_spec = spec.get("base")
+    if isinstance(base_spec, str):
+        base_path = (path.parent / base_spec).resolve()
+        try:
+            with base_path.open("rb") as file:
+                base = tomllib.load(file)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: base scenario file not found: {base_path}") from None
+        except tomllib.TOMLDecodeError as error:
+            raise GridError(f"{path}: base scenario {base_path} is not valid TOML ({error})") from None
+    elif isinstance(base_spec, dict):
+        base = base_spec
+    else:
+        raise GridError(
+            f"{path}: base = {base_spec!r} is not allowed; expected a scenario file path "
+            '(base = "scenario.toml") or an inline [base] table'
+        )
+    try:
+        Scenario.from_dict(base)
+    except ConfigError as error:
+        raise GridError(f"{path}: the base scenario is invalid: {error}") from None
+
+    grid_spec = spec.get("grid")
+    if not isinstance(grid_spec, dict) or not grid_spec:
+        raise GridError(f"{path}: [grid] is missing or empty; expected at least one key = [values]")
+    values: dict[str, list[Any]] = {}
+    for key, listed in _flatten_grid(grid_spec).items():
+        if not isinstance(listed, list):
+            raise GridError(f"grid.{key} = {json.dumps(listed)} is not allowed; expected a list of values, e.g. [{json.dumps(listed)}]")
+        if not listed:
+            raise GridError(f"grid.{key} = [] is not allowed; expected a non-empty list of values")
+        encoded = [json.dumps(v, sort_keys=True) for v in listed]
+        duplicates = sorted({e for e in encoded if encoded.count(e) > 1})
+        if duplicates:
+            raise GridError(f"grid.{key} lists {', '.join(duplicates)} more than once")
+        values[key] = listed
+
+    points: list[Point] = []
+    seen: dict[str, dict[str, Any]] = {}
+    for combination in itertools.product(*values.values()):
+        overrides = dict(zip(values, combination, strict=True))
+        config = copy.deepcopy(base)
+        try:
+            for key, value in overrides.items():
+                _set_path(config, key, value)
+            scenario = Scenario.from_dict(config)
+        except ConfigError as error:
+            raise GridError(f"grid point {_describe(overrides)}: {error}") from None
+        pid = point_id(scenario)
+        if pid in seen:
+            raise GridError(
+                f"grid points {_describe(seen[pid])} and {_describe(overrides)} give the same scenario; "
+                "remove one of the equivalent values"
+            )
+        seen[pid] = overrides
+        points.append(Point(pid, overrides, scenario))
+    return Grid(path=path, base=base, values=values, points=points)
+
+
+def _finite(value: Any) -> Any:
+    """A float that is NaN or infinite becomes None (NULL in the database)."""
+    if value is None:
+        return None
+    value = float(value) if isinstance(value, float) else value
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def summarize(result: Result) -> dict[str, Any]:
+    """The headline metrics of a run, one value per :data:`store.SUMMARY_COLUMNS` entry."""
+    flows, meta = result.flows, result.meta
+    duration_ns = meta["duration_ns"]
+    bottleneck = result.links.filter(pl.col("name") == "bottleneck")
+    per_slice = metrics.jain_per_slice(result.slices, flows=flows)
+    weighted_zero = per_slice.select(
+        (pl.col("zero_share") * pl.col("n_flows")).sum() / pl.col("n_flows").sum()
+    ).item() if per_slice.height else None
+    sized = flows.filter(pl.col("size_bytes").is_not_null())
+    fct_s = sized.filter(pl.col("end_ns").is_not_null()).select((pl.col("end_ns") - pl.col("start_ns")) / 1e9).to_series()
+    response_ms = result.bursts.get_column("response_ns").drop_nulls() / 1e6
+    goodput = metrics.goodput_bps(flows, duration_ns).get_column("goodput_bps").drop_nulls()
+    has_flows = flows.height > 0
+
+    def quantile(series: pl.Series, q: float) -> float | None:
+        return series.quantile(q, interpolation="linear") if series.len() else None
+
+    summary = {
+        "flows": flows.height,
+        "utilization": bottleneck.get_column("utilization")[0],
+        "loss_rate": bottleneck.get_column("loss_rate")[0],
+        "drops": bottleneck.get_column("dropped_pkts")[0],
+        "mean_queue_delay_ms": bottleneck.get_column("mean_queue_delay_ms")[0],
+        "long_term_jain": metrics.long_term_jain(flows, duration_ns=duration_ns) if goodput.len() else None,
+        "short_term_jain": per_slice.get_column("jain").mean() if per_slice.height else None,
+        "zero_share": weighted_zero,
+        "top40_share": per_slice.get_column("top40_share").mean() if per_slice.height else None,
+        "slice_s": meta["slice_ns"] / 1e9,
+        "mean_goodput_bps": goodput.mean() if goodput.len() else None,
+        "timeouts_per_flow": flows.get_column("timeouts").mean() if has_flows else None,
+        "syn_timeouts_per_flow": flows.get_column("syn_timeouts").mean() if has_flows else None,
+        "retransmits_per_flow": flows.get_column("retransmits").mean() if has_flows else None,
+        "sized_flows": sized.height,
+        "finished_flows": fct_s.len(),
+        "fct_mean_s": fct_s.mean() if fct_s.len() else None,
+        "fct_median_s": quantile(fct_s, 0.5),
+        "fct_p99_s": quantile(fct_s, 0.99),
+        "bursts": result.bursts.height,
+        "response_median_ms": quantile(response_ms, 0.5),
+        "response_p99_ms": quantile(response_ms, 0.99),
+        "events": meta["events"],
+        "packets": meta["packets"],
+        "sim_wall_seconds": meta["wall_seconds"],
+    }
+    assert set(summary) == set(store.SUMMARY_COLUMNS), "summary and store.SUMMARY_COLUMNS disagree"
+    return {name: _finite(value) for name, value in summary.items()}
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def run_point(pid: str, scenario_json: str, run_root: str) -> dict[str, Any]:
+    """Run one point (in a worker process): simulate, write its Parquet folder
+    ``run_root/pid/``, summarise. Never raises for a failing run: the error is returned."""
+    started_at, clock = _utc_now(), time.perf_counter()
+    record: dict[str, Any] = {"point_id": pid, "started_at": started_at, "summary": None, "run_dir": None}
+    try:
+        result = simulate(Scenario.from_dict(json.loads(scenario_json)))
+        summary = summarize(result)
+        final = Path(run_root) / pid
+        staging = Path(run_root) / f"{pid}.tmp-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        result.write(staging)
+        shutil.rmtree(final, ignore_errors=True)
+        staging.rename(final)
+        record.update(status="ok", error=None, summary=summary, run_dir=str(final))
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as error:  # noqa: BLE001  (a Rust panic arrives as a BaseException)
+        record.update(status="error", error=f"{type(error).__name__}: {error}")
+    record.update(finished_at=_utc_now(), wall_seconds=time.perf_counter() - clock)
+    return record
+
+
+@dataclass
+class SweepOutcome:
+    """What one invocation of a sweep did."""
+
+    total: int
+    skipped_ok: int = 0
+    skipped_error: int = 0
+    ran: int = 0
+    ok: int = 0
+    error: int = 0
+    wall_seconds: float = 0.0
+    errors: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+def run_sweep(
+    grid: Grid,
+    db: str | PathLike[str],
+    *,
+    run_root: str | PathLike[str] | None = None,
+    workers: int | None = None,
+    retry_errors: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_point: ProgressCallback | None = None,
+) -> SweepOutcome:
+    """Run the points of ``grid`` not yet in ``db`` and record each as it finishes.
+
+    Arguments:
+        grid: from :func:`load_grid`.
+        db: the DuckDB file (created if needed).
+        run_root: where each point's Parquet folder goes [default: ``<db stem>_runs/``
+            beside the database].
+        workers: worker processes [default: ``os.cpu_count()``]; 0 runs the points in
+            this process (for debugging; a crash in the simulator then ends the sweep).
+        retry_errors: re-run points recorded as ``'error'`` (skipped otherwise).
+        on_start: called with the number of points to run.
+        on_point: called with each finished point's record.
+
+    Raises:
+        store.StoreError: ``db`` holds a sweep over other keys.
+    """
+    clock = time.perf_counter()
+    db = Path(db)
+    root = Path(run_root) if run_root is not None else default_run_root(db)
+    root.mkdir(parents=True, exist_ok=True)
+    types = grid.sql_types
+    store.init_store(db, keys=types, values=grid.values, grid_file=str(grid.path), base=grid.base, run_root=root)
+    done = store.finished_ids(db, include_errors=not retry_errors)
+    outcome = SweepOutcome(total=len(grid.points))
+    todo = []
+    for point in grid.points:
+        status = done.get(point.point_id)
+        if status == "ok":
+            outcome.skipped_ok += 1
+        elif status == "error":
+            outcome.skipped_error += 1
+        else:
+            todo.append(point)
+    if on_start is not None:
+        on_start(len(todo))
+    by_id = {point.point_id: point for point in todo}
+
+    def record(result: dict[str, Any]) -> None:
+        point = by_id[result["point_id"]]
+        result["values"] = {key: _column_value(point.overrides[key], types[key]) for key in grid.values}
+        result.update(
+            overrides=json.dumps(point.overrides),
+            version=__version__,
+            scenario=json.dumps(point.scenario.to_dict(), sort_keys=True),
+            attempts=None,
+        )
+        store.record_points(db, [result], list(grid.values))
+        outcome.ran += 1
+        if result["status"] == "ok":
+            outcome.ok += 1
+        else:
+            outcome.error += 1
+            outcome.errors.append((point.overrides, result["error"]))
+        if on_point is not None:
+            on_point(result)
+
+    try:
+        if workers == 0:
+            for point in todo:
+                record(run_point(point.point_id, point.scenario.to_json(), str(root)))
+        else:
+            _run_in_pool(todo, root, workers or os.cpu_count() or 1, record)
+    finally:
+        if outcome.ran or outcome.skipped_ok:
+            store.create_views(db, root)
+        outcome.wall_seconds = time.perf_counter() - clock
+    return outcome
+
+
+def _run_in_pool(todo: list[Point], root: Path, workers: int, record: Callable[[dict[str, Any]], None]) -> None:
+    """Run ``todo`` on ``workers`` processes, at most two points per worker in flight so
+    that an interrupt loses little and a crashed worker takes few points with it.
+
+    Workers are started with ``spawn`` (no fork of a process holding Polars' and
+    DuckDB's threads). A worker that dies records its in-flight points as errors and
+    the pool is rebuilt for the rest.
+    """
+    pending = list(reversed(todo))
+    context = multiprocessing.get_context("spawn")
+    while pending:
+        executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context)
+        in_flight: dict[Future[dict[str, Any]], Point] = {}
+        broken = False
+        try:
+            while pending or in_flight:
+                while pending and len(in_flight) < 2 * workers and not broken:
+                    point = pending.pop()
+                    in_flight[executor.submit(run_point, point.point_id, point.scenario.to_json(), str(root))] = point
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    point = in_flight.pop(future)
+                    try:
+                        record(future.result())
+                    except BrokenProcessPool as error:
+                        broken = True
+                        now = _utc_now()
+                        record({
+                            "point_id": point.point_id, "status": "error",
+                            "error": f"worker process died while running this point ({error})",
+                            "started_at": None, "finished_at": now, "wall_seconds": None,
+                            "summary": None, "run_dir": None,
+                        })
+                if broken and not in_flight:
+                    break
+        except BaseException:
+            # Ctrl-C or a failed write: stop now, without waiting for running points.
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        executor.shutdown(wait=not broken, cancel_futures=True)
+
+
+def default_run_root(db: str | PathLike[str]) -> Path:
+    """``results/NAME.duckdb`` -> ``results/NAME_runs/``."""
+    db = Path(db)
+    return db.with_name(f"{db.stem}_runs")
