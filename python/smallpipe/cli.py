@@ -230,7 +230,17 @@ def sweep(
     retry_errors: Annotated[bool, typer.Option(help="Re-run points recorded as errors.")] = False,
 ) -> None:
     """Run the Cartesian product of a grid into DuckDB; re-run the same command to resume."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from concurrent.futures.process import BrokenProcessPool
+
+    from rich.markup import escape
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from smallpipe.store import StoreError
     from smallpipe.sweep import GridError, load_grid, run_sweep
@@ -238,7 +248,7 @@ def sweep(
     try:
         grid = load_grid(grid_path)
     except (GridError, FileNotFoundError) as error:
-        error_console.print(f"[bold red]invalid grid[/] {grid_path}: {error}")
+        error_console.print(f"[bold red]invalid grid:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
     db_path = db if db is not None else Path("results") / f"{grid_path.stem}.duckdb"
     counts = {"ok": 0, "error": 0}
@@ -257,7 +267,7 @@ def sweep(
         counts[record["status"]] += 1
         progress.update(task, advance=1, ok=counts["ok"], error=counts["error"])
         if record["status"] == "error":
-            progress.console.print(f"[red]point {record['point_id']} failed:[/] {record['error']}")
+            progress.console.print(f"[red]point {record['point_id']} failed:[/] {escape(record['error'])}")
 
     try:
         with progress:
@@ -271,8 +281,11 @@ def sweep(
                 on_point=on_point,
             )
     except StoreError as error:
-        error_console.print(f"[bold red]error:[/] {error}")
+        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except BrokenProcessPool as error:
+        error_console.print(f"[bold red]sweep stopped:[/] {escape(str(error))}")
+        raise typer.Exit(EXIT_SIMULATION_ERROR) from None
     except KeyboardInterrupt:
         error_console.print(
             f"[yellow]interrupted[/] after {counts['ok'] + counts['error']} points; "
@@ -295,6 +308,8 @@ def report(
     out: Annotated[Path | None, typer.Option(help="HTML file [default: DB with .html].")] = None,
 ) -> None:
     """Render a self-contained HTML report (tables and plots) of a sweep's results."""
+    from rich.markup import escape
+
     from smallpipe.report import write_report
     from smallpipe.store import StoreError
 
@@ -303,6 +318,6 @@ def report(
         with console.status(f"rendering {db}…"):
             write_report(db, out_path)
     except (FileNotFoundError, StoreError) as error:
-        error_console.print(f"[bold red]error:[/] {error}")
+        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
     console.print(f"report written to [bold]{out_path}[/]")

@@ -347,29 +347,31 @@ def run_sweep(
         on_start(len(todo))
     by_id = {point.point_id: point for point in todo}
 
-    def record(result: dict[str, Any]) -> None:
-        point = by_id[result["point_id"]]
-        result["values"] = {key: _column_value(point.overrides[key], types[key]) for key in grid.values}
-        result.update(
-            overrides=json.dumps(point.overrides),
-            version=__version__,
-            scenario=json.dumps(point.scenario.to_dict(), sort_keys=True),
-            attempts=None,
-        )
-        store.record_points(db, [result], list(grid.values))
-        outcome.ran += 1
-        if result["status"] == "ok":
-            outcome.ok += 1
-        else:
-            outcome.error += 1
-            outcome.errors.append((point.overrides, result["error"]))
-        if on_point is not None:
-            on_point(result)
+    def record(results: list[dict[str, Any]]) -> None:
+        for result in results:
+            point = by_id[result["point_id"]]
+            result["values"] = {key: _column_value(point.overrides[key], types[key]) for key in grid.values}
+            result.update(
+                overrides=json.dumps(point.overrides),
+                version=__version__,
+                scenario=json.dumps(point.scenario.to_dict(), sort_keys=True),
+                attempts=None,
+            )
+        store.record_points(db, results, list(grid.values))
+        for result in results:
+            outcome.ran += 1
+            if result["status"] == "ok":
+                outcome.ok += 1
+            else:
+                outcome.error += 1
+                outcome.errors.append((by_id[result["point_id"]].overrides, result["error"]))
+            if on_point is not None:
+                on_point(result)
 
     try:
         if workers == 0:
             for point in todo:
-                record(run_point(point.point_id, point.scenario.to_json(), str(root)))
+                record([run_point(point.point_id, point.scenario.to_json(), str(root))])
         else:
             _run_in_pool(todo, root, workers or os.cpu_count() or 1, record)
     finally:
@@ -379,46 +381,70 @@ def run_sweep(
     return outcome
 
 
-def _run_in_pool(todo: list[Point], root: Path, workers: int, record: Callable[[dict[str, Any]], None]) -> None:
+def _run_in_pool(
+    todo: list[Point], root: Path, workers: int, record: Callable[[list[dict[str, Any]]], None]
+) -> None:
     """Run ``todo`` on ``workers`` processes, at most two points per worker in flight so
     that an interrupt loses little and a crashed worker takes few points with it.
+    Points that finish together are recorded in one write.
 
     Workers are started with ``spawn`` (no fork of a process holding Polars' and
-    DuckDB's threads). A worker that dies records its in-flight points as errors and
-    the pool is rebuilt for the rest.
+    DuckDB's threads). When a worker dies (a crash in the simulator), the points in
+    flight are recorded as errors and a new pool runs the rest. A pool that dies before
+    finishing any point records nothing (workers that cannot start at all would
+    otherwise mark every point as failed) and is replaced once; if the new one dies the
+    same way, the sweep stops with an error naming the points in flight.
     """
     pending = list(reversed(todo))
     context = multiprocessing.get_context("spawn")
+    barren_breaks = 0
     while pending:
         executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context)
         in_flight: dict[Future[dict[str, Any]], Point] = {}
-        broken = False
+        broken: BrokenProcessPool | None = None
+        finished_here = 0
         try:
-            while pending or in_flight:
-                while pending and len(in_flight) < 2 * workers and not broken:
+            while (pending and broken is None) or in_flight:
+                while pending and broken is None and len(in_flight) < 2 * workers:
                     point = pending.pop()
-                    in_flight[executor.submit(run_point, point.point_id, point.scenario.to_json(), str(root))] = point
-                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in finished:
+                    future = executor.submit(run_point, point.point_id, point.scenario.to_json(), str(root))
+                    in_flight[future] = point
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                results, lost = [], []
+                for future in done:
                     point = in_flight.pop(future)
                     try:
-                        record(future.result())
+                        results.append(future.result())
                     except BrokenProcessPool as error:
-                        broken = True
-                        now = _utc_now()
-                        record({
-                            "point_id": point.point_id, "status": "error",
-                            "error": f"worker process died while running this point ({error})",
-                            "started_at": None, "finished_at": now, "wall_seconds": None,
-                            "summary": None, "run_dir": None,
-                        })
-                if broken and not in_flight:
+                        broken = error
+                        lost.append(point)
+                finished_here += len(results)
+                if broken is not None and finished_here == 0:
+                    lost += in_flight.values()
+                    if barren_breaks >= 1:
+                        names = ", ".join(f"{p.point_id} {_describe(p.overrides)}" for p in lost)
+                        raise BrokenProcessPool(f"worker processes die before finishing any point; in flight: {names}")
+                    pending += reversed(lost)
+                    in_flight.clear()
                     break
+                results += [
+                    {
+                        "point_id": point.point_id, "status": "error",
+                        "error": f"worker process died while running this point or another one beside it ({broken}); "
+                        "re-run with --retry-errors (and --workers 1 to find the culprit)",
+                        "started_at": None, "finished_at": _utc_now(), "wall_seconds": None,
+                        "summary": None, "run_dir": None,
+                    }
+                    for point in lost
+                ]
+                if results:
+                    record(results)
         except BaseException:
-            # Ctrl-C or a failed write: stop now, without waiting for running points.
+            # Ctrl-C, dead workers or a failed write: stop now, without waiting for running points.
             executor.shutdown(wait=False, cancel_futures=True)
             raise
-        executor.shutdown(wait=not broken, cancel_futures=True)
+        executor.shutdown(wait=broken is None, cancel_futures=True)
+        barren_breaks = barren_breaks + 1 if broken is not None and finished_here == 0 else 0
 
 
 def default_run_root(db: str | PathLike[str]) -> Path:
