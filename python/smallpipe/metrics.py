@@ -69,7 +69,8 @@ def jain_per_slice(
     """Short-term fairness: Jain's index over the bytes of each time slice.
 
     Arguments:
-        slices: the ``slices`` table (``flow_id, slice, start_ns, bytes``), dense.
+        slices: the ``slices`` table (``flow_id, slice, start_ns, bytes``), dense over
+            each flow's lifetime.
         slice_ns: re-bin to this slice length first (e.g. the TAQ paper's 20 s);
             it must be a multiple of the native slice length. Slice ``k`` covers
             ``[k · slice_ns, (k+1) · slice_ns)``; when the run length is not a
