@@ -61,12 +61,12 @@ def simulate(config_json: str) -> dict[str, Any]:
         config_json: the scenario as JSON (validated again on the Rust side).
 
     Returns:
-        ``{"flows", "slices", "units", "links", "bursts"}``, each a dict of equal-length
+        ``{"flows", "slices", "units", "links", "bursts", "progress"}``, each a dict of equal-length
         column lists, and ``"meta"``, a dict of scalars:
 
         - flows (one row per TCP connection): ``flow_id``, ``unit_id``, ``group``
           (index into the scenario's ``[[flows]]``), ``app`` (``"bulk" | "transfer" |
-          "interactive" | "session" | "web" | "poisson"``), ``rtt_ms`` (base
+          "interactive" | "session" | "web" | "poisson" | "replay"``), ``rtt_ms`` (base
           propagation RTT), ``start_ns``, ``end_ns`` (receiver has all data; None if
           unfinished), ``size_bytes`` (None = unlimited), ``bytes_delivered``
           (in-order bytes to the receiving app), ``segments_sent``, ``retransmits``,
@@ -84,8 +84,11 @@ def simulate(config_json: str) -> dict[str, Any]:
           ``mean_queue_delay_ms``.
         - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,
           ``response_ns`` (None when not acknowledged before the end).
+        - progress (flows with ``record_progress``): ``flow_id``, ``packets``,
+          ``fct_ns`` (time since the flow's start when its first ``packets`` MSS of
+          data had arrived in order).
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-          (transmissions on all links), ``wall_seconds``.
+          (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``.
 
     Raises:
         ConfigError: the scenario is invalid.

@@ -19,7 +19,7 @@ from smallpipe import _smallpipe
 from smallpipe._smallpipe import SimulationError
 from smallpipe.scenario import Scenario
 
-__all__ = ["BURSTS_SCHEMA", "FLOWS_SCHEMA", "LINKS_SCHEMA", "SLICES_SCHEMA", "UNITS_SCHEMA", "Result", "simulate"]
+__all__ = ["BURSTS_SCHEMA", "FLOWS_SCHEMA", "LINKS_SCHEMA", "PROGRESS_SCHEMA", "SLICES_SCHEMA", "UNITS_SCHEMA", "Result", "simulate"]
 
 FLOWS_SCHEMA = pl.Schema(
     {
@@ -89,21 +89,27 @@ BURSTS_SCHEMA = pl.Schema(
 )
 """One row per interactive burst; ``acked_ns``/``response_ns`` null if never acknowledged."""
 
+PROGRESS_SCHEMA = pl.Schema({"flow_id": pl.Int64, "packets": pl.Int64, "fct_ns": pl.Int64})
+"""Flows with ``record_progress``: the time since the flow started at which its first
+``packets`` MSS of data had arrived in order, i.e. the FCT of a ``packets``-packet flow
+(the thesis's measuring flow)."""
+
 _TABLES = {
     "flows": FLOWS_SCHEMA,
     "slices": SLICES_SCHEMA,
     "units": UNITS_SCHEMA,
     "links": LINKS_SCHEMA,
     "bursts": BURSTS_SCHEMA,
+    "progress": PROGRESS_SCHEMA,
 }
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: five tables, run metadata and the scenario that made it.
+    """The output of one run: six tables, run metadata and the scenario that made it.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-    (link transmissions on all links) and ``wall_seconds``.
+    (link transmissions on all links), ``wall_seconds`` and ``skipped_log_lines``.
     """
 
     flows: pl.DataFrame
@@ -111,6 +117,7 @@ class Result:
     units: pl.DataFrame
     links: pl.DataFrame
     bursts: pl.DataFrame
+    progress: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
 
@@ -138,7 +145,7 @@ class Result:
         """Write the run to ``directory`` (created if needed) and return its path.
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
-        ``bursts.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
+        ``bursts.parquet``, ``progress.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
         scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
         """
         directory = Path(directory)

@@ -118,6 +118,13 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     bursts.set_item("response_ns", b.iter().map(|x| x.acked_ns.map(|a| a - x.sent_ns)).collect::<Vec<_>>())?;
     out.set_item("bursts", bursts)?;
 
+    let progress = PyDict::new(py);
+    let p = &r.progress;
+    progress.set_item("flow_id", p.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    progress.set_item("packets", p.iter().map(|x| x.packets).collect::<Vec<_>>())?;
+    progress.set_item("fct_ns", p.iter().map(|x| x.fct_ns).collect::<Vec<_>>())?;
+    out.set_item("progress", progress)?;
+
     let meta = PyDict::new(py);
     meta.set_item("seed", r.seed)?;
     meta.set_item("duration_ns", r.duration_ns)?;
@@ -125,6 +132,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     meta.set_item("events", r.events)?;
     meta.set_item("packets", r.packets)?;
     meta.set_item("wall_seconds", r.wall_seconds)?;
+    meta.set_item("skipped_log_lines", r.skipped_log_lines)?;
     out.set_item("meta", meta)?;
     Ok(out)
 }

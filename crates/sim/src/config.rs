@@ -161,6 +161,18 @@ pub enum AppKind {
     /// Poisson arrivals of connections of `size` at `load` × the bottleneck rate (or
     /// `rate_per_s`), spread over `count` host pairs.
     Poisson,
+    /// Replay of a Squid `access.log` (`log_path`): one unit per client, one connection
+    /// per request, at the logged time or as fast as possible over `connections`.
+    Replay,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplayMode {
+    /// Each request starts at its logged time (relative to the first).
+    Logged,
+    /// Each client fetches its requests in order, as fast as its pool allows (TAQ §5.5).
+    Asap,
 }
 
 impl AppKind {
@@ -172,6 +184,7 @@ impl AppKind {
             AppKind::Session => "session",
             AppKind::Web => "web",
             AppKind::Poisson => "poisson",
+            AppKind::Replay => "replay",
         }
     }
 }
@@ -215,6 +228,18 @@ pub struct FlowGroup {
     /// Poisson: arrivals per second in all (instead of `load`).
     #[serde(default)]
     pub rate_per_s: Option<f64>,
+    /// Replay: path of a Squid native access.log.
+    #[serde(default)]
+    pub log_path: Option<String>,
+    #[serde(default = "d_replay")]
+    pub replay: ReplayMode,
+    /// Replay: skip and count malformed lines instead of rejecting the log.
+    #[serde(default)]
+    pub skip_malformed: bool,
+    /// Transfer and bulk: record when each MSS-sized packet's worth of data arrived in
+    /// order (the thesis's measuring flow: the k-th packet's time is a k-packet FCT).
+    #[serde(default)]
+    pub record_progress: bool,
     /// Base (propagation) round-trip time, ms.
     #[serde(default = "d_rtt")]
     pub rtt_ms: Spread,
@@ -260,6 +285,7 @@ fn d_gap_from() -> GapFrom { GapFrom::Response }
 fn d_think() -> Dist { Dist::Fixed(0.0) }
 fn d_objects() -> Dist { Dist::Fixed(1.0) }
 fn d_connections() -> u32 { 4 }
+fn d_replay() -> ReplayMode { ReplayMode::Asap }
 
 impl Default for LinkConfig {
     fn default() -> Self {
@@ -381,6 +407,13 @@ impl FlowGroup {
             "either size_bytes or size, not both")?;
         let sized = self.size_bytes.is_some() || self.size.is_some();
         match self.app {
+            AppKind::Replay => {
+                check(!sized, "size", "set", "no size for app = \"replay\" (the log gives the sizes)")?;
+                check(self.count == 1, "count", self.count, "1 for app = \"replay\" (the log's clients are the units)")?;
+                let path = self.log_path.as_deref().unwrap_or("");
+                check(!path.is_empty(), "log_path", "unset", "the path of a Squid access.log for app = \"replay\"")?;
+                check(std::path::Path::new(path).is_file(), "log_path", path, "a readable file")?;
+            }
             AppKind::Transfer | AppKind::Session | AppKind::Web | AppKind::Poisson => check(sized, "size_bytes", "unset",
                 &format!("a size (size_bytes, or a size distribution) for app = \"{}\"", self.app.name()))?,
             AppKind::Bulk | AppKind::Interactive => check(self.size.is_none(), "size", "a distribution",
@@ -392,6 +425,8 @@ impl FlowGroup {
         self.think_s.validate("think_s", 0.0)?;
         self.objects_per_page.validate("objects_per_page", 1.0)?;
         check((1..=1000).contains(&self.connections), "connections", self.connections, "1 to 1000 parallel connections")?;
+        check(!self.record_progress || matches!(self.app, AppKind::Transfer | AppKind::Bulk), "record_progress", true,
+            "true only for app = \"transfer\" or \"bulk\"")?;
         if self.app == AppKind::Poisson {
             check(self.load.is_some() != self.rate_per_s.is_some(), "load",
                 format!("load {:?}, rate_per_s {:?}", self.load, self.rate_per_s), "exactly one of load, rate_per_s")?;

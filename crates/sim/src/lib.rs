@@ -11,6 +11,7 @@ pub mod event;
 pub mod link;
 pub mod results;
 pub mod sim;
+pub mod squid;
 pub mod tcp;
 
 pub use config::Scenario;

@@ -91,6 +91,15 @@ pub struct BurstRow {
     pub acked_ns: Option<u64>,
 }
 
+/// With `record_progress`: the time since the flow's start at which its first `packets`
+/// MSS of data had all arrived in order (the thesis's k-packet FCT).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgressRow {
+    pub flow_id: u32,
+    pub packets: u32,
+    pub fct_ns: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Results {
     pub seed: u64,
@@ -105,4 +114,7 @@ pub struct Results {
     pub units: Vec<UnitRow>,
     pub links: Vec<LinkRow>,
     pub bursts: Vec<BurstRow>,
+    pub progress: Vec<ProgressRow>,
+    /// Malformed lines of replayed logs skipped (with `skip_malformed`).
+    pub skipped_log_lines: u64,
 }

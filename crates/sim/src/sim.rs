@@ -8,12 +8,13 @@
 //! process. Connections are opened by the data sender (the server pushes the object the
 //! client implicitly asked for) and recorded one row each.
 
-use crate::config::{AppKind, FlowGroup, GapFrom, Scenario, Spread};
+use crate::config::{AppKind, FlowGroup, GapFrom, ReplayMode, Scenario, Spread};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
-use crate::results::{BurstRow, FlowRow, LinkRow, Results, UnitRow};
+use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, Results, UnitRow};
 use crate::tcp::{Endpoint, State, TcpParams};
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use smallpipe_core::qdisc::DropTailConfig;
 use smallpipe_core::{Accounted, ConfigError, Duration, FlowKey, Instant, Packet, QdiscConfig, Rng};
 
@@ -34,6 +35,8 @@ enum UnitApp {
     Web { to_open: u32 },
     /// Poisson arrivals with this mean gap.
     Poisson { mean_gap_s: f64 },
+    /// A client of a replayed log: its requests (logged start time, bytes), in order.
+    Replay { mode: ReplayMode, requests: VecDeque<(Instant, u64)> },
 }
 
 struct Unit {
@@ -72,6 +75,8 @@ struct Conn {
     /// Bytes per slice from `first_slice` on (dense over the connection's lifetime).
     first_slice: u32,
     slice_bytes: Vec<u64>,
+    /// With `record_progress`: when each MSS of data had arrived in order, since `start`.
+    progress: Option<Vec<Duration>>,
 }
 
 /// Bytes an unlimited bulk sender has "written": more than any run can send.
@@ -81,6 +86,8 @@ const SENDER_NET: u32 = 0xC612_0000; // 198.18.0.0
 const RECEIVER_NET: u32 = 0xC613_0000; // 198.19.0.0
 const SERVER_PORT: u16 = 80;
 const FIRST_CLIENT_PORT: u16 = 1024;
+/// Units per run: each has two addresses in a /16 of the benchmarking range.
+const MAX_UNITS: usize = 65_000;
 
 pub struct Simulator {
     now: Instant,
@@ -98,6 +105,8 @@ pub struct Simulator {
     conns: Vec<Conn>,
     params: TcpParams,
     scratch: Vec<Packet>,
+    overhead: Duration,
+    skipped_log_lines: u64,
 }
 
 fn ms(v: f64) -> Duration {
@@ -116,10 +125,6 @@ impl Simulator {
     /// Builds the dumbbell: per-unit sender and receiver hosts around one bottleneck.
     pub fn new(sc: &Scenario) -> Result<Self, ConfigError> {
         sc.validate()?;
-        let total_units: u64 = sc.flows.iter().map(|g| g.count as u64).sum();
-        if total_units > 65_000 {
-            return Err(ConfigError::new("flows", format!("{total_units} units in all"), "at most 65000 flows, sessions, users or host pairs per run"));
-        }
         let l = &sc.link;
         let rate = l.rate_bps as u64;
         let overhead = match sc.tcp.overhead_max_ms {
@@ -142,8 +147,9 @@ impl Simulator {
             conns: Vec::new(),
             params: TcpParams::from_config(&sc.tcp),
             scratch: Vec::new(),
+            overhead,
+            skipped_log_lines: 0,
         };
-        let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
         for (link, nth) in [(0, &l.drop_nth), (1, &l.reverse_drop_nth)] {
@@ -151,61 +157,116 @@ impl Simulator {
             nth.sort_unstable();
             sim.links[link].drop_nth = nth;
         }
-        let access_rate = l.access_rate_bps as u64;
-        let receiver_delay = ms(l.receiver_delay_ms);
         for (gi, g) in sc.flows.iter().enumerate() {
-            for _ in 0..g.count {
-                let u = sim.units.len() as u32;
-                let mut rng = Rng::new(sc.seed, 0x4000_0000 + u as u64);
-                let rtt_ms = draw(g.rtt_ms, &mut rng);
-                let start = Instant::ZERO + secs(draw(g.start_s, &mut rng));
-                let sender_delay = ms(rtt_ms / 2.0 - l.delay_ms - l.receiver_delay_ms);
-                let (s_ip, d_ip) = (SENDER_NET + u + 1, RECEIVER_NET + u + 1);
-                let s_node = sim.nodes.len() as u32;
-                let d_node = s_node + 1;
-                let s_up = sim.add_link(&format!("sender{u}_up"), access_rate, sender_delay, overhead, 0.0, &access_queue, 0)?;
-                let s_down = sim.add_link(&format!("sender{u}_down"), access_rate, sender_delay, Duration::ZERO, 0.0, &access_queue, s_node)?;
-                let d_up = sim.add_link(&format!("receiver{u}_up"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, 1)?;
-                let d_down = sim.add_link(&format!("receiver{u}_down"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, d_node)?;
-                sim.nodes.push(Node::Host { egress: s_up });
-                sim.nodes.push(Node::Host { egress: d_up });
-                sim.route(0, d_ip, 0);
-                sim.route(0, s_ip, s_down);
-                sim.route(1, d_ip, d_down);
-                sim.route(1, s_ip, 1);
-                let app = match g.app {
-                    AppKind::Bulk | AppKind::Transfer | AppKind::Interactive => UnitApp::Single,
-                    AppKind::Session => UnitApp::Session,
-                    AppKind::Web => UnitApp::Web { to_open: 0 },
-                    AppKind::Poisson => {
-                        let per_s = g.rate_per_s.unwrap_or_else(|| {
-                            let mean_bytes = g.size.as_ref().map_or(g.size_bytes.map(|b| b as f64), |d| d.mean());
-                            g.load.unwrap_or(1.0) * l.rate_bps / (8.0 * mean_bytes.expect("validated: finite mean"))
-                        });
-                        UnitApp::Poisson { mean_gap_s: g.count as f64 / per_s }
+            match g.app {
+                AppKind::Replay => sim.add_replay_clients(sc, gi)?,
+                _ => {
+                    for _ in 0..g.count {
+                        let app = match g.app {
+                            AppKind::Session => UnitApp::Session,
+                            AppKind::Web => UnitApp::Web { to_open: 0 },
+                            AppKind::Poisson => {
+                                let per_s = g.rate_per_s.unwrap_or_else(|| {
+                                    let mean_bytes = g.size.as_ref().map_or(g.size_bytes.map(|b| b as f64), |d| d.mean());
+                                    g.load.unwrap_or(1.0) * l.rate_bps / (8.0 * mean_bytes.expect("validated: finite mean"))
+                                });
+                                UnitApp::Poisson { mean_gap_s: g.count as f64 / per_s }
+                            }
+                            _ => UnitApp::Single,
+                        };
+                        let (u, start) = sim.add_unit(sc, gi, app)?;
+                        sim.events.push(start, Event::Unit { unit: u });
                     }
-                };
-                sim.units.push(Unit {
-                    group: gi as u32,
-                    sender_node: s_node,
-                    receiver_node: d_node,
-                    sender_ip: s_ip,
-                    receiver_ip: d_ip,
-                    rtt: ms(rtt_ms),
-                    rng,
-                    next_port: FIRST_CLIENT_PORT,
-                    app,
-                    opened: 0,
-                    open: 0,
-                    bytes_delivered: 0,
-                    last_progress: start,
-                    longest_hang: Duration::ZERO,
-                    pages_done: 0,
-                });
-                sim.events.push(start, Event::Unit { unit: u });
+                }
             }
         }
+        if sim.units.len() > MAX_UNITS {
+            return Err(ConfigError::new("flows", format!("{} units in all", sim.units.len()),
+                &format!("at most {MAX_UNITS} flows, sessions, users, host pairs or log clients per run")));
+        }
         Ok(sim)
+    }
+
+    /// A unit: its own sender and receiver hosts, access links whose delays give it its
+    /// base RTT, and routes. Returns the unit and its start time.
+    fn add_unit(&mut self, sc: &Scenario, gi: usize, app: UnitApp) -> Result<(u32, Instant), ConfigError> {
+        let (l, g) = (&sc.link, &sc.flows[gi]);
+        let u = self.units.len() as u32;
+        if u as usize >= MAX_UNITS {
+            return Err(ConfigError::new("flows", "more units", &format!("at most {MAX_UNITS} units per run")));
+        }
+        let mut rng = Rng::new(sc.seed, 0x4000_0000 + u as u64);
+        let rtt_ms = draw(g.rtt_ms, &mut rng);
+        let start = Instant::ZERO + secs(draw(g.start_s, &mut rng));
+        let sender_delay = ms(rtt_ms / 2.0 - l.delay_ms - l.receiver_delay_ms);
+        let receiver_delay = ms(l.receiver_delay_ms);
+        let access_rate = l.access_rate_bps as u64;
+        let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
+        let (s_ip, d_ip) = (SENDER_NET + u + 1, RECEIVER_NET + u + 1);
+        let s_node = self.nodes.len() as u32;
+        let d_node = s_node + 1;
+        let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, self.overhead, 0.0, &access_queue, 0)?;
+        let s_down = self.add_link(&format!("sender{u}_down"), access_rate, sender_delay, Duration::ZERO, 0.0, &access_queue, s_node)?;
+        let d_up = self.add_link(&format!("receiver{u}_up"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, 1)?;
+        let d_down = self.add_link(&format!("receiver{u}_down"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, d_node)?;
+        self.nodes.push(Node::Host { egress: s_up });
+        self.nodes.push(Node::Host { egress: d_up });
+        self.route(0, d_ip, 0);
+        self.route(0, s_ip, s_down);
+        self.route(1, d_ip, d_down);
+        self.route(1, s_ip, 1);
+        self.units.push(Unit {
+            group: gi as u32,
+            sender_node: s_node,
+            receiver_node: d_node,
+            sender_ip: s_ip,
+            receiver_ip: d_ip,
+            rtt: ms(rtt_ms),
+            rng,
+            next_port: FIRST_CLIENT_PORT,
+            app,
+            opened: 0,
+            open: 0,
+            bytes_delivered: 0,
+            last_progress: start,
+            longest_hang: Duration::ZERO,
+            pages_done: 0,
+        });
+        Ok((u, start))
+    }
+
+    /// One unit per client of the group's Squid log, in order of first appearance.
+    fn add_replay_clients(&mut self, sc: &Scenario, gi: usize) -> Result<(), ConfigError> {
+        let g = &sc.flows[gi];
+        let field = format!("flows[{gi}].log_path");
+        let path = g.log_path.as_deref().unwrap_or_default();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(&field, path, &format!("a readable UTF-8 file ({e})")))?;
+        let log = crate::squid::parse_access_log(&text, &field, g.skip_malformed)?;
+        self.skipped_log_lines += log.skipped;
+        let mut clients: Vec<(String, VecDeque<(Instant, u64)>)> = Vec::new();
+        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+        for r in &log.requests {
+            let i = *index.entry(r.client.as_str()).or_insert_with(|| {
+                clients.push((r.client.clone(), VecDeque::new()));
+                clients.len() - 1
+            });
+            clients[i].1.push_back((Instant::ZERO + secs(r.time_s), r.bytes.max(1)));
+        }
+        for (_, requests) in clients {
+            let times: Vec<Instant> = requests.iter().map(|&(t, _)| t).collect();
+            let (u, start) = self.add_unit(sc, gi, UnitApp::Replay { mode: g.replay, requests })?;
+            match g.replay {
+                // Each request is its own event, offset by the unit's start.
+                ReplayMode::Logged => {
+                    for t in times {
+                        self.events.push(t + (start - Instant::ZERO), Event::Unit { unit: u });
+                    }
+                }
+                ReplayMode::Asap => self.events.push(start, Event::Unit { unit: u }),
+            }
+        }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -297,6 +358,11 @@ impl Simulator {
                 *to_open = (g.objects_per_page.sample(&mut unit.rng).round() as u32).max(1);
                 self.fill_pool(u);
             }
+            UnitApp::Replay { mode: ReplayMode::Logged, requests } => {
+                let (_, bytes) = requests.pop_front().expect("one event per logged request");
+                self.open_conn(u, Some(bytes));
+            }
+            UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
             UnitApp::Poisson { mean_gap_s } => {
                 let gap = secs(crate::workload::exponential(&mut unit.rng, *mean_gap_s));
                 self.events.push(self.now + gap, Event::Unit { unit: u });
@@ -316,19 +382,25 @@ impl Simulator {
         }
     }
 
-    /// Web: open connections for the page's objects while the pool has room.
+    /// Web and as-fast-as-possible replay: open connections while the pool has room and
+    /// there is something to fetch.
     fn fill_pool(&mut self, u: u32) {
         loop {
-            let unit = &self.units[u as usize];
-            let pool = self.groups[unit.group as usize].connections;
-            let UnitApp::Web { to_open } = unit.app else { unreachable!() };
-            if to_open == 0 || unit.open >= pool {
+            let unit = &mut self.units[u as usize];
+            if unit.open >= self.groups[unit.group as usize].connections {
                 return;
             }
-            if let UnitApp::Web { to_open } = &mut self.units[u as usize].app {
-                *to_open -= 1;
-            }
-            let size = self.draw_size(u);
+            let size = match &mut unit.app {
+                UnitApp::Web { to_open } if *to_open > 0 => {
+                    *to_open -= 1;
+                    self.draw_size(u)
+                }
+                UnitApp::Replay { requests, .. } => match requests.pop_front() {
+                    Some((_, bytes)) => bytes,
+                    None => return,
+                },
+                _ => return,
+            };
             self.open_conn(u, Some(size));
         }
     }
@@ -337,6 +409,7 @@ impl Simulator {
     fn open_conn(&mut self, u: u32, size: Option<u64>) {
         let c = self.conns.len() as u32;
         let unit = &mut self.units[u as usize];
+        let unit_group = unit.group;
         let port = unit.next_port;
         unit.next_port = if port == u16::MAX { FIRST_CLIENT_PORT } else { port + 1 };
         let key = FlowKey { src_ip: unit.sender_ip, dst_ip: unit.receiver_ip, src_port: port, dst_port: SERVER_PORT, proto: 6 };
@@ -363,6 +436,7 @@ impl Simulator {
             longest_silence: Duration::ZERO,
             first_slice,
             slice_bytes: Vec::new(),
+            progress: self.groups[unit_group as usize].record_progress.then(Vec::new),
         });
         let mut out = std::mem::take(&mut self.scratch);
         let (now, p) = (self.now, &self.params);
@@ -457,6 +531,13 @@ impl Simulator {
                 conn.longest_silence = conn.longest_silence.max(now.saturating_since(conn.last_progress));
                 conn.last_progress = now;
                 unit.bytes_delivered += new_bytes;
+                if let Some(progress) = &mut conn.progress {
+                    let mss = self.params.mss;
+                    let whole = delivered / mss + (ep.finished_at.is_some() && delivered % mss != 0) as u64;
+                    while (progress.len() as u64) < whole {
+                        progress.push(now - conn.start);
+                    }
+                }
                 unit.longest_hang = unit.longest_hang.max(now.saturating_since(unit.last_progress));
                 unit.last_progress = now;
             }
@@ -507,7 +588,8 @@ impl Simulator {
                     self.events.push(self.now + think, Event::Unit { unit: u });
                 }
             }
-            UnitApp::Single | UnitApp::Poisson { .. } => {}
+            UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
+            UnitApp::Single | UnitApp::Poisson { .. } | UnitApp::Replay { .. } => {}
         }
     }
 
@@ -516,7 +598,11 @@ impl Simulator {
         let last_slice = self.n_slices - 1;
         let mut flows = Vec::with_capacity(self.conns.len());
         let mut bursts = Vec::new();
+        let mut progress = Vec::new();
         for (c, conn) in self.conns.iter_mut().enumerate() {
+            for (k, t) in conn.progress.iter().flatten().enumerate() {
+                progress.push(ProgressRow { flow_id: c as u32, packets: k as u32 + 1, fct_ns: t.as_nanos() });
+            }
             let (snd, rcv) = (&self.endpoints[2 * c], &self.endpoints[2 * c + 1]);
             let finished = rcv.finished_at;
             let longest = conn.longest_silence.max(finished.unwrap_or(end).saturating_since(conn.last_progress));
@@ -588,6 +674,8 @@ impl Simulator {
             units,
             links,
             bursts,
+            progress,
+            skipped_log_lines: self.skipped_log_lines,
         }
     }
 }

@@ -105,3 +105,77 @@ fn slices_cover_each_flow_lifetime_and_sum_to_its_bytes() {
         }
     }
 }
+
+fn write_log(name: &str, text: &str) -> String {
+    let path = std::env::temp_dir().join(format!("smallpipe-{}-{name}.log", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+const LOG: &str = "\
+100.000 5 10.0.0.1 TCP_MISS/200 3000 GET http://x/1 - DIRECT/- text/html
+100.000 5 10.0.0.1 TCP_MISS/200 3000 GET http://x/2 - DIRECT/- text/html
+100.000 5 10.0.0.1 TCP_MISS/200 3000 GET http://x/3 - DIRECT/- text/html
+102.500 5 10.0.0.2 TCP_MISS/200 8000 GET http://x/4 - DIRECT/- text/html
+107.000 5 10.0.0.1 TCP_MISS/200 500 GET http://x/5 - DIRECT/- text/html
+";
+
+#[test]
+fn replay_at_logged_times_opens_one_connection_per_request() {
+    let path = write_log("logged", LOG);
+    let r = run(&format!(
+        r#"{{"duration_s":30,"link":{{"rate_bps":10000000}},"flows":[{{"app":"replay","log_path":"{path}","replay":"logged","rtt_ms":50}}]}}"#
+    ));
+    assert_eq!(r.units.len(), 2, "one unit per client");
+    let mut starts: Vec<(u32, u64, Option<u64>)> = r.flows.iter().map(|f| (f.unit_id, f.start_ns, f.size_bytes)).collect();
+    starts.sort();
+    assert_eq!(starts, vec![
+        (0, 0, Some(3000)), (0, 0, Some(3000)), (0, 0, Some(3000)), (0, 7_000_000_000, Some(500)),
+        (1, 2_500_000_000, Some(8000)),
+    ]);
+    assert!(r.flows.iter().all(|f| f.end_ns.is_some() && Some(f.bytes_delivered) == f.size_bytes));
+}
+
+#[test]
+fn replay_as_fast_as_possible_respects_the_pool() {
+    let path = write_log("asap", LOG);
+    let r = run(&format!(
+        r#"{{"duration_s":30,"link":{{"rate_bps":10000000}},"flows":[{{"app":"replay","log_path":"{path}","replay":"asap","connections":2,"rtt_ms":50}}]}}"#
+    ));
+    let client0 = by_unit(&r, 0);
+    assert_eq!(client0.len(), 4);
+    // Two at once; the third starts when the first finishes; the fourth (logged 7 s later)
+    // does not wait for its logged time.
+    assert_eq!((client0[0].start_ns, client0[1].start_ns), (0, 0));
+    let first_end = client0[0].end_ns.unwrap().min(client0[1].end_ns.unwrap());
+    assert_eq!(client0[2].start_ns, first_end);
+    assert!(client0[3].start_ns < 7_000_000_000);
+}
+
+#[test]
+fn malformed_log_lines_are_rejected_with_their_number_or_skipped() {
+    let path = write_log("bad", &format!("{LOG}108.0 5 10.0.0.1 TCP_MISS/200 many GET http://x/6 - DIRECT/- -\n"));
+    let json = |skip: bool| format!(
+        r#"{{"duration_s":30,"flows":[{{"app":"replay","log_path":"{path}","skip_malformed":{skip},"rtt_ms":50}}]}}"#
+    );
+    let e = simulate(&Scenario::from_json(&json(false)).unwrap()).unwrap_err();
+    assert_eq!(e.field, "flows[0].log_path");
+    assert!(e.value.starts_with("line 6:"), "{e}");
+    let r = simulate(&Scenario::from_json(&json(true)).unwrap()).unwrap();
+    assert_eq!(r.skipped_log_lines, 1);
+    assert_eq!(r.flows.len(), 5);
+}
+
+#[test]
+fn progress_of_a_measuring_flow_is_one_time_per_packet_and_increasing() {
+    let r = run(r#"{"duration_s":30,"link":{"rate_bps":10000000,"delay_ms":10},"tcp":{"initial_window_pkts":1,"delayed_ack":false,"overhead_max_ms":0},
+        "flows":[{"app":"transfer","size_bytes":10500,"rtt_ms":100,"record_progress":true}]}"#);
+    let p = &r.progress;
+    // 10 500 bytes in 1448-byte segments: 7 whole packets and a partial eighth.
+    assert_eq!(p.len(), 8);
+    assert!(p.windows(2).all(|w| w[0].fct_ns <= w[1].fct_ns));
+    assert_eq!(p.last().unwrap().fct_ns, r.flows[0].end_ns.unwrap() - r.flows[0].start_ns);
+    // IW 1: packet 1 arrives in the first data round, packets 2-3 in the second (one RTT later).
+    let round = |k: usize| ((p[k - 1].fct_ns as f64 * 1e-9 - 0.15) / 0.1).round() as i64;
+    assert_eq!((round(1), round(2), round(3), round(4)), (0, 1, 1, 2));
+}
