@@ -61,17 +61,22 @@ def simulate(config_json: str) -> dict[str, Any]:
         config_json: the scenario as JSON (validated again on the Rust side).
 
     Returns:
-        ``{"flows", "slices", "links", "bursts"}``, each a dict of equal-length
+        ``{"flows", "slices", "units", "links", "bursts", "progress"}``, each a dict of equal-length
         column lists, and ``"meta"``, a dict of scalars:
 
-        - flows: ``flow_id``, ``group`` (index into the scenario's ``[[flows]]``),
-          ``app`` (``"bulk" | "transfer" | "interactive"``), ``rtt_ms`` (base
+        - flows (one row per TCP connection): ``flow_id``, ``unit_id``, ``group``
+          (index into the scenario's ``[[flows]]``), ``app`` (``"bulk" | "transfer" |
+          "interactive" | "session" | "web" | "poisson" | "replay"``), ``rtt_ms`` (base
           propagation RTT), ``start_ns``, ``end_ns`` (receiver has all data; None if
           unfinished), ``size_bytes`` (None = unlimited), ``bytes_delivered``
           (in-order bytes to the receiving app), ``segments_sent``, ``retransmits``,
           ``timeouts``, ``syn_timeouts``, ``fast_retransmits``, ``longest_silence_ns``.
         - slices: ``flow_id``, ``slice``, ``start_ns``, ``bytes`` (in-order bytes
-          delivered in the slice); dense: every flow times every slice.
+          delivered in the slice); dense over each flow's lifetime, zeros included.
+        - units (one row per flow, session, web user or Poisson host pair):
+          ``unit_id``, ``group``, ``app``, ``rtt_ms``, ``connections``,
+          ``bytes_delivered``, ``longest_hang_ns`` (longest time, while one of the
+          unit's connections was open, in which none received data), ``pages_done``.
         - links: ``name``, ``rate_bps``, ``tx_pkts``, ``tx_bytes``, ``utilization``,
           ``arrived_pkts``, ``dropped_pkts``, ``drop_overlimit``, ``drop_early``,
           ``drop_flow_limit``, ``drop_admission``, ``drop_size_policy``,
@@ -79,8 +84,11 @@ def simulate(config_json: str) -> dict[str, Any]:
           ``mean_queue_delay_ms``.
         - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,
           ``response_ns`` (None when not acknowledged before the end).
+        - progress (flows with ``record_progress``): ``flow_id``, ``packets``,
+          ``fct_ns`` (time since the flow's start when its first ``packets`` MSS of
+          data had arrived in order).
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-          (transmissions on all links), ``wall_seconds``.
+          (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``.
 
     Raises:
         ConfigError: the scenario is invalid.

@@ -176,34 +176,33 @@ def bench(
     console.print(table)
 
 
-REPRODUCTIONS = ("taq-fig2",)
-
-
 @app.command()
 def reproduce(
-    figure: Annotated[str, typer.Argument(help=f"One of: {', '.join(REPRODUCTIONS)}.")],
+    figure: Annotated[str, typer.Argument(help="A figure name; `smallpipe reproduce list` lists them.")],
     out: Annotated[Path, typer.Option(help="Directory for the table (CSV) and the plot (PNG).")] = Path(
         "results/reproductions"
     ),
-    duration_s: Annotated[float, typer.Option(help="Simulated seconds per run (the paper: 10000).")] = 10_000.0,
+    quick: Annotated[bool, typer.Option(help="Shorter runs (as the test suite uses).")] = False,
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
 ) -> None:
-    """Reproduce a figure of the papers; prints our numbers beside the paper's."""
+    """Reproduce a figure of the papers; prints our numbers (docs/reproductions/ has the paper's beside them)."""
+    from smallpipe.experiments import REPRODUCTIONS
+
+    if figure == "list":
+        for name, module in REPRODUCTIONS.items():
+            typer.echo(f"{name}: {(module.__doc__ or '').strip().splitlines()[0]}")
+        return
     if figure not in REPRODUCTIONS:
         error_console.print(f"[bold red]unknown figure[/] {figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
         raise typer.Exit(EXIT_CONFIG_ERROR)
-    from smallpipe.experiments import taq_fig2
-
-    with console.status(f"reproducing {figure} ({duration_s:g} s per run)…"):
-        table = taq_fig2.run(duration_s=duration_s, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
-    table.write_csv(out / f"{figure}.csv")
-    taq_fig2.plot(table, out / f"{figure}.png")
-    shown = Table(title=f"{figure}: ours (paper: short-term collapse below 30 kbit/s, utilization > 90%)")
+    with console.status(f"reproducing {figure}{' (quick)' if quick else ''}…"):
+        table = REPRODUCTIONS[figure].reproduce(out, quick=quick, seed=seed)
+    shown = Table(title=figure)
     for column in table.columns:
-        shown.add_column(column, justify="right")
+        shown.add_column(column, justify="right", overflow="fold")
     for row in table.iter_rows():
-        shown.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+        shown.add_row(*(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
     console.print(shown)
     console.print(f"written to [bold]{out}[/]")
 

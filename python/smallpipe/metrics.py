@@ -20,12 +20,19 @@ import polars as pl
 
 __all__ = [
     "DEFAULT_SIZE_EDGES_BYTES",
+    "EVOLUTION_STATES",
     "TOP_SHARE_OF_FLOWS",
+    "fct_normalized",
     "fct_summary",
+    "flow_evolution",
     "goodput_bps",
+    "hang_shares",
     "jain",
     "jain_per_slice",
     "long_term_jain",
+    "modified_fairness_index",
+    "slow_start_bound_s",
+    "timeout_summary",
     "utilization",
 ]
 
@@ -69,7 +76,8 @@ def jain_per_slice(
     """Short-term fairness: Jain's index over the bytes of each time slice.
 
     Arguments:
-        slices: the ``slices`` table (``flow_id, slice, start_ns, bytes``), dense.
+        slices: the ``slices`` table (``flow_id, slice, start_ns, bytes``), dense over
+            each flow's lifetime.
         slice_ns: re-bin to this slice length first (e.g. the TAQ paper's 20 s);
             it must be a multiple of the native slice length. Slice ``k`` covers
             ``[k · slice_ns, (k+1) · slice_ns)``; when the run length is not a
@@ -241,3 +249,100 @@ def fct_summary(flows: pl.DataFrame, buckets: Sequence[int] = DEFAULT_SIZE_EDGES
         upper.gather(bucket_index),
         pl.exclude("bucket"),
     )
+
+
+def slow_start_bound_s(size_bytes: pl.Expr, rtt_s: pl.Expr, *, mss_bytes: int, iw_pkts: int) -> pl.Expr:
+    """The slow-start lower bound of a flow's completion time, ``(1 + log2(d / IW)) · RTT``
+    for ``d = ⌈size / MSS⌉`` packets (``log2`` floored at 0 when ``d ≤ IW``): the handshake
+    round plus the doubling rounds a loss-free flow needs (the thesis's normalisation)."""
+    packets = (size_bytes / mss_bytes).ceil()
+    rounds = (packets / iw_pkts).log(2).clip(lower_bound=0.0)
+    return (1.0 + rounds) * rtt_s
+
+
+def fct_normalized(flows: pl.DataFrame, *, mss_bytes: int, iw_pkts: int) -> pl.DataFrame:
+    """Finished sized flows with ``fct_s`` and ``fct_norm`` = FCT / slow-start bound."""
+    fct_s = (pl.col("end_ns") - pl.col("start_ns")) / 1e9
+    bound = slow_start_bound_s(pl.col("size_bytes"), pl.col("rtt_ms") / 1e3, mss_bytes=mss_bytes, iw_pkts=iw_pkts)
+    return flows.filter(pl.col("size_bytes").is_not_null(), pl.col("end_ns").is_not_null()).with_columns(
+        fct_s=fct_s, fct_norm=fct_s / bound
+    )
+
+
+def hang_shares(units: pl.DataFrame, thresholds_s: Sequence[float] = (20.0, 60.0)) -> dict[float, float]:
+    """Share of units (users) whose longest user-perceived hang exceeds each threshold.
+
+    A hang (TAQ §2.3) is a time during which none of a user's open connections receives
+    data; the simulator reports each unit's longest in ``longest_hang_ns``.
+    """
+    if units.height == 0:
+        raise ValueError("hang_shares() needs at least one unit")
+    hangs_s = units.get_column("longest_hang_ns").to_numpy() / 1e9
+    return {t: float((hangs_s > t).mean()) for t in thresholds_s}
+
+
+EVOLUTION_STATES = ("maintained", "dropped", "arriving", "stalled")
+
+
+def flow_evolution(slices: pl.DataFrame) -> pl.DataFrame:
+    """Flow evolution per epoch (TAQ §5.2, Figure 9), from slices one epoch long.
+
+    A flow is *active* in an epoch when it received data then, *silent* otherwise. Between
+    consecutive epochs of its lifetime a flow is ``maintained`` (active → active),
+    ``dropped`` (active → silent), ``arriving`` (silent → active) or ``stalled``
+    (silent → silent: a repeated timeout). Run with ``slice_s`` equal to the epoch (about
+    one RTT) for the paper's definition.
+
+    Returns one row per epoch (from the second on): ``slice`` and a count per state.
+    """
+    active = slices.sort("flow_id", "slice").with_columns(active=pl.col("bytes") > 0)
+    transitions = active.with_columns(
+        before=pl.col("active").shift(1).over("flow_id"),
+        previous_slice=pl.col("slice").shift(1).over("flow_id"),
+    ).filter(pl.col("previous_slice") == pl.col("slice") - 1)
+    state = (
+        pl.when(pl.col("before") & pl.col("active")).then(pl.lit("maintained"))
+        .when(pl.col("before")).then(pl.lit("dropped"))
+        .when(pl.col("active")).then(pl.lit("arriving"))
+        .otherwise(pl.lit("stalled"))
+    )
+    counts = transitions.with_columns(state=state).group_by("slice").agg(
+        [(pl.col("state") == s).sum().cast(pl.Int64).alias(s) for s in EVOLUTION_STATES]
+    )
+    return counts.sort("slice")
+
+
+def timeout_summary(flows: pl.DataFrame) -> dict[str, float]:
+    """How much flows suffer from timeouts: the share with at least one RTO or SYN
+    timeout, RTOs per flow, and the median and worst longest silence (s)."""
+    if flows.height == 0:
+        raise ValueError("timeout_summary() needs at least one flow")
+    silence_s = flows.get_column("longest_silence_ns").to_numpy() / 1e9
+    hit = ((flows["timeouts"] > 0) | (flows["syn_timeouts"] > 0)).mean()
+    return {
+        "share_with_timeout": float(hit),
+        "timeouts_per_flow": float(flows["timeouts"].mean()),
+        "syn_timeouts_per_flow": float(flows["syn_timeouts"].mean()),
+        "longest_silence_median_s": float(np.median(silence_s)),
+        "longest_silence_max_s": float(silence_s.max()),
+    }
+
+
+def modified_fairness_index(
+    flows: pl.DataFrame, *, mss_bytes: int, iw_pkts: int, target_pkts_per_rtt: float
+) -> float:
+    """The size-aware paper's modified fairness index (its Section 5, Figure 9(b)).
+
+    Each finished flow's throughput in packets per RTT, ``x = d / (FCT / RTT)``, is
+    divided by its ideal ``r = min(d / ((1 + log2(d / IW)) rounds), target)``: what a
+    loss-free transfer of ``d`` packets achieves, capped by the target throughput. The
+    index is Jain's over the ``x / r``.
+    """
+    done = fct_normalized(flows, mss_bytes=mss_bytes, iw_pkts=iw_pkts)
+    if done.height == 0:
+        raise ValueError("modified_fairness_index() needs finished flows with a size")
+    packets = (done["size_bytes"] / mss_bytes).ceil()
+    rounds = 1.0 + np.clip(np.log2(packets.to_numpy() / iw_pkts), 0.0, None)
+    throughput = packets.to_numpy() / (done["fct_s"].to_numpy() / (done["rtt_ms"].to_numpy() / 1e3))
+    ideal = np.minimum(packets.to_numpy() / rounds, target_pkts_per_rtt)
+    return jain(throughput / ideal)

@@ -19,11 +19,12 @@ from smallpipe import _smallpipe
 from smallpipe._smallpipe import SimulationError
 from smallpipe.scenario import Scenario
 
-__all__ = ["BURSTS_SCHEMA", "FLOWS_SCHEMA", "LINKS_SCHEMA", "SLICES_SCHEMA", "Result", "simulate"]
+__all__ = ["BURSTS_SCHEMA", "FLOWS_SCHEMA", "LINKS_SCHEMA", "PROGRESS_SCHEMA", "SLICES_SCHEMA", "UNITS_SCHEMA", "Result", "simulate"]
 
 FLOWS_SCHEMA = pl.Schema(
     {
         "flow_id": pl.Int64,
+        "unit_id": pl.Int64,
         "group": pl.Int64,
         "app": pl.String,
         "rtt_ms": pl.Float64,
@@ -42,7 +43,24 @@ FLOWS_SCHEMA = pl.Schema(
 """One row per flow; ``end_ns`` is null while unfinished, ``size_bytes`` null when unlimited."""
 
 SLICES_SCHEMA = pl.Schema({"flow_id": pl.Int64, "slice": pl.Int64, "start_ns": pl.Int64, "bytes": pl.Int64})
-"""In-order bytes delivered per flow and time slice; dense (zeros included)."""
+"""In-order bytes delivered per flow and time slice, dense over each flow's lifetime (from
+the slice it started in through the one it finished in, or the last; zeros included)."""
+
+UNITS_SCHEMA = pl.Schema(
+    {
+        "unit_id": pl.Int64,
+        "group": pl.Int64,
+        "app": pl.String,
+        "rtt_ms": pl.Float64,
+        "connections": pl.Int64,
+        "bytes_delivered": pl.Int64,
+        "longest_hang_ns": pl.Int64,
+        "pages_done": pl.Int64,
+    }
+)
+"""One row per unit (a flow, session, web user, or Poisson host pair). ``longest_hang_ns``
+is the TAQ paper's user-perceived hang: the longest time, while at least one of the unit's
+connections was open, in which none of them received data."""
 
 LINKS_SCHEMA = pl.Schema(
     {
@@ -71,26 +89,35 @@ BURSTS_SCHEMA = pl.Schema(
 )
 """One row per interactive burst; ``acked_ns``/``response_ns`` null if never acknowledged."""
 
+PROGRESS_SCHEMA = pl.Schema({"flow_id": pl.Int64, "packets": pl.Int64, "fct_ns": pl.Int64})
+"""Flows with ``record_progress``: the time since the flow started at which its first
+``packets`` MSS of data had arrived in order, i.e. the FCT of a ``packets``-packet flow
+(the thesis's measuring flow)."""
+
 _TABLES = {
     "flows": FLOWS_SCHEMA,
     "slices": SLICES_SCHEMA,
+    "units": UNITS_SCHEMA,
     "links": LINKS_SCHEMA,
     "bursts": BURSTS_SCHEMA,
+    "progress": PROGRESS_SCHEMA,
 }
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: four tables, run metadata and the scenario that made it.
+    """The output of one run: six tables, run metadata and the scenario that made it.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-    (link transmissions on all links) and ``wall_seconds``.
+    (link transmissions on all links), ``wall_seconds`` and ``skipped_log_lines``.
     """
 
     flows: pl.DataFrame
     slices: pl.DataFrame
+    units: pl.DataFrame
     links: pl.DataFrame
     bursts: pl.DataFrame
+    progress: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
 
@@ -117,8 +144,8 @@ class Result:
     def write(self, directory: str | PathLike[str]) -> Path:
         """Write the run to ``directory`` (created if needed) and return its path.
 
-        Files: ``flows.parquet``, ``slices.parquet``, ``links.parquet``,
-        ``bursts.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
+        Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
+        ``bursts.parquet``, ``progress.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
         scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
         """
         directory = Path(directory)

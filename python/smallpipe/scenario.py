@@ -99,6 +99,10 @@ class Scenario:
             raise FileNotFoundError(f"scenario file not found: {path}") from None
         except tomllib.TOMLDecodeError as error:
             raise _config_error("<file>", f"{path} ({error})", "a valid TOML file") from None
+        # A replayed log's path is relative to the scenario file, not to the working directory.
+        for group in config.get("flows", []):
+            if isinstance(group, dict) and isinstance(group.get("log_path"), str):
+                group["log_path"] = str((path.parent / group["log_path"]).resolve())
         return cls.from_dict(config)
 
     def to_dict(self) -> dict[str, Any]:

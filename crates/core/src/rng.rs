@@ -34,6 +34,10 @@ impl Rng {
     pub fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
+    /// The underlying generator, for `rand_distr` distributions.
+    pub fn inner(&mut self) -> &mut impl rand::Rng {
+        &mut self.0
+    }
 }
 
 fn splitmix64(state: &mut u64) -> u64 {

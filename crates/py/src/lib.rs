@@ -5,7 +5,6 @@ use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
-use smallpipe_sim::config::AppKind;
 use smallpipe_sim::{Results, Scenario};
 
 create_exception!(_smallpipe, SmallpipeError, PyException);
@@ -40,22 +39,15 @@ fn simulate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDi
     results_to_dict(py, &results)
 }
 
-fn app_name(a: AppKind) -> &'static str {
-    match a {
-        AppKind::Bulk => "bulk",
-        AppKind::Transfer => "transfer",
-        AppKind::Interactive => "interactive",
-    }
-}
-
 fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
 
     let flows = PyDict::new(py);
     let f = &r.flows;
     flows.set_item("flow_id", f.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    flows.set_item("unit_id", f.iter().map(|x| x.unit_id).collect::<Vec<_>>())?;
     flows.set_item("group", f.iter().map(|x| x.group).collect::<Vec<_>>())?;
-    flows.set_item("app", f.iter().map(|x| app_name(x.app)).collect::<Vec<_>>())?;
+    flows.set_item("app", f.iter().map(|x| x.app.name()).collect::<Vec<_>>())?;
     flows.set_item("rtt_ms", f.iter().map(|x| x.rtt_ms).collect::<Vec<_>>())?;
     flows.set_item("start_ns", f.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
     flows.set_item("end_ns", f.iter().map(|x| x.end_ns).collect::<Vec<_>>())?;
@@ -70,15 +62,15 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     out.set_item("flows", flows)?;
 
     let slices = PyDict::new(py);
-    let n_slices = f.first().map_or(0, |x| x.slice_bytes.len());
-    let rows = f.len() * n_slices;
+    let rows = f.iter().map(|x| x.slice_bytes.len()).sum();
     let (mut ids, mut idx, mut starts, mut bytes) =
         (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
     for x in f {
         for (i, b) in x.slice_bytes.iter().enumerate() {
+            let slice = x.first_slice + i as u32;
             ids.push(x.flow_id);
-            idx.push(i as u32);
-            starts.push(i as u64 * r.slice_ns);
+            idx.push(slice);
+            starts.push(slice as u64 * r.slice_ns);
             bytes.push(*b);
         }
     }
@@ -87,6 +79,18 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     slices.set_item("start_ns", starts)?;
     slices.set_item("bytes", bytes)?;
     out.set_item("slices", slices)?;
+
+    let units = PyDict::new(py);
+    let u = &r.units;
+    units.set_item("unit_id", u.iter().map(|x| x.unit_id).collect::<Vec<_>>())?;
+    units.set_item("group", u.iter().map(|x| x.group).collect::<Vec<_>>())?;
+    units.set_item("app", u.iter().map(|x| x.app.name()).collect::<Vec<_>>())?;
+    units.set_item("rtt_ms", u.iter().map(|x| x.rtt_ms).collect::<Vec<_>>())?;
+    units.set_item("connections", u.iter().map(|x| x.connections).collect::<Vec<_>>())?;
+    units.set_item("bytes_delivered", u.iter().map(|x| x.bytes_delivered).collect::<Vec<_>>())?;
+    units.set_item("longest_hang_ns", u.iter().map(|x| x.longest_hang_ns).collect::<Vec<_>>())?;
+    units.set_item("pages_done", u.iter().map(|x| x.pages_done).collect::<Vec<_>>())?;
+    out.set_item("units", units)?;
 
     let links = PyDict::new(py);
     let l = &r.links;
@@ -114,6 +118,13 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     bursts.set_item("response_ns", b.iter().map(|x| x.acked_ns.map(|a| a - x.sent_ns)).collect::<Vec<_>>())?;
     out.set_item("bursts", bursts)?;
 
+    let progress = PyDict::new(py);
+    let p = &r.progress;
+    progress.set_item("flow_id", p.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    progress.set_item("packets", p.iter().map(|x| x.packets).collect::<Vec<_>>())?;
+    progress.set_item("fct_ns", p.iter().map(|x| x.fct_ns).collect::<Vec<_>>())?;
+    out.set_item("progress", progress)?;
+
     let meta = PyDict::new(py);
     meta.set_item("seed", r.seed)?;
     meta.set_item("duration_ns", r.duration_ns)?;
@@ -121,6 +132,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     meta.set_item("events", r.events)?;
     meta.set_item("packets", r.packets)?;
     meta.set_item("wall_seconds", r.wall_seconds)?;
+    meta.set_item("skipped_log_lines", r.skipped_log_lines)?;
     out.set_item("meta", meta)?;
     Ok(out)
 }

@@ -2,6 +2,7 @@
 //! path, the bad value and what is allowed. Python passes TOML/JSON through unchanged.
 
 use serde::{Deserialize, Serialize};
+use crate::workload::Dist;
 use smallpipe_core::{ConfigError, QdiscConfig};
 
 /// A whole simulation: topology, TCP knobs, and flow groups.
@@ -152,6 +153,40 @@ pub enum AppKind {
     Transfer,
     /// Single-packet bursts of `burst_bytes` with exponential gaps of mean `mean_gap_s`.
     Interactive,
+    /// Back-to-back connections of `size` on one host pair, `think_s` apart.
+    Session,
+    /// A web user: pages of `objects_per_page` objects of `size`, fetched over at most
+    /// `connections` parallel connections (one per object), `think_s` between pages.
+    Web,
+    /// Poisson arrivals of connections of `size` at `load` × the bottleneck rate (or
+    /// `rate_per_s`), spread over `count` host pairs.
+    Poisson,
+    /// Replay of a Squid `access.log` (`log_path`): one unit per client, one connection
+    /// per request, at the logged time or as fast as possible over `connections`.
+    Replay,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplayMode {
+    /// Each request starts at its logged time (relative to the first).
+    Logged,
+    /// Each client fetches its requests in order, as fast as its pool allows (TAQ §5.5).
+    Asap,
+}
+
+impl AppKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AppKind::Bulk => "bulk",
+            AppKind::Transfer => "transfer",
+            AppKind::Interactive => "interactive",
+            AppKind::Session => "session",
+            AppKind::Web => "web",
+            AppKind::Poisson => "poisson",
+            AppKind::Replay => "replay",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -163,7 +198,8 @@ pub enum GapFrom {
     Response,
 }
 
-/// `count` flows, each on its own sender and receiver host.
+/// `count` units, each a sender and a receiver host of its own: a flow (bulk, transfer,
+/// interactive), a session, a web user, or a host pair of a Poisson arrival process.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowGroup {
@@ -172,6 +208,38 @@ pub struct FlowGroup {
     pub app: AppKind,
     #[serde(default)]
     pub size_bytes: Option<u64>,
+    /// Transfer sizes in bytes drawn per connection (session, web, poisson); exclusive
+    /// with `size_bytes`.
+    #[serde(default)]
+    pub size: Option<Dist>,
+    /// Session: seconds between one connection's end and the next one's start; web:
+    /// between the end of a page and the next page.
+    #[serde(default = "d_think")]
+    pub think_s: Dist,
+    /// Web: objects per page.
+    #[serde(default = "d_objects")]
+    pub objects_per_page: Dist,
+    /// Web: parallel connections per user (the TAQ paper's flow pool: 4).
+    #[serde(default = "d_connections")]
+    pub connections: u32,
+    /// Poisson: offered load as a fraction of the bottleneck rate (uses the mean of `size`).
+    #[serde(default)]
+    pub load: Option<f64>,
+    /// Poisson: arrivals per second in all (instead of `load`).
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    /// Replay: path of a Squid native access.log.
+    #[serde(default)]
+    pub log_path: Option<String>,
+    #[serde(default = "d_replay")]
+    pub replay: ReplayMode,
+    /// Replay: skip and count malformed lines instead of rejecting the log.
+    #[serde(default)]
+    pub skip_malformed: bool,
+    /// Transfer and bulk: record when each MSS-sized packet's worth of data arrived in
+    /// order (the thesis's measuring flow: the k-th packet's time is a k-packet FCT).
+    #[serde(default)]
+    pub record_progress: bool,
     /// Base (propagation) round-trip time, ms.
     #[serde(default = "d_rtt")]
     pub rtt_ms: Spread,
@@ -214,6 +282,10 @@ fn d_rtt() -> Spread { Spread::Fixed(100.0) }
 fn d_start() -> Spread { Spread::Fixed(0.0) }
 fn d_gap() -> f64 { 1.0 }
 fn d_gap_from() -> GapFrom { GapFrom::Response }
+fn d_think() -> Dist { Dist::Fixed(0.0) }
+fn d_objects() -> Dist { Dist::Fixed(1.0) }
+fn d_connections() -> u32 { 4 }
+fn d_replay() -> ReplayMode { ReplayMode::Asap }
 
 impl Default for LinkConfig {
     fn default() -> Self {
@@ -330,10 +402,42 @@ impl TcpConfig {
 impl FlowGroup {
     fn validate(&self, min_rtt_ms: f64, mss: u32) -> Result<(), ConfigError> {
         check((1..=1_000_000).contains(&self.count), "count", self.count, "1 to 1000000 flows")?;
+        check(self.size_bytes != Some(0), "size_bytes", 0, "a positive size, or unset")?;
+        check(!(self.size_bytes.is_some() && self.size.is_some()), "size", "set with size_bytes",
+            "either size_bytes or size, not both")?;
+        let sized = self.size_bytes.is_some() || self.size.is_some();
         match self.app {
-            AppKind::Transfer => check(self.size_bytes.is_some_and(|s| s > 0), "size_bytes",
-                self.size_bytes.map_or("unset".into(), |s| s.to_string()), "a positive size for app = \"transfer\"")?,
-            _ => check(self.size_bytes != Some(0), "size_bytes", 0, "a positive size, or unset")?,
+            AppKind::Replay => {
+                check(!sized, "size", "set", "no size for app = \"replay\" (the log gives the sizes)")?;
+                check(self.count == 1, "count", self.count, "1 for app = \"replay\" (the log's clients are the units)")?;
+                let path = self.log_path.as_deref().unwrap_or("");
+                check(!path.is_empty(), "log_path", "unset", "the path of a Squid access.log for app = \"replay\"")?;
+                check(std::path::Path::new(path).is_file(), "log_path", path, "a readable file")?;
+            }
+            AppKind::Transfer | AppKind::Session | AppKind::Web | AppKind::Poisson => check(sized, "size_bytes", "unset",
+                &format!("a size (size_bytes, or a size distribution) for app = \"{}\"", self.app.name()))?,
+            AppKind::Bulk | AppKind::Interactive => check(self.size.is_none(), "size", "a distribution",
+                "size_bytes (a number) for bulk and interactive flows")?,
+        }
+        if let Some(d) = &self.size {
+            d.validate("size", 1.0)?;
+        }
+        self.think_s.validate("think_s", 0.0)?;
+        self.objects_per_page.validate("objects_per_page", 1.0)?;
+        check((1..=1000).contains(&self.connections), "connections", self.connections, "1 to 1000 parallel connections")?;
+        check(!self.record_progress || matches!(self.app, AppKind::Transfer | AppKind::Bulk), "record_progress", true,
+            "true only for app = \"transfer\" or \"bulk\"")?;
+        if self.app == AppKind::Poisson {
+            check(self.load.is_some() != self.rate_per_s.is_some(), "load",
+                format!("load {:?}, rate_per_s {:?}", self.load, self.rate_per_s), "exactly one of load, rate_per_s")?;
+            if let Some(l) = self.load {
+                check(l.is_finite() && l > 0.0 && l <= 10.0, "load", l, "a load in (0, 10] (fraction of the bottleneck rate)")?;
+                let mean = self.size.as_ref().map_or(self.size_bytes.map(|b| b as f64), |d| d.mean());
+                check(mean.is_some(), "size", "a distribution without a finite mean", "a size with a finite mean to set load")?;
+            }
+            if let Some(r) = self.rate_per_s {
+                check(r.is_finite() && r > 0.0, "rate_per_s", r, "a positive arrival rate")?;
+            }
         }
         let (lo, hi) = self.rtt_ms.bounds();
         check(lo.is_finite() && hi.is_finite() && lo <= hi && lo >= min_rtt_ms && lo > 0.0, "rtt_ms",
@@ -402,6 +506,13 @@ mod tests {
 
         let e = err(r#"{"flows":[{"app":"bulk"},{"app":"transfer"}]}"#);
         assert_eq!(e.field, "flows[1].size_bytes");
+
+        let e = err(r#"{"flows":[{"app":"web","size":{"dist":"pareto","mean":1000,"shape":0.9}}]}"#);
+        assert_eq!(e.field, "flows[0].size");
+        assert!(e.allowed.contains("shape > 1"), "{e}");
+
+        let e = err(r#"{"flows":[{"app":"poisson","size_bytes":1000}]}"#);
+        assert_eq!(e.field, "flows[0].load");
 
         let e = err(r#"{"link":{"queue":{"kind":"droptail","limit_pkts":0}},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "link.queue.limit_pkts");

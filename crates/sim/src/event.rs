@@ -17,8 +17,10 @@ pub enum Event {
     Arrive { link: u32 },
     /// An endpoint's earliest timer; ignored unless `gen` is still current.
     Timer { endpoint: u32, gen: u32 },
-    /// An application acts (opens its connection, writes a burst).
+    /// An interactive application writes a burst on this (sender) endpoint.
     App { endpoint: u32 },
+    /// A workload unit acts: starts, ends a think time, or sees a Poisson arrival.
+    Unit { unit: u32 },
 }
 
 #[derive(Debug, Default)]

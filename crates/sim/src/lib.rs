@@ -6,10 +6,12 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod workload;
 pub mod event;
 pub mod link;
 pub mod results;
 pub mod sim;
+pub mod squid;
 pub mod tcp;
 
 pub use config::Scenario;

@@ -8,6 +8,8 @@ use smallpipe_core::{DropReason, Instant};
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowRow {
     pub flow_id: u32,
+    /// The flow, session, user or host pair the connection belongs to.
+    pub unit_id: u32,
     pub group: u32,
     pub app: AppKind,
     pub rtt_ms: f64,
@@ -23,8 +25,27 @@ pub struct FlowRow {
     pub fast_retransmits: u64,
     /// Longest interval without new in-order data at the receiver while the flow was open.
     pub longest_silence_ns: u64,
-    /// In-order bytes delivered in each slice of the run.
+    /// In-order bytes delivered per slice, from `first_slice` through the slice the flow
+    /// finished in (or the last one): dense over the flow's lifetime, zeros included.
+    pub first_slice: u32,
     pub slice_bytes: Vec<u64>,
+}
+
+/// One row per unit (a flow, session, web user or Poisson host pair).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitRow {
+    pub unit_id: u32,
+    pub group: u32,
+    pub app: AppKind,
+    pub rtt_ms: f64,
+    /// Connections opened.
+    pub connections: u32,
+    pub bytes_delivered: u64,
+    /// Longest time, while at least one of the unit's connections was open, in which none
+    /// received data (the TAQ paper's user-perceived hang).
+    pub longest_hang_ns: u64,
+    /// Web: pages fully downloaded.
+    pub pages_done: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +91,15 @@ pub struct BurstRow {
     pub acked_ns: Option<u64>,
 }
 
+/// With `record_progress`: the time since the flow's start at which its first `packets`
+/// MSS of data had all arrived in order (the thesis's k-packet FCT).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgressRow {
+    pub flow_id: u32,
+    pub packets: u32,
+    pub fct_ns: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Results {
     pub seed: u64,
@@ -81,6 +111,10 @@ pub struct Results {
     pub packets: u64,
     pub wall_seconds: f64,
     pub flows: Vec<FlowRow>,
+    pub units: Vec<UnitRow>,
     pub links: Vec<LinkRow>,
     pub bursts: Vec<BurstRow>,
+    pub progress: Vec<ProgressRow>,
+    /// Malformed lines of replayed logs skipped (with `skip_malformed`).
+    pub skipped_log_lines: u64,
 }

@@ -1,12 +1,20 @@
 //! The simulator: one object owns every node, link, endpoint and event, so several runs can
 //! live in one process. Time advances from event to event; ties go in insertion order.
+//!
+//! Workload model: a *unit* is one sender host and one receiver host of its own, joined to
+//! the shared bottleneck by access links whose delays give the unit its base RTT. A unit is
+//! a single flow (bulk, transfer, interactive), a session of back-to-back connections, a
+//! web user with a pool of parallel connections, or a host pair of a Poisson arrival
+//! process. Connections are opened by the data sender (the server pushes the object the
+//! client implicitly asked for) and recorded one row each.
 
-use crate::config::{AppKind, GapFrom, Scenario, Spread};
+use crate::config::{AppKind, FlowGroup, GapFrom, ReplayMode, Scenario, Spread};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
-use crate::results::{BurstRow, FlowRow, LinkRow, Results};
-use crate::tcp::{Endpoint, TcpParams};
+use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, Results, UnitRow};
+use crate::tcp::{Endpoint, State, TcpParams};
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use smallpipe_core::qdisc::DropTailConfig;
 use smallpipe_core::{Accounted, ConfigError, Duration, FlowKey, Instant, Packet, QdiscConfig, Rng};
 
@@ -17,47 +25,88 @@ enum Node {
     Router { routes: FxHashMap<u32, u32> },
 }
 
-/// What one flow's application does, and what the recorder tracks of it.
-struct Flow {
+/// What a unit's application does next.
+enum UnitApp {
+    /// One connection for the whole run.
+    Single,
+    /// Back-to-back connections.
+    Session,
+    /// Pages of objects over a pool of connections: objects of the page still to open.
+    Web { to_open: u32 },
+    /// Poisson arrivals with this mean gap.
+    Poisson { mean_gap_s: f64 },
+    /// A client of a replayed log: its requests (logged start time, bytes), in order.
+    Replay { mode: ReplayMode, requests: VecDeque<(Instant, u64)> },
+}
+
+struct Unit {
     group: u32,
-    app: AppKind,
-    size_bytes: Option<u64>,
+    sender_node: u32,
+    receiver_node: u32,
+    sender_ip: u32,
+    receiver_ip: u32,
     rtt: Duration,
-    start: Instant,
-    burst_bytes: u64,
-    mean_gap_s: f64,
-    gap_from: GapFrom,
     rng: Rng,
+    next_port: u16,
+    app: UnitApp,
+    /// Connections opened, and still open (the receiver has not had everything).
+    opened: u32,
+    open: u32,
+    bytes_delivered: u64,
+    /// User-perceived hang: the longest time, while at least one connection is open, in
+    /// which none of them receives data (TAQ §2.3).
+    last_progress: Instant,
+    longest_hang: Duration,
+    pages_done: u32,
+}
+
+/// One TCP connection: endpoints `2c` (sender) and `2c + 1` (receiver).
+struct Conn {
+    unit: u32,
+    start: Instant,
+    size_bytes: Option<u64>,
+    done: bool,
     delivered_seen: u64,
     bursts_seen: usize,
     /// Interactive: the handshake is done and bursts are being written.
     bursting: bool,
     last_progress: Instant,
     longest_silence: Duration,
+    /// Bytes per slice from `first_slice` on (dense over the connection's lifetime).
+    first_slice: u32,
     slice_bytes: Vec<u64>,
+    /// With `record_progress`: when each MSS of data had arrived in order, since `start`.
+    progress: Option<Vec<Duration>>,
 }
 
 /// Bytes an unlimited bulk sender has "written": more than any run can send.
 const UNLIMITED_BYTES: u64 = 1 << 50;
-/// The first host addresses, from the benchmarking range 198.18.0.0/15.
+/// Host addresses come from the benchmarking range 198.18.0.0/15.
 const SENDER_NET: u32 = 0xC612_0000; // 198.18.0.0
 const RECEIVER_NET: u32 = 0xC613_0000; // 198.19.0.0
 const SERVER_PORT: u16 = 80;
+const FIRST_CLIENT_PORT: u16 = 1024;
+/// Units per run: each has two addresses in a /16 of the benchmarking range.
+const MAX_UNITS: usize = 65_000;
 
 pub struct Simulator {
     now: Instant,
     end: Instant,
     slice: Duration,
+    n_slices: u32,
     seed: u64,
     events: EventQueue,
     nodes: Vec<Node>,
     links: Vec<Link>,
-    /// Flow `f` has its sender at endpoint `2f` and its receiver at `2f + 1`.
     endpoints: Vec<Endpoint>,
     demux: FxHashMap<FlowKey, u32>,
-    flows: Vec<Flow>,
+    groups: Vec<FlowGroup>,
+    units: Vec<Unit>,
+    conns: Vec<Conn>,
     params: TcpParams,
     scratch: Vec<Packet>,
+    overhead: Duration,
+    skipped_log_lines: u64,
 }
 
 fn ms(v: f64) -> Duration {
@@ -73,18 +122,11 @@ fn draw(spread: Spread, rng: &mut Rng) -> f64 {
 }
 
 impl Simulator {
-    /// Builds the dumbbell of the scenario: per-flow sender and receiver hosts with access
-    /// links whose delays give each flow its base RTT, around one shared bottleneck.
+    /// Builds the dumbbell: per-unit sender and receiver hosts around one bottleneck.
     pub fn new(sc: &Scenario) -> Result<Self, ConfigError> {
         sc.validate()?;
-        let total_flows: u64 = sc.flows.iter().map(|g| g.count as u64).sum();
-        if total_flows > 65_000 {
-            return Err(ConfigError::new("flows", format!("{total_flows} flows in all"), "at most 65000 flows per run"));
-        }
-        let params = TcpParams::from_config(&sc.tcp);
         let l = &sc.link;
         let rate = l.rate_bps as u64;
-        let access_rate = l.access_rate_bps as u64;
         let overhead = match sc.tcp.overhead_max_ms {
             Some(v) => ms(v),
             None => Duration::serialization(sc.tcp.packet_size_bytes as u64, rate),
@@ -93,75 +135,138 @@ impl Simulator {
             now: Instant::ZERO,
             end: Instant::ZERO + secs(sc.duration_s),
             slice: secs(sc.slice_s),
+            n_slices: (sc.duration_s / sc.slice_s).ceil() as u32,
             seed: sc.seed,
             events: EventQueue::default(),
             nodes: vec![Node::Router { routes: FxHashMap::default() }, Node::Router { routes: FxHashMap::default() }],
             links: Vec::new(),
             endpoints: Vec::new(),
             demux: FxHashMap::default(),
-            flows: Vec::new(),
-            params,
+            groups: sc.flows.clone(),
+            units: Vec::new(),
+            conns: Vec::new(),
+            params: TcpParams::from_config(&sc.tcp),
             scratch: Vec::new(),
+            overhead,
+            skipped_log_lines: 0,
         };
-        let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
-        let bottleneck_delay = ms(l.delay_ms);
-        sim.add_link("bottleneck", rate, bottleneck_delay, Duration::ZERO, l.loss, &l.queue, 1)?;
-        sim.add_link("bottleneck_reverse", rate, bottleneck_delay, Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
+        sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
+        sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
         for (link, nth) in [(0, &l.drop_nth), (1, &l.reverse_drop_nth)] {
             let mut nth = nth.clone();
             nth.sort_unstable();
             sim.links[link].drop_nth = nth;
         }
-        let receiver_delay = ms(l.receiver_delay_ms);
-        let n_slices = (sc.duration_s / sc.slice_s).ceil() as usize;
         for (gi, g) in sc.flows.iter().enumerate() {
-            for _ in 0..g.count {
-                let f = sim.flows.len() as u32;
-                let mut rng = Rng::new(sc.seed, 0x4000_0000 + f as u64);
-                let rtt_ms = draw(g.rtt_ms, &mut rng);
-                let start = Instant::ZERO + secs(draw(g.start_s, &mut rng));
-                let sender_delay = ms(rtt_ms / 2.0 - l.delay_ms - l.receiver_delay_ms);
-                let (s_ip, d_ip) = (SENDER_NET + f + 1, RECEIVER_NET + f + 1);
-                let s_node = sim.nodes.len() as u32;
-                let d_node = s_node + 1;
-                let s_up = sim.add_link(&format!("sender{f}_up"), access_rate, sender_delay, overhead, 0.0, &access_queue, 0)?;
-                let s_down = sim.add_link(&format!("sender{f}_down"), access_rate, sender_delay, Duration::ZERO, 0.0, &access_queue, s_node)?;
-                let d_up = sim.add_link(&format!("receiver{f}_up"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, 1)?;
-                let d_down = sim.add_link(&format!("receiver{f}_down"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, d_node)?;
-                sim.nodes.push(Node::Host { egress: s_up });
-                sim.nodes.push(Node::Host { egress: d_up });
-                sim.route(0, d_ip, 0);
-                sim.route(0, s_ip, s_down);
-                sim.route(1, d_ip, d_down);
-                sim.route(1, s_ip, 1);
-                let key = FlowKey { src_ip: s_ip, dst_ip: d_ip, src_port: 10_000 + (f % 50_000) as u16, dst_port: SERVER_PORT, proto: 6 };
-                let iss_s = rng.next_u64() as u32;
-                let iss_r = rng.next_u64() as u32;
-                sim.demux.insert(key, 2 * f);
-                sim.demux.insert(key.reversed(), 2 * f + 1);
-                sim.endpoints.push(Endpoint::client(key, iss_s, &sim.params));
-                sim.endpoints.push(Endpoint::listener(key.reversed(), iss_r, &sim.params));
-                sim.flows.push(Flow {
-                    group: gi as u32,
-                    app: g.app,
-                    size_bytes: g.size_bytes,
-                    rtt: ms(rtt_ms),
-                    start,
-                    burst_bytes: g.burst_bytes.map_or(sim.params.mss, |b| b as u64),
-                    mean_gap_s: g.mean_gap_s,
-                    gap_from: g.gap_from,
-                    rng,
-                    delivered_seen: 0,
-                    bursts_seen: 0,
-                    bursting: false,
-                    last_progress: start,
-                    longest_silence: Duration::ZERO,
-                    slice_bytes: vec![0; n_slices],
-                });
-                sim.events.push(start, Event::App { endpoint: 2 * f });
+            match g.app {
+                AppKind::Replay => sim.add_replay_clients(sc, gi)?,
+                _ => {
+                    for _ in 0..g.count {
+                        let app = match g.app {
+                            AppKind::Session => UnitApp::Session,
+                            AppKind::Web => UnitApp::Web { to_open: 0 },
+                            AppKind::Poisson => {
+                                let per_s = g.rate_per_s.unwrap_or_else(|| {
+                                    let mean_bytes = g.size.as_ref().map_or(g.size_bytes.map(|b| b as f64), |d| d.mean());
+                                    g.load.unwrap_or(1.0) * l.rate_bps / (8.0 * mean_bytes.expect("validated: finite mean"))
+                                });
+                                UnitApp::Poisson { mean_gap_s: g.count as f64 / per_s }
+                            }
+                            _ => UnitApp::Single,
+                        };
+                        let (u, start) = sim.add_unit(sc, gi, app)?;
+                        sim.events.push(start, Event::Unit { unit: u });
+                    }
+                }
             }
         }
+        if sim.units.len() > MAX_UNITS {
+            return Err(ConfigError::new("flows", format!("{} units in all", sim.units.len()),
+                &format!("at most {MAX_UNITS} flows, sessions, users, host pairs or log clients per run")));
+        }
         Ok(sim)
+    }
+
+    /// A unit: its own sender and receiver hosts, access links whose delays give it its
+    /// base RTT, and routes. Returns the unit and its start time.
+    fn add_unit(&mut self, sc: &Scenario, gi: usize, app: UnitApp) -> Result<(u32, Instant), ConfigError> {
+        let (l, g) = (&sc.link, &sc.flows[gi]);
+        let u = self.units.len() as u32;
+        if u as usize >= MAX_UNITS {
+            return Err(ConfigError::new("flows", "more units", &format!("at most {MAX_UNITS} units per run")));
+        }
+        let mut rng = Rng::new(sc.seed, 0x4000_0000 + u as u64);
+        let rtt_ms = draw(g.rtt_ms, &mut rng);
+        let start = Instant::ZERO + secs(draw(g.start_s, &mut rng));
+        let sender_delay = ms(rtt_ms / 2.0 - l.delay_ms - l.receiver_delay_ms);
+        let receiver_delay = ms(l.receiver_delay_ms);
+        let access_rate = l.access_rate_bps as u64;
+        let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
+        let (s_ip, d_ip) = (SENDER_NET + u + 1, RECEIVER_NET + u + 1);
+        let s_node = self.nodes.len() as u32;
+        let d_node = s_node + 1;
+        let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, self.overhead, 0.0, &access_queue, 0)?;
+        let s_down = self.add_link(&format!("sender{u}_down"), access_rate, sender_delay, Duration::ZERO, 0.0, &access_queue, s_node)?;
+        let d_up = self.add_link(&format!("receiver{u}_up"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, 1)?;
+        let d_down = self.add_link(&format!("receiver{u}_down"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, d_node)?;
+        self.nodes.push(Node::Host { egress: s_up });
+        self.nodes.push(Node::Host { egress: d_up });
+        self.route(0, d_ip, 0);
+        self.route(0, s_ip, s_down);
+        self.route(1, d_ip, d_down);
+        self.route(1, s_ip, 1);
+        self.units.push(Unit {
+            group: gi as u32,
+            sender_node: s_node,
+            receiver_node: d_node,
+            sender_ip: s_ip,
+            receiver_ip: d_ip,
+            rtt: ms(rtt_ms),
+            rng,
+            next_port: FIRST_CLIENT_PORT,
+            app,
+            opened: 0,
+            open: 0,
+            bytes_delivered: 0,
+            last_progress: start,
+            longest_hang: Duration::ZERO,
+            pages_done: 0,
+        });
+        Ok((u, start))
+    }
+
+    /// One unit per client of the group's Squid log, in order of first appearance.
+    fn add_replay_clients(&mut self, sc: &Scenario, gi: usize) -> Result<(), ConfigError> {
+        let g = &sc.flows[gi];
+        let field = format!("flows[{gi}].log_path");
+        let path = g.log_path.as_deref().unwrap_or_default();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(&field, path, &format!("a readable UTF-8 file ({e})")))?;
+        let log = crate::squid::parse_access_log(&text, &field, g.skip_malformed)?;
+        self.skipped_log_lines += log.skipped;
+        let mut clients: Vec<(String, VecDeque<(Instant, u64)>)> = Vec::new();
+        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+        for r in &log.requests {
+            let i = *index.entry(r.client.as_str()).or_insert_with(|| {
+                clients.push((r.client.clone(), VecDeque::new()));
+                clients.len() - 1
+            });
+            clients[i].1.push_back((Instant::ZERO + secs(r.time_s), r.bytes.max(1)));
+        }
+        for (_, requests) in clients {
+            let times: Vec<Instant> = requests.iter().map(|&(t, _)| t).collect();
+            let (u, start) = self.add_unit(sc, gi, UnitApp::Replay { mode: g.replay, requests })?;
+            match g.replay {
+                // Each request is its own event, offset by the unit's start.
+                ReplayMode::Logged => {
+                    for t in times {
+                        self.events.push(t + (start - Instant::ZERO), Event::Unit { unit: u });
+                    }
+                }
+                ReplayMode::Asap => self.events.push(start, Event::Unit { unit: u }),
+            }
+        }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -228,35 +333,140 @@ impl Simulator {
                 ep.on_timer(self.now, &self.params, &mut out);
                 self.after_endpoint(endpoint, out);
             }
-            Event::App { endpoint } => self.app_event(endpoint),
+            Event::App { endpoint } => self.write_burst(endpoint),
+            Event::Unit { unit } => self.unit_event(unit),
         }
     }
 
-    fn app_event(&mut self, e: u32) {
-        let f = (e / 2) as usize;
+    /// A unit starts, ends a think time, or sees a Poisson arrival.
+    fn unit_event(&mut self, u: u32) {
+        let unit = &mut self.units[u as usize];
+        let g = &self.groups[unit.group as usize];
+        match &mut unit.app {
+            UnitApp::Single => {
+                let size = match g.app {
+                    AppKind::Interactive => Some(0),
+                    _ => g.size_bytes,
+                };
+                self.open_conn(u, size);
+            }
+            UnitApp::Session => {
+                let size = self.draw_size(u);
+                self.open_conn(u, Some(size));
+            }
+            UnitApp::Web { to_open } => {
+                *to_open = (g.objects_per_page.sample(&mut unit.rng).round() as u32).max(1);
+                self.fill_pool(u);
+            }
+            UnitApp::Replay { mode: ReplayMode::Logged, requests } => {
+                let (_, bytes) = requests.pop_front().expect("one event per logged request");
+                self.open_conn(u, Some(bytes));
+            }
+            UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
+            UnitApp::Poisson { mean_gap_s } => {
+                let gap = secs(crate::workload::exponential(&mut unit.rng, *mean_gap_s));
+                self.events.push(self.now + gap, Event::Unit { unit: u });
+                let size = self.draw_size(u);
+                self.open_conn(u, Some(size));
+            }
+        }
+    }
+
+    fn draw_size(&mut self, u: u32) -> u64 {
+        let unit = &mut self.units[u as usize];
+        let g = &self.groups[unit.group as usize];
+        match (&g.size, g.size_bytes) {
+            (Some(d), _) => d.sample_bytes(&mut unit.rng),
+            (None, Some(b)) => b,
+            (None, None) => unreachable!("validated: sized apps have a size"),
+        }
+    }
+
+    /// Web and as-fast-as-possible replay: open connections while the pool has room and
+    /// there is something to fetch.
+    fn fill_pool(&mut self, u: u32) {
+        loop {
+            let unit = &mut self.units[u as usize];
+            if unit.open >= self.groups[unit.group as usize].connections {
+                return;
+            }
+            let size = match &mut unit.app {
+                UnitApp::Web { to_open } if *to_open > 0 => {
+                    *to_open -= 1;
+                    self.draw_size(u)
+                }
+                UnitApp::Replay { requests, .. } => match requests.pop_front() {
+                    Some((_, bytes)) => bytes,
+                    None => return,
+                },
+                _ => return,
+            };
+            self.open_conn(u, Some(size));
+        }
+    }
+
+    /// Opens a connection of the unit; `size` None is unlimited, Some(0) writes nothing.
+    fn open_conn(&mut self, u: u32, size: Option<u64>) {
+        let c = self.conns.len() as u32;
+        let unit = &mut self.units[u as usize];
+        let unit_group = unit.group;
+        let port = unit.next_port;
+        unit.next_port = if port == u16::MAX { FIRST_CLIENT_PORT } else { port + 1 };
+        let key = FlowKey { src_ip: unit.sender_ip, dst_ip: unit.receiver_ip, src_port: port, dst_port: SERVER_PORT, proto: 6 };
+        let (iss_s, iss_r) = (unit.rng.next_u64() as u32, unit.rng.next_u64() as u32);
+        if unit.open == 0 {
+            unit.last_progress = self.now; // a hang is counted only while something is open
+        }
+        unit.opened += 1;
+        unit.open += 1;
+        self.demux.insert(key, 2 * c);
+        self.demux.insert(key.reversed(), 2 * c + 1);
+        self.endpoints.push(Endpoint::client(key, iss_s, &self.params));
+        self.endpoints.push(Endpoint::listener(key.reversed(), iss_r, &self.params));
+        let first_slice = (self.now.as_nanos() / self.slice.as_nanos()) as u32;
+        self.conns.push(Conn {
+            unit: u,
+            start: self.now,
+            size_bytes: size,
+            done: false,
+            delivered_seen: 0,
+            bursts_seen: 0,
+            bursting: false,
+            last_progress: self.now,
+            longest_silence: Duration::ZERO,
+            first_slice,
+            slice_bytes: Vec::new(),
+            progress: self.groups[unit_group as usize].record_progress.then(Vec::new),
+        });
         let mut out = std::mem::take(&mut self.scratch);
         let (now, p) = (self.now, &self.params);
+        let ep = &mut self.endpoints[2 * c as usize];
+        ep.connect(now, p, &mut out);
+        match size {
+            Some(0) => {} // interactive: bursts follow the handshake
+            Some(bytes) => {
+                ep.app_write(bytes, false, now, p, &mut out);
+                ep.app_close(now, p, &mut out);
+            }
+            None => ep.app_write(UNLIMITED_BYTES, false, now, p, &mut out),
+        }
+        self.after_endpoint(2 * c, out);
+    }
+
+    fn write_burst(&mut self, e: u32) {
+        let c = (e / 2) as usize;
+        let unit = &mut self.units[self.conns[c].unit as usize];
+        let g = &self.groups[unit.group as usize];
         let ep = &mut self.endpoints[e as usize];
-        let flow = &mut self.flows[f];
-        if ep.state == crate::tcp::State::Closed && !ep.failed {
-            ep.connect(now, p, &mut out);
-            match flow.app {
-                AppKind::Bulk | AppKind::Transfer => {
-                    ep.app_write(flow.size_bytes.unwrap_or(UNLIMITED_BYTES), false, now, p, &mut out);
-                    if flow.size_bytes.is_some() {
-                        ep.app_close(now, p, &mut out);
-                    }
-                }
-                // Interactive bursts begin once the handshake is done (see after_endpoint),
-                // so no response time includes connection set-up.
-                AppKind::Interactive => {}
-            }
-        } else if flow.app == AppKind::Interactive && !ep.failed {
-            ep.app_write(flow.burst_bytes, true, now, p, &mut out);
-            if flow.gap_from == GapFrom::Send {
-                let gap = secs(flow.rng.exponential(flow.mean_gap_s));
-                self.events.push(now + gap, Event::App { endpoint: e });
-            }
+        if ep.failed {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        let burst = g.burst_bytes.map_or(self.params.mss, |b| b as u64);
+        ep.app_write(burst, true, self.now, &self.params, &mut out);
+        if g.gap_from == GapFrom::Send {
+            let gap = secs(unit.rng.exponential(g.mean_gap_s));
+            self.events.push(self.now + gap, Event::App { endpoint: e });
         }
         self.after_endpoint(e, out);
     }
@@ -284,10 +494,13 @@ impl Simulator {
         }
     }
 
-    /// Sends what an endpoint emitted, re-arms its timer, and records progress.
+    /// Sends what an endpoint emitted, re-arms its timer, records progress, and lets the
+    /// application react to a finished connection or acknowledged burst.
     fn after_endpoint(&mut self, e: u32, mut out: Vec<Packet>) {
-        let f = (e / 2) as usize;
-        let Node::Host { egress } = self.nodes[self.host_of(e)] else { unreachable!("endpoints live on hosts") };
+        let c = (e / 2) as usize;
+        let u = self.conns[c].unit as usize;
+        let node = if e % 2 == 0 { self.units[u].sender_node } else { self.units[u].receiver_node };
+        let Node::Host { egress } = self.nodes[node as usize] else { unreachable!("endpoints live on hosts") };
         for pkt in out.drain(..) {
             self.enqueue(egress, pkt);
         }
@@ -302,70 +515,146 @@ impl Simulator {
                 self.events.push(d.max(now), Event::Timer { endpoint: e, gen: ep.timer_gen });
             }
         }
-        let flow = &mut self.flows[f];
+        let conn = &mut self.conns[c];
+        let unit = &mut self.units[u];
         if e % 2 == 1 {
             let delivered = ep.stats.bytes_delivered;
-            if delivered > flow.delivered_seen {
-                let slice = ((now.as_nanos() / self.slice.as_nanos()) as usize).min(flow.slice_bytes.len() - 1);
-                flow.slice_bytes[slice] += delivered - flow.delivered_seen;
-                flow.delivered_seen = delivered;
-                flow.longest_silence = flow.longest_silence.max(now.saturating_since(flow.last_progress));
-                flow.last_progress = now;
+            if delivered > conn.delivered_seen {
+                let slice = ((now.as_nanos() / self.slice.as_nanos()) as u32).min(self.n_slices - 1);
+                let idx = (slice - conn.first_slice) as usize;
+                if conn.slice_bytes.len() <= idx {
+                    conn.slice_bytes.resize(idx + 1, 0);
+                }
+                let new_bytes = delivered - conn.delivered_seen;
+                conn.slice_bytes[idx] += new_bytes;
+                conn.delivered_seen = delivered;
+                conn.longest_silence = conn.longest_silence.max(now.saturating_since(conn.last_progress));
+                conn.last_progress = now;
+                unit.bytes_delivered += new_bytes;
+                if let Some(progress) = &mut conn.progress {
+                    let mss = self.params.mss;
+                    let whole = delivered / mss + (ep.finished_at.is_some() && delivered % mss != 0) as u64;
+                    while (progress.len() as u64) < whole {
+                        progress.push(now - conn.start);
+                    }
+                }
+                unit.longest_hang = unit.longest_hang.max(now.saturating_since(unit.last_progress));
+                unit.last_progress = now;
             }
-        } else if flow.app == AppKind::Interactive && !flow.bursting {
-            if ep.state == crate::tcp::State::Established {
-                flow.bursting = true;
-                let gap = secs(flow.rng.exponential(flow.mean_gap_s));
+            if ep.finished_at.is_some() && !conn.done {
+                self.conn_done(c);
+            }
+            return;
+        }
+        if ep.failed && !conn.done {
+            self.conn_done(c);
+            return;
+        }
+        let g = &self.groups[unit.group as usize];
+        if g.app != AppKind::Interactive {
+            return;
+        }
+        if !conn.bursting {
+            if ep.state == State::Established {
+                conn.bursting = true;
+                let gap = secs(unit.rng.exponential(g.mean_gap_s));
                 self.events.push(now + gap, Event::App { endpoint: e });
             }
-        } else if flow.app == AppKind::Interactive && flow.gap_from == GapFrom::Response {
-            let done = ep.completed_bursts.len();
-            if done > flow.bursts_seen {
-                flow.bursts_seen = done;
-                let gap = secs(flow.rng.exponential(flow.mean_gap_s));
-                self.events.push(now + gap, Event::App { endpoint: e });
-            }
+        } else if g.gap_from == GapFrom::Response && ep.completed_bursts.len() > conn.bursts_seen {
+            conn.bursts_seen = ep.completed_bursts.len();
+            let gap = secs(unit.rng.exponential(g.mean_gap_s));
+            self.events.push(now + gap, Event::App { endpoint: e });
         }
     }
 
-    fn host_of(&self, e: u32) -> usize {
-        // Nodes 0 and 1 are the routers; flow f's hosts follow as sender, receiver.
-        2 + e as usize
+    /// A connection delivered everything (or gave up): the application goes on.
+    fn conn_done(&mut self, c: usize) {
+        self.conns[c].done = true;
+        let u = self.conns[c].unit;
+        let unit = &mut self.units[u as usize];
+        unit.open -= 1;
+        let g = &self.groups[unit.group as usize];
+        match unit.app {
+            UnitApp::Session => {
+                let think = secs(g.think_s.sample(&mut unit.rng));
+                self.events.push(self.now + think, Event::Unit { unit: u });
+            }
+            UnitApp::Web { to_open } => {
+                if to_open > 0 {
+                    self.fill_pool(u);
+                } else if unit.open == 0 {
+                    unit.pages_done += 1;
+                    let think = secs(g.think_s.sample(&mut unit.rng));
+                    self.events.push(self.now + think, Event::Unit { unit: u });
+                }
+            }
+            UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
+            UnitApp::Single | UnitApp::Poisson { .. } | UnitApp::Replay { .. } => {}
+        }
     }
 
     fn collect(mut self, wall_seconds: f64) -> Results {
         let end = self.end;
-        let mut flows = Vec::with_capacity(self.flows.len());
+        let last_slice = self.n_slices - 1;
+        let mut flows = Vec::with_capacity(self.conns.len());
         let mut bursts = Vec::new();
-        for (f, fl) in self.flows.iter().enumerate() {
-            let (snd, rcv) = (&self.endpoints[2 * f], &self.endpoints[2 * f + 1]);
+        let mut progress = Vec::new();
+        for (c, conn) in self.conns.iter_mut().enumerate() {
+            for (k, t) in conn.progress.iter().flatten().enumerate() {
+                progress.push(ProgressRow { flow_id: c as u32, packets: k as u32 + 1, fct_ns: t.as_nanos() });
+            }
+            let (snd, rcv) = (&self.endpoints[2 * c], &self.endpoints[2 * c + 1]);
             let finished = rcv.finished_at;
-            let silence_end = finished.unwrap_or(end).max(fl.start);
-            let longest = fl.longest_silence.max(silence_end.saturating_since(fl.last_progress));
+            let longest = conn.longest_silence.max(finished.unwrap_or(end).saturating_since(conn.last_progress));
+            // Dense over the lifetime: through the slice it finished in, or the last one.
+            let final_slice = finished.map_or(last_slice, |t| ((t.as_nanos() / self.slice.as_nanos()) as u32).min(last_slice));
+            conn.slice_bytes.resize((final_slice - conn.first_slice + 1) as usize, 0);
+            let unit = &self.units[conn.unit as usize];
+            let g = &self.groups[unit.group as usize];
             flows.push(FlowRow {
-                flow_id: f as u32,
-                group: fl.group,
-                app: fl.app,
-                rtt_ms: fl.rtt.as_nanos() as f64 / 1e6,
-                start_ns: fl.start.as_nanos(),
+                flow_id: c as u32,
+                unit_id: conn.unit,
+                group: unit.group,
+                app: g.app,
+                rtt_ms: unit.rtt.as_nanos() as f64 / 1e6,
+                start_ns: conn.start.as_nanos(),
                 end_ns: finished.map(|t| t.as_nanos()),
-                size_bytes: fl.size_bytes,
+                size_bytes: conn.size_bytes.filter(|&s| s > 0),
                 bytes_delivered: rcv.stats.bytes_delivered,
                 segments_sent: snd.stats.segments_sent,
                 retransmits: snd.stats.retransmits,
                 timeouts: snd.stats.timeouts,
                 syn_timeouts: snd.stats.syn_timeouts,
                 fast_retransmits: snd.stats.fast_retransmits,
-                longest_silence_ns: if fl.start >= end { 0 } else { longest.as_nanos() },
-                slice_bytes: fl.slice_bytes.clone(),
+                longest_silence_ns: longest.as_nanos(),
+                first_slice: conn.first_slice,
+                slice_bytes: std::mem::take(&mut conn.slice_bytes),
             });
             for &(sent, acked) in &snd.completed_bursts {
-                bursts.push(BurstRow { flow_id: f as u32, sent_ns: sent.as_nanos(), acked_ns: Some(acked.as_nanos()) });
+                bursts.push(BurstRow { flow_id: c as u32, sent_ns: sent.as_nanos(), acked_ns: Some(acked.as_nanos()) });
             }
             for sent in snd.outstanding_bursts() {
-                bursts.push(BurstRow { flow_id: f as u32, sent_ns: sent.as_nanos(), acked_ns: None });
+                bursts.push(BurstRow { flow_id: c as u32, sent_ns: sent.as_nanos(), acked_ns: None });
             }
         }
+        let units = self
+            .units
+            .iter()
+            .enumerate()
+            .map(|(u, unit)| {
+                let hang_to_end = if unit.open > 0 { end.saturating_since(unit.last_progress) } else { Duration::ZERO };
+                UnitRow {
+                    unit_id: u as u32,
+                    group: unit.group,
+                    app: self.groups[unit.group as usize].app,
+                    rtt_ms: unit.rtt.as_nanos() as f64 / 1e6,
+                    connections: unit.opened,
+                    bytes_delivered: unit.bytes_delivered,
+                    longest_hang_ns: unit.longest_hang.max(hang_to_end).as_nanos(),
+                    pages_done: unit.pages_done,
+                }
+            })
+            .collect();
         let duration = end.as_nanos();
         let links = self
             .links
@@ -382,8 +671,11 @@ impl Simulator {
             packets,
             wall_seconds,
             flows,
+            units,
             links,
             bursts,
+            progress,
+            skipped_log_lines: self.skipped_log_lines,
         }
     }
 }
@@ -392,3 +684,4 @@ impl Simulator {
 pub fn simulate(sc: &Scenario) -> Result<Results, ConfigError> {
     Ok(Simulator::new(sc)?.run())
 }
+

@@ -1,6 +1,17 @@
-"""Reproductions of the papers' figures: each module runs one figure's set-up and
-returns a table with the paper's reported values beside ours."""
+"""Reproductions of the papers' figures. Each module runs one figure's set-up; its
+``reproduce(out, quick=..., seed=...)`` writes a CSV and a PNG into ``out`` and returns
+the table printed beside the paper's numbers (see docs/reproductions/)."""
 
-from smallpipe.experiments import taq_fig2
+from types import ModuleType
 
-__all__ = ["taq_fig2"]
+from smallpipe.experiments import taq_fig1, taq_fig2, taq_hangs, thesis_fig51
+
+REPRODUCTIONS: dict[str, ModuleType] = {
+    "taq-fig1": taq_fig1,
+    "taq-fig2": taq_fig2,
+    "taq-hangs": taq_hangs,
+    "thesis-fig5.1": thesis_fig51,
+}
+"""Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
+
+__all__ = ["REPRODUCTIONS", "taq_fig1", "taq_fig2", "taq_hangs", "thesis_fig51"]

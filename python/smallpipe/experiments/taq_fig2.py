@@ -19,7 +19,7 @@ from smallpipe import metrics
 from smallpipe.presets import taq_droptail_dumbbell
 from smallpipe.result import simulate
 
-__all__ = ["PAPER", "RATES_BPS", "FAIR_SHARES_BPS", "run", "plot"]
+__all__ = ["PAPER", "RATES_BPS", "FAIR_SHARES_BPS", "plot", "reproduce", "run"]
 
 RATES_BPS: tuple[int, ...] = (500_000, 1_000_000, 2_000_000)
 FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 30_000, 50_000, 100_000)
@@ -93,3 +93,11 @@ def plot(table: pl.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
+    """The figure's runs (10 000 s each; 1500 s with ``quick``), written as CSV and PNG."""
+    table = run(duration_s=1500.0 if quick else 10_000.0, seed=seed)
+    table.write_csv(out / "taq-fig2.csv")
+    plot(table, out / "taq-fig2.png")
+    return table
