@@ -5,6 +5,7 @@
 //! [`Rng`] handed in. A discipline sees only the [`Packet`] view a box on the wire sees.
 #![forbid(unsafe_code)]
 
+pub mod aqm;
 pub mod error;
 pub mod packet;
 pub mod qdisc;
@@ -16,5 +17,5 @@ pub use error::ConfigError;
 pub use packet::{FlowKey, Packet, SackBlock, TcpFlags};
 pub use qdisc::{Accounted, AnyQdisc, Cx, Qdisc, QdiscConfig};
 pub use rng::Rng;
-pub use stats::{DropReason, QdiscStats};
+pub use stats::{DropReason, MarkReason, QdiscStats};
 pub use time::{Duration, Instant};

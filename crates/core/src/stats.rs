@@ -40,6 +40,40 @@ impl DropReason {
     }
 }
 
+/// Why a queue discipline set the ECN Congestion Experienced codepoint instead of dropping.
+/// A mark is not a drop: marked packets stay queued and leave through `dequeue`, so marks
+/// do not enter the conservation identity. Counted in an array indexed by `as usize`.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MarkReason {
+    /// An AQM (RED between the thresholds, CoDel) chose this ECN-capable packet where it
+    /// would have dropped a non-ECN-capable one.
+    Early = 0,
+}
+
+impl MarkReason {
+    pub const COUNT: usize = 1;
+    pub const ALL: [MarkReason; Self::COUNT] = [MarkReason::Early];
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkReason::Early => "early",
+        }
+    }
+}
+
+/// ECN marks by reason, in packets and bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MarkCounts {
+    pub pkts: [u64; MarkReason::COUNT],
+    pub bytes: [u64; MarkReason::COUNT],
+}
+
+impl MarkCounts {
+    pub fn total_pkts(&self) -> u64 {
+        self.pkts.iter().sum()
+    }
+}
+
 /// Counters of a queue. Identity (checked by [`QdiscStats::check`]):
 /// `arrived = departed + dropped + backlog`, in packets and in bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,6 +84,8 @@ pub struct QdiscStats {
     pub departed_bytes: u64,
     pub dropped_pkts: [u64; DropReason::COUNT],
     pub dropped_bytes: [u64; DropReason::COUNT],
+    /// ECN marks (not part of the identity: a marked packet is still delivered).
+    pub marked: MarkCounts,
 }
 
 impl QdiscStats {
@@ -61,6 +97,9 @@ impl QdiscStats {
     }
     pub fn dropped(&self, reason: DropReason) -> u64 {
         self.dropped_pkts[reason as usize]
+    }
+    pub fn marked(&self, reason: MarkReason) -> u64 {
+        self.marked.pkts[reason as usize]
     }
     /// Checks the conservation identity against a discipline's own backlog.
     pub fn check(&self, backlog_pkts: u64, backlog_bytes: u64) -> Result<(), String> {

@@ -43,7 +43,7 @@ impl<Q: Qdisc> Accounted<Q> {
         pkt.arrival = now;
         self.stats.arrived_pkts += 1;
         self.stats.arrived_bytes += pkt.len_bytes();
-        let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops };
+        let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops, marks: &mut self.stats.marked };
         self.inner.enqueue(pkt, &mut cx);
         self.count_drops();
         self.debug_check();
@@ -53,7 +53,7 @@ impl<Q: Qdisc> Accounted<Q> {
     pub fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         self.advance(now);
         self.drops.clear();
-        let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops };
+        let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops, marks: &mut self.stats.marked };
         let out = self.inner.dequeue(&mut cx);
         self.count_drops();
         if let Some(p) = &out {

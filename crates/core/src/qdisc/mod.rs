@@ -7,28 +7,49 @@
 
 mod accounted;
 pub mod droptail;
+pub mod fq;
+pub mod fq_codel;
+pub mod host_fq;
+pub(crate) mod parts;
+pub mod red;
+pub mod sfq;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 pub use accounted::Accounted;
 pub use droptail::{DropTail, DropTailConfig};
+pub use fq::{Fq, FqClassifier, FqConfig};
+pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use host_fq::{HostFq, HostFqConfig, HostKey};
+pub use red::{Red, RedConfig, RedMode};
+pub use sfq::{Sfq, SfqConfig};
 
 use crate::error::ConfigError;
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet};
 use crate::rng::Rng;
-use crate::stats::DropReason;
+use crate::stats::{DropReason, MarkCounts, MarkReason};
 use crate::time::Instant;
 use serde::{Deserialize, Serialize};
 
-/// What a discipline is handed on every call: the time, its random stream, and where to
-/// put the packets it drops (the arriving one, or ones already queued).
+/// What a discipline is handed on every call: the time, its random stream, where to put
+/// the packets it drops (the arriving one, or ones already queued), and the ECN mark
+/// counters.
 pub struct Cx<'a> {
     pub now: Instant,
     pub rng: &'a mut Rng,
     pub drops: &'a mut Vec<(Packet, DropReason)>,
+    pub marks: &'a mut MarkCounts,
 }
 
 impl Cx<'_> {
     pub fn drop(&mut self, pkt: Packet, reason: DropReason) {
         self.drops.push((pkt, reason));
+    }
+    /// Set CE on `pkt` (a congestion signal instead of a drop) and count it.
+    pub fn mark(&mut self, pkt: &mut Packet, reason: MarkReason) {
+        pkt.ecn = Ecn::Ce;
+        self.marks.pkts[reason as usize] += 1;
+        self.marks.bytes[reason as usize] += pkt.len_bytes();
     }
 }
 
@@ -55,6 +76,11 @@ pub trait Qdisc {
 pub enum QdiscConfig {
     #[serde(rename = "droptail")]
     DropTail(DropTailConfig),
+    Red(RedConfig),
+    Sfq(SfqConfig),
+    Fq(FqConfig),
+    FqCodel(FqCodelConfig),
+    HostFq(HostFqConfig),
 }
 
 impl Default for QdiscConfig {
@@ -67,20 +93,38 @@ impl QdiscConfig {
     pub fn build(&self) -> Result<AnyQdisc, ConfigError> {
         match self {
             QdiscConfig::DropTail(c) => c.build().map(AnyQdisc::DropTail),
+            QdiscConfig::Red(c) => c.build().map(AnyQdisc::Red),
+            QdiscConfig::Sfq(c) => c.build().map(AnyQdisc::Sfq),
+            QdiscConfig::Fq(c) => c.build().map(AnyQdisc::Fq),
+            QdiscConfig::FqCodel(c) => c.build().map(AnyQdisc::FqCodel),
+            QdiscConfig::HostFq(c) => c.build().map(AnyQdisc::HostFq),
         }
     }
 }
 
 /// The closed set of disciplines, dispatched by `match` (no `dyn` on the hot path).
+/// Variants differ in size (the flow-queueing ones hold their tables' headers inline); there
+/// is one per link and it is never moved on the hot path, so no variant is boxed.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum AnyQdisc {
     DropTail(DropTail),
+    Red(Red),
+    Sfq(Sfq),
+    Fq(Fq),
+    FqCodel(FqCodel),
+    HostFq(HostFq),
 }
 
 macro_rules! dispatch {
     ($self:ident, $q:ident => $e:expr) => {
         match $self {
             AnyQdisc::DropTail($q) => $e,
+            AnyQdisc::Red($q) => $e,
+            AnyQdisc::Sfq($q) => $e,
+            AnyQdisc::Fq($q) => $e,
+            AnyQdisc::FqCodel($q) => $e,
+            AnyQdisc::HostFq($q) => $e,
         }
     };
 }
@@ -103,5 +147,25 @@ impl Qdisc for AnyQdisc {
     }
     fn flow_table_len(&self) -> usize {
         dispatch!(self, q => q.flow_table_len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_parses_from_its_tag_with_defaults() {
+        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq"] {
+            let json = format!("{{\"kind\": \"{kind}\"}}");
+            let c: QdiscConfig = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{kind}: {e}"));
+            c.build().unwrap_or_else(|e| panic!("{kind}: {e}"));
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let r: Result<QdiscConfig, _> = serde_json::from_str(r#"{"kind": "sfq", "bogus": 1}"#);
+        assert!(r.is_err());
     }
 }

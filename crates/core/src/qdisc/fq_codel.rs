@@ -1,0 +1,491 @@
+//! FQ-CoDel: flow queueing with CoDel on every queue, as RFC 8290 and Linux
+//! `net/sched/sch_fq_codel.c`.
+//!
+//! Source: T. Hoeiland-Joergensen, P. McKenney, D. Taht, J. Gettys, E. Dumazet, "The Flow
+//! Queue CoDel Packet Scheduler and Active Queue Management Algorithm", RFC 8290 (2018);
+//! defaults from Linux `fq_codel_init`.
+//!
+//! Principles:
+//! - Packets are hashed (salted 5-tuple hash) into `flows` queues.
+//! - Deficit round robin with two lists: a queue that becomes active joins the *new* list
+//!   with one quantum; new queues are served before *old* ones, so a sparse flow (a fresh
+//!   connection, a DNS query, the first packets of a short transfer) gets its packets out
+//!   ahead of the backlogged bulk flows. A queue that uses up its quantum moves to the end
+//!   of the old list with another quantum; a new queue that empties moves to the old list
+//!   (so it cannot starve old queues by re-entering as new); an old queue that empties
+//!   leaves the lists.
+//! - CoDel (the shared core, [`crate::aqm::codel`]) runs on each queue at dequeue, with
+//!   that queue's own state and backlog: drops are `early`, ECN-capable packets are
+//!   marked instead when `ecn` is on.
+//! - When the buffer exceeds `limit_pkts` or `memory_limit_bytes`, the fattest queue (most
+//!   bytes) loses packets from its head, up to `drop_batch_size` packets or until half of
+//!   its backlog is gone (`flow_limit`). Head drop signals the sender sooner.
+//!
+//! Knobs (Linux defaults): `limit_pkts` 10240, `flows` 1024, `quantum_bytes` 1514,
+//! `target_ns` 5 ms, `interval_ns` 100 ms, `memory_limit_bytes` 32 MiB (IP bytes here;
+//! Linux counts buffer truesize), `drop_batch_size` 64, `ecn` true, `mtu_bytes` 1514 (CoDel
+//! does not drop while at most one MTU is queued in the flow).
+//!
+//! Complexity: enqueue O(1); dequeue O(1) amortised plus O(1) per CoDel drop. Overflow
+//! scans the per-queue byte backlogs for the fattest, O(flows), as Linux does ("with 1024
+//! flows, we scan 4KB of memory"): the backlogs live in their own `Vec<u32>` so the scan
+//! is a linear pass over 4 bytes per queue, and each scan drops up to a batch of packets.
+//! `flows` is a bounded configuration value (at most 65536), not the number of 5-tuples.
+//! Memory: `flows` queue structs (fixed) plus one packet arena of at most `limit_pkts`+1
+//! packets. `flow_table_len` is `flows` (allocated up front; a flood of 5-tuples only
+//! collides).
+//!
+//! Trade-offs and limits: hashing means colliding flows share a queue (1024 queues, so
+//! with a few hundred flows some collide); the new-flow boost is a heuristic any flow can
+//! earn by pausing; the CE-threshold option of Linux is not implemented.
+
+use super::parts::hash::{bucket, flow_hash};
+use super::parts::{Arena, PktList};
+use super::{Cx, Qdisc};
+use crate::aqm::codel::{codel_dequeue, CodelParams, CodelQueue, CodelStats, CodelVars};
+use crate::error::ConfigError;
+use crate::packet::Packet;
+use crate::stats::{DropReason, MarkReason};
+use crate::time::Duration;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FqCodelConfig {
+    /// Buffer capacity, packets.
+    pub limit_pkts: u32,
+    /// Hashed queues.
+    pub flows: u32,
+    /// Bytes a queue may send per round.
+    pub quantum_bytes: u32,
+    /// CoDel target sojourn time, nanoseconds.
+    pub target_ns: u64,
+    /// CoDel interval, nanoseconds.
+    pub interval_ns: u64,
+    /// Buffer capacity in queued IP bytes.
+    pub memory_limit_bytes: u64,
+    /// Most packets dropped from the fattest queue per overflow.
+    pub drop_batch_size: u32,
+    /// Mark ECN-capable packets instead of dropping them (CoDel decisions only).
+    pub ecn: bool,
+    /// CoDel never drops while at most this many bytes are queued in the flow.
+    pub mtu_bytes: u32,
+}
+
+impl Default for FqCodelConfig {
+    fn default() -> Self {
+        FqCodelConfig {
+            limit_pkts: 10 * 1024,
+            flows: 1024,
+            quantum_bytes: 1514,
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            memory_limit_bytes: 32 << 20,
+            drop_batch_size: 64,
+            ecn: true,
+            mtu_bytes: 1514,
+        }
+    }
+}
+
+impl FqCodelConfig {
+    pub fn build(&self) -> Result<FqCodel, ConfigError> {
+        if self.limit_pkts == 0 {
+            return Err(ConfigError::new("limit_pkts", 0, "at least 1 packet"));
+        }
+        if self.flows == 0 || self.flows > 65_536 {
+            return Err(ConfigError::new("flows", self.flows, "1 to 65536 queues"));
+        }
+        if self.quantum_bytes == 0 {
+            return Err(ConfigError::new("quantum_bytes", 0, "at least 1 byte"));
+        }
+        if self.target_ns == 0 {
+            return Err(ConfigError::new("target_ns", 0, "at least 1 ns"));
+        }
+        if self.interval_ns < self.target_ns {
+            return Err(ConfigError::new("interval_ns", self.interval_ns, format!("at least target_ns ({})", self.target_ns)));
+        }
+        if self.memory_limit_bytes == 0 {
+            return Err(ConfigError::new("memory_limit_bytes", 0, "at least 1 byte"));
+        }
+        if self.drop_batch_size == 0 {
+            return Err(ConfigError::new("drop_batch_size", 0, "at least 1 packet"));
+        }
+        let n = self.flows as usize;
+        Ok(FqCodel {
+            params: CodelParams {
+                target: Duration(self.target_ns),
+                interval: Duration(self.interval_ns),
+                mtu_bytes: self.mtu_bytes as u64,
+                ecn: self.ecn,
+            },
+            cfg: self.clone(),
+            flows: vec![Flow::default(); n],
+            backlogs: vec![0; n],
+            new_flows: VecDeque::new(),
+            old_flows: VecDeque::new(),
+            arena: Arena::new(),
+            len: 0,
+            bytes: 0,
+            salt: None,
+            codel_stats: CodelStats::default(),
+            overflow_drops: 0,
+            new_flow_count: 0,
+        })
+    }
+}
+
+/// Which list a queue is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum On {
+    #[default]
+    None,
+    New,
+    Old,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Flow {
+    list: PktList,
+    deficit: i64,
+    on: On,
+    codel: CodelVars,
+}
+const _: () = assert!(std::mem::size_of::<Flow>() <= 128);
+
+#[derive(Debug)]
+pub struct FqCodel {
+    cfg: FqCodelConfig,
+    params: CodelParams,
+    flows: Vec<Flow>,
+    /// Bytes queued per flow, apart from the flows for a cache-friendly fattest-flow scan.
+    backlogs: Vec<u32>,
+    new_flows: VecDeque<u32>,
+    old_flows: VecDeque<u32>,
+    arena: Arena,
+    len: usize,
+    bytes: u64,
+    salt: Option<u64>,
+    codel_stats: CodelStats,
+    overflow_drops: u64,
+    new_flow_count: u64,
+}
+
+/// One flow's queue as CoDel sees it; drops go to the discipline's drop list.
+struct FlowQueue<'a> {
+    arena: &'a mut Arena,
+    list: &'a mut PktList,
+    backlog: &'a mut u32,
+    len: &'a mut usize,
+    bytes: &'a mut u64,
+    drops: &'a mut Vec<(Packet, DropReason)>,
+}
+
+impl CodelQueue for FlowQueue<'_> {
+    fn pop(&mut self) -> Option<Packet> {
+        let p = self.arena.pop_front(self.list)?;
+        *self.backlog -= p.ip_len_bytes as u32;
+        *self.len -= 1;
+        *self.bytes -= p.len_bytes();
+        Some(p)
+    }
+    fn backlog_bytes(&self) -> u64 {
+        *self.backlog as u64
+    }
+    fn drop(&mut self, pkt: Packet) {
+        self.drops.push((pkt, DropReason::Early));
+    }
+}
+
+impl FqCodel {
+    pub fn codel_stats(&self) -> &CodelStats {
+        &self.codel_stats
+    }
+    /// Queues that became active (joined the new list) so far.
+    pub fn new_flow_count(&self) -> u64 {
+        self.new_flow_count
+    }
+    /// Packets dropped by the fattest-flow rule.
+    pub fn overflow_drops(&self) -> u64 {
+        self.overflow_drops
+    }
+
+    /// Drop from the head of the fattest queue: up to `drop_batch_size` packets, stopping
+    /// once half its backlog is gone (Linux `fq_codel_drop`).
+    fn drop_from_fattest(&mut self, cx: &mut Cx) {
+        let (mut fat, mut max) = (0usize, 0u32);
+        for (i, &b) in self.backlogs.iter().enumerate() {
+            if b > max {
+                (fat, max) = (i, b);
+            }
+        }
+        let threshold = max / 2;
+        let (mut dropped_bytes, mut n) = (0u32, 0u32);
+        let flow = &mut self.flows[fat];
+        while let Some(p) = self.arena.pop_front(&mut flow.list) {
+            let l = p.ip_len_bytes as u32;
+            self.backlogs[fat] -= l;
+            self.len -= 1;
+            self.bytes -= l as u64;
+            dropped_bytes += l;
+            n += 1;
+            self.overflow_drops += 1;
+            cx.drop(p, DropReason::FlowLimit);
+            if n >= self.cfg.drop_batch_size || dropped_bytes >= threshold {
+                break;
+            }
+        }
+    }
+}
+
+impl Qdisc for FqCodel {
+    fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
+        let salt = *self.salt.get_or_insert_with(|| cx.rng.next_u64());
+        let i = bucket(flow_hash(&pkt.flow, salt), self.cfg.flows);
+        let flow = &mut self.flows[i as usize];
+        self.arena.push_back(&mut flow.list, pkt);
+        self.backlogs[i as usize] += pkt.ip_len_bytes as u32;
+        self.len += 1;
+        self.bytes += pkt.len_bytes();
+        if flow.on == On::None {
+            flow.on = On::New;
+            flow.deficit = self.cfg.quantum_bytes as i64;
+            self.new_flows.push_back(i);
+            self.new_flow_count += 1;
+        }
+        while self.len > self.cfg.limit_pkts as usize || self.bytes > self.cfg.memory_limit_bytes {
+            self.drop_from_fattest(cx);
+        }
+    }
+
+    fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
+        loop {
+            let (from_new, i) = match self.new_flows.front() {
+                Some(&i) => (true, i),
+                None => (false, *self.old_flows.front()?),
+            };
+            let flow = &mut self.flows[i as usize];
+            if flow.deficit <= 0 {
+                flow.deficit += self.cfg.quantum_bytes as i64;
+                flow.on = On::Old;
+                if from_new {
+                    self.new_flows.pop_front();
+                } else {
+                    self.old_flows.pop_front();
+                }
+                self.old_flows.push_back(i);
+                continue;
+            }
+            let mut q = FlowQueue {
+                arena: &mut self.arena,
+                list: &mut flow.list,
+                backlog: &mut self.backlogs[i as usize],
+                len: &mut self.len,
+                bytes: &mut self.bytes,
+                drops: cx.drops,
+            };
+            let out = codel_dequeue(&self.params, &mut flow.codel, &mut self.codel_stats, cx.now, &mut q);
+            let Some(mut pkt) = out.pkt else {
+                // Empty queue: a new flow gets one pass through the old list first (so it
+                // cannot starve old flows by staying new); an old flow leaves.
+                if from_new {
+                    self.new_flows.pop_front();
+                    if !self.old_flows.is_empty() {
+                        flow.on = On::Old;
+                        self.old_flows.push_back(i);
+                    } else {
+                        flow.on = On::None;
+                    }
+                } else {
+                    self.old_flows.pop_front();
+                    flow.on = On::None;
+                }
+                continue;
+            };
+            if out.mark {
+                cx.mark(&mut pkt, MarkReason::Early);
+            }
+            flow.deficit -= pkt.len_bytes() as i64;
+            return Some(pkt);
+        }
+    }
+
+    fn len_pkts(&self) -> usize {
+        self.len
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn flow_table_len(&self) -> usize {
+        self.flows.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Ecn;
+    use crate::qdisc::testkit::{self, max_window_unfairness, pkt};
+    use crate::qdisc::Accounted;
+    use crate::rng::Rng;
+    use crate::time::Instant;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn fq_codel(cfg: FqCodelConfig) -> Accounted<FqCodel> {
+        Accounted::new(cfg.build().unwrap(), Rng::new(21, 0))
+    }
+
+    /// `n` source addresses whose flows hash to distinct queues under `q`'s salt.
+    fn distinct_srcs(q: &mut Accounted<FqCodel>, n: usize) -> Vec<u32> {
+        q.enqueue(pkt(999, 9, 1, 100), Instant(0));
+        q.dequeue(Instant(0));
+        let salt = q.inner().salt.unwrap();
+        let mut seen = std::collections::HashSet::new();
+        (1..u32::MAX)
+            .filter(|&s| seen.insert(bucket(flow_hash(&pkt(s, 9, 1, 1).flow, salt), q.inner().cfg.flows)))
+            .take(n)
+            .collect()
+    }
+
+    #[test]
+    fn a_new_flows_first_packet_goes_before_an_old_backlogged_flow() {
+        let mut q = fq_codel(FqCodelConfig::default());
+        let s = distinct_srcs(&mut q, 2);
+        let (bulk, sparse) = (s[0], s[1]);
+        for _ in 0..20 {
+            q.enqueue(pkt(bulk, 9, 1, 1500), Instant(MS));
+        }
+        // The bulk flow spends its first quantum (one 1500-byte packet leaves it at 14
+        // bytes of deficit, a second one ends its turn) and becomes old.
+        assert_eq!(q.dequeue(Instant(MS)).unwrap().flow.src_ip, bulk);
+        assert_eq!(q.dequeue(Instant(MS)).unwrap().flow.src_ip, bulk);
+        // A packet of a new flow arrives: it is served next, ahead of the 18 queued.
+        q.enqueue(pkt(sparse, 9, 1, 100), Instant(2 * MS));
+        assert_eq!(q.dequeue(Instant(2 * MS)).unwrap().flow.src_ip, sparse);
+        assert_eq!(q.dequeue(Instant(2 * MS)).unwrap().flow.src_ip, bulk);
+        assert_eq!(q.inner().new_flow_count(), 3); // the probe, bulk, sparse
+    }
+
+    #[test]
+    fn codel_drops_only_after_a_full_interval_above_target_and_counts_them_early() {
+        // One flow, two 1000-byte arrivals per ms, one dequeue per ms: the sojourn of the
+        // packet dequeued at t ms is ⌈t/2⌉ ms (see aqm::codel tests), ≥ 5 ms from t = 9,
+        // so the first CoDel drop is at t = 109 ms, then at 209 ms (interval/√1).
+        let mut q = fq_codel(FqCodelConfig { ecn: false, ..FqCodelConfig::default() });
+        let mut drops_at = Vec::new();
+        for t in 0..250u64 {
+            q.enqueue(pkt(1, 9, 1, 1000), Instant(t * MS));
+            q.enqueue(pkt(1, 9, 1, 1000), Instant(t * MS));
+            q.dequeue(Instant(t * MS));
+            drops_at.extend(q.last_drops().iter().map(|(_, r)| (t, *r)));
+        }
+        assert_eq!(drops_at, vec![(109, DropReason::Early), (209, DropReason::Early)]);
+        assert_eq!(q.inner().codel_stats().drop_count, 2);
+    }
+
+    #[test]
+    fn ecn_capable_packets_are_marked_instead() {
+        let mut q = fq_codel(FqCodelConfig::default());
+        for t in 0..250u64 {
+            for _ in 0..2 {
+                let mut p = pkt(1, 9, 1, 1000);
+                p.ecn = Ecn::Ect;
+                q.enqueue(p, Instant(t * MS));
+            }
+            q.dequeue(Instant(t * MS));
+        }
+        assert_eq!(q.stats().dropped(DropReason::Early), 0);
+        assert_eq!(q.stats().marked(MarkReason::Early), 2); // at 109 and 209 ms
+    }
+
+    #[test]
+    fn overflow_batch_drops_half_the_fattest_backlog_from_its_head() {
+        let mut q = fq_codel(FqCodelConfig { limit_pkts: 30, ..FqCodelConfig::default() });
+        let s = distinct_srcs(&mut q, 2);
+        for seq in 0..20 {
+            let mut p = pkt(s[0], 9, 1, 1000);
+            p.seq = seq;
+            q.enqueue(p, Instant(0));
+        }
+        for _ in 0..10 {
+            q.enqueue(pkt(s[1], 9, 1, 100), Instant(0));
+        }
+        q.enqueue(pkt(s[1], 9, 1, 100), Instant(0)); // 31 > 30
+        // Fattest: 20 000 bytes; drop from the head until 10 000 bytes are gone: 10 packets.
+        let drops = q.last_drops();
+        assert_eq!(drops.len(), 10);
+        assert!(drops.iter().enumerate().all(|(k, (p, r))| p.seq == k as u32 && *r == DropReason::FlowLimit));
+        // The batch is capped by drop_batch_size.
+        let mut q = fq_codel(FqCodelConfig { limit_pkts: 300, drop_batch_size: 64, ..FqCodelConfig::default() });
+        for _ in 0..301 {
+            q.enqueue(pkt(1, 9, 1, 100), Instant(0));
+        }
+        assert_eq!(q.last_drops().len(), 64);
+        // The byte limit triggers the same rule.
+        let mut q = fq_codel(FqCodelConfig { memory_limit_bytes: 5000, ..FqCodelConfig::default() });
+        for _ in 0..6 {
+            q.enqueue(pkt(1, 9, 1, 1000), Instant(0));
+        }
+        assert_eq!(q.last_drops().len(), 3); // 6000 bytes: drop half (3000)
+        assert!(q.backlog_bytes() <= 5000);
+    }
+
+    #[test]
+    fn drr_fairness_bound_with_backlogged_flows() {
+        let mut q = fq_codel(FqCodelConfig { limit_pkts: 100_000, ..FqCodelConfig::default() });
+        let srcs = distinct_srcs(&mut q, 5);
+        let mut rng = Rng::new(8, 8);
+        for _ in 0..400 {
+            for &s in &srcs {
+                q.enqueue(pkt(s, 9, 1, 40 + rng.below_inclusive(1460) as u16), Instant(MS));
+            }
+        }
+        // Dequeued at the arrival time: sojourn 0, CoDel never drops.
+        let served: Vec<(usize, u64)> = (0..1500)
+            .map(|_| q.dequeue(Instant(MS)).unwrap())
+            .map(|p| (srcs.iter().position(|&s| s == p.flow.src_ip).unwrap(), p.len_bytes()))
+            .collect();
+        assert!(max_window_unfairness(&served, 5) < 1514 + 2 * 1500);
+    }
+
+    #[test]
+    fn rejects_bad_values_naming_the_field() {
+        let bad = |c: FqCodelConfig| c.build().unwrap_err().field;
+        assert_eq!(bad(FqCodelConfig { flows: 0, ..FqCodelConfig::default() }), "flows");
+        assert_eq!(bad(FqCodelConfig { interval_ns: 1, ..FqCodelConfig::default() }), "interval_ns");
+        assert_eq!(bad(FqCodelConfig { drop_batch_size: 0, ..FqCodelConfig::default() }), "drop_batch_size");
+        assert_eq!(bad(FqCodelConfig { memory_limit_bytes: 0, ..FqCodelConfig::default() }), "memory_limit_bytes");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        #[test]
+        fn drr_fairness_bound_property(k in 2usize..8, seed in any::<u64>()) {
+            let mut q = fq_codel(FqCodelConfig { limit_pkts: 100_000, ..FqCodelConfig::default() });
+            let srcs = distinct_srcs(&mut q, k);
+            let flows: Vec<Packet> = srcs.iter().map(|&s| pkt(s, 9, 1, 0)).collect();
+            let class = |p: &Packet| srcs.iter().position(|&s| s == p.flow.src_ip).unwrap();
+            testkit::drr_fairness(&mut q, &flows, class, k, seed, 300, 1514 + 2 * 1500)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn accounting_limits_and_table_bound(
+            limit in 1u32..200,
+            flows in 1u32..64,
+            mem in 1500u64..100_000,
+            batch in 1u32..70,
+            ops in testkit::ops(2000),
+        ) {
+            let cfg = FqCodelConfig { limit_pkts: limit, flows, memory_limit_bytes: mem, drop_batch_size: batch, ..FqCodelConfig::default() };
+            let mut q = Accounted::new(cfg.build().unwrap(), Rng::new(3, 0));
+            testkit::run_ops(&mut q, &ops, limit as usize, flows as usize)?;
+            prop_assert!(q.backlog_bytes() <= mem);
+        }
+    }
+}
