@@ -273,6 +273,13 @@ impl Simulator {
     fn add_link(&mut self, name: &str, rate_bps: u64, delay: Duration, jitter: Duration, loss: f64,
                 queue: &QdiscConfig, to_node: u32) -> Result<u32, ConfigError> {
         let id = self.links.len() as u32;
+        // RED's idle correction and automatic parameters need the link it feeds: the
+        // runtime knows it, so the user never has to repeat it.
+        let mut queue = queue.clone();
+        if let QdiscConfig::Red(red) = &mut queue {
+            red.link_rate_bps = rate_bps;
+            red.link_delay_ns = delay.as_nanos();
+        }
         let q = Accounted::new(queue.build()?, Rng::new(self.seed, 0x2000_0000 + id as u64));
         let rng = Rng::new(self.seed, 0x1000 + id as u64);
         self.links.push(Link::new(name.to_string(), rate_bps, delay, jitter, loss, q, to_node, rng));
