@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Installs smallpipe with its test extras (building the Rust core in release once) and runs
-# every test: Rust unit, property and behaviour tests, then the Python suite.
+# every test: Rust unit, property and behaviour tests, then the Python suite. The HTML
+# report is tested in a real headless Chromium, installed from Debian when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+        || echo "warning: could not install chromium; the browser tests will skip" >&2
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 cargo test --release --workspace --exclude smallpipe-py
 python3 -m pytest -q

@@ -26,6 +26,8 @@ app = typer.Typer(
     help="smallpipe: fair, predictable TCP on thin, crowded links.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Help texts say "[default: ...]" and "[grid]": print them as written, not as markup.
+    rich_markup_mode=None,
 )
 console = Console()
 error_console = Console(stderr=True, soft_wrap=True)
