@@ -47,3 +47,18 @@ def test_units_table_counts_connections_and_bytes_of_web_users() -> None:
     assert per_unit["bytes"].to_list() == result.units.sort("unit_id")["bytes_delivered"].to_list()
     assert (result.units["pages_done"] > 0).all()
 
+
+
+def test_a_sweep_over_a_replay_base_finds_the_log_beside_the_base(tmp_path: Path) -> None:
+    from smallpipe.sweep import load_grid
+
+    (tmp_path / "scenarios").mkdir()
+    write_synthetic_access_log(tmp_path / "scenarios" / "proxy.log", clients=2, duration_s=30, requests_per_client_per_s=0.2)
+    (tmp_path / "scenarios" / "replay.toml").write_text(
+        'duration_s = 60.0\nslice_s = 10.0\n[[flows]]\napp = "replay"\nlog_path = "proxy.log"\nrtt_ms = 50.0\n'
+    )
+    (tmp_path / "grid.toml").write_text('base = "scenarios/replay.toml"\n[grid]\nseed = [1, 2]\n')
+    grid = load_grid(tmp_path / "grid.toml")
+    assert len(grid.points) == 2
+    log_path = Path(grid.points[0].scenario["flows"][0]["log_path"])
+    assert log_path == (tmp_path / "scenarios" / "proxy.log").resolve()

@@ -143,13 +143,13 @@ def load_grid(path: str | PathLike[str]) -> Grid:
     base_spec = spec.get("base")
     if isinstance(base_spec, str):
         base_path = (path.parent / base_spec).resolve()
+        # Read as a scenario file, so paths inside it (a replayed log) resolve beside it.
         try:
-            with base_path.open("rb") as file:
-                base = tomllib.load(file)
+            base = Scenario.from_toml(base_path).to_dict()
         except FileNotFoundError:
             raise FileNotFoundError(f"{path}: base scenario file not found: {base_path}") from None
-        except tomllib.TOMLDecodeError as error:
-            raise GridError(f"{path}: base scenario {base_path} is not valid TOML ({error})") from None
+        except ConfigError as error:
+            raise GridError(f"{path}: base scenario {base_path}: {error}") from None
     elif isinstance(base_spec, dict):
         base = base_spec
     else:
