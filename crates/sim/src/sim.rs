@@ -175,7 +175,13 @@ impl Simulator {
                             _ => UnitApp::Single,
                         };
                         let (u, start) = sim.add_unit(sc, gi, app)?;
-                        sim.events.push(start, Event::Unit { unit: u });
+                        // A Poisson process's first arrival also comes one gap after its start.
+                        let unit = &mut sim.units[u as usize];
+                        let first = match unit.app {
+                            UnitApp::Poisson { mean_gap_s } => start + secs(crate::workload::exponential(&mut unit.rng, mean_gap_s)),
+                            _ => start,
+                        };
+                        sim.events.push(first, Event::Unit { unit: u });
                     }
                 }
             }
