@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from smallpipe.scenario import Scenario
 
-__all__ = ["taq_droptail_dumbbell"]
+__all__ = ["NS2_TCP", "taq_droptail_dumbbell"]
 
 TAQ_PACKET_SIZE_BYTES = 500
 """On-the-wire packet size of the TAQ paper's simulations (Section 2.3)."""
 
 TAQ_RTT_MS = 200.0
+
+NS2_TCP = {
+    "packet_size_bytes": TAQ_PACKET_SIZE_BYTES,
+    "recovery": "newreno",
+    "delayed_ack": False,
+    "timestamps": False,
+    "initial_window_pkts": 2,
+    "min_rto_ms": 200.0,
+}
+"""The TAQ paper's ns-2 TCP as we read it: ns-2's defaults of the time (NewReno, no
+timestamps, IW 2, minimum RTO 200 ms), 500-byte packets, no delayed ACKs (Section 2.3)."""
 """Propagation RTT of the TAQ paper's dumbbell."""
 
 
@@ -38,13 +49,6 @@ def taq_droptail_dumbbell(
             "delay_ms": 1.0,
             "queue": {"kind": "droptail", "limit_pkts": queue_limit_pkts},
         },
-        tcp={
-            "packet_size_bytes": TAQ_PACKET_SIZE_BYTES,
-            "recovery": "newreno",
-            "delayed_ack": False,
-            "timestamps": False,
-            "initial_window_pkts": 2,
-            "min_rto_ms": 200.0,
-        },
+        tcp=NS2_TCP,
         flows=[{"count": flows, "app": "bulk", "rtt_ms": TAQ_RTT_MS, "start_s": [0.0, 1.0]}],
     )

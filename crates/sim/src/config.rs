@@ -400,6 +400,11 @@ impl TcpConfig {
 }
 
 impl FlowGroup {
+    /// The mean transfer size, bytes (`None` when unsized or of infinite mean).
+    pub fn mean_size_bytes(&self) -> Option<f64> {
+        self.size.as_ref().map_or(self.size_bytes.map(|b| b as f64), |d| d.mean())
+    }
+
     fn validate(&self, min_rtt_ms: f64, mss: u32) -> Result<(), ConfigError> {
         check((1..=1_000_000).contains(&self.count), "count", self.count, "1 to 1000000 flows")?;
         check(self.size_bytes != Some(0), "size_bytes", 0, "a positive size, or unset")?;
@@ -432,8 +437,7 @@ impl FlowGroup {
                 format!("load {:?}, rate_per_s {:?}", self.load, self.rate_per_s), "exactly one of load, rate_per_s")?;
             if let Some(l) = self.load {
                 check(l.is_finite() && l > 0.0 && l <= 10.0, "load", l, "a load in (0, 10] (fraction of the bottleneck rate)")?;
-                let mean = self.size.as_ref().map_or(self.size_bytes.map(|b| b as f64), |d| d.mean());
-                check(mean.is_some(), "size", "a distribution without a finite mean", "a size with a finite mean to set load")?;
+                check(self.mean_size_bytes().is_some(), "size", "a distribution without a finite mean", "a size with a finite mean to set load")?;
             }
             if let Some(r) = self.rate_per_s {
                 check(r.is_finite() && r > 0.0, "rate_per_s", r, "a positive arrival rate")?;

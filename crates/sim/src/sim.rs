@@ -167,8 +167,8 @@ impl Simulator {
                             AppKind::Web => UnitApp::Web { to_open: 0 },
                             AppKind::Poisson => {
                                 let per_s = g.rate_per_s.unwrap_or_else(|| {
-                                    let mean_bytes = g.size.as_ref().map_or(g.size_bytes.map(|b| b as f64), |d| d.mean());
-                                    g.load.unwrap_or(1.0) * l.rate_bps / (8.0 * mean_bytes.expect("validated: finite mean"))
+                                    let mean_bytes = g.mean_size_bytes().expect("validated: finite mean");
+                                    g.load.unwrap_or(1.0) * l.rate_bps / (8.0 * mean_bytes)
                                 });
                                 UnitApp::Poisson { mean_gap_s: g.count as f64 / per_s }
                             }
@@ -178,17 +178,13 @@ impl Simulator {
                         // A Poisson process's first arrival also comes one gap after its start.
                         let unit = &mut sim.units[u as usize];
                         let first = match unit.app {
-                            UnitApp::Poisson { mean_gap_s } => start + secs(crate::workload::exponential(&mut unit.rng, mean_gap_s)),
+                            UnitApp::Poisson { mean_gap_s } => start + secs(unit.rng.exponential(mean_gap_s)),
                             _ => start,
                         };
                         sim.events.push(first, Event::Unit { unit: u });
                     }
                 }
             }
-        }
-        if sim.units.len() > MAX_UNITS {
-            return Err(ConfigError::new("flows", format!("{} units in all", sim.units.len()),
-                &format!("at most {MAX_UNITS} flows, sessions, users, host pairs or log clients per run")));
         }
         Ok(sim)
     }
@@ -199,7 +195,8 @@ impl Simulator {
         let (l, g) = (&sc.link, &sc.flows[gi]);
         let u = self.units.len() as u32;
         if u as usize >= MAX_UNITS {
-            return Err(ConfigError::new("flows", "more units", &format!("at most {MAX_UNITS} units per run")));
+            return Err(ConfigError::new("flows", format!("more than {MAX_UNITS} units in all"),
+                &format!("at most {MAX_UNITS} flows, sessions, users, host pairs or log clients per run")));
         }
         let mut rng = Rng::new(sc.seed, 0x4000_0000 + u as u64);
         let rtt_ms = draw(g.rtt_ms, &mut rng);
@@ -377,7 +374,7 @@ impl Simulator {
             }
             UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
             UnitApp::Poisson { mean_gap_s } => {
-                let gap = secs(crate::workload::exponential(&mut unit.rng, *mean_gap_s));
+                let gap = secs(unit.rng.exponential(*mean_gap_s));
                 self.events.push(self.now + gap, Event::Unit { unit: u });
                 let size = self.draw_size(u);
                 self.open_conn(u, Some(size));

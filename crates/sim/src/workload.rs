@@ -1,7 +1,7 @@
 //! Random quantities of workloads: sizes (bytes) and times (seconds), as a number or a
 //! `{ dist = ... }` table. Sampling uses `rand_distr` on the component's own stream.
 
-use rand_distr::{Distribution, Exp, LogNormal, Pareto};
+use rand_distr::{Distribution, LogNormal, Pareto};
 use serde::{Deserialize, Serialize};
 use smallpipe_core::{ConfigError, Rng};
 
@@ -102,11 +102,6 @@ impl Dist {
     pub fn sample_bytes(&self, rng: &mut Rng) -> u64 {
         (self.sample(rng).round() as u64).max(1)
     }
-}
-
-/// Exponential inter-arrival times, for Poisson arrivals.
-pub fn exponential(rng: &mut Rng, mean: f64) -> f64 {
-    Exp::new(1.0 / mean).expect("positive mean").sample(rng.inner())
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from smallpipe.presets import NS2_TCP
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 from smallpipe.workloads import write_synthetic_access_log
@@ -35,8 +36,7 @@ def run(*, clients: int = 100, duration_s: float = 1200.0, seed: int = 1) -> tup
         sc = Scenario(
             seed=seed, duration_s=duration_s, slice_s=20.0,
             link={"rate_bps": 2_000_000, "delay_ms": 1.0, "queue": {"kind": "droptail", "limit_pkts": 100}},
-            tcp={"packet_size_bytes": 500, "recovery": "newreno", "delayed_ack": False, "timestamps": False,
-                 "initial_window_pkts": 2, "min_rto_ms": 200.0},
+            tcp=NS2_TCP,
             flows=[{"app": "replay", "log_path": str(log), "replay": "asap", "connections": 4,
                     "rtt_ms": [150.0, 300.0]}],
         )

@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe import metrics
+from smallpipe.presets import NS2_TCP
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
@@ -35,8 +36,7 @@ def scenario(*, users: int, duration_s: float = 600.0, seed: int = 1) -> Scenari
         duration_s=duration_s,
         slice_s=10.0,
         link={"rate_bps": 1_000_000, "delay_ms": 1.0, "queue": {"kind": "droptail", "limit_pkts": 50}},
-        tcp={"packet_size_bytes": 500, "recovery": "newreno", "delayed_ack": False, "timestamps": False,
-             "initial_window_pkts": 2, "min_rto_ms": 200.0},
+        tcp=NS2_TCP,
         flows=[{
             "app": "web", "count": users, "connections": 4,
             "objects_per_page": {"dist": "pareto", "mean": 10.0, "shape": 1.5},

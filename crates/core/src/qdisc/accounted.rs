@@ -14,9 +14,8 @@ pub struct Accounted<Q> {
     rng: Rng,
     stats: QdiscStats,
     drops: Vec<(Packet, DropReason)>,
-    /// Integral of the backlog over time, packet-nanoseconds and byte-nanoseconds.
+    /// Integral of the backlog over time, packet-nanoseconds.
     backlog_pkt_ns: u128,
-    backlog_byte_ns: u128,
     last_change: Instant,
     /// Sum of sojourn times of departed packets, for the mean queueing delay.
     sojourn_ns_sum: u128,
@@ -30,7 +29,6 @@ impl<Q: Qdisc> Accounted<Q> {
             stats: QdiscStats::default(),
             drops: Vec::new(),
             backlog_pkt_ns: 0,
-            backlog_byte_ns: 0,
             last_change: Instant::ZERO,
             sojourn_ns_sum: 0,
         }
@@ -103,11 +101,6 @@ impl<Q: Qdisc> Accounted<Q> {
         self.advance(now);
         if now.as_nanos() == 0 { 0.0 } else { self.backlog_pkt_ns as f64 / now.as_nanos() as f64 }
     }
-    /// Time-averaged backlog in bytes over `[0, now]`.
-    pub fn mean_backlog_bytes(&mut self, now: Instant) -> f64 {
-        self.advance(now);
-        if now.as_nanos() == 0 { 0.0 } else { self.backlog_byte_ns as f64 / now.as_nanos() as f64 }
-    }
     /// Mean time departed packets spent queued, in nanoseconds.
     pub fn mean_sojourn_ns(&self) -> f64 {
         if self.stats.departed_pkts == 0 {
@@ -125,7 +118,6 @@ impl<Q: Qdisc> Accounted<Q> {
     fn advance(&mut self, now: Instant) {
         let dt = now.saturating_since(self.last_change).as_nanos() as u128;
         self.backlog_pkt_ns += dt * self.inner.len_pkts() as u128;
-        self.backlog_byte_ns += dt * self.inner.backlog_bytes() as u128;
         self.last_change = self.last_change.max(now);
     }
 

@@ -62,12 +62,6 @@ impl RttEstimator {
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt_ns.map(Duration)
     }
-    pub fn rttvar(&self) -> Duration {
-        Duration(self.rttvar_ns)
-    }
-    pub fn backoff(&self) -> u32 {
-        self.backoff
-    }
 }
 
 #[cfg(test)]
