@@ -21,7 +21,7 @@ import smallpipe
 from smallpipe import metrics, store
 from smallpipe import sweep as sweep_module
 from smallpipe.cli import app
-from smallpipe.sweep import GridError, load_grid, run_sweep
+from smallpipe.sweep import STAGING_DIR, GridError, load_grid, run_sweep
 
 runner = CliRunner()
 
@@ -251,6 +251,25 @@ def test_a_database_holds_one_set_of_keys(tmp_path):
     # Extending the same keys is fine: only the new values run.
     extended = run_sweep(load_grid(write(tmp_path, SMALL_BASE + "[grid]\nseed = [1, 2]\n", "c.toml")), db, workers=0)
     assert (extended.skipped_ok, extended.ran) == (1, 1)
+
+
+def test_a_half_written_point_left_by_a_killed_worker_is_never_read(tmp_path):
+    # A worker killed mid-write leaves a truncated Parquet file in the staging folder;
+    # the views must not read it and the resumed sweep must clear it.
+    grid = load_grid(write(tmp_path, SMALL_BASE + "[grid]\nseed = [1, 2]\n"))
+    db, root = tmp_path / "h.duckdb", tmp_path / "h_runs"
+    stale = root / STAGING_DIR / f"{grid.points[0].point_id}-99999"
+    stale.mkdir(parents=True)
+    (stale / "flows.parquet").write_bytes(b"PAR1")
+    outcome = run_sweep(grid, db, run_root=root, workers=0)
+    assert (outcome.ok, outcome.error) == (2, 0)
+    assert not stale.exists()
+    assert read(db, "SELECT count(DISTINCT point_id) AS n FROM flows").item() == 2
+    # A kill during a later write: the views made then still read only finished points.
+    stale.mkdir(parents=True)
+    (stale / "flows.parquet").write_bytes(b"PAR1")
+    store.create_views(db, root)
+    assert read(db, "SELECT count(DISTINCT point_id) AS n FROM flows").item() == 2
 
 
 def test_kill_9_half_way_then_resume_gives_the_uninterrupted_results(tmp_path):

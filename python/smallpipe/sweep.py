@@ -44,6 +44,10 @@ from smallpipe._smallpipe import ConfigError, __version__
 from smallpipe.result import Result, simulate
 from smallpipe.scenario import Scenario, _set_path
 
+#: Sub-folder of the run root where a point's Parquet files are written before the
+#: folder is renamed into place; whatever a killed sweep left there is cleared on resume.
+STAGING_DIR = ".staging"
+
 __all__ = ["Grid", "GridError", "Point", "SweepOutcome", "load_grid", "run_sweep", "summarize"]
 
 
@@ -269,7 +273,9 @@ def run_point(pid: str, scenario_json: str, run_root: str) -> dict[str, Any]:
         result = simulate(Scenario.from_dict(json.loads(scenario_json)))
         summary = summarize(result)
         final = Path(run_root) / pid
-        staging = Path(run_root) / f"{pid}.tmp-{os.getpid()}"
+        # Staged one level deeper than the finished points, so a worker killed mid-write
+        # leaves nothing the views' ``*/table.parquet`` glob can pick up.
+        staging = Path(run_root) / STAGING_DIR / f"{pid}-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         result.write(staging)
         shutil.rmtree(final, ignore_errors=True)
@@ -330,6 +336,7 @@ def run_sweep(
     db = Path(db)
     root = Path(run_root) if run_root is not None else default_run_root(db)
     root.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(root / STAGING_DIR, ignore_errors=True)
     types = grid.sql_types
     store.init_store(db, keys=types, values=grid.values, grid_file=str(grid.path), base=grid.base, run_root=root)
     done = store.finished_ids(db, include_errors=not retry_errors)
