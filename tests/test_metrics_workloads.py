@@ -61,11 +61,12 @@ def test_modified_fairness_index_is_one_when_every_flow_meets_its_ideal() -> Non
 def test_timeout_summary() -> None:
     flows = pl.DataFrame({
         "timeouts": [0, 2, 0, 1], "syn_timeouts": [0, 0, 1, 0],
-        "longest_silence_ns": [1e9, 3e9, 2e9, 10e9],
-    }).cast({"longest_silence_ns": pl.Int64})
+        "longest_silence_ns": [1e9, 3e9, 2e9, 10e9], "backoff_ns": [0, 7e9, 1e9, 4e9],
+    }).cast({"longest_silence_ns": pl.Int64, "backoff_ns": pl.Int64})
     got = metrics.timeout_summary(flows)
     assert got["share_with_timeout"] == 0.75
     assert got["timeouts_per_flow"] == 0.75
     assert got["longest_silence_median_s"] == 2.5
     assert got["longest_silence_max_s"] == 10.0
+    assert got["backoff_mean_s"] == 3.0 and got["backoff_max_s"] == 7.0
     assert math.isfinite(got["syn_timeouts_per_flow"])

@@ -314,15 +314,18 @@ def flow_evolution(slices: pl.DataFrame) -> pl.DataFrame:
 
 def timeout_summary(flows: pl.DataFrame) -> dict[str, float]:
     """How much flows suffer from timeouts: the share with at least one RTO or SYN
-    timeout, RTOs per flow, and the median and worst longest silence (s)."""
+    timeout, RTOs per flow, time spent in timeout backoff (mean and worst per flow), and the median and worst longest silence (s)."""
     if flows.height == 0:
         raise ValueError("timeout_summary() needs at least one flow")
     silence_s = flows.get_column("longest_silence_ns").to_numpy() / 1e9
     hit = ((flows["timeouts"] > 0) | (flows["syn_timeouts"] > 0)).mean()
+    backoff_s = flows.get_column("backoff_ns").to_numpy() / 1e9
     return {
         "share_with_timeout": float(hit),
         "timeouts_per_flow": float(flows["timeouts"].mean()),
         "syn_timeouts_per_flow": float(flows["syn_timeouts"].mean()),
+        "backoff_mean_s": float(backoff_s.mean()),
+        "backoff_max_s": float(backoff_s.max()),
         "longest_silence_median_s": float(np.median(silence_s)),
         "longest_silence_max_s": float(silence_s.max()),
     }

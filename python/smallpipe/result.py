@@ -37,6 +37,7 @@ FLOWS_SCHEMA = pl.Schema(
         "timeouts": pl.Int64,
         "syn_timeouts": pl.Int64,
         "fast_retransmits": pl.Int64,
+        "backoff_ns": pl.Int64,
         "longest_silence_ns": pl.Int64,
     }
 )

@@ -58,6 +58,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
     flows.set_item("syn_timeouts", f.iter().map(|x| x.syn_timeouts).collect::<Vec<_>>())?;
     flows.set_item("fast_retransmits", f.iter().map(|x| x.fast_retransmits).collect::<Vec<_>>())?;
+    flows.set_item("backoff_ns", f.iter().map(|x| x.backoff_ns).collect::<Vec<_>>())?;
     flows.set_item("longest_silence_ns", f.iter().map(|x| x.longest_silence_ns).collect::<Vec<_>>())?;
     out.set_item("flows", flows)?;
 

@@ -23,6 +23,9 @@ pub struct FlowRow {
     pub timeouts: u64,
     pub syn_timeouts: u64,
     pub fast_retransmits: u64,
+    /// Time the sender spent in retransmission-timeout episodes (see `EndpointStats::backoff_ns`);
+    /// an episode still open at the end counts up to the end of the run.
+    pub backoff_ns: u64,
     /// Longest interval without new in-order data at the receiver while the flow was open.
     pub longest_silence_ns: u64,
     /// In-order bytes delivered per slice, from `first_slice` through the slice the flow

@@ -636,6 +636,7 @@ impl Simulator {
                 timeouts: snd.stats.timeouts,
                 syn_timeouts: snd.stats.syn_timeouts,
                 fast_retransmits: snd.stats.fast_retransmits,
+                backoff_ns: snd.backoff_ns_until(finished.unwrap_or(end).min(end)),
                 longest_silence_ns: longest.as_nanos(),
                 first_slice: conn.first_slice,
                 slice_bytes: std::mem::take(&mut conn.slice_bytes),
