@@ -109,7 +109,18 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     links.set_item("loss_rate", l.iter().map(|x| x.loss_rate).collect::<Vec<_>>())?;
     links.set_item("mean_backlog_pkts", l.iter().map(|x| x.mean_backlog_pkts).collect::<Vec<_>>())?;
     links.set_item("mean_queue_delay_ms", l.iter().map(|x| x.mean_queue_delay_ms).collect::<Vec<_>>())?;
+    links.set_item("queue_delay_p50_ms", l.iter().map(|x| x.queue_delay_p50_ms).collect::<Vec<_>>())?;
+    links.set_item("queue_delay_p99_ms", l.iter().map(|x| x.queue_delay_p99_ms).collect::<Vec<_>>())?;
+    links.set_item("queue_delay_max_ms", l.iter().map(|x| x.queue_delay_max_ms).collect::<Vec<_>>())?;
     out.set_item("links", links)?;
+
+    let delays = PyDict::new(py);
+    let rows = l.iter().flat_map(|x| x.queue_delay_hist.iter().map(move |&(d, n)| (x.name.clone(), d, n)));
+    let (names, delay_ns, counts): (Vec<_>, Vec<_>, Vec<_>) = unzip3(rows);
+    delays.set_item("link", names)?;
+    delays.set_item("delay_ns", delay_ns)?;
+    delays.set_item("packets", counts)?;
+    out.set_item("queue_delays", delays)?;
 
     let bursts = PyDict::new(py);
     let b = &r.bursts;
@@ -147,4 +158,14 @@ fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     Ok(())
+}
+
+fn unzip3<A, B, C>(rows: impl Iterator<Item = (A, B, C)>) -> (Vec<A>, Vec<B>, Vec<C>) {
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for (x, y, z) in rows {
+        a.push(x);
+        b.push(y);
+        c.push(z);
+    }
+    (a, b, c)
 }
