@@ -1,13 +1,12 @@
 //! Python bindings of smallpipe: convert types and errors, nothing else.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
 use smallpipe_sim::{Results, Scenario};
 
-create_exception!(_smallpipe, SmallpipeError, PyException);
 create_exception!(_smallpipe, SimulationError, PyRuntimeError);
 
 create_exception!(_smallpipe, ConfigError, PyValueError, "A bad scenario: `field`, `value` and `allowed` say what and why.");
@@ -33,9 +32,20 @@ fn validate_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
     let scenario = Scenario::from_json(config_json).map_err(|e| config_error(py, e))?;
-    let results = py
-        .allow_threads(|| smallpipe_sim::simulate(&scenario))
-        .map_err(|e| config_error(py, e))?;
+    // A panic is a broken invariant of the simulator (accounting, event order): report it
+    // as SimulationError with its message rather than as pyo3's PanicException.
+    let run = py.allow_threads(|| std::panic::catch_unwind(|| smallpipe_sim::simulate(&scenario)));
+    let results = match run {
+        Ok(result) => result.map_err(|e| config_error(py, e))?,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            return Err(SimulationError::new_err(format!("the simulator failed: {message}")));
+        }
+    };
     results_to_dict(py, &results)
 }
 
@@ -152,7 +162,6 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
 #[pymodule]
 fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("SmallpipeError", m.py().get_type::<SmallpipeError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
