@@ -12,6 +12,7 @@ buffer), each with its documented defaults and that buffer as its packet limit.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,36 +33,37 @@ def run(
     *,
     disciplines: Sequence[str] = DISCIPLINES,
     fair_shares_bps: Sequence[int] = FAIR_SHARES_BPS,
+    rates_bps: Sequence[int] = (RATE_BPS,),
     duration_s: float = 10_000.0,
     seed: int = 1,
 ) -> pl.DataFrame:
-    """One run per (discipline, fair share), N = 1 Mbit/s / fair share flows.
+    """One run per (discipline, rate, fair share), N = rate / fair share flows.
 
-    Returns one row per run: discipline, fair_share_bps, flows, short_term_jain (mean over
+    Returns one row per run: discipline, rate_bps, fair_share_bps, flows, short_term_jain (mean over
     20 s slices, the first skipped), zero_share, long_term_jain, utilization, loss_rate,
     timeouts_per_flow, queue_delay_p50_ms, queue_delay_p99_ms.
     """
     rows = []
-    for kind in disciplines:
-        for share in fair_shares_bps:
-            flows = max(2, round(RATE_BPS / share))
-            scenario = taq_dumbbell(flows=flows, rate_bps=RATE_BPS, duration_s=duration_s, seed=seed, queue={"kind": kind})
-            result = simulate(scenario)
-            per_slice = metrics.jain_per_slice(result.slices, flows=result.flows).filter(pl.col("slice") > 0)
-            link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
-            rows.append({
-                "discipline": kind,
-                "fair_share_bps": share,
-                "flows": flows,
-                "short_term_jain": per_slice["jain"].mean(),
-                "zero_share": per_slice["zero_share"].mean(),
-                "long_term_jain": metrics.long_term_jain(result.flows),
-                "utilization": link["utilization"],
-                "loss_rate": link["loss_rate"],
-                "timeouts_per_flow": result.flows["timeouts"].mean(),
-                "queue_delay_p50_ms": link["queue_delay_p50_ms"],
-                "queue_delay_p99_ms": link["queue_delay_p99_ms"],
-            })
+    for kind, rate_bps, share in itertools.product(disciplines, rates_bps, fair_shares_bps):
+        flows = max(2, round(rate_bps / share))
+        scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, seed=seed, queue={"kind": kind})
+        result = simulate(scenario)
+        per_slice = metrics.jain_per_slice(result.slices, flows=result.flows).filter(pl.col("slice") > 0)
+        link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
+        rows.append({
+            "discipline": kind,
+            "rate_bps": rate_bps,
+            "fair_share_bps": share,
+            "flows": flows,
+            "short_term_jain": per_slice["jain"].mean(),
+            "zero_share": per_slice["zero_share"].mean(),
+            "long_term_jain": metrics.long_term_jain(result.flows),
+            "utilization": link["utilization"],
+            "loss_rate": link["loss_rate"],
+            "timeouts_per_flow": result.flows["timeouts"].mean(),
+            "queue_delay_p50_ms": link["queue_delay_p50_ms"],
+            "queue_delay_p99_ms": link["queue_delay_p99_ms"],
+        })
     return pl.DataFrame(rows)
 
 
