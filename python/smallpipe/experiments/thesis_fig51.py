@@ -60,6 +60,8 @@ def scenario(
     *,
     rate_bps: int = 10_000_000,
     latency_ms: float = 10.0,
+    buffer_pkts: int = BUFFER_PKTS,
+    rwnd_bytes: int | None = None,
     background: dict[str, Any] | None = None,
     measuring: bool = True,
     warmup_rtts: float = 250.0,
@@ -67,7 +69,8 @@ def scenario(
 ) -> Scenario:
     """The thesis's half-dumbbell: ``background`` is a flow group (default: 4 infinite
     flows starting within the first 10 ms), plus a measuring flow after ``warmup_rtts``
-    RTTs and a random offset of up to one RTT when ``measuring``."""
+    RTTs and a random offset of up to one RTT when ``measuring``. ``rwnd_bytes`` overrides
+    the receiver window (the default caps a flow at 64 KB in flight)."""
     iw_pkts, queue = PROTOCOLS[protocol]
     rtt = rtt_ms(latency_ms)
     start = warmup_rtts * rtt / 1000
@@ -78,9 +81,10 @@ def scenario(
     return Scenario(
         seed=seed, duration_s=start + after_s, slice_s=1.0,
         link={"rate_bps": rate_bps, "delay_ms": BOTTLENECK_DELAY_MS, "access_rate_bps": rate_bps,
-              "queue": {**queue, "limit_pkts": BUFFER_PKTS}},
+              "queue": {**queue, "limit_pkts": buffer_pkts}},
         tcp={"packet_size_bytes": PACKET_SIZE_BYTES, "recovery": "reno", "delayed_ack": False, "timestamps": False,
-             "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0},
+             "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0,
+             **({"rwnd_bytes": rwnd_bytes} if rwnd_bytes is not None else {})},
         flows=flows,
     )
 

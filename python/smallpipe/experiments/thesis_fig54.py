@@ -3,8 +3,12 @@
 Set-up (its §5.3): the Figure 5.1 set-up (4 infinite background flows, a measuring flow
 after 250 RTTs) with the RTT and the bandwidth increased together. The thesis does not
 list its values; we take three (docs/reproductions/thesis.md): 10 Mbit/s at 40 ms RTT
-(Figure 5.1's), 50 Mbit/s at 100 ms and 100 Mbit/s at 200 ms, every buffer 50 packets
-(ns-2's default, as in Figure 5.1).
+(Figure 5.1's), 50 Mbit/s at 100 ms and 100 Mbit/s at 200 ms, each with a buffer of one
+bandwidth-delay product (50 packets at the first, Figure 5.1's buffer). A fixed 50-packet
+buffer leaves the larger links uncongested when the measuring flow starts: Reno
+elephants need more than 250 RTTs to refill a 2500-packet pipe after their first loss.
+The receiver window is raised to twice the product so that it never binds (the default
+64 KB would cap the four elephants at 260 packets in flight).
 
 What it reports: RED matches RCP at the median but is never better than FQ at the 99th
 percentile, and at the largest product is slower than standard TCP above 50 KB; FQ lies
@@ -19,7 +23,14 @@ from pathlib import Path
 
 import polars as pl
 
-from smallpipe.experiments.thesis_fig51 import PROTOCOLS, SIZES_PKTS, run as run_fcts, summary as fct_summary
+from smallpipe.experiments.thesis_fig51 import (
+    PACKET_SIZE_BYTES,
+    PROTOCOLS,
+    SIZES_PKTS,
+    rtt_ms,
+    run as run_fcts,
+    summary as fct_summary,
+)
 
 __all__ = ["SETTINGS", "plot", "reproduce", "run"]
 
@@ -31,9 +42,15 @@ def run(*, settings: Sequence[tuple[int, float]] = SETTINGS, runs: int = 100, se
     """Median and p99 FCT per setting, protocol and size."""
     frames = []
     for rate_bps, latency_ms in settings:
-        fcts = run_fcts(runs=runs, seed=seed, rate_bps=rate_bps, latency_ms=latency_ms)
+        bdp_pkts = round(rate_bps * rtt_ms(latency_ms) / 1000 / (PACKET_SIZE_BYTES * 8))
+        # A receiver window that never binds: one elephant alone could fill pipe and buffer.
+        rwnd_bytes = 2 * bdp_pkts * PACKET_SIZE_BYTES
+        fcts = run_fcts(runs=runs, seed=seed, rate_bps=rate_bps, latency_ms=latency_ms,
+                        buffer_pkts=bdp_pkts, rwnd_bytes=rwnd_bytes)
         table = fct_summary(fcts, latency_ms=latency_ms)
-        frames.append(table.with_columns(rate_bps=pl.lit(rate_bps), rtt_ms=pl.lit(2 * latency_ms + 20)))
+        frames.append(
+            table.with_columns(rate_bps=pl.lit(rate_bps), rtt_ms=pl.lit(rtt_ms(latency_ms)), buffer_pkts=pl.lit(bdp_pkts))
+        )
     return pl.concat(frames)
 
 
