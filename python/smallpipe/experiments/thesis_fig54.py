@@ -38,14 +38,20 @@ SETTINGS: tuple[tuple[int, float], ...] = ((10_000_000, 10.0), (50_000_000, 40.0
 """(link rate in bit/s, access latency in ms): RTTs of 40, 100 and 200 ms."""
 
 
-def run(*, settings: Sequence[tuple[int, float]] = SETTINGS, runs: int = 100, seed: int = 1) -> pl.DataFrame:
+def run(
+    *,
+    settings: Sequence[tuple[int, float]] = SETTINGS,
+    protocols: Sequence[str] = tuple(PROTOCOLS),
+    runs: int = 100,
+    seed: int = 1,
+) -> pl.DataFrame:
     """Median and p99 FCT per setting, protocol and size."""
     frames = []
     for rate_bps, latency_ms in settings:
         bdp_pkts = round(rate_bps * rtt_ms(latency_ms) / 1000 / (PACKET_SIZE_BYTES * 8))
         # A receiver window that never binds: one elephant alone could fill pipe and buffer.
         rwnd_bytes = 2 * bdp_pkts * PACKET_SIZE_BYTES
-        fcts = run_fcts(runs=runs, seed=seed, rate_bps=rate_bps, latency_ms=latency_ms,
+        fcts = run_fcts(protocols=protocols, runs=runs, seed=seed, rate_bps=rate_bps, latency_ms=latency_ms,
                         buffer_pkts=bdp_pkts, rwnd_bytes=rwnd_bytes)
         table = fct_summary(fcts, latency_ms=latency_ms)
         frames.append(
