@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-from smallpipe.experiments import taq_fig1, taq_hangs, thesis_fig51, thesis_fig53, thesis_fig54  # noqa: E402
+from smallpipe.experiments import taq_aqm, taq_fig1, taq_fig3, taq_hangs, thesis_fig51, thesis_fig53, thesis_fig54  # noqa: E402
 
 
 def test_taq_hangs_with_200_users_nearly_everyone_hangs_over_20_s() -> None:
@@ -62,3 +62,21 @@ def test_thesis_uncongested_fct_is_the_slow_start_round_count() -> None:
             rounds = next(r for r in range(1, 20) if iw * (2**r - 1) >= k)
             got = table.filter(pl.col("protocol") == protocol, pl.col("packets") == k)["median_s"][0]
             assert got == pytest.approx((rounds + 0.5) * rtt_s, rel=0.03), (protocol, k, got)
+
+
+def test_taq_red_behaves_like_droptail_in_the_sub_packet_regime() -> None:
+    # The TAQ paper, §2.4: RED has DropTail's aggregate behaviour at 10 kbit/s per flow.
+    table = taq_aqm.run(disciplines=("droptail", "red"), fair_shares_bps=(10_000,), duration_s=1000.0, seed=2)
+    jain = dict(zip(table["discipline"], table["short_term_jain"], strict=True))
+    assert jain["droptail"] < 0.8, jain  # the regime is unfair to begin with (Figure 2)
+    assert abs(jain["red"] - jain["droptail"]) < 0.05, jain
+
+
+def test_taq_bigger_droptail_buffers_buy_short_term_fairness() -> None:
+    # The TAQ paper, Figure 3: fairness comes back as the buffer grows (at a cost in delay).
+    table = taq_fig3.run(flows=(100,), per_flow_buffer_pkts=(0.5, 3), duration_s=800.0, seed=2)
+    small, large = table.sort("buffer_pkts")["short_term_jain"].to_list()
+    assert large > small + 0.15, (small, large)
+    delays = table.sort("buffer_pkts")["queue_delay_p99_s"].to_list()
+    # A full DropTail queue delays by its drain time: 50 and 300 packets of 1000 B at 2 Mbit/s.
+    assert delays == pytest.approx([0.2, 1.2], rel=0.02)
