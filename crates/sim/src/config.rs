@@ -94,6 +94,7 @@ pub struct DiamondConfig {
 /// The topology between the senders' and the receivers' access links.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // read once at set-up, never on the hot path
 pub enum TopologyConfig {
     /// One bottleneck (`link`) each way.
     #[default]

@@ -4,14 +4,37 @@ the table printed beside the paper's numbers (see docs/reproductions/)."""
 
 from types import ModuleType
 
-from smallpipe.experiments import taq_fig1, taq_fig2, taq_hangs, thesis_fig51
+from smallpipe.experiments import (
+    isolation_fig3,
+    isolation_fig4,
+    isolation_fig5,
+    isolation_fig7,
+    taq_fig1,
+    taq_fig2,
+    taq_hangs,
+    thesis_fig51,
+)
 
 REPRODUCTIONS: dict[str, ModuleType] = {
     "taq-fig1": taq_fig1,
     "taq-fig2": taq_fig2,
     "taq-hangs": taq_hangs,
     "thesis-fig5.1": thesis_fig51,
+    "isolation-fig3": isolation_fig3,
+    "isolation-fig4": isolation_fig4,
+    "isolation-fig5": isolation_fig5,
+    "isolation-fig7": isolation_fig7,
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
-__all__ = ["REPRODUCTIONS", "taq_fig1", "taq_fig2", "taq_hangs", "thesis_fig51"]
+__all__ = [
+    "REPRODUCTIONS",
+    "isolation_fig3",
+    "isolation_fig4",
+    "isolation_fig5",
+    "isolation_fig7",
+    "taq_fig1",
+    "taq_fig2",
+    "taq_hangs",
+    "thesis_fig51",
+]
