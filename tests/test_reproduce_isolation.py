@@ -8,10 +8,9 @@ import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-import numpy as np  # noqa: E402
-
-from smallpipe.experiments import isolation_fig3, isolation_fig7  # noqa: E402
-from smallpipe.experiments.isolation_common import C_U_BPS  # noqa: E402
+import numpy as np
+from smallpipe.experiments import isolation_fig3, isolation_fig7
+from smallpipe.experiments.isolation_common import C_U_BPS
 
 
 @pytest.fixture(scope="module")

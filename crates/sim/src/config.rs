@@ -89,6 +89,9 @@ pub struct DiamondConfig {
     /// Discipline of path 2 (path 1 uses `link.queue`); unset = the same as path 1.
     #[serde(default)]
     pub path2_queue: Option<QdiscConfig>,
+    /// Rate of path 2, bit/s; unset = `link.rate_bps` (path 1's).
+    #[serde(default)]
+    pub path2_rate_bps: Option<f64>,
 }
 
 /// The topology between the senders' and the receivers' access links.
@@ -487,6 +490,10 @@ impl DiamondConfig {
         check(self.routing != Routing::Size || edge.mark == EdgeMark::SizeOracle, "routing", "size",
             "routing = \"size\" only with edge.mark = \"size_oracle\" (it routes on the edge's mark)")?;
         check(self.lifetime_pkts >= 1, "lifetime_pkts", self.lifetime_pkts, "at least 1 packet")?;
+        if let Some(r) = self.path2_rate_bps {
+            check(r.is_finite() && r >= 1000.0 && r.fract() == 0.0, "path2_rate_bps", r,
+                "a whole number of bit/s >= 1000, or unset")?;
+        }
         if let Some(q) = &self.path2_queue {
             q.build().map_err(|e| e.within("path2_queue"))?;
         }
@@ -678,6 +685,8 @@ mod tests {
         assert_eq!(e.field, "topology.routing");
         let e = err(r#"{"topology":{"kind":"diamond","path2_queue":{"kind":"droptail","limit_pkts":0}},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "topology.path2_queue.limit_pkts");
+        let e = err(r#"{"topology":{"kind":"diamond","path2_rate_bps":10.5},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "topology.path2_rate_bps");
         let e = err(r#"{"topology":{"kind":"ring"},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "topology.kind");
         let e = err(r#"{"flows":[{"app":"bulk","dscp":64}]}"#);

@@ -165,7 +165,8 @@ impl Simulator {
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
         if let TopologyConfig::Diamond(d) = &sc.topology {
             let q = d.path2_queue.as_ref().unwrap_or(&l.queue);
-            let path2 = sim.add_link("bottleneck_path2", rate, ms(l.delay_ms), Duration::ZERO, l.loss, q, 1)?;
+            let rate2 = d.path2_rate_bps.map_or(rate, |r| r as u64);
+            let path2 = sim.add_link("bottleneck_path2", rate2, ms(l.delay_ms), Duration::ZERO, l.loss, q, 1)?;
             sim.diamond = Some((d.clone(), path2));
         }
         for (link, nth) in [(0, &l.drop_nth), (1, &l.reverse_drop_nth)] {

@@ -78,3 +78,17 @@ fn class_isolation_shares_the_link_by_weight() {
     assert!((long_share - 0.75).abs() < 0.03, "long class share {long_share}");
     assert!(link(&r, "bottleneck").utilization > 0.9);
 }
+
+#[test]
+fn path_2_can_have_its_own_rate() {
+    // One long bulk flow on path 2 at 1 Mbit/s while path 1 runs at 5 Mbit/s: path 2 is the
+    // bottleneck, so the flow gets about 1 Mbit/s of it.
+    let r = run(r#"{"duration_s":30,"link":{"rate_bps":5000000,"queue":{"kind":"droptail","limit_pkts":100}},
+        "edge":{"mark":"size_oracle","threshold_bytes":1000},
+        "topology":{"kind":"diamond","routing":"size","path2_rate_bps":1000000},
+        "flows":[{"app":"bulk"}]}"#);
+    let p2 = link(&r, "bottleneck_path2");
+    assert_eq!(p2.rate_bps, 1_000_000);
+    assert!(p2.utilization > 0.9, "{}", p2.utilization);
+    assert_eq!(link(&r, "bottleneck").arrived_pkts, 0);
+}

@@ -28,12 +28,13 @@ __all__ = [
     "MATTA_TCP",
     "MSS_BYTES",
     "PACKET_BYTES",
+    "SCHEMES",
     "SHORT_PKTS",
     "class_metrics",
     "measure",
     "pipe_scenario",
-    "run_pipe_sizes",
     "plot_against",
+    "run_pipe_sizes",
 ]
 
 PACKET_BYTES = 576
@@ -65,7 +66,7 @@ def pipe_scenario(
     long_capacity_units: float,
     short_buffer_units: float,
     long_buffer_units: float,
-    isolation: bool,
+    scheme: str,
     duration_s: float,
     seed: int,
 ) -> dict[str, Any]:
@@ -73,15 +74,24 @@ def pipe_scenario(
     ones start uniformly in the first 5 s; 40 ms bottleneck, 5 ms access links (100 ms RTT),
     access links at 4 C_u, six telnet sessions (three per class under isolation).
 
-    Isolation: class-based queueing with the short class's weight and buffer
-    ``short_*_units`` and the long class's ``long_*_units`` (weights are the capacity
-    units); the edge marks connections of at most 100 packets short (a size oracle).
-    Sharing: one DropTail queue with the summed capacity and buffer.
+    ``scheme``:
+
+    - ``isolation``: class-based queueing with the short class's weight and buffer
+      ``short_*_units`` and the long class's ``long_*_units`` (weights are the capacity
+      units; work-conserving: an idle class lends its share);
+    - ``pipes``: two separate pipes, the diamond with size routing, path 1 of
+      ``short_capacity_units`` C_u with the short buffer and path 2 of ``long_capacity_units``
+      C_u with the long buffer (not work-conserving; ACKs share the reverse of path 1);
+    - ``sharing``: one DropTail queue with the summed capacity and buffer.
+
+    In all three the edge marks connections of at most 100 packets short (a size oracle),
+    which only ``isolation`` and ``pipes`` read.
     """
     capacity_bps = round((short_capacity_units + long_capacity_units) * C_U_BPS)
     short_buf = max(1, round(short_buffer_units * B_U_PKTS))
     long_buf = max(1, round(long_buffer_units * B_U_PKTS))
-    if isolation:
+    topology: dict[str, Any] = {"kind": "dumbbell"}
+    if scheme == "isolation":
         # Weights in units of 1/10 C_u so fractional pipe sizes stay exact.
         queue: dict[str, Any] = {
             "kind": "class_isolation",
@@ -93,8 +103,15 @@ def pipe_scenario(
             "long": {"weight": round(10 * long_capacity_units),
                      "queue": {"kind": "droptail", "limit_pkts": long_buf}},
         }
-    else:
+    elif scheme == "pipes":
+        capacity_bps = round(short_capacity_units * C_U_BPS)
+        queue = {"kind": "droptail", "limit_pkts": short_buf}
+        topology = {"kind": "diamond", "routing": "size", "path2_rate_bps": round(long_capacity_units * C_U_BPS),
+                    "path2_queue": {"kind": "droptail", "limit_pkts": long_buf}}
+    elif scheme == "sharing":
         queue = {"kind": "droptail", "limit_pkts": short_buf + long_buf}
+    else:
+        raise ValueError(f"scheme {scheme!r}: expected isolation, pipes or sharing")
     session = {"app": "session", "count": sessions, "rtt_ms": 100.0, "start_s": [0.0, 5.0], "think_s": 0.0}
     telnet = {"app": "interactive", "count": 3, "burst_bytes": 64, "mean_gap_s": 0.5, "rtt_ms": 100.0,
               "start_s": [0.0, 5.0]}
@@ -111,6 +128,7 @@ def pipe_scenario(
         },
         "tcp": MATTA_TCP,
         "edge": {"mark": "size_oracle", "threshold_bytes": 100 * MSS_BYTES, "dscp": SHORT_DSCP},
+        "topology": topology,
         "flows": [
             {**session, "size_bytes": LONG_PKTS * MSS_BYTES},
             {**session, "size_bytes": SHORT_PKTS * MSS_BYTES},
@@ -128,7 +146,7 @@ def class_metrics(result: Result, group: int, *, skip_slices: int = 1) -> dict[s
     (the paper's "as low as")."""
     units = result.units.filter(pl.col("group") == group)["unit_id"].to_list()
     slice_s = result.meta["slice_ns"] / 1e9
-    n_slices = int(round(result.meta["duration_ns"] / result.meta["slice_ns"]))
+    n_slices = round(result.meta["duration_ns"] / result.meta["slice_ns"])
     per = (
         result.slices.join(result.flows.select("flow_id", "unit_id", "group"), on="flow_id")
         .filter(pl.col("group") == group)
@@ -150,6 +168,9 @@ def class_metrics(result: Result, group: int, *, skip_slices: int = 1) -> dict[s
 
 
 
+SCHEMES: tuple[str, ...] = ("isolation", "pipes", "sharing")
+
+
 def run_pipe_sizes(*, sessions: int, ks: Sequence[int], duration_s: float, seed: int) -> pl.DataFrame:
     """Section 4.2: for each long-to-short pipe ratio ``k``, isolation (short pipe C_u, B_u;
     long pipe k C_u, k B_u) and sharing (one pipe of (1 + k) C_u, (1 + k) B_u). One row per
@@ -157,30 +178,32 @@ def run_pipe_sizes(*, sessions: int, ks: Sequence[int], duration_s: float, seed:
     utilisation, loss rate and timeouts per connection of each class."""
     rows = []
     for k in ks:
-        for isolation in (True, False):
+        for scheme in SCHEMES:
             sc = pipe_scenario(sessions=sessions, short_capacity_units=1, long_capacity_units=k,
-                               short_buffer_units=1, long_buffer_units=k, isolation=isolation,
+                               short_buffer_units=1, long_buffer_units=k, scheme=scheme,
                                duration_s=duration_s, seed=seed)
-            rows.append({"k": k, **measure(sc, isolation)})
+            rows.append({"k": k, **measure(sc, scheme)})
     return pl.DataFrame(rows)
 
 
-def measure(sc: dict[str, Any], isolation: bool) -> dict[str, Any]:
+def measure(sc: dict[str, Any], scheme: str) -> dict[str, Any]:
+    """Run ``sc`` and measure it (one row; the forward links of both pipes summed)."""
     from smallpipe.result import simulate
 
     result = simulate(sc)
-    link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
-    row: dict[str, Any] = {"scheme": "isolation" if isolation else "sharing"}
+    fwd = result.links.filter(pl.col("name") != "bottleneck_reverse")
+    row: dict[str, Any] = {"scheme": scheme}
     for group, name in ((0, "long"), (1, "short")):
         m = class_metrics(result, group)
         conns = result.flows.filter(pl.col("group") == group)
         row[f"{name}_jain"] = m["jain"]
         row[f"{name}_jain_min"] = m["jain_min"]
         row[f"{name}_goodput_mbps"] = m["goodput_bps"] / 1e6
-        row[f"{name}_timeouts_per_conn"] = float(conns["timeouts"].mean() or 0.0)
+        row[f"{name}_timeouts_per_conn"] = float(conns.select(pl.col("timeouts").mean()).item() or 0.0)
         row[f"{name}_conns_done"] = conns.filter(pl.col("end_ns").is_not_null()).height
-    row["utilization"] = link["utilization"]
-    row["loss_rate"] = link["loss_rate"]
+    duration_s = result.meta["duration_ns"] / 1e9
+    row["utilization"] = fwd["tx_bytes"].sum() * 8 / (fwd["rate_bps"].sum() * duration_s)
+    row["loss_rate"] = fwd["dropped_pkts"].sum() / max(1, fwd["arrived_pkts"].sum())
     return row
 
 
@@ -192,7 +215,7 @@ def plot_against(table: pl.DataFrame, x: str, xlabel: str, title: str, path: Any
     import matplotlib.pyplot as plt
 
     fig, (ax_j, ax_g) = plt.subplots(1, 2, figsize=(10, 4))
-    styles = {"isolation": "-", "sharing": "--"}
+    styles = {"isolation": "-", "pipes": ":", "sharing": "--"}
     for (scheme,), group in table.sort(x).group_by("scheme", maintain_order=True):
         for cls, marker in (("short", "o"), ("long", "s")):
             label = f"{cls}, {scheme}"

@@ -16,7 +16,12 @@ from pathlib import Path
 
 import polars as pl
 
-from smallpipe.experiments.isolation_common import measure, pipe_scenario, plot_against
+from smallpipe.experiments.isolation_common import (
+    SCHEMES,
+    measure,
+    pipe_scenario,
+    plot_against,
+)
 
 __all__ = ["PAPER", "RATIOS", "SESSIONS", "reproduce", "run"]
 
@@ -31,11 +36,11 @@ PAPER = {"sharing_short_goodput_falls_with_buffer": True, "isolation_short_goodp
 def run(*, ratios: Sequence[float] = RATIOS, duration_s: float = 400.0, seed: int = 1) -> pl.DataFrame:
     rows = []
     for r in ratios:
-        for isolation in (True, False):
+        for scheme in SCHEMES:
             sc = pipe_scenario(sessions=SESSIONS, short_capacity_units=1, long_capacity_units=4,
-                               short_buffer_units=r, long_buffer_units=4 * r, isolation=isolation,
+                               short_buffer_units=r, long_buffer_units=4 * r, scheme=scheme,
                                duration_s=duration_s, seed=seed)
-            rows.append({"buffer_ratio": r, **measure(sc, isolation)})
+            rows.append({"buffer_ratio": r, **measure(sc, scheme)})
     return pl.DataFrame(rows)
 
 

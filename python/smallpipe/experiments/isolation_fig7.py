@@ -25,7 +25,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from smallpipe.experiments.isolation_common import LONG_PKTS, MATTA_TCP, MSS_BYTES, PACKET_BYTES, SHORT_PKTS, class_metrics
+from smallpipe.experiments.isolation_common import (
+    LONG_PKTS,
+    MATTA_TCP,
+    MSS_BYTES,
+    PACKET_BYTES,
+    SHORT_PKTS,
+    class_metrics,
+)
 from smallpipe.result import simulate
 
 __all__ = ["PAPER", "SCHEMES", "bounded_pareto_pkts", "plot", "reproduce", "run", "scenario"]
@@ -104,7 +111,7 @@ def run(*, schemes: Sequence[str] = SCHEMES, duration_s: float = 1000.0, seed: i
             row[f"{name}_jain_min"] = m["jain_min"]
             row[f"{name}_goodput_kbps"] = m["goodput_bps"] / 1e3
             conns = result.flows.filter(pl.col("group") == group)
-            row[f"{name}_timeouts_per_conn"] = float(conns["timeouts"].mean() or 0.0)
+            row[f"{name}_timeouts_per_conn"] = float(conns.select(pl.col("timeouts").mean()).item() or 0.0)
         web = result.flows.filter(pl.col("group") == 2)
         row["web_conns"] = web.height
         row["path1_utilization"] = links["bottleneck"]["utilization"]
