@@ -132,7 +132,7 @@ def plot(table: pl.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))
     panels = [("short_jain", "(a) short fairness"), ("short_goodput_kbps", "(b) short goodput (kbit/s)"),
               ("long_jain", "(c) long fairness"), ("long_goodput_kbps", "(d) long goodput (kbit/s)")]
-    labels = [s.replace("_", "\n", 1) for s in table["scheme"]]
+    labels = [s.replace("load_balanced", "load bal.").replace("_", "\n") for s in table["scheme"]]
     for ax, (col, title) in zip(axes, panels, strict=True):
         ax.bar(range(table.height), table[col], color=[f"C{i}" for i in range(table.height)])
         ax.set_xticks(range(table.height), labels, fontsize=7)
