@@ -167,6 +167,7 @@ impl ClassIsolationConfig {
     }
 }
 
+/// A class's queue, dispatched by `match` (no `dyn` on the hot path).
 #[derive(Debug)]
 enum ClassQueue {
     DropTail(DropTail),
@@ -174,10 +175,16 @@ enum ClassQueue {
 }
 
 impl ClassQueue {
-    fn q(&mut self) -> &mut dyn Qdisc {
+    fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
         match self {
-            ClassQueue::DropTail(q) => q,
-            ClassQueue::Red(q) => q,
+            ClassQueue::DropTail(q) => q.enqueue(pkt, cx),
+            ClassQueue::Red(q) => q.enqueue(pkt, cx),
+        }
+    }
+    fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
+        match self {
+            ClassQueue::DropTail(q) => q.dequeue(cx),
+            ClassQueue::Red(q) => q.dequeue(cx),
         }
     }
     fn len_pkts(&self) -> usize {
@@ -238,7 +245,7 @@ impl Qdisc for ClassIsolation {
         let c = if self.classifier.is_short(&pkt, cx.now) { SHORT } else { LONG };
         let drops_before = cx.drops.len();
         self.stats[c].arrived_pkts += 1;
-        self.classes[c].q().enqueue(pkt, cx);
+        self.classes[c].enqueue(pkt, cx);
         self.stats[c].dropped_pkts += (cx.drops.len() - drops_before) as u64;
         if !self.active[c] && self.classes[c].len_pkts() > 0 {
             // A class that becomes backlogged joins the round with a fresh quantum.
@@ -258,7 +265,7 @@ impl Qdisc for ClassIsolation {
                 self.order.swap(0, self.n_active - 1);
                 continue;
             }
-            let Some(pkt) = self.classes[c].q().dequeue(cx) else {
+            let Some(pkt) = self.classes[c].dequeue(cx) else {
                 self.deactivate_front();
                 continue;
             };
