@@ -49,7 +49,7 @@ fn lifetime_routing_moves_a_flow_after_n_packets() {
     // included) take path 1, the rest path 2.
     let r = diamond("lifetime", &format!(r#"{{"app":"transfer","size_bytes":{}}}"#, 100 * MSS));
     assert_eq!(link(&r, "bottleneck").arrived_pkts, 32);
-    assert!(link(&r, "bottleneck_path2").arrived_pkts >= 100 - 32 + 1);
+    assert!(link(&r, "bottleneck_path2").arrived_pkts > 100 - 32);
     assert!(r.flows[0].end_ns.is_some());
 }
 
