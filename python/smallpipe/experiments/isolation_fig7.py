@@ -109,6 +109,7 @@ def run(*, schemes: Sequence[str] = SCHEMES, duration_s: float = 1000.0, seed: i
             m = class_metrics(result, group)
             row[f"{name}_jain"] = m["jain"]
             row[f"{name}_jain_min"] = m["jain_min"]
+            row[f"{name}_conn_jain"] = m["conn_jain"]
             row[f"{name}_goodput_kbps"] = m["goodput_bps"] / 1e3
             conns = result.flows.filter(pl.col("group") == group)
             row[f"{name}_timeouts_per_conn"] = float(conns.select(pl.col("timeouts").mean()).item() or 0.0)
