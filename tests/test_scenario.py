@@ -69,7 +69,7 @@ def test_to_dict_is_a_copy():
     assert scenario.to_dict()["link"]["rate_bps"] == SMALL["link"]["rate_bps"]
 
 
-@pytest.mark.parametrize("name", ["dumbbell.toml", "interactive.toml"])
+@pytest.mark.parametrize("name", ["dumbbell.toml", "interactive.toml", "isolation.toml"])
 def test_examples_are_valid(name):
     Scenario.from_toml(EXAMPLES / name)
 

@@ -80,6 +80,9 @@ pub struct Packet {
     pub ack: u32,
     pub flags: TcpFlags,
     pub ecn: Ecn,
+    /// DiffServ codepoint of the IP header (RFC 2474, 6 bits; 0 = default forwarding), set
+    /// by an edge router's marker and read by class-based disciplines (RIO, class isolation).
+    pub dscp: u8,
     /// TCP payload length (SYN and FIN occupy sequence space but carry no payload).
     pub payload_len: u16,
     pub sack_count: u8,

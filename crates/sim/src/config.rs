@@ -22,7 +22,89 @@ pub struct Scenario {
     pub link: LinkConfig,
     #[serde(default)]
     pub tcp: TcpConfig,
+    /// How the senders' edge marks the DSCP of their packets (default: no marking).
+    #[serde(default)]
+    pub edge: EdgeConfig,
+    /// Dumbbell (default) or the two-path diamond of Matta & Guo's Figure 6.
+    #[serde(default)]
+    pub topology: TopologyConfig,
     pub flows: Vec<FlowGroup>,
+}
+
+/// The edge's DSCP marking rule, applied to every packet a data sender emits (SYN, data,
+/// retransmissions, FIN; not the receivers' ACKs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeMark {
+    /// No marking: DSCP 0.
+    #[default]
+    None,
+    /// An oracle: a connection whose transfer size is at most `threshold_bytes` is marked
+    /// `dscp` (the sender knows the size; a real edge would not). Unsized connections
+    /// (unlimited bulk, interactive) are not marked.
+    SizeOracle,
+    /// The first `in_pkts` packets of every connection are marked `dscp` (counted by the
+    /// edge, as RIO's and lifetime classification's "first N packets").
+    FirstN,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeConfig {
+    #[serde(default)]
+    pub mark: EdgeMark,
+    /// `size_oracle`: the largest transfer, bytes, marked short.
+    #[serde(default)]
+    pub threshold_bytes: Option<u64>,
+    /// `first_n`: packets per connection marked.
+    #[serde(default)]
+    pub in_pkts: Option<u32>,
+    /// The codepoint set on marked packets (AF11 = 10).
+    #[serde(default = "d_dscp")]
+    pub dscp: u8,
+}
+
+/// How the diamond's edge (the left router) spreads data packets over its two paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// Per flow, by a salted hash of the 5-tuple: each path with probability 1/2.
+    LoadBalanced,
+    /// Packets marked `edge.dscp` (short flows, by the `size_oracle` edge mark) take path
+    /// 1, the others path 2.
+    Size,
+    /// A flow's first `lifetime_pkts` packets take path 1, the rest path 2 (a moved flow
+    /// can be reordered: its packets on path 2 may overtake those queued on path 1).
+    Lifetime,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiamondConfig {
+    #[serde(default = "d_routing")]
+    pub routing: Routing,
+    /// `lifetime`: packets of a flow routed on path 1 before it moves to path 2.
+    #[serde(default = "d_lifetime_pkts")]
+    pub lifetime_pkts: u32,
+    /// Discipline of path 2 (path 1 uses `link.queue`); unset = the same as path 1.
+    #[serde(default)]
+    pub path2_queue: Option<QdiscConfig>,
+    /// Rate of path 2, bit/s; unset = `link.rate_bps` (path 1's).
+    #[serde(default)]
+    pub path2_rate_bps: Option<f64>,
+}
+
+/// The topology between the senders' and the receivers' access links.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // read once at set-up, never on the hot path
+pub enum TopologyConfig {
+    /// One bottleneck (`link`) each way.
+    #[default]
+    Dumbbell,
+    /// Two forward paths from the edge, each a link like `link` (rate, delay), path 1 with
+    /// `link.queue` and path 2 with `path2_queue`; ACKs return over `link`'s reverse side.
+    Diamond(DiamondConfig),
 }
 
 /// The dumbbell: per-flow access links into a shared bottleneck.
@@ -262,6 +344,10 @@ pub struct FlowGroup {
     pub mean_gap_s: f64,
     #[serde(default = "d_gap_from")]
     pub gap_from: GapFrom,
+    /// Mark every packet this group's senders emit with this DSCP, overriding the `[edge]`
+    /// rule (e.g. to put background telnet flows in a chosen class).
+    #[serde(default)]
+    pub dscp: Option<u8>,
 }
 
 fn d_seed() -> u64 { 1 }
@@ -294,8 +380,16 @@ fn d_think() -> Dist { Dist::Fixed(0.0) }
 fn d_objects() -> Dist { Dist::Fixed(1.0) }
 fn d_connections() -> u32 { 4 }
 fn d_replay() -> ReplayMode { ReplayMode::Asap }
+fn d_dscp() -> u8 { 10 }
+fn d_routing() -> Routing { Routing::LoadBalanced }
+fn d_lifetime_pkts() -> u32 { 32 }
 
 impl Default for LinkConfig {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("defaults deserialize")
+    }
+}
+impl Default for EdgeConfig {
     fn default() -> Self {
         serde_json::from_str("{}").expect("defaults deserialize")
     }
@@ -354,6 +448,10 @@ impl Scenario {
             "at most 1e6 slices per run (duration_s / slice_s)")?;
         self.link.validate().map_err(|e| e.within("link"))?;
         self.tcp.validate().map_err(|e| e.within("tcp"))?;
+        self.edge.validate().map_err(|e| e.within("edge"))?;
+        if let TopologyConfig::Diamond(d) = &self.topology {
+            d.validate(&self.edge).map_err(|e| e.within("topology"))?;
+        }
         check(!self.flows.is_empty(), "flows", "[]", "at least one [[flows]] group")?;
         let min_rtt_ms = 2.0 * (self.link.delay_ms + self.link.receiver_delay_ms);
         for (i, g) in self.flows.iter().enumerate() {
@@ -377,6 +475,36 @@ impl LinkConfig {
         check(!self.reverse_drop_nth.contains(&0), "reverse_drop_nth", 0, "1-based packet indices")?;
         self.queue.build().map_err(|e| e.within("queue"))?;
         self.reverse_queue.build().map_err(|e| e.within("reverse_queue"))?;
+        Ok(())
+    }
+}
+
+impl EdgeConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check(self.dscp <= 63, "dscp", self.dscp, "a DSCP value 0 to 63")?;
+        match self.mark {
+            EdgeMark::None => {}
+            EdgeMark::SizeOracle => check(self.threshold_bytes.is_some(), "threshold_bytes", "unset",
+                "a size in bytes for mark = \"size_oracle\"")?,
+            EdgeMark::FirstN => check(self.in_pkts.is_some_and(|n| n >= 1), "in_pkts",
+                format!("{:?}", self.in_pkts), "at least 1 packet for mark = \"first_n\"")?,
+        }
+        Ok(())
+    }
+}
+
+impl DiamondConfig {
+    fn validate(&self, edge: &EdgeConfig) -> Result<(), ConfigError> {
+        check(self.routing != Routing::Size || edge.mark == EdgeMark::SizeOracle, "routing", "size",
+            "routing = \"size\" only with edge.mark = \"size_oracle\" (it routes on the edge's mark)")?;
+        check(self.lifetime_pkts >= 1, "lifetime_pkts", self.lifetime_pkts, "at least 1 packet")?;
+        if let Some(r) = self.path2_rate_bps {
+            check(r.is_finite() && r >= 1000.0 && r.fract() == 0.0, "path2_rate_bps", r,
+                "a whole number of bit/s >= 1000, or unset")?;
+        }
+        if let Some(q) = &self.path2_queue {
+            q.build().map_err(|e| e.within("path2_queue"))?;
+        }
         Ok(())
     }
 }
@@ -481,6 +609,9 @@ impl FlowGroup {
             check(b >= 1 && b <= mss, "burst_bytes", b, &format!("1 to one MSS ({mss} bytes)"))?;
         }
         check(self.mean_gap_s.is_finite() && self.mean_gap_s > 0.0, "mean_gap_s", self.mean_gap_s, "a positive number of seconds")?;
+        if let Some(d) = self.dscp {
+            check(d <= 63, "dscp", d, "a DSCP value 0 to 63, or unset")?;
+        }
         Ok(())
     }
 }
@@ -569,6 +700,27 @@ mod tests {
         let e = err(r#"{"link":{"delay_ms":60},"flows":[{"app":"bulk","rtt_ms":100}]}"#);
         assert_eq!(e.field, "flows[0].rtt_ms");
         assert!(e.allowed.contains("120"), "{e}");
+    }
+
+    #[test]
+    fn edge_and_diamond_are_validated() {
+        let e = err(r#"{"edge":{"mark":"size_oracle"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "edge.threshold_bytes");
+        let e = err(r#"{"edge":{"mark":"first_n","in_pkts":0},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "edge.in_pkts");
+        let e = err(r#"{"topology":{"kind":"diamond","routing":"size"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "topology.routing");
+        let e = err(r#"{"topology":{"kind":"diamond","path2_queue":{"kind":"droptail","limit_pkts":0}},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "topology.path2_queue.limit_pkts");
+        let e = err(r#"{"topology":{"kind":"diamond","path2_rate_bps":10.5},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "topology.path2_rate_bps");
+        let e = err(r#"{"topology":{"kind":"ring"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "topology.kind");
+        let e = err(r#"{"flows":[{"app":"bulk","dscp":64}]}"#);
+        assert_eq!(e.field, "flows[0].dscp");
+        let ok = r#"{"edge":{"mark":"size_oracle","threshold_bytes":10000},"topology":{"kind":"diamond","routing":"size"},"flows":[{"app":"bulk"}]}"#;
+        let s = Scenario::from_json(ok).unwrap();
+        assert_eq!(Scenario::from_json(&s.to_json()).unwrap(), s);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! process. Connections are opened by the data sender (the server pushes the object the
 //! client implicitly asked for) and recorded one row each.
 
-use crate::config::{AppKind, FlowGroup, GapFrom, ReplayMode, Scenario, Spread};
+use crate::config::{AppKind, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, GapFrom, ReplayMode, Routing, Scenario,
+    Spread, TopologyConfig};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
 use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, Results, UnitRow};
@@ -77,6 +78,8 @@ struct Conn {
     slice_bytes: Vec<u64>,
     /// With `record_progress`: when each MSS of data had arrived in order, since `start`.
     progress: Option<Vec<Duration>>,
+    /// Packets the sender has emitted, counted by the edge's `first_n` marker.
+    edge_pkts: u32,
 }
 
 /// Bytes an unlimited bulk sender has "written": more than any run can send.
@@ -107,6 +110,11 @@ pub struct Simulator {
     scratch: Vec<Packet>,
     overhead: Duration,
     skipped_log_lines: u64,
+    edge: EdgeConfig,
+    /// The diamond's routing and its path 2 link (path 1 is link 0).
+    diamond: Option<(DiamondConfig, u32)>,
+    /// Diamond `lifetime` routing: packets the edge has seen per 5-tuple.
+    edge_seen: FxHashMap<FlowKey, u32>,
 }
 
 fn ms(v: f64) -> Duration {
@@ -149,9 +157,18 @@ impl Simulator {
             scratch: Vec::new(),
             overhead,
             skipped_log_lines: 0,
+            edge: sc.edge.clone(),
+            diamond: None,
+            edge_seen: FxHashMap::default(),
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
+        if let TopologyConfig::Diamond(d) = &sc.topology {
+            let q = d.path2_queue.as_ref().unwrap_or(&l.queue);
+            let rate2 = d.path2_rate_bps.map_or(rate, |r| r as u64);
+            let path2 = sim.add_link("bottleneck_path2", rate2, ms(l.delay_ms), Duration::ZERO, l.loss, q, 1)?;
+            sim.diamond = Some((d.clone(), path2));
+        }
         for (link, nth) in [(0, &l.drop_nth), (1, &l.reverse_drop_nth)] {
             let mut nth = nth.clone();
             nth.sort_unstable();
@@ -279,9 +296,20 @@ impl Simulator {
         // RED's idle correction and automatic parameters need the link it feeds: the
         // runtime knows it, so the user never has to repeat it.
         let mut queue = queue.clone();
-        if let QdiscConfig::Red(red) = &mut queue {
-            red.link_rate_bps = rate_bps;
-            red.link_delay_ns = delay.as_nanos();
+        match &mut queue {
+            QdiscConfig::Red(red) => {
+                red.link_rate_bps = rate_bps;
+                red.link_delay_ns = delay.as_nanos();
+            }
+            QdiscConfig::ClassIsolation(c) => {
+                c.link_rate_bps = rate_bps;
+                c.link_delay_ns = delay.as_nanos();
+            }
+            QdiscConfig::Rio(c) => {
+                c.link_rate_bps = rate_bps;
+                c.link_delay_ns = delay.as_nanos();
+            }
+            _ => {}
         }
         let q = Accounted::new(queue.build()?, Rng::new(self.seed, 0x2000_0000 + id as u64));
         let rng = Rng::new(self.seed, 0x1000 + id as u64);
@@ -452,6 +480,7 @@ impl Simulator {
             first_slice,
             slice_bytes: Vec::new(),
             progress: self.groups[unit_group as usize].record_progress.then(Vec::new),
+            edge_pkts: 0,
         });
         let mut out = std::mem::take(&mut self.scratch);
         let (now, p) = (self.now, &self.params);
@@ -489,7 +518,10 @@ impl Simulator {
     fn deliver(&mut self, node: u32, pkt: Packet) {
         match &self.nodes[node as usize] {
             Node::Router { routes } => {
-                let link = *routes.get(&pkt.flow.dst_ip).expect("every host address is routed");
+                let mut link = *routes.get(&pkt.flow.dst_ip).expect("every host address is routed");
+                if node == 0 && link == 0 {
+                    link = self.diamond_path(&pkt);
+                }
                 self.enqueue(link, pkt);
             }
             Node::Host { .. } => {
@@ -499,6 +531,22 @@ impl Simulator {
                 self.after_endpoint(e, out);
             }
         }
+    }
+
+    /// The edge of the diamond picks a forward path (link 0 is path 1); on the dumbbell
+    /// there is only link 0.
+    fn diamond_path(&mut self, pkt: &Packet) -> u32 {
+        let Some((d, path2)) = &self.diamond else { return 0 };
+        let long = match d.routing {
+            Routing::LoadBalanced => flow_hash(&pkt.flow, self.seed) & 1 == 1,
+            Routing::Size => pkt.dscp != self.edge.dscp,
+            Routing::Lifetime => {
+                let seen = self.edge_seen.entry(pkt.flow).or_insert(0);
+                *seen = seen.saturating_add(1);
+                *seen > d.lifetime_pkts
+            }
+        };
+        if long { *path2 } else { 0 }
     }
 
     fn enqueue(&mut self, link: u32, pkt: Packet) {
@@ -516,7 +564,11 @@ impl Simulator {
         let u = self.conns[c].unit as usize;
         let node = if e % 2 == 0 { self.units[u].sender_node } else { self.units[u].receiver_node };
         let Node::Host { egress } = self.nodes[node as usize] else { unreachable!("endpoints live on hosts") };
-        for pkt in out.drain(..) {
+        let group_dscp = self.groups[self.units[u].group as usize].dscp;
+        for mut pkt in out.drain(..) {
+            if e % 2 == 0 {
+                pkt.dscp = group_dscp.unwrap_or_else(|| edge_mark(&self.edge, &mut self.conns[c]));
+            }
             self.enqueue(egress, pkt);
         }
         self.scratch = out;
@@ -696,8 +748,74 @@ impl Simulator {
     }
 }
 
+/// The DSCP the edge gives the next packet of a connection's sender.
+fn edge_mark(edge: &EdgeConfig, conn: &mut Conn) -> u8 {
+    let marked = match edge.mark {
+        EdgeMark::None => false,
+        EdgeMark::SizeOracle => {
+            let limit = edge.threshold_bytes.expect("validated");
+            conn.size_bytes.is_some_and(|s| s > 0 && s <= limit)
+        }
+        EdgeMark::FirstN => {
+            conn.edge_pkts = conn.edge_pkts.saturating_add(1);
+            conn.edge_pkts <= edge.in_pkts.expect("validated")
+        }
+    };
+    if marked { edge.dscp } else { 0 }
+}
+
+/// A salted 5-tuple hash (SplitMix64 finaliser) for per-flow load balancing.
+fn flow_hash(k: &FlowKey, salt: u64) -> u64 {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let ips = (k.src_ip as u64) << 32 | k.dst_ip as u64;
+    let ports = (k.src_port as u64) << 24 | (k.dst_port as u64) << 8 | k.proto as u64;
+    mix(mix(ips ^ salt) ^ ports)
+}
+
 /// Validates and runs a scenario.
 pub fn simulate(sc: &Scenario) -> Result<Results, ConfigError> {
     Ok(Simulator::new(sc)?.run())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(size: Option<u64>) -> Conn {
+        Conn {
+            unit: 0,
+            start: Instant::ZERO,
+            size_bytes: size,
+            done: false,
+            delivered_seen: 0,
+            bursts_seen: 0,
+            bursting: false,
+            last_progress: Instant::ZERO,
+            longest_silence: Duration::ZERO,
+            first_slice: 0,
+            slice_bytes: Vec::new(),
+            progress: None,
+            edge_pkts: 0,
+        }
+    }
+
+    #[test]
+    fn edge_marks_by_size_oracle_or_the_first_n_packets() {
+        let edge = |mark, threshold, n| EdgeConfig { mark, threshold_bytes: threshold, in_pkts: n, dscp: 10 };
+        let oracle = edge(EdgeMark::SizeOracle, Some(1000), None);
+        assert_eq!(edge_mark(&oracle, &mut conn(Some(1000))), 10);
+        assert_eq!(edge_mark(&oracle, &mut conn(Some(1001))), 0);
+        assert_eq!(edge_mark(&oracle, &mut conn(None)), 0, "unlimited bulk is not short");
+        assert_eq!(edge_mark(&oracle, &mut conn(Some(0))), 0, "interactive has no size");
+        let first3 = edge(EdgeMark::FirstN, None, Some(3));
+        let mut c = conn(Some(10_000));
+        let marks: Vec<u8> = (0..5).map(|_| edge_mark(&first3, &mut c)).collect();
+        assert_eq!(marks, [10, 10, 10, 0, 0]);
+        assert_eq!(edge_mark(&edge(EdgeMark::None, None, None), &mut conn(Some(1))), 0);
+    }
+}

@@ -4,9 +4,26 @@ the table printed beside the paper's numbers (see docs/reproductions/)."""
 
 from types import ModuleType
 
-from smallpipe.experiments import taq_aqm, taq_fig1, taq_fig2, taq_fig3, taq_hangs, thesis_fig51, thesis_fig53, thesis_fig54
+from smallpipe.experiments import (
+    isolation_fig3,
+    isolation_fig4,
+    isolation_fig5,
+    isolation_fig7,
+    taq_aqm,
+    taq_fig1,
+    taq_fig2,
+    taq_fig3,
+    taq_hangs,
+    thesis_fig51,
+    thesis_fig53,
+    thesis_fig54,
+)
 
 REPRODUCTIONS: dict[str, ModuleType] = {
+    "isolation-fig3": isolation_fig3,
+    "isolation-fig4": isolation_fig4,
+    "isolation-fig5": isolation_fig5,
+    "isolation-fig7": isolation_fig7,
     "taq-fig1": taq_fig1,
     "taq-fig2": taq_fig2,
     "taq-fig2-aqm": taq_aqm,
@@ -18,4 +35,18 @@ REPRODUCTIONS: dict[str, ModuleType] = {
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
-__all__ = ["REPRODUCTIONS", "taq_aqm", "taq_fig1", "taq_fig2", "taq_fig3", "taq_hangs", "thesis_fig51", "thesis_fig53", "thesis_fig54"]
+__all__ = [
+    "REPRODUCTIONS",
+    "isolation_fig3",
+    "isolation_fig4",
+    "isolation_fig5",
+    "isolation_fig7",
+    "taq_aqm",
+    "taq_fig1",
+    "taq_fig2",
+    "taq_fig3",
+    "taq_hangs",
+    "thesis_fig51",
+    "thesis_fig53",
+    "thesis_fig54",
+]

@@ -7,4 +7,4 @@ pub mod codel;
 pub mod red;
 
 pub use codel::{codel_dequeue, CodelOutcome, CodelParams, CodelQueue, CodelStats, CodelVars};
-pub use red::{red_on_arrival, RedParams, RedStats, RedVars, RedVerdict};
+pub use red::{red_on_arrival, red_update_avg, RedParams, RedStats, RedVars, RedVerdict};

@@ -6,22 +6,27 @@
 //! and dispatched by `match` in [`AnyQdisc`].
 
 mod accounted;
+pub mod class_isolation;
 pub mod droptail;
 pub mod fq;
 pub mod fq_codel;
 pub mod host_fq;
 pub(crate) mod parts;
 pub mod red;
+pub mod rio;
 pub mod sfq;
 #[cfg(test)]
 pub(crate) mod testkit;
 
 pub use accounted::Accounted;
+pub use class_isolation::{ClassIsolation, ClassIsolationConfig};
+pub use parts::ShortBy;
 pub use droptail::{DropTail, DropTailConfig};
 pub use fq::{Fq, FqClassifier, FqConfig};
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use host_fq::{HostFq, HostFqConfig, HostKey};
 pub use red::{Red, RedConfig, RedMode};
+pub use rio::{Rio, RioConfig};
 pub use sfq::{Sfq, SfqConfig};
 
 use crate::error::ConfigError;
@@ -81,6 +86,8 @@ pub enum QdiscConfig {
     Fq(FqConfig),
     FqCodel(FqCodelConfig),
     HostFq(HostFqConfig),
+    ClassIsolation(ClassIsolationConfig),
+    Rio(RioConfig),
 }
 
 impl Default for QdiscConfig {
@@ -98,6 +105,8 @@ impl QdiscConfig {
             QdiscConfig::Fq(c) => c.build().map(AnyQdisc::Fq),
             QdiscConfig::FqCodel(c) => c.build().map(AnyQdisc::FqCodel),
             QdiscConfig::HostFq(c) => c.build().map(AnyQdisc::HostFq),
+            QdiscConfig::ClassIsolation(c) => c.build().map(AnyQdisc::ClassIsolation),
+            QdiscConfig::Rio(c) => c.build().map(AnyQdisc::Rio),
         }
     }
 }
@@ -114,6 +123,8 @@ pub enum AnyQdisc {
     Fq(Fq),
     FqCodel(FqCodel),
     HostFq(HostFq),
+    ClassIsolation(ClassIsolation),
+    Rio(Rio),
 }
 
 macro_rules! dispatch {
@@ -125,6 +136,8 @@ macro_rules! dispatch {
             AnyQdisc::Fq($q) => $e,
             AnyQdisc::FqCodel($q) => $e,
             AnyQdisc::HostFq($q) => $e,
+            AnyQdisc::ClassIsolation($q) => $e,
+            AnyQdisc::Rio($q) => $e,
         }
     };
 }
@@ -156,7 +169,7 @@ mod tests {
 
     #[test]
     fn every_kind_parses_from_its_tag_with_defaults() {
-        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq"] {
+        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio"] {
             let json = format!("{{\"kind\": \"{kind}\"}}");
             let c: QdiscConfig = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{kind}: {e}"));
             c.build().unwrap_or_else(|e| panic!("{kind}: {e}"));

@@ -6,10 +6,13 @@
 pub(crate) mod arena;
 pub(crate) mod depth;
 pub(crate) mod hash;
+pub mod lifetime;
 pub(crate) mod table;
 
 pub(crate) use arena::{Arena, PktList};
 pub(crate) use depth::DepthIndex;
+pub(crate) use lifetime::ShortClassifier;
+pub use lifetime::ShortBy;
 pub(crate) use table::{BoundedTable, Slot};
 
 /// "No index" in the `u32`-indexed intrusive lists (Linux `sfq_index` style: indices, not
