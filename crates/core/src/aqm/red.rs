@@ -150,6 +150,14 @@ impl RedParams {
     }
 }
 
+/// The EWMA step of one arrival seeing `qlen` queued, with the idle-time decay: the part
+/// of RED that other disciplines (size-aware dropping) reuse for their average queue.
+pub fn update_average(p: &RedParams, v: &mut RedVars, now: Instant, qlen: f64) {
+    let m = v.idle_since.take().map_or(0, |t| p.idle_packets(now.saturating_since(t)));
+    let decay = (1.0 - p.w_q).powi(m.saturating_add(1).min(i32::MAX as u64) as i32);
+    v.avg = v.avg * decay + p.w_q * qlen;
+}
+
 /// Run RED for one arrival of `size_bytes` while the queue holds `qlen` (in the queue's
 /// unit, not counting the arrival). `ect`: the packet is ECN-capable.
 #[allow(clippy::too_many_arguments)]
@@ -163,9 +171,7 @@ pub fn red_on_arrival(
     ect: bool,
     rng: &mut Rng,
 ) -> RedVerdict {
-    let m = v.idle_since.take().map_or(0, |t| p.idle_packets(now.saturating_since(t)));
-    let decay = (1.0 - p.w_q).powi(m.saturating_add(1).min(i32::MAX as u64) as i32);
-    v.avg = v.avg * decay + p.w_q * qlen;
+    update_average(p, v, now, qlen);
     v.count += 1;
     v.count_bytes += size_bytes;
 
