@@ -94,3 +94,41 @@ def simulate(config_json: str) -> dict[str, Any]:
         ConfigError: the scenario is invalid.
         SimulationError: the run failed.
     """
+
+def size_aware_transfer_time_s(
+    d: int,
+    p: list[float],
+    *,
+    rtt_s: float,
+    t0_s: float,
+    b: float,
+    w1_pkts: float,
+    w_max_pkts: float | None = None,
+) -> float:
+    """Expected time (s) for TCP Reno to transfer ``d`` packets when the i-th transmitted
+    packet is lost with probability ``p[i-1]`` (the last value repeats): Tokuda et al.,
+    Section 3. See :mod:`smallpipe.models.size_aware`.
+
+    Raises:
+        ValueError: a probability outside [0, 1] or a TCP parameter out of range.
+    """
+
+def size_aware_drop_curve(
+    target_pkts_per_rtt: float,
+    m_pkts: int,
+    *,
+    thresholds: int = 0,
+    max_p: float = 0.5,
+    rtt_s: float,
+    t0_s: float,
+    b: float,
+    w1_pkts: float,
+    w_max_pkts: float | None = None,
+) -> tuple[list[int], list[float]]:
+    """The size-aware discipline's drop probabilities for a target throughput: ``(ends,
+    probs)`` where ``probs[j]`` applies up to packet ``ends[j]`` (per packet when
+    ``thresholds`` is 0, else the log-spaced intervals of Section 6.2).
+
+    Raises:
+        ValueError: an argument out of range.
+    """

@@ -1,0 +1,53 @@
+"""Size-aware paper (Tokuda et al.): the Section 3 analysis through Python, and the quick
+Figure 5 reproduction against it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from smallpipe.models import size_aware
+
+
+def test_lossless_transfer_takes_log2_rounds() -> None:
+    # No loss, w1 = 1, b = 1: 2^n − 1 packets in n rounds of slow start.
+    for n in (1, 4, 8):
+        d = 2**n - 1
+        assert size_aware.transfer_time_s(d, 0.0, rtt_s=0.1) == pytest.approx(n * 0.1, rel=1e-12)
+
+
+def test_one_packet_pays_p_times_t0() -> None:
+    # One packet: one RTT, plus T0 when it is lost (no duplicate ACKs possible).
+    assert size_aware.transfer_time_s(1, 0.1, rtt_s=0.2, t0_s=3.0) == pytest.approx(0.2 + 0.1 * 3.0)
+
+
+def test_zero_prefix_spares_short_transfers() -> None:
+    # Figure 7's loss pattern: nothing lost for 20 packets, 0.03 afterwards.
+    fig7 = [0.0] * 20 + [0.03]
+    assert size_aware.throughput_pkts_per_rtt(20, fig7, rtt_s=0.2) == pytest.approx(20 / math.log2(21))
+    assert size_aware.throughput_pkts_per_rtt(1000, fig7, rtt_s=0.2) > size_aware.throughput_pkts_per_rtt(
+        1000, 0.03, rtt_s=0.2
+    )
+
+
+def test_drop_curve_forms() -> None:
+    ends, probs = size_aware.drop_curve(4.0, 1000, thresholds=3, rtt_s=0.022)
+    assert ends == [10, 100, 1000]
+    assert probs[0] == 0.0 and probs[1] > 0.0
+    ends, probs = size_aware.drop_curve(4.0, 200, rtt_s=0.022)
+    assert ends == list(range(1, 201))
+    assert all(b >= a for a, b in zip(probs, probs[1:], strict=False))
+    with pytest.raises(ValueError):
+        size_aware.transfer_time_s(10, 1.5, rtt_s=0.1)
+
+
+def test_figure5_quick_simulation_follows_the_analysis() -> None:
+    from smallpipe.experiments import size_aware_fig5
+
+    table = size_aware_fig5.run(losses=(0.01,), sizes=(1, 10, 100, 500), per_size=60, seed=2)
+    for row in table.iter_rows(named=True):
+        # The paper's Figure 5 shows its analysis within roughly ±30 % of ns-2.
+        assert row["sim_pkts_per_rtt"] == pytest.approx(row["analysis_pkts_per_rtt"], rel=0.35), row
+    sim = table["sim_pkts_per_rtt"].to_list()
+    assert sim[-1] > 10 * sim[0]  # the unfairness of Figure 2
