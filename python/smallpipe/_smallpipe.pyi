@@ -81,7 +81,8 @@ def simulate(config_json: str) -> dict[str, Any]:
           ``arrived_pkts``, ``dropped_pkts``, ``drop_overlimit``, ``drop_early``,
           ``drop_flow_limit``, ``drop_admission``, ``drop_size_policy``,
           ``drop_link_loss``, ``loss_rate``, ``mean_backlog_pkts``,
-          ``mean_queue_delay_ms``.
+          ``mean_queue_delay_ms``, ``size_aware_mean_target_pkts_per_rtt`` (the
+          size-aware discipline's target averaged over the run; None for others).
         - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,
           ``response_ns`` (None when not acknowledged before the end).
         - progress (flows with ``record_progress``): ``flow_id``, ``packets``,

@@ -80,6 +80,7 @@ LINKS_SCHEMA = pl.Schema(
         "loss_rate": pl.Float64,
         "mean_backlog_pkts": pl.Float64,
         "mean_queue_delay_ms": pl.Float64,
+        "size_aware_mean_target_pkts_per_rtt": pl.Float64,
     }
 )
 """One row per link direction (``"bottleneck"``, ``"bottleneck_reverse"``, ...)."""

@@ -109,6 +109,10 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     links.set_item("loss_rate", l.iter().map(|x| x.loss_rate).collect::<Vec<_>>())?;
     links.set_item("mean_backlog_pkts", l.iter().map(|x| x.mean_backlog_pkts).collect::<Vec<_>>())?;
     links.set_item("mean_queue_delay_ms", l.iter().map(|x| x.mean_queue_delay_ms).collect::<Vec<_>>())?;
+    links.set_item(
+        "size_aware_mean_target_pkts_per_rtt",
+        l.iter().map(|x| x.size_aware_mean_target_pkts_per_rtt).collect::<Vec<_>>(),
+    )?;
     out.set_item("links", links)?;
 
     let bursts = PyDict::new(py);

@@ -3,7 +3,7 @@
 
 use crate::config::AppKind;
 use crate::link::Link;
-use smallpipe_core::{DropReason, Instant};
+use smallpipe_core::{AnyQdisc, DropReason, Instant};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowRow {
@@ -61,6 +61,9 @@ pub struct LinkRow {
     pub loss_rate: f64,
     pub mean_backlog_pkts: f64,
     pub mean_queue_delay_ms: f64,
+    /// Size-aware dropping: its target throughput (packets per RTT_an) averaged over the
+    /// run's update instants; `None` for other disciplines.
+    pub size_aware_mean_target_pkts_per_rtt: Option<f64>,
 }
 
 impl LinkRow {
@@ -79,6 +82,10 @@ impl LinkRow {
             loss_rate: if stats.arrived_pkts == 0 { 0.0 } else { dropped as f64 / stats.arrived_pkts as f64 },
             mean_backlog_pkts: l.queue.mean_backlog_pkts(end),
             mean_queue_delay_ms: l.queue.mean_sojourn_ns() / 1e6,
+            size_aware_mean_target_pkts_per_rtt: match l.queue.inner() {
+                AnyQdisc::SizeAware(q) => Some(q.mean_target_pkts_per_rtt()),
+                _ => None,
+            },
         }
     }
 }

@@ -116,6 +116,45 @@ pub fn slow_start_time_s(m: &TcpModel, e_dss: f64) -> (f64, f64) {
     }
 }
 
+/// For each position of `p`, the last position of the run of equal values it starts.
+fn run_ends(p: &[f64]) -> Vec<usize> {
+    let mut ends = vec![0; p.len()];
+    for i in (0..p.len()).rev() {
+        ends[i] = if i + 1 < p.len() && p[i + 1] == p[i] { ends[i + 1] } else { i };
+    }
+    ends
+}
+
+/// For the packets after packet `base`: `(Σ_{k=0}^{n−1} Π_{j=1}^{k} (1 − p_{base+j}),
+/// Π_{j=1}^{n} (1 − p_{base+j}))`, summing each run of equal probabilities in closed form
+/// (a geometric series), so a long constant stretch costs O(1).
+fn survival_sum(p: &[f64], ends: &[usize], base: i64, n: usize) -> (f64, f64) {
+    let len = p.len() as i64;
+    let (mut sum, mut surv, mut k) = (0.0, 1.0, 0usize);
+    while k < n {
+        let idx = base + k as i64 + 1; // 1-based index of the next packet
+        let (q, run) = if len == 0 {
+            (0.0, n - k)
+        } else if idx >= len {
+            (p[len as usize - 1], n - k) // past the end the last value repeats
+        } else if idx < 1 {
+            (p[0], 1)
+        } else {
+            let i = idx as usize - 1;
+            (p[i], ends[i] - i + 1)
+        };
+        let c = run.min(n - k);
+        let r = (1.0 - q).powi(c.min(i32::MAX as usize) as i32);
+        sum += surv * if q > 0.0 { (1.0 - r) / q } else { c as f64 };
+        surv *= r;
+        k += c;
+        if surv < NEGLIGIBLE {
+            break;
+        }
+    }
+    (sum, surv)
+}
+
 /// A timeout sequence starting after packet `v`: `(E[R], E[Z])`, packets and seconds
 /// (Eqs. 8, 9), with at most `left` packets to send.
 fn timeout_sequence(m: &TcpModel, p: &[f64], v: f64, left: f64) -> (f64, f64) {
@@ -142,30 +181,23 @@ pub fn timeout_probability(p: &[f64], w: f64, v: f64) -> f64 {
     if w <= 3 {
         return 1.0;
     }
-    // surv[k] = Π_{j=1..k} (1 − p_{v+j})
-    let mut surv = Vec::with_capacity(w + 1);
-    surv.push(1.0);
-    for j in 1..=w {
-        surv.push(surv[j - 1] * (1.0 - prob(p, v + j as f64)));
-    }
-    let any_loss = 1.0 - surv[w];
+    let pv = |j: usize| prob(p, v + j as f64);
+    // surv(k) = Π_{j=1..k} (1 − p_{v+j}); the whole window's first, for the condition.
+    let surv_w = (1..=w).fold(1.0, |s, j| s * (1.0 - pv(j)));
+    let any_loss = 1.0 - surv_w;
     if any_loss <= 0.0 {
         return 1.0;
     }
-    // A(w, k): the first k packets of the round get through and the (k+1)-th is lost.
-    let a = |k: usize| surv[k] * prob(p, v + k as f64 + 1.0) / any_loss;
-    // C(k, n): of the k packets of the next round, the first n get through and the
-    // (n+1)-th is lost (n < k), or all k get through (n = k).
-    let c = |k: usize, n: usize| {
-        if n < k {
-            surv[n] * prob(p, v + n as f64 + 1.0)
-        } else {
-            surv[k]
-        }
-    };
-    let mut q = (0..3).map(a).sum::<f64>();
+    // A(w, k) = surv(k)·p_{v+k+1} / any_loss: the first k packets of the round get through
+    // and the (k+1)-th is lost. C(k, n) = surv(n)·p_{v+n+1} for n < k (the first n of the
+    // next round's k packets get through, the (n+1)-th is lost), surv(k) for n = k.
+    let (s1, s2) = (1.0 - pv(1), (1.0 - pv(1)) * (1.0 - pv(2)));
+    let c012 = pv(1) + s1 * pv(2) + s2 * pv(3); // Σ_{n<3} C(k, n) for every k ≥ 3
+    let mut surv_k = s2 * (1.0 - pv(3)); // surv(3)
+    let mut q = (pv(1) + s1 * pv(2) + s2 * pv(3)) / any_loss; // Σ_{k<3} A(w, k)
     for k in 3..w {
-        q += a(k) * (0..3).map(|n| c(k, n)).sum::<f64>();
+        q += surv_k * pv(k + 1) / any_loss * c012;
+        surv_k *= 1.0 - pv(k + 1);
     }
     q.clamp(0.0, 1.0)
 }
@@ -194,23 +226,17 @@ pub fn transfer_time_s(m: &TcpModel, d: usize, p: &[f64]) -> f64 {
     let mut left = df - sent;
     let mut w_prev = w_ss;
     let b = m.b;
+    let ends = run_ends(p);
     // Each epoch carries at least one packet, so this ends within d epochs.
     for _ in 0..=d {
         if left <= 1e-9 {
             break;
         }
-        // E[α_i] (Eq. 10) over the packets left, and the chance that a loss ends the epoch.
+        // E[α_i] (Eq. 10) over the packets left, and the chance that a loss ends the epoch:
+        // Σ_k P[α = k]·k + Π(1 − p)·n = Σ_{k<n} Π_{j≤k}(1 − p), corrected for a fractional n.
         let n_left = left.ceil() as usize;
-        let (mut survive, mut alpha) = (1.0, 0.0);
-        for k in 1..=n_left {
-            let pk = prob(p, sent + k as f64);
-            alpha += survive * pk * k as f64;
-            survive *= 1.0 - pk;
-            if survive < NEGLIGIBLE {
-                break;
-            }
-        }
-        alpha += survive * left;
+        let (sum, survive) = survival_sum(p, &ends, sent.round() as i64, n_left);
+        let alpha = sum + survive * (left - n_left as f64);
         let p_loss = 1.0 - survive;
         // E[W_i] from Y = α + W − 1 (11), X = b(W − W'/2) (13) and
         // Y = X/2·(W'/2 + W − 1) + W/2 (15): b·W² − (b+1)·W − b·a² + b·a − 2α + 2 = 0, a = W'/2.
@@ -260,8 +286,8 @@ pub fn ideal_pkts_per_rtt(m: &TcpModel, d: usize, target_pkts_per_rtt: f64) -> f
     throughput_pkts_per_rtt(m, d, &[0.0]).min(target_pkts_per_rtt)
 }
 
-/// Bisection steps when solving for one drop probability (precision 2^-30 of `max_p`).
-const SOLVE_STEPS: u32 = 30;
+/// Bisection steps when solving for one drop probability (precision 2^-20 of `max_p`).
+const SOLVE_STEPS: u32 = 20;
 
 /// Solve for `x` in `[min_p, max_p]` such that the transfer of `d` packets, with
 /// `p[..from]` as given and `x` for packets `from + 1 ..= d`, reaches `goal` packets per
@@ -465,6 +491,24 @@ mod tests {
             } else {
                 // Held at the floor: the transfer is already at or below its ideal.
                 assert!(f <= target * (1.0 + 1e-9), "d={d}: {f}");
+            }
+        }
+    }
+
+    #[test]
+    fn run_sums_equal_the_term_by_term_sums() {
+        let mut p = vec![0.0; 5];
+        p.extend([0.1, 0.1, 0.1, 0.3, 0.02, 0.02]);
+        let ends = run_ends(&p);
+        for base in [-1i64, 0, 3, 7, 10, 20] {
+            for n in [0usize, 1, 4, 9, 30] {
+                let (mut sum, mut surv) = (0.0, 1.0);
+                for k in 0..n {
+                    sum += surv;
+                    surv *= 1.0 - prob(&p, (base + k as i64 + 1) as f64);
+                }
+                let (s2, v2) = survival_sum(&p, &ends, base, n);
+                assert!(close(s2, sum, 1e-12) && close(v2, surv, 1e-12), "base {base} n {n}: {s2} {v2} vs {sum} {surv}");
             }
         }
     }

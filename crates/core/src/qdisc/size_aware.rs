@@ -34,7 +34,7 @@
 //! - Each probability is capped at `max_drop_p` (0.5), so every connection can finish.
 //! - The target is kept within [`min_target_pkts_per_rtt`, loss-free throughput of M
 //!   packets]; above that bound the curve is all zeros anyway. Curves are computed for the
-//!   target rounded to a 2.5 % log grid and cached (64 curves, oldest evicted), because
+//!   target rounded to a 2.5 % log grid and cached (256 curves, oldest evicted), because
 //!   one per-packet curve of M = 1000 costs tens of milliseconds.
 //!
 //! Knobs (defaults: the paper's Table 3 and Section 5, else as noted):
@@ -53,9 +53,11 @@
 //! - `link_rate_bps` (10 Mbit/s) and `mean_pkt_size_bytes` (512, the paper's packet):
 //!   only for the EWMA's idle-time decay; the simulator sets the rate to its link's.
 //!
+//! - `fixed_drop_p` (unset): a given per-packet curve instead, for validation.
+//!
 //! Complexity: O(1) per packet (table lookup, curve lookup); a curve rebuild is O(M²)
 //! analysis work (the per-packet form solves M one-dimensional problems), amortised by the
-//! cache. Memory: the table (capacity × ~40 bytes) and at most 64 curves of M `f32`.
+//! cache. Memory: the table (capacity × ~40 bytes) and at most 256 curves of M `f32`.
 //!
 //! Limits: RTT_an is one value for all connections (Section 6.1 shows the method is not
 //! sensitive to it); a connection idle for more than `t_update_ns` restarts its count
@@ -74,8 +76,8 @@ use crate::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// Curves kept for recently used targets.
-const CURVE_CACHE_ENTRIES: usize = 64;
+/// Curves kept for recently used targets (256 × M `f32`: 1 MB at M = 1000).
+const CURVE_CACHE_ENTRIES: usize = 256;
 /// Curves are computed for the target rounded to this log grid.
 const TARGET_GRID_RATIO: f64 = 1.025;
 
@@ -124,6 +126,10 @@ pub struct SizeAwareConfig {
     pub link_rate_bps: u64,
     /// Typical packet size, bytes (idle-time decay of the average).
     pub mean_pkt_size_bytes: u32,
+    /// A fixed curve instead of the target-driven one: packet i is dropped with
+    /// `fixed_drop_p[i − 1]` (the last value repeats), and the target never moves. For
+    /// validating the analysis with a known loss pattern (the paper's Figure 7).
+    pub fixed_drop_p: Option<Vec<f64>>,
 }
 
 impl Default for SizeAwareConfig {
@@ -150,6 +156,7 @@ impl Default for SizeAwareConfig {
             flow_table_capacity: 4096,
             link_rate_bps: 10_000_000,
             mean_pkt_size_bytes: 512,
+            fixed_drop_p: None,
         }
     }
 }
@@ -244,6 +251,15 @@ impl SizeAwareConfig {
         if self.mean_pkt_size_bytes == 0 {
             return Err(ConfigError::new("mean_pkt_size_bytes", 0, "at least 1 byte"));
         }
+        if let Some(f) = &self.fixed_drop_p {
+            if f.is_empty() || f.len() > 100_000 || !f.iter().all(|p| (0.0..=1.0).contains(p)) {
+                return Err(ConfigError::new(
+                    "fixed_drop_p",
+                    format!("{f:?}"),
+                    "1 to 100000 probabilities in [0, 1], or unset",
+                ));
+            }
+        }
         let model = self.tcp_model();
         let max_target = throughput_pkts_per_rtt(&model, self.m_pkts as usize, &[0.0]).max(self.min_target_pkts_per_rtt);
         let red = RedParams {
@@ -268,6 +284,8 @@ impl SizeAwareConfig {
                 .clamp(self.min_target_pkts_per_rtt, max_target),
             max_target_pkts_per_rtt: max_target,
             arrivals_since_update: 0,
+            target_sum: 0.0,
+            target_samples: 0,
             curves: VecDeque::new(),
             curve: 0,
             table: BoundedTable::new(self.flow_table_capacity),
@@ -276,7 +294,10 @@ impl SizeAwareConfig {
             backlog_bytes: 0,
             stats: SizeAwareStats::default(),
         };
-        q.select_curve();
+        match &self.fixed_drop_p {
+            Some(f) => q.curves.push_back((0, f.iter().map(|&p| p as f32).collect())),
+            None => q.select_curve(),
+        }
         Ok(q)
     }
 }
@@ -309,6 +330,9 @@ pub struct SizeAware {
     target_pkts_per_rtt: f64,
     max_target_pkts_per_rtt: f64,
     arrivals_since_update: u32,
+    /// Sum and number of the targets seen at the update instants (every N arrivals).
+    target_sum: f64,
+    target_samples: u64,
     /// (grid key, drop probability of packet i at index i − 1), most recent last.
     curves: VecDeque<(i32, Vec<f32>)>,
     /// Index of the current curve in `curves`.
@@ -323,6 +347,15 @@ pub struct SizeAware {
 impl SizeAware {
     pub fn target_pkts_per_rtt(&self) -> f64 {
         self.target_pkts_per_rtt
+    }
+    /// Mean of the target over the update instants (every N arrivals): the target the
+    /// run's packets mostly saw.
+    pub fn mean_target_pkts_per_rtt(&self) -> f64 {
+        if self.target_samples == 0 {
+            self.target_pkts_per_rtt
+        } else {
+            self.target_sum / self.target_samples as f64
+        }
     }
     /// The EWMA of the queue length, packets.
     pub fn avg_queue_pkts(&self) -> f64 {
@@ -340,7 +373,7 @@ impl SizeAware {
     pub fn packet_count(&self, key: &FlowKey) -> Option<u32> {
         self.table.get(key).map(|i| self.conns[i as usize].pkts)
     }
-    /// Curves held in the cache (at most 64).
+    /// Curves held in the cache (at most 256).
     pub fn cached_curves(&self) -> usize {
         self.curves.len()
     }
@@ -381,6 +414,11 @@ impl SizeAware {
             return;
         }
         self.arrivals_since_update = 0;
+        self.target_sum += self.target_pkts_per_rtt;
+        self.target_samples += 1;
+        if self.cfg.fixed_drop_p.is_some() {
+            return;
+        }
         let before = self.target_pkts_per_rtt;
         if self.avg.avg < self.cfg.min_th_pkts {
             self.target_pkts_per_rtt = (before * self.cfg.alpha).min(self.max_target_pkts_per_rtt);
@@ -674,6 +712,31 @@ mod tests {
         let mid: f64 = got[10..100].iter().sum::<f64>() / 90.0;
         let sd = (probs[1] * (1.0 - probs[1]) / (400.0 * 90.0)).sqrt();
         assert!((mid - probs[1]).abs() < 5.0 * sd, "{mid} vs {}", probs[1]);
+    }
+
+    #[test]
+    fn a_fixed_curve_drops_by_index_and_holds_the_target() {
+        // Figure 7's pattern: packets 1–20 never dropped, 21 and later with 0.03.
+        let mut fixed = vec![0.0; 20];
+        fixed.push(0.03);
+        let cfg = SizeAwareConfig { fixed_drop_p: Some(fixed), update_every_pkts: 1, ..SizeAwareConfig::default() };
+        let flows = 2000;
+        let got = drop_fraction_by_index(&cfg, flows, 40);
+        assert!(got[..20].iter().all(|&f| f == 0.0));
+        let tail: f64 = got[20..].iter().sum::<f64>() / 20.0;
+        let sd = (0.03f64 * 0.97 / (flows as f64 * 20.0)).sqrt();
+        assert!((tail - 0.03).abs() < 5.0 * sd, "{tail}");
+        // An empty queue would raise a target every arrival (N = 1); a fixed curve keeps it.
+        let mut q = Accounted::new(cfg.build().unwrap(), Rng::new(1, 0));
+        for i in 0..200 {
+            q.enqueue(pkt(1, 2, i, 500), Instant(i as u64));
+            q.dequeue(Instant(i as u64));
+        }
+        assert_eq!(q.inner().target_pkts_per_rtt(), 4.0);
+        assert_eq!(q.inner().size_aware_stats().target_increases, 0);
+        assert_eq!(q.inner().drop_probability(10_000), 0.03f32 as f64);
+        let bad = SizeAwareConfig { fixed_drop_p: Some(vec![1.5]), ..SizeAwareConfig::default() };
+        assert_eq!(bad.build().unwrap_err().field, "fixed_drop_p");
     }
 
     #[test]
