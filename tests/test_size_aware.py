@@ -51,3 +51,17 @@ def test_figure5_quick_simulation_follows_the_analysis() -> None:
         assert row["sim_pkts_per_rtt"] == pytest.approx(row["analysis_pkts_per_rtt"], rel=0.35), row
     sim = table["sim_pkts_per_rtt"].to_list()
     assert sim[-1] > 10 * sim[0]  # the unfairness of Figure 2
+
+
+def test_figure7_quick_simulation_follows_the_analysis() -> None:
+    from smallpipe.experiments import size_aware_fig7
+
+    table = size_aware_fig7.run(sizes=(10, 20, 100, 1000), per_size=60, seed=2)
+    rows = {r["size_pkts"]: r for r in table.iter_rows(named=True)}
+    # Up to 20 packets nothing is dropped: pure slow start, ceil(log2(d+1)) rounds in the
+    # simulator (whole rounds), log2(d+1) in the analysis.
+    assert rows[20]["sim_pkts_per_rtt"] == pytest.approx(20 / math.ceil(math.log2(21)), rel=0.02)
+    for d in (100, 1000):
+        assert rows[d]["sim_pkts_per_rtt"] == pytest.approx(rows[d]["analysis_pkts_per_rtt"], rel=0.35)
+        # The 20-packet grace helps: more than with 0.03 throughout.
+        assert rows[d]["sim_pkts_per_rtt"] > rows[d]["analysis_const_pkts_per_rtt"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -42,8 +43,10 @@ PAPER = {"peak_pkts": {0.005: 500, 0.01: 200}}
 """Where the paper's Figure 5 throughput peaks (read from its text, Section 3.3)."""
 
 
-def scenario(p: float, *, sizes: Sequence[int], per_size: int, seed: int) -> Scenario:
-    """One run: ``per_size`` transfers of each size over a link losing packets with ``p``."""
+def scenario(p: float, *, sizes: Sequence[int], per_size: int, seed: int,
+             queue: dict[str, Any] | None = None) -> Scenario:
+    """One run: ``per_size`` transfers of each size over a link losing packets with ``p``
+    (or dropping them as ``queue`` decides, when given)."""
     groups = [
         {"count": per_size, "app": "transfer", "size_bytes": d * MSS_BYTES, "rtt_ms": RTT_MS, "start_s": [0.0, 20.0]}
         for d in sizes
@@ -55,7 +58,7 @@ def scenario(p: float, *, sizes: Sequence[int], per_size: int, seed: int) -> Sce
         # Each transfer has its own 100 Mbit/s access links; the shared loss-injecting hop is
         # 10 Gbit/s so the concurrent transfers of one run never queue behind each other.
         link={"rate_bps": 10e9, "access_rate_bps": 100e6, "delay_ms": 1.0, "loss": p,
-              "queue": {"kind": "droptail", "limit_pkts": 10_000}},
+              "queue": queue or {"kind": "droptail", "limit_pkts": 10_000}},
         tcp={"packet_size_bytes": PACKET_BYTES, "recovery": "reno", "initial_window_pkts": 1,
              "delayed_ack": False, "timestamps": False, "rwnd_bytes": 1 << 30, "min_rto_ms": T0_S * 1e3,
              "initial_rto_ms": T0_S * 1e3},
