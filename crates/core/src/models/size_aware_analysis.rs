@@ -316,22 +316,32 @@ fn solve_segment(m: &TcpModel, d: usize, p: &mut Vec<f64>, from: usize, goal: f6
     hi
 }
 
-/// The per-packet drop probabilities `p_1 … p_M` of Section 4: `p_d` solves
-/// `f(d, p_1, …, p_d) = g(d)` with `p_1 … p_{d−1}` already fixed, `g` the ideal throughput
-/// for `target_pkts_per_rtt`. Each is kept in `[p_{d−1}, max_p]`: the probabilities only
-/// grow with the packet count (the paper's Section 3 key idea). Without that floor the
-/// greedy fit is spiky — only the last packet is free, so it alone must pay the whole
-/// excess and the next ones get 0.
+/// The per-packet drop probabilities `p_1 … p_M` of Section 4, for the ideal throughput
+/// `g` at `target_pkts_per_rtt`: packets up to `d_0`, the largest transfer whose loss-free
+/// throughput is within the target, are never dropped; for `d > d_0`, `x_d` is the one
+/// probability for packets `d_0 + 1 … d` with which a `d`-packet transfer reaches `g(d)`,
+/// and `p_d = max(x_{d_0+1} … x_d)`, in `[0, max_p]`.
+///
+/// The paper's recursion instead fixes `p_1 … p_{d−1}` and solves for `p_d` alone. With
+/// this expected-value analysis that is ill-conditioned: the last packet alone must pay
+/// for the whole excess, so the curve jumps to the cap for a few packets and falls back to
+/// 0 (at target 2.9 pkts/RTT, RTT 22 ms: runs of 0.5 around packets 42, 194–199,
+/// 306–315), and flooring it at `p_{d−1}` leaves long transfers at 0.16 of their ideal.
+/// Solving for a common value over the whole dropping range keeps each `d`-packet
+/// transfer near `g(d)` (docs/size_aware.md gives the numbers).
 pub fn per_packet_probabilities(m: &TcpModel, target_pkts_per_rtt: f64, m_pkts: usize, max_p: f64) -> Vec<f64> {
+    let d0 = (1..=m_pkts)
+        .take_while(|&d| throughput_pkts_per_rtt(m, d, &[0.0]) <= target_pkts_per_rtt)
+        .last()
+        .unwrap_or(0);
+    let mut out = vec![0.0; m_pkts];
     let mut p = Vec::with_capacity(m_pkts);
-    let mut out: Vec<f64> = Vec::with_capacity(m_pkts);
-    for d in 1..=m_pkts {
+    let mut running = 0.0;
+    for d in d0 + 1..=m_pkts {
         let goal = ideal_pkts_per_rtt(m, d, target_pkts_per_rtt);
-        let floor = out.last().copied().unwrap_or(0.0);
-        let x = solve_segment(m, d, &mut p, d - 1, goal, floor, max_p);
-        p.truncate(d - 1);
-        p.push(x);
-        out.push(x);
+        // x_d ≤ running when the running value already holds the transfer to its ideal.
+        running = solve_segment(m, d, &mut p, d0, goal, running, max_p);
+        out[d - 1] = running;
     }
     out
 }
@@ -478,21 +488,31 @@ mod tests {
         let m = TcpModel::default();
         let target = 4.0;
         let p = per_packet_probabilities(&m, target, 300, 1.0);
-        // Loss-free slow start reaches 4 pkts/RTT only past 15 packets (15/log2(16) = 3.75),
-        // so nothing below is dropped.
-        assert!(p[..15].iter().all(|&x| x == 0.0), "{:?}", &p[..15]);
+        // Loss-free slow start stays within 4 pkts/RTT up to 15 packets (15/log2(16) = 3.75,
+        // 16/log2(17) = 3.91, 17/log2(18) = 4.08), so nothing up to 16 is dropped.
+        assert!(p[..16].iter().all(|&x| x == 0.0), "{:?}", &p[..16]);
+        assert!(p[16] > 0.0);
         assert!(p.windows(2).all(|w| w[1] >= w[0]), "not monotone");
-        assert!(p.iter().any(|&x| x > 0.0));
-        for d in 16..=300 {
-            let f = throughput_pkts_per_rtt(&m, d, &p[..d]);
+        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+        for d in 17..=300 {
+            // Every transfer past the loss-free range lands near the target (the earlier
+            // packets' probabilities are at most p_d, so it may be a little above).
+            let f = throughput_pkts_per_rtt(&m, d, &p[..d]) / target;
+            lo = lo.min(f);
+            hi = hi.max(f);
+            // Where p_d was raised at d (a new maximum), the constant p_d over 17..=d
+            // meets the target exactly.
             if p[d - 1] > p[d - 2] {
-                // Raised above the previous one: solved exactly.
-                assert!(close(f, target, 1e-6), "d={d}: {f}");
-            } else {
-                // Held at the floor: the transfer is already at or below its ideal.
-                assert!(f <= target * (1.0 + 1e-9), "d={d}: {f}");
+                let mut flat = vec![0.0; 16];
+                flat.resize(d, p[d - 1]);
+                let g = throughput_pkts_per_rtt(&m, d, &flat);
+                // (to the bisection's precision: 2^-20 of max_p moves f by up to 0.2 %)
+                assert!(close(g, target, 5e-3), "d={d}: {g}");
             }
         }
+        // Not exact (the analysis is not smooth in d: Q rounds the window), but within a
+        // quarter of the ideal; a recursion floored at p_{d−1} falls to 0.16 of it.
+        assert!(lo > 0.75 && hi < 1.15, "f/g in [{lo}, {hi}]");
     }
 
     #[test]

@@ -29,8 +29,12 @@
 //! - Counted and subject to the policy: every packet except SYNs and pure ACKs (no
 //!   payload, ACK set, no FIN); the paper's ns-2 TCP has no handshake. Dropped arrivals
 //!   count too: the analysis indexes transmitted packets, retransmissions included.
-//! - The per-packet curve never decreases (`p_d ≥ p_{d−1}`, the paper's "set to be higher
-//!   as the number of packets increases"): the literal greedy fit is spiky.
+//! - Per-packet form: packets up to `d_0` (the largest transfer whose loss-free throughput
+//!   is within the target) are never dropped; `p_d` is the running maximum of `x_d`, the
+//!   one probability for packets `d_0+1 … d` with which a `d`-packet transfer reaches
+//!   `g(d)`. The paper's recursion (solve `p_d` alone, earlier ones fixed) is
+//!   ill-conditioned with its expected-value analysis (runs of the cap, then zeros); see
+//!   [`crate::models::size_aware_analysis::per_packet_probabilities`].
 //! - Each probability is capped at `max_drop_p` (0.5), so every connection can finish.
 //! - The target is kept within [`min_target_pkts_per_rtt`, loss-free throughput of M
 //!   packets]; above that bound the curve is all zeros anyway. Curves are computed for the
