@@ -108,6 +108,18 @@ def _data_flows(result: Result) -> pl.DataFrame:
     ).with_columns(start_ns=pl.col("start_ns") + (pl.col("rtt_ms") * 0.5e6).cast(pl.Int64))
 
 
+def fairness_by_size_bin(flows: pl.DataFrame, target: float) -> float:
+    """Jain's index over size bins (powers of two) of the mean of each flow's throughput
+    over its ideal — the same ratios as ``modified_fairness_index``, averaged within a bin
+    first, so it measures only the bias by size, not the spread among flows of one size."""
+    pkts = (flows["size_bytes"] / MSS_BYTES).ceil().to_numpy()
+    rounds = 1.0 + np.clip(np.log2(pkts), 0.0, None)
+    thr = pkts / ((flows["end_ns"] - flows["start_ns"]).to_numpy() / 1e6 / flows["rtt_ms"].to_numpy())
+    ratio = thr / np.minimum(pkts / rounds, target)
+    bins = pl.DataFrame({"bin": np.floor(np.log2(pkts)).astype(np.int64), "ratio": ratio})
+    return metrics.jain(bins.group_by("bin").agg(pl.col("ratio").mean())["ratio"].to_numpy())
+
+
 def fairness_rows(results: dict[str, Result], tau_ms: float, target: float) -> list[dict[str, Any]]:
     """Table 4/5 rows for one τ: index, utilization, loss rate per method."""
     rows = []
@@ -120,6 +132,7 @@ def fairness_rows(results: dict[str, Result], tau_ms: float, target: float) -> l
             "connections": flows.height,
             "fairness": metrics.modified_fairness_index(flows, mss_bytes=MSS_BYTES, iw_pkts=1,
                                                         target_pkts_per_rtt=target),
+            "fairness_by_size_bin": fairness_by_size_bin(flows, target),
             "utilization": bottleneck["utilization"][0],
             "loss_rate": bottleneck["loss_rate"][0],
             "target_pkts_per_rtt": target,
@@ -165,6 +178,7 @@ def run(*, taus_ms: Sequence[float] = TAUS_MS, quick: bool = True, seed: int = 1
         target, low_target = _mean_target(results["size_aware"]), _mean_target(results["size_aware_low_th"])
         for row, low in zip(fairness_rows(results, tau, target), fairness_rows(results, tau, low_target), strict=True):
             row["fairness_low_th_target"] = low["fairness"]
+            row["fairness_by_size_bin_low_th_target"] = low["fairness_by_size_bin"]
             row["low_th_target_pkts_per_rtt"] = low_target
             rows.append(row)
         for method, result in results.items():
