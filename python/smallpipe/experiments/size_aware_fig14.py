@@ -25,7 +25,12 @@ import numpy as np
 import polars as pl
 
 from smallpipe import metrics
-from smallpipe.experiments.size_aware_table4 import LOW_THRESHOLDS, fairness_rows, rtt_ms, scenario
+from smallpipe.experiments.size_aware_table4 import (
+    LOW_THRESHOLDS,
+    fairness_rows,
+    rtt_ms,
+    scenario,
+)
 from smallpipe.models import size_aware as analysis
 from smallpipe.result import simulate
 

@@ -135,6 +135,7 @@ def fairness_rows(results: dict[str, Result], tau_ms: float, target: float) -> l
             "fairness_by_size_bin": fairness_by_size_bin(flows, target),
             "utilization": bottleneck["utilization"][0],
             "loss_rate": bottleneck["loss_rate"][0],
+            "mean_backlog_pkts": bottleneck["mean_backlog_pkts"][0],
             "target_pkts_per_rtt": target,
             "paper_fairness": PAPER["fairness"].get(method, {}).get(tau_ms),
             "paper_utilization": PAPER["utilization"].get(method, {}).get(tau_ms),

@@ -229,7 +229,7 @@ impl SizeAwareConfig {
             return Err(ConfigError::new("initial_window_pkts", self.initial_window_pkts, "a number ≥ 1"));
         }
         if let Some(w) = self.max_window_pkts {
-            if !(w >= self.initial_window_pkts) || w.is_nan() {
+            if w.is_nan() || w < self.initial_window_pkts {
                 return Err(ConfigError::new(
                     "max_window_pkts",
                     w,
