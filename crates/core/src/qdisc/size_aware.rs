@@ -18,9 +18,11 @@
 //!   `update_every_pkts` (N) arrivals; below `min_th` the target is multiplied by `alpha`,
 //!   above `max_th` by `beta`, in between it stays.
 //! - Drop curve: with `g(d) = min(loss-free throughput of d packets, target)` (the paper's
-//!   Figure 9(b) ideal), `p_d` solves `f(d, p_1…p_d) = g(d)` for `d = 1…M` (per-packet
-//!   form), or one probability per log-spaced interval `(d_{i−1}, d_i]`, `d_i =
-//!   10^(i·log10 M / n)` (n-threshold form, `thresholds = n`). Packet `i > M` uses `p_M`.
+//!   Figure 9(b) ideal) and `f` the analysis' throughput, the probabilities make
+//!   `f(d, p_1…p_d)` meet `g(d)` for `d = 1…M`: one per packet (per-packet form, fitted
+//!   as described under the choices below), or one per log-spaced interval `(d_{i−1},
+//!   d_i]`, `d_i = 10^(i·log10 M / n)`, each solved at `d_i` (n-threshold form,
+//!   `thresholds = n`). Packet `i > M` uses `p_M`.
 //!   The curve is rebuilt when the target changes (every N arrivals at most).
 //! - An arriving packet with index `i` is dropped with probability `p_i` (`size_policy`);
 //!   if it is kept and the buffer is full it is dropped as `overlimit` (tail drop).
