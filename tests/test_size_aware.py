@@ -97,3 +97,13 @@ def test_method_spares_short_transfers_beside_bulk_flows() -> None:
     assert tail_policy == 0 and sa_policy > 0
     assert sa_fct < 0.75 * tail_fct, (sa_fct, tail_fct)
     assert sa_timeouts < tail_timeouts, (sa_timeouts, tail_timeouts)
+
+
+def test_figure14_analysis_three_thresholds_are_enough() -> None:
+    """The paper's Figure 14 (analysis side): fairness rises with the number of log-spaced
+    thresholds and is "sufficiently good" from 3 on."""
+    from smallpipe.experiments.size_aware_fig14 import analysis_fairness
+
+    one, three, five = (analysis_fairness(n, 2.0) for n in (1, 3, 5))
+    assert one < three <= five + 1e-9
+    assert three > 0.95
