@@ -79,7 +79,8 @@ def simulate(config_json: str) -> dict[str, Any]:
           ``arrived_pkts``, ``dropped_pkts``, ``drop_overlimit``, ``drop_early``,
           ``drop_flow_limit``, ``drop_admission``, ``drop_size_policy``,
           ``drop_link_loss``, ``loss_rate``, ``mean_backlog_pkts``,
-          ``mean_queue_delay_ms``.
+          ``mean_queue_delay_ms``, ``size_aware_mean_target_pkts_per_rtt`` (the
+          size-aware discipline's target averaged over the run; None for others).
         - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,
           ``response_ns`` (None when not acknowledged before the end).
         - progress (flows with ``record_progress``): ``flow_id``, ``packets``,
@@ -91,4 +92,42 @@ def simulate(config_json: str) -> dict[str, Any]:
     Raises:
         ConfigError: the scenario is invalid.
         SimulationError: the run failed.
+    """
+
+def size_aware_transfer_time_s(
+    d: int,
+    p: list[float],
+    *,
+    rtt_s: float,
+    t0_s: float,
+    b: float,
+    w1_pkts: float,
+    w_max_pkts: float | None = None,
+) -> float:
+    """Expected time (s) for TCP Reno to transfer ``d`` packets when the i-th transmitted
+    packet is lost with probability ``p[i-1]`` (the last value repeats): Tokuda et al.,
+    Section 3. See :mod:`smallpipe.models.size_aware`.
+
+    Raises:
+        ValueError: a probability outside [0, 1] or a TCP parameter out of range.
+    """
+
+def size_aware_drop_curve(
+    target_pkts_per_rtt: float,
+    m_pkts: int,
+    *,
+    thresholds: int = 0,
+    max_p: float = 0.5,
+    rtt_s: float,
+    t0_s: float,
+    b: float,
+    w1_pkts: float,
+    w_max_pkts: float | None = None,
+) -> tuple[list[int], list[float]]:
+    """The size-aware discipline's drop probabilities for a target throughput: ``(ends,
+    probs)`` where ``probs[j]`` applies up to packet ``ends[j]`` (per packet when
+    ``thresholds`` is 0, else the log-spaced intervals of Section 6.2).
+
+    Raises:
+        ValueError: an argument out of range.
     """

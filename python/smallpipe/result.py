@@ -84,6 +84,7 @@ LINKS_SCHEMA = pl.Schema(
         "queue_delay_p50_ms": pl.Float64,
         "queue_delay_p99_ms": pl.Float64,
         "queue_delay_max_ms": pl.Float64,
+        "size_aware_mean_target_pkts_per_rtt": pl.Float64,
     }
 )
 """One row per link direction (``"bottleneck"``, ``"bottleneck_reverse"``, ...). Queueing

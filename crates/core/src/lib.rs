@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aqm;
+pub mod models;
 pub mod error;
 pub mod packet;
 pub mod qdisc;

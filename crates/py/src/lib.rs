@@ -4,6 +4,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use smallpipe_core::models::size_aware_analysis::{self as sa, TcpModel};
 use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
 use smallpipe_sim::{Results, Scenario};
 
@@ -122,6 +123,10 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     links.set_item("queue_delay_p50_ms", l.iter().map(|x| x.queue_delay_p50_ms).collect::<Vec<_>>())?;
     links.set_item("queue_delay_p99_ms", l.iter().map(|x| x.queue_delay_p99_ms).collect::<Vec<_>>())?;
     links.set_item("queue_delay_max_ms", l.iter().map(|x| x.queue_delay_max_ms).collect::<Vec<_>>())?;
+    links.set_item(
+        "size_aware_mean_target_pkts_per_rtt",
+        l.iter().map(|x| x.size_aware_mean_target_pkts_per_rtt).collect::<Vec<_>>(),
+    )?;
     out.set_item("links", links)?;
 
     let delays = PyDict::new(py);
@@ -159,6 +164,58 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     Ok(out)
 }
 
+/// The TCP of the size-aware analysis, checked: every argument finite and in range.
+#[allow(clippy::too_many_arguments)]
+fn size_aware_model(rtt_s: f64, t0_s: f64, b: f64, w1_pkts: f64, w_max_pkts: Option<f64>) -> PyResult<TcpModel> {
+    let ok = rtt_s.is_finite() && rtt_s > 0.0 && t0_s.is_finite() && t0_s > 0.0 && b >= 1.0 && b.is_finite()
+        && w1_pkts >= 1.0 && w1_pkts.is_finite() && w_max_pkts.is_none_or(|w| w >= w1_pkts);
+    if !ok {
+        return Err(PyValueError::new_err(
+            "need rtt_s > 0, t0_s > 0, b ≥ 1, w1_pkts ≥ 1 and w_max_pkts ≥ w1_pkts (or None)",
+        ));
+    }
+    Ok(TcpModel { rtt_s, t0_s, b, delta: 1.0, w1_pkts, w_max_pkts: w_max_pkts.unwrap_or(f64::INFINITY) })
+}
+
+fn check_probs(p: &[f64]) -> PyResult<()> {
+    if p.iter().all(|x| (0.0..=1.0).contains(x)) {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err("every loss probability must be in [0, 1]"))
+    }
+}
+
+/// Expected time (s) to transfer `d` packets when the i-th is lost with probability
+/// `p[i-1]` (the last value repeats) — Tokuda et al. Section 3.
+#[pyfunction]
+#[pyo3(signature = (d, p, *, rtt_s, t0_s, b, w1_pkts, w_max_pkts=None))]
+fn size_aware_transfer_time_s(d: usize, p: Vec<f64>, rtt_s: f64, t0_s: f64, b: f64, w1_pkts: f64,
+                              w_max_pkts: Option<f64>) -> PyResult<f64> {
+    check_probs(&p)?;
+    Ok(sa::transfer_time_s(&size_aware_model(rtt_s, t0_s, b, w1_pkts, w_max_pkts)?, d, &p))
+}
+
+/// Drop probabilities of the size-aware discipline for a target (packets per RTT): per
+/// packet `1..=m_pkts` when `thresholds` is 0, else one per log-spaced interval.
+#[pyfunction]
+#[pyo3(signature = (target_pkts_per_rtt, m_pkts, *, thresholds=0, max_p=0.5, rtt_s, t0_s, b, w1_pkts, w_max_pkts=None))]
+#[allow(clippy::too_many_arguments)]
+fn size_aware_drop_curve(target_pkts_per_rtt: f64, m_pkts: usize, thresholds: usize, max_p: f64, rtt_s: f64,
+                         t0_s: f64, b: f64, w1_pkts: f64, w_max_pkts: Option<f64>) -> PyResult<(Vec<usize>, Vec<f64>)> {
+    if !(target_pkts_per_rtt.is_finite() && target_pkts_per_rtt > 0.0) || m_pkts == 0 || thresholds > m_pkts
+        || !(max_p > 0.0 && max_p <= 1.0) {
+        return Err(PyValueError::new_err("need target > 0, m_pkts ≥ 1, thresholds ≤ m_pkts, max_p in (0, 1]"));
+    }
+    let m = size_aware_model(rtt_s, t0_s, b, w1_pkts, w_max_pkts)?;
+    Ok(if thresholds == 0 {
+        ((1..=m_pkts).collect(), sa::per_packet_probabilities(&m, target_pkts_per_rtt, m_pkts, max_p))
+    } else {
+        let th = sa::log_thresholds(thresholds, m_pkts);
+        let p = sa::threshold_probabilities(&m, target_pkts_per_rtt, &th, max_p);
+        (th, p)
+    })
+}
+
 #[pymodule]
 fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -166,6 +223,8 @@ fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(size_aware_transfer_time_s, m)?)?;
+    m.add_function(wrap_pyfunction!(size_aware_drop_curve, m)?)?;
     Ok(())
 }
 

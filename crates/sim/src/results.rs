@@ -3,7 +3,7 @@
 
 use crate::config::AppKind;
 use crate::link::Link;
-use smallpipe_core::{DropReason, Instant};
+use smallpipe_core::{AnyQdisc, DropReason, Instant};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowRow {
@@ -70,6 +70,9 @@ pub struct LinkRow {
     pub queue_delay_max_ms: f64,
     /// The delay distribution: (bucket's highest delay in ns, packets), non-empty buckets only.
     pub queue_delay_hist: Vec<(u64, u64)>,
+    /// Size-aware dropping: its target throughput (packets per RTT_an) averaged over the
+    /// run's update instants; `None` for other disciplines.
+    pub size_aware_mean_target_pkts_per_rtt: Option<f64>,
 }
 
 impl LinkRow {
@@ -95,6 +98,10 @@ impl LinkRow {
             queue_delay_p99_ms: quantile_ms(0.99),
             queue_delay_max_ms: if hist.is_empty() { 0.0 } else { hist.max() as f64 / 1e6 },
             queue_delay_hist: hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect(),
+            size_aware_mean_target_pkts_per_rtt: match l.queue.inner() {
+                AnyQdisc::SizeAware(q) => Some(q.mean_target_pkts_per_rtt()),
+                _ => None,
+            },
         }
     }
 }

@@ -311,6 +311,9 @@ impl Simulator {
             }
             _ => {}
         }
+        if let QdiscConfig::SizeAware(sa) = &mut queue {
+            sa.link_rate_bps = rate_bps;
+        }
         let q = Accounted::new(queue.build()?, Rng::new(self.seed, 0x2000_0000 + id as u64));
         let rng = Rng::new(self.seed, 0x1000 + id as u64);
         self.links.push(Link::new(name.to_string(), rate_bps, delay, jitter, loss, q, to_node, rng));

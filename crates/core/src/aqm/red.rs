@@ -150,9 +150,9 @@ impl RedParams {
     }
 }
 
-/// Only the average-queue step of an arrival (with the idle-time decay), no decision: RIO
-/// keeps its total average current on in-packet arrivals, which are decided on the in
-/// average.
+/// Only the average-queue step of an arrival seeing `qlen` queued (with the idle-time
+/// decay), no decision: RIO keeps its total average current on in-packet arrivals, and
+/// size-aware dropping drives its target from this average.
 pub fn red_update_avg(p: &RedParams, v: &mut RedVars, now: Instant, qlen: f64) {
     let m = v.idle_since.take().map_or(0, |t| p.idle_packets(now.saturating_since(t)));
     let decay = (1.0 - p.w_q).powi(m.saturating_add(1).min(i32::MAX as u64) as i32);

@@ -15,6 +15,7 @@ pub(crate) mod parts;
 pub mod red;
 pub mod rio;
 pub mod sfq;
+pub mod size_aware;
 #[cfg(test)]
 pub(crate) mod testkit;
 
@@ -28,6 +29,7 @@ pub use host_fq::{HostFq, HostFqConfig, HostKey};
 pub use red::{Red, RedConfig, RedMode};
 pub use rio::{Rio, RioConfig};
 pub use sfq::{Sfq, SfqConfig};
+pub use size_aware::{SizeAware, SizeAwareConfig};
 
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
@@ -88,6 +90,7 @@ pub enum QdiscConfig {
     HostFq(HostFqConfig),
     ClassIsolation(ClassIsolationConfig),
     Rio(RioConfig),
+    SizeAware(SizeAwareConfig),
 }
 
 impl Default for QdiscConfig {
@@ -107,6 +110,7 @@ impl QdiscConfig {
             QdiscConfig::HostFq(c) => c.build().map(AnyQdisc::HostFq),
             QdiscConfig::ClassIsolation(c) => c.build().map(AnyQdisc::ClassIsolation),
             QdiscConfig::Rio(c) => c.build().map(AnyQdisc::Rio),
+            QdiscConfig::SizeAware(c) => c.build().map(AnyQdisc::SizeAware),
         }
     }
 }
@@ -125,6 +129,7 @@ pub enum AnyQdisc {
     HostFq(HostFq),
     ClassIsolation(ClassIsolation),
     Rio(Rio),
+    SizeAware(SizeAware),
 }
 
 macro_rules! dispatch {
@@ -138,6 +143,7 @@ macro_rules! dispatch {
             AnyQdisc::HostFq($q) => $e,
             AnyQdisc::ClassIsolation($q) => $e,
             AnyQdisc::Rio($q) => $e,
+            AnyQdisc::SizeAware($q) => $e,
         }
     };
 }
@@ -169,7 +175,7 @@ mod tests {
 
     #[test]
     fn every_kind_parses_from_its_tag_with_defaults() {
-        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio"] {
+        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware"] {
             let json = format!("{{\"kind\": \"{kind}\"}}");
             let c: QdiscConfig = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{kind}: {e}"));
             c.build().unwrap_or_else(|e| panic!("{kind}: {e}"));
