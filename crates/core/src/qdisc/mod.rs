@@ -13,6 +13,7 @@ pub mod host_fq;
 pub(crate) mod parts;
 pub mod red;
 pub mod sfq;
+pub mod taq;
 #[cfg(test)]
 pub(crate) mod testkit;
 
@@ -23,6 +24,7 @@ pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use host_fq::{HostFq, HostFqConfig, HostKey};
 pub use red::{Red, RedConfig, RedMode};
 pub use sfq::{Sfq, SfqConfig};
+pub use taq::{Taq, TaqConfig, TaqSnapshot};
 
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
@@ -81,6 +83,7 @@ pub enum QdiscConfig {
     Fq(FqConfig),
     FqCodel(FqCodelConfig),
     HostFq(HostFqConfig),
+    Taq(TaqConfig),
 }
 
 impl Default for QdiscConfig {
@@ -98,6 +101,7 @@ impl QdiscConfig {
             QdiscConfig::Fq(c) => c.build().map(AnyQdisc::Fq),
             QdiscConfig::FqCodel(c) => c.build().map(AnyQdisc::FqCodel),
             QdiscConfig::HostFq(c) => c.build().map(AnyQdisc::HostFq),
+            QdiscConfig::Taq(c) => c.build().map(AnyQdisc::Taq),
         }
     }
 }
@@ -114,6 +118,7 @@ pub enum AnyQdisc {
     Fq(Fq),
     FqCodel(FqCodel),
     HostFq(HostFq),
+    Taq(Taq),
 }
 
 macro_rules! dispatch {
@@ -125,6 +130,7 @@ macro_rules! dispatch {
             AnyQdisc::Fq($q) => $e,
             AnyQdisc::FqCodel($q) => $e,
             AnyQdisc::HostFq($q) => $e,
+            AnyQdisc::Taq($q) => $e,
         }
     };
 }
@@ -156,7 +162,7 @@ mod tests {
 
     #[test]
     fn every_kind_parses_from_its_tag_with_defaults() {
-        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq"] {
+        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "taq"] {
             let json = format!("{{\"kind\": \"{kind}\"}}");
             let c: QdiscConfig = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{kind}: {e}"));
             c.build().unwrap_or_else(|e| panic!("{kind}: {e}"));

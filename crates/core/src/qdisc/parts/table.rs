@@ -71,6 +71,11 @@ impl<K: Copy + Eq + Hash> BoundedTable<K> {
         self.evictions
     }
 
+    /// The slot `key` owns, without inserting it.
+    pub fn get(&self, key: &K) -> Option<u32> {
+        self.map.get(key).copied()
+    }
+
     /// Find or insert `key`; `hash` picks the shared slot when the table is full and busy.
     pub fn lookup(&mut self, key: K, hash: u64) -> Slot {
         if let Some(&i) = self.map.get(&key) {
