@@ -315,11 +315,19 @@ impl Simulator {
         match ev {
             Event::TxDone { link } => {
                 let l = &mut self.links[link as usize];
+                let sent = l.sending;
                 if let Some(at) = l.finish_tx(self.now) {
                     self.events.push(at, Event::Arrive { link });
                 }
                 if let Some(done) = l.start_tx(self.now) {
                     self.events.push(done, Event::TxDone { link });
+                }
+                // The two bottleneck directions (links 0 and 1) pass one box: what one
+                // sends, the other's queue sees as its reverse direction (TAQ's ACKs).
+                if link < 2 {
+                    if let Some(pkt) = sent {
+                        self.links[1 - link as usize].queue.observe_reverse(&pkt, self.now);
+                    }
                 }
             }
             Event::Arrive { link } => {
@@ -695,3 +703,35 @@ pub fn simulate(sc: &Scenario) -> Result<Results, ConfigError> {
     Ok(Simulator::new(sc)?.run())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smallpipe_core::AnyQdisc;
+
+    /// The forward bottleneck's TAQ sees the reverse bottleneck's ACKs (`observe_reverse`),
+    /// so its flows get two-way epochs: at least the 200 ms propagation RTT, at most that
+    /// plus a full 50-packet buffer of 1500-byte packets at 1 Mbit/s (600 ms) and slack.
+    #[test]
+    fn forward_taq_observes_the_reverse_bottleneck() {
+        let sc = Scenario::from_json(
+            r#"{"duration_s":5,"link":{"rate_bps":1000000,"queue":{"kind":"taq"}},"tcp":{"delayed_ack":false},
+                "flows":[{"app":"bulk","count":4,"rtt_ms":200}]}"#,
+        )
+        .unwrap();
+        let mut sim = Simulator::new(&sc).unwrap();
+        while let Some((t, ev)) = sim.events.pop() {
+            if t >= sim.end {
+                break;
+            }
+            sim.now = t;
+            sim.handle(ev);
+        }
+        let now = sim.now;
+        let AnyQdisc::Taq(taq) = sim.links[0].queue.inner_mut() else { panic!("taq on the bottleneck") };
+        let s = taq.taq_snapshot(now);
+        assert_eq!((s.flows_tracked, s.two_way_flows), (4, 4));
+        let epoch_ms = s.mean_epoch_ns as f64 / 1e6;
+        assert!((200.0..1000.0).contains(&epoch_ms), "{epoch_ms} ms");
+    }
+}

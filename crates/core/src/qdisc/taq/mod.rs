@@ -310,6 +310,10 @@ pub struct TaqSnapshot {
     pub active_flows: u32,
     pub active_pools: u32,
     pub flows_tracked: u32,
+    /// Tracked flows whose reverse direction (ACKs) the box has seen.
+    pub two_way_flows: u32,
+    /// Mean epoch (perceived RTT) over tracked flows with an RTT sample, ns (0 if none).
+    pub mean_epoch_ns: u64,
     pub pools_tracked: u32,
     pub flow_evictions: u64,
 }
@@ -350,6 +354,8 @@ impl Taq {
             self.roll(i as u32, now);
         }
         let fair = self.fair_share_bytes(now) * 8e9 / self.cfg.fair_share_window_ns as f64;
+        let measured: Vec<u64> = self.flows.iter().filter(|f| f.model.epoch_measured).map(|f| f.model.epoch_ns).collect();
+        let mean_epoch_ns = if measured.is_empty() { 0 } else { measured.iter().sum::<u64>() / measured.len() as u64 };
         let mut queue_pkts = [0; TaqQueue::COUNT];
         for q in TaqQueue::ALL {
             queue_pkts[q as usize] = self.sched.queue_len(q) as u32;
@@ -370,6 +376,8 @@ impl Taq {
             active_flows: self.active_flows,
             active_pools: self.active_pools,
             flows_tracked: self.table.len() as u32,
+            two_way_flows: self.flows.iter().filter(|f| f.model.two_way).count() as u32,
+            mean_epoch_ns,
             pools_tracked: self.admission.len() as u32,
             flow_evictions: self.table.evictions(),
         }
