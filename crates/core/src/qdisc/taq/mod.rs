@@ -282,6 +282,8 @@ struct Flow {
     /// Pool slot, or `NIL` when the flow has none (no SYN seen, or the pool table was full).
     pool: u32,
     served: Decayed,
+    /// The queue holding the flow's packets while it has any (see `choose_queue`).
+    queue: TaqQueue,
 }
 
 /// What the recorder can read: flows by state, queue occupancy and per-queue counters.
@@ -468,7 +470,12 @@ impl Taq {
                 if (i as usize) < self.flows.len() {
                     self.forget(i);
                 }
-                let flow = Flow { model: FlowModel::new(pkt, now, &self.cfg), pool, served: Decayed::default() };
+                let flow = Flow {
+                    model: FlowModel::new(pkt, now, &self.cfg),
+                    pool,
+                    served: Decayed::default(),
+                    queue: TaqQueue::AboveFairShare,
+                };
                 let state = flow.model.state;
                 if (i as usize) < self.flows.len() {
                     self.flows[i as usize] = flow;
@@ -500,7 +507,15 @@ impl Taq {
     }
 
     fn choose_queue(&self, slot: u32, retx: bool, pkt: &Packet, now: Instant) -> TaqQueue {
-        let m = &self.flows[slot as usize].model;
+        let f = &self.flows[slot as usize];
+        let m = &f.model;
+        if m.queued_pkts > 0 {
+            // Never let a packet overtake its own flow's queued packets. A retransmission
+            // that jumps ahead of queued originals draws a partial ACK, and NewReno then
+            // "retransmits" each queued packet in turn; reordered new data draws duplicate
+            // ACKs and a spurious fast retransmit (docs/taq.md, "Deviations").
+            return f.queue;
+        }
         if retx && !pkt.flags.syn() {
             return match m.recovering_from {
                 Some(TaqState::ExtendedSilence) => TaqQueue::RecoveryExtended,
@@ -580,6 +595,7 @@ impl Qdisc for Taq {
         self.count_transition(slot, before);
         self.retx_seen += info.retx as u64;
         let q = self.choose_queue(slot, info.retx, &pkt, now);
+        self.flows[slot as usize].queue = q;
         self.flows[slot as usize].model.queued_pkts += 1;
         self.table.set_busy(slot);
         self.sched.push(q, Queued { pkt, slot, retx: info.retx });

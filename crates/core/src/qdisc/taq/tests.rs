@@ -89,33 +89,62 @@ fn fair_share_splits_below_and_above() {
 #[test]
 fn drops_lead_to_over_penalized_and_retransmissions_to_recovery_classes() {
     let mut q = taq(TaqConfig { limit_pkts: 1, ..cfg() });
-    assert_eq!(enq(&mut q, data(3, 0, 460), at(0)), TaqQueue::BelowFairShare);
-    // Buffer of one: each new arrival of the flow loses (the tail, the arrival itself).
-    for (i, t) in [(1u32, 1u64), (2, 2), (3, 3)] {
+    // A fresh flow (nothing served: below its share) holds the one buffer place; each
+    // arrival of flow 3 overflows it and, both predicting a timeout in the same queue, the
+    // newest (flow 3's arrival) is dropped.
+    let fill = |q: &mut Accounted<Taq>, i: u32, t: u64| {
+        while q.dequeue(at(t)).is_some() {}
+        q.enqueue(data(40 + i, 0, 460), at(t));
+    };
+    for i in 0..3u32 {
+        fill(&mut q, i, i as u64);
         // Up to two drops in the epoch: below (a flow that lost here keeps level 2).
-        assert_eq!(enq(&mut q, data(3, i * 460, 460), at(t)), TaqQueue::BelowFairShare);
-        assert_eq!(q.last_drops()[0].0.seq, i * 460);
-        assert_eq!(q.last_drops()[0].1, DropReason::Overlimit);
+        assert_eq!(enq(&mut q, data(3, i * 460, 460), at(i as u64)), TaqQueue::BelowFairShare);
+        let (v, r) = q.last_drops()[0];
+        assert_eq!((v.flow.src_ip, v.seq, r), (3, i * 460, DropReason::Overlimit));
     }
     assert_eq!(state(&q, 3), TaqState::ExplicitRecovery);
     // Three drops this epoch (> 2): OverPenalized.
-    assert_eq!(enq(&mut q, data(3, 4 * 460, 460), at(4)), TaqQueue::OverPenalized);
+    fill(&mut q, 3, 3);
+    assert_eq!(enq(&mut q, data(3, 3 * 460, 460), at(3)), TaqQueue::OverPenalized);
     // The retransmission of a loss, no silence yet: first-retransmission class.
-    assert_eq!(enq(&mut q, data(3, 460, 460), at(5)), TaqQueue::RecoveryFirst);
+    while q.dequeue(at(4)).is_some() {}
+    assert_eq!(enq(&mut q, data(3, 0, 460), at(5)), TaqQueue::RecoveryFirst);
     while q.dequeue(at(6)).is_some() {}
     // Two silent epochs, then a retransmission: timeout silence → timeout recovery.
-    assert_eq!(enq(&mut q, data(3, 920, 460), at(300)), TaqQueue::RecoverySilence);
+    assert_eq!(enq(&mut q, data(3, 460, 460), at(300)), TaqQueue::RecoverySilence);
     assert_eq!(state(&q, 3), TaqState::TimeoutRecovery);
-    // Another retransmission arrives and is the one dropped: the flow's retransmission is lost.
-    assert_eq!(enq(&mut q, data(3, 1380, 460), at(301)), TaqQueue::RecoverySilence);
-    assert_eq!(q.last_drops()[0].0.seq, 1380);
+    // Another retransmission queues behind it (never ahead of its own flow) and is the
+    // one dropped: the flow lost a timeout retransmission.
+    assert_eq!(enq(&mut q, data(3, 920, 460), at(301)), TaqQueue::RecoverySilence);
+    assert_eq!(q.last_drops()[0].0.seq, 920);
     q.dequeue(at(302));
     // Silent again after losing a timeout retransmission: extended silence; its next
     // retransmission gets the highest recovery class.
     q.inner_mut().taq_snapshot(at(550));
     assert_eq!(state(&q, 3), TaqState::ExtendedSilence);
-    assert_eq!(enq(&mut q, data(3, 1380, 460), at(600)), TaqQueue::RecoveryExtended);
+    assert_eq!(enq(&mut q, data(3, 920, 460), at(600)), TaqQueue::RecoveryExtended);
     assert_eq!(q.inner().retx_seen, 4);
+}
+
+#[test]
+fn a_flow_with_packets_queued_keeps_them_in_order() {
+    let mut q = taq(cfg());
+    q.enqueue(data(7, 0, 460), at(0));
+    q.dequeue(at(0));
+    q.enqueue(data(8, 0, 460), at(0));
+    q.dequeue(at(0));
+    for i in 1..4u32 {
+        q.enqueue(data(8, i * 460, 460), at(1));
+    }
+    // Flow 8 has had more than its share: its packets wait in AboveFairShare. A
+    // retransmission of it, and new data after flow 7 caught up, must not overtake them.
+    assert_eq!(q.inner().flows[q.inner().table.get(&key(8, 1000)).unwrap() as usize].queue, TaqQueue::AboveFairShare);
+    assert_eq!(enq(&mut q, data(8, 460, 460), at(2)), TaqQueue::AboveFairShare);
+    let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(at(3))).map(|p| p.seq).collect();
+    assert_eq!(order, vec![460, 920, 1380, 460]);
+    // Once its queue is empty, its next retransmission goes to Recovery.
+    assert_eq!(enq(&mut q, data(8, 920, 460), at(4)), TaqQueue::RecoveryFirst);
 }
 
 #[test]
