@@ -18,6 +18,7 @@
 //!   afterwards the gap between successive *burst starts* (a packet after a pause of at
 //!   least `burst_gap_fraction` of an epoch), when shorter than two epochs (longer gaps are
 //!   silences, not RTTs).
+//!
 //! Samples are smoothed with weight `epoch_gain` (RFC 6298's alpha by default) and clamped
 //! to `[min_epoch_ns, max_epoch_ns]`; before any sample the epoch is `initial_epoch_ns`.
 
@@ -268,18 +269,18 @@ impl FlowModel {
                         self.set_active(TaqState::Normal);
                     }
                 }
-                TaqState::ExplicitRecovery | TaqState::TimeoutRecovery => {
-                    // Recovered: every drop here has been retransmitted, nothing was lost
-                    // this epoch, and new data is flowing again. A timeout restarts in slow
-                    // start with a small window; a fast retransmit returns to normal.
-                    if self.pending_drops == 0 && c.losses == 0 && c.new_pkts > 0 {
-                        let next = if self.state == TaqState::TimeoutRecovery {
-                            TaqState::SlowStart
-                        } else {
-                            TaqState::Normal
-                        };
-                        self.set_active(next);
-                    }
+                // Recovered: every drop here has been retransmitted, nothing was lost this
+                // epoch, and new data is flowing again. A timeout restarts in slow start
+                // with a small window; a fast retransmit returns to normal.
+                TaqState::ExplicitRecovery | TaqState::TimeoutRecovery
+                    if self.pending_drops == 0 && c.losses == 0 && c.new_pkts > 0 =>
+                {
+                    let next = if self.state == TaqState::TimeoutRecovery {
+                        TaqState::SlowStart
+                    } else {
+                        TaqState::Normal
+                    };
+                    self.set_active(next);
                 }
                 _ => {}
             }

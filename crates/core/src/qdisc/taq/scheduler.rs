@@ -232,14 +232,14 @@ mod tests {
             s.push(TaqQueue::RecoveryFirst, item(1, i, 500));
             s.push(TaqQueue::AboveFairShare, item(2, i, 500));
         }
-        let mut rec = 0;
+        let mut rec: i32 = 0;
         for _ in 0..400 {
             if s.pop().unwrap().0.is_recovery() {
                 rec += 1;
             }
         }
         // 400 sent, 25% ± the one-packet burst.
-        assert!((rec as i32 - 100).abs() <= 1, "{rec}");
+        assert!((rec - 100).abs() <= 1, "{rec}");
         // Once only recovery remains it is served without waiting for credit.
         while let Some((q, _)) = s.pop() {
             rec += q.is_recovery() as i32;
