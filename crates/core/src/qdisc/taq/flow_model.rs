@@ -85,10 +85,10 @@ pub enum NextState {
     /// loss this epoch: three duplicate ACKs can come back, fast retransmit recovers.
     ExplicitRecovery,
     /// A loss the sender can only recover by a retransmission timeout: a retransmission, a
-    /// SYN, a second loss in an epoch, or a window too small for three duplicate ACKs.
+    /// first SYN, a second loss in an epoch, or a window too small for three duplicate ACKs.
     Timeout,
     /// A loss while the flow's timer is still backed off (during timeout recovery, or of a
-    /// retransmission after a silence): the next timeout doubles again.
+    /// retried SYN): the next timeout doubles again.
     RepeatedTimeout,
 }
 
@@ -361,8 +361,8 @@ impl FlowModel {
     /// This box dropped a packet of the flow (`retx`: the packet was a retransmission).
     pub fn on_drop(&mut self, pkt: &Packet, retx: bool) {
         self.cur.losses += 1;
-        if pkt.seq_len() == 0 {
-            return;
+        if pkt.seq_len() == 0 || pkt.flags.syn() {
+            return; // a lost handshake is a SYN timeout, not a loss to recover from
         }
         self.pending_drops = self.pending_drops.saturating_add(1);
         if retx {
@@ -377,6 +377,11 @@ impl FlowModel {
         if pkt.seq_len() == 0 {
             return NextState::Unaffected;
         }
+        if pkt.flags.syn() {
+            // The SYN timer backs off too (1 s, 2 s, 4 s, ...): losing a retried SYN
+            // repeats a timeout, and may void the admission it waited for.
+            return if retx { NextState::RepeatedTimeout } else { NextState::Timeout };
+        }
         // The timer stays backed off until new data is acknowledged (RFC 6298 §5.7):
         // throughout timeout recovery.
         let backed_off = self.state == TaqState::TimeoutRecovery;
@@ -385,9 +390,6 @@ impl FlowModel {
         }
         if backed_off {
             return NextState::RepeatedTimeout; // new data right after a timeout retransmission
-        }
-        if pkt.flags.syn() {
-            return NextState::Timeout;
         }
         let window = self.cur.new_pkts.max(self.prev.new_pkts);
         let fast_retransmit = window >= cfg.fast_retransmit_min_window_pkts
