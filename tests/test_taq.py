@@ -51,3 +51,17 @@ def test_admission_control_refuses_syns_only_when_switched_on_and_loss_is_heavy(
         run = sc.with_overrides({"flows": flows, "link.queue": {**queue, "admission_control": admission_control}})
         link = simulate(run).links.filter(pl.col("name") == "bottleneck")
         assert (link["drop_admission"][0] > 0) == admission_control
+
+
+def test_queue_states_table_counts_every_taq_flow_at_every_slice_end():
+    sc = taq_droptail_dumbbell(flows=30, rate_bps=500_000, duration_s=60.0)
+    taq = sc.with_overrides({"link.queue": {"kind": "taq", "limit_pkts": sc["link"]["queue"]["limit_pkts"]}})
+    states = simulate(taq).queue_states
+    assert states["link"].unique().to_list() == ["bottleneck"]  # the reverse queue is DropTail
+    assert states["slice"].to_list() == [0, 1, 2]  # 60 s in 20 s slices
+    assert states["time_ns"].to_list() == [20_000_000_000, 40_000_000_000, 60_000_000_000]
+    flows = states.select(pl.col("^flows_.*$")).sum_horizontal()
+    assert flows.to_list() == [30, 30, 30]  # every long-lived flow is tracked, in one state
+    queued = states.select(pl.col("^queued_.*$")).sum_horizontal()
+    assert (queued <= sc["link"]["queue"]["limit_pkts"]).all()
+    assert simulate(sc).queue_states.height == 0  # no TAQ queue, no rows

@@ -11,12 +11,12 @@
 use crate::config::{AppKind, FlowGroup, GapFrom, ReplayMode, Scenario, Spread};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
-use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, Results, UnitRow};
+use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Results, UnitRow};
 use crate::tcp::{Endpoint, State, TcpParams};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use smallpipe_core::qdisc::DropTailConfig;
-use smallpipe_core::{Accounted, ConfigError, Duration, FlowKey, Instant, Packet, QdiscConfig, Rng};
+use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, FlowKey, Instant, Packet, QdiscConfig, Rng};
 
 enum Node {
     /// An end host: everything it sends leaves on one access link.
@@ -107,6 +107,7 @@ pub struct Simulator {
     scratch: Vec<Packet>,
     overhead: Duration,
     skipped_log_lines: u64,
+    queue_states: Vec<QueueStateRow>,
 }
 
 fn ms(v: f64) -> Duration {
@@ -149,6 +150,7 @@ impl Simulator {
             scratch: Vec::new(),
             overhead,
             skipped_log_lines: 0,
+            queue_states: Vec::new(),
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -298,17 +300,46 @@ impl Simulator {
     /// Runs to the end of the scenario and collects the results.
     pub fn run(mut self) -> Results {
         let wall = std::time::Instant::now();
+        let mut slice = 0;
         while let Some(t) = self.events.peek_time() {
             if t >= self.end {
                 break;
+            }
+            while slice < self.n_slices && t >= self.slice_end(slice) {
+                self.sample_queue_states(slice);
+                slice += 1;
             }
             let (t, ev) = self.events.pop().expect("peeked");
             debug_assert!(t >= self.now, "causality");
             self.now = t;
             self.handle(ev);
         }
+        for k in slice..self.n_slices {
+            self.sample_queue_states(k);
+        }
         self.now = self.end;
         self.collect(wall.elapsed().as_secs_f64())
+    }
+
+    fn slice_end(&self, k: u32) -> Instant {
+        (Instant::ZERO + Duration(self.slice.as_nanos() * (k as u64 + 1))).min(self.end)
+    }
+
+    /// TAQ queues: flows by state and packets by queue at the end of slice `k`.
+    fn sample_queue_states(&mut self, k: u32) {
+        let at = self.slice_end(k);
+        for l in &mut self.links {
+            if let AnyQdisc::Taq(taq) = l.queue.inner_mut() {
+                let s = taq.taq_snapshot(at);
+                self.queue_states.push(QueueStateRow {
+                    link: l.name.clone(),
+                    slice: k,
+                    time_ns: at.as_nanos(),
+                    flows_by_state: s.flows_by_state,
+                    queue_pkts: s.queue_pkts,
+                });
+            }
+        }
     }
 
     fn handle(&mut self, ev: Event) {
@@ -693,6 +724,7 @@ impl Simulator {
             links,
             bursts,
             progress,
+            queue_states: std::mem::take(&mut self.queue_states),
             skipped_log_lines: self.skipped_log_lines,
         }
     }
@@ -707,7 +739,6 @@ pub fn simulate(sc: &Scenario) -> Result<Results, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smallpipe_core::AnyQdisc;
 
     /// The forward bottleneck's TAQ sees the reverse bottleneck's ACKs (`observe_reverse`),
     /// so its flows get two-way epochs: at least the 200 ms propagation RTT, at most that
