@@ -86,11 +86,6 @@ impl<Q: Qdisc> Accounted<Q> {
     pub fn inner(&self) -> &Q {
         &self.inner
     }
-    /// For snapshots that need `now` (TAQ rolls its flows' epochs). Packets must still go
-    /// through [`Self::enqueue`] and [`Self::dequeue`], or the counters break.
-    pub fn inner_mut(&mut self) -> &mut Q {
-        &mut self.inner
-    }
     pub fn len_pkts(&self) -> usize {
         self.inner.len_pkts()
     }

@@ -74,6 +74,18 @@ impl DropRate {
         self.advance(now, window_ns);
         self.last_rate
     }
+    /// What [`Self::rate`] would return, without advancing the window (for snapshots,
+    /// which must not change what the discipline does next).
+    pub fn peek(&self, now: Instant, window_ns: u64) -> f64 {
+        let elapsed = now.saturating_since(self.start).as_nanos();
+        if elapsed < window_ns {
+            self.last_rate
+        } else if elapsed < 2 * window_ns && self.arrivals > 0 {
+            self.drops as f64 / self.arrivals as f64
+        } else {
+            0.0
+        }
+    }
 }
 
 /// What happened to a SYN.
@@ -211,6 +223,7 @@ mod tests {
             d.drop(Instant(t), w);
         }
         assert_eq!(d.rate(Instant(999), w), 0.0, "window not complete yet");
+        assert!((d.peek(Instant(1_000), w) - 0.09).abs() < 1e-12);
         assert!((d.rate(Instant(1_000), w) - 0.09).abs() < 1e-12);
         // An empty window measures zero; so does a long pause.
         assert_eq!(d.rate(Instant(2_000), w), 0.0);

@@ -242,7 +242,6 @@ impl TaqConfig {
             flows: Vec::new(),
             sched: Scheduler::new(c.recovery_share, c.new_flow_share, c.cap_burst_bytes),
             admission: Admission::new(c.pool_table_capacity),
-            state_counts: [0; TaqState::COUNT],
             active_flows: 0,
             active_pools: 0,
             total_served: Decayed::default(),
@@ -309,7 +308,9 @@ pub struct TaqSnapshot {
     pub drop_rate: f64,
     /// Current fair share per active flow (or pool), bits per second.
     pub fair_share_bps: f64,
+    /// Flows in a non-silent state (as rolled to the snapshot time).
     pub active_flows: u32,
+    /// Pools with an active flow (as of the flows' last roll).
     pub active_pools: u32,
     pub flows_tracked: u32,
     /// Tracked flows whose reverse direction (ACKs) the box has seen.
@@ -327,7 +328,6 @@ pub struct Taq {
     flows: Vec<Flow>,
     sched: Scheduler,
     admission: Admission,
-    state_counts: [u32; TaqState::COUNT],
     active_flows: u32,
     active_pools: u32,
     total_served: Decayed,
@@ -350,11 +350,17 @@ impl Taq {
         self.table.get(key).map(|i| &self.flows[i as usize].model)
     }
 
-    /// Per-state flow counts and per-queue counters, with every flow rolled to `now`.
-    pub fn taq_snapshot(&mut self, now: Instant) -> TaqSnapshot {
-        for i in 0..self.flows.len() {
-            self.roll(i as u32, now);
+    /// Per-state flow counts and per-queue counters, as if every flow were rolled to `now`.
+    /// Read-only: rolling the flows themselves would move their epoch boundaries, so
+    /// observing a run would change it.
+    pub fn taq_snapshot(&self, now: Instant) -> TaqSnapshot {
+        let mut flows_by_state = [0u32; TaqState::COUNT];
+        for f in &self.flows {
+            let mut m = f.model.clone();
+            m.roll(now, &self.cfg);
+            flows_by_state[m.state as usize] += 1;
         }
+        let active_flows = flows_by_state.iter().zip(TaqState::ALL).filter(|(_, s)| !s.is_silent()).map(|(n, _)| n).sum();
         let fair = self.fair_share_bytes(now) * 8e9 / self.cfg.fair_share_window_ns as f64;
         let measured: Vec<u64> = self.flows.iter().filter(|f| f.model.epoch_measured).map(|f| f.model.epoch_ns).collect();
         let mean_epoch_ns = if measured.is_empty() { 0 } else { measured.iter().sum::<u64>() / measured.len() as u64 };
@@ -363,7 +369,7 @@ impl Taq {
             queue_pkts[q as usize] = self.sched.queue_len(q) as u32;
         }
         TaqSnapshot {
-            flows_by_state: self.state_counts,
+            flows_by_state,
             queue_pkts,
             enqueued_by_queue: self.enqueued_by_queue,
             dequeued_by_queue: self.dequeued_by_queue,
@@ -373,9 +379,9 @@ impl Taq {
             syns_refused: self.admission.syns_refused,
             pools_admitted: self.admission.pools_admitted,
             pools_admitted_after_wait: self.admission.pools_admitted_after_wait,
-            drop_rate: self.admission.drop_rate.rate(now, self.cfg.drop_rate_window_ns),
+            drop_rate: self.admission.drop_rate.peek(now, self.cfg.drop_rate_window_ns),
             fair_share_bps: fair,
-            active_flows: self.active_flows,
+            active_flows,
             active_pools: self.active_pools,
             flows_tracked: self.table.len() as u32,
             two_way_flows: self.flows.iter().filter(|f| f.model.two_way).count() as u32,
@@ -405,15 +411,9 @@ impl Taq {
         mine == 0.0 || mine * (n.max(1) as f64) < total
     }
 
-    /// Keep the per-state counts and active flow/pool counts in step with a flow's state.
+    /// Keep the active flow and pool counts in step with a flow's state.
     fn count_transition(&mut self, slot: u32, before: TaqState) {
-        let f = &self.flows[slot as usize];
-        let after = f.model.state;
-        if before == after {
-            return;
-        }
-        self.state_counts[before as usize] -= 1;
-        self.state_counts[after as usize] += 1;
+        let after = self.flows[slot as usize].model.state;
         if before.is_silent() != after.is_silent() {
             self.set_active(slot, !after.is_silent());
         }
@@ -476,13 +476,11 @@ impl Taq {
                     served: Decayed::default(),
                     queue: TaqQueue::AboveFairShare,
                 };
-                let state = flow.model.state;
                 if (i as usize) < self.flows.len() {
                     self.flows[i as usize] = flow;
                 } else {
                     self.flows.push(flow);
                 }
-                self.state_counts[state as usize] += 1;
                 if pool != NIL {
                     self.admission.add_flow(pool);
                 }
@@ -497,7 +495,6 @@ impl Taq {
         let f = &self.flows[i as usize];
         debug_assert_eq!(f.model.queued_pkts, 0, "only idle flows are evicted");
         let (state, pool) = (f.model.state, f.pool);
-        self.state_counts[state as usize] -= 1;
         if !state.is_silent() {
             self.set_active(i, false);
         }
