@@ -126,7 +126,8 @@ pub struct TaqConfig {
     /// Packets examined per queue, from its tail, when choosing what to drop.
     pub drop_search_pkts: u32,
     /// Flows whose epochs are rolled forward per enqueue or dequeue, so silent flows
-    /// change state (and the per-state counts stay current) without a packet of theirs.
+    /// change state (and leave the active count behind the fair share) without a packet
+    /// of theirs.
     pub sweep_flows_per_op: u32,
     /// Section 4.3 admission control of new flow pools.
     pub admission_control: bool,
