@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-from smallpipe.experiments import taq_fig1, taq_hangs, thesis_fig51  # noqa: E402
+from smallpipe.experiments import taq_aqm, taq_fig1, taq_fig3, taq_hangs, thesis_fig51, thesis_fig53, thesis_fig54  # noqa: E402
 
 
 def test_taq_hangs_with_200_users_nearly_everyone_hangs_over_20_s() -> None:
@@ -28,9 +29,54 @@ def test_taq_fig1_download_times_spread_over_two_orders_of_magnitude() -> None:
     assert means == sorted(means)
 
 
-def test_thesis_fct_never_beats_slow_start_and_grows_with_size() -> None:
-    table = thesis_fig51.summary(thesis_fig51.run(runs=30, seed=2))
+def test_thesis_fct_never_beats_slow_start_and_fq_cuts_the_tail() -> None:
+    table = thesis_fig51.summary(thesis_fig51.run(protocols=("tcp", "fq"), runs=30, seed=2))
     assert (table["median_s"] >= table["slow_start_bound_s"]).all()
     assert (table["p99_s"] >= table["median_s"]).all()
-    medians = table["median_s"].to_list()
-    assert medians == sorted(medians)
+    for (protocol,), group in table.group_by("protocol"):
+        medians = group.sort("packets")["median_s"].to_list()
+        assert medians == sorted(medians), protocol
+    # The thesis (§5): FQ protects a mouse's first packets from the elephants' queue, so its
+    # tail at 12 packets is far below DropTail's (where a lost SYN or first window costs an RTO).
+    p99 = {row["protocol"]: row["p99_s"] for row in table.filter(pl.col("packets") == 12).iter_rows(named=True)}
+    assert p99["fq"] < 0.5 * p99["tcp"], p99
+
+
+def test_thesis_mice_alone_fill_the_link_in_proportion_to_their_slow_start_rounds() -> None:
+    # One generator of back-to-back 32-packet flows on an idle link: a flow takes the
+    # handshake plus 3 rounds with IW 10 (10 + 20 + 2) and plus 5 with IW 2 (2+4+8+16+2),
+    # so IW 10 carries about 6/4 = 1.5 times as much.
+    table = thesis_fig53.summary(thesis_fig53.run(protocols=("tcp", "iw10"), generators=(1,), runs=2, seed=3))
+    median = {row["protocol"]: row["median"] for row in table.iter_rows(named=True)}
+    assert median["iw10"] / median["tcp"] == pytest.approx(1.5, rel=0.15), median
+
+
+def test_thesis_uncongested_fct_is_the_slow_start_round_count() -> None:
+    # At 100 Mbit/s and 200 ms the pipe is still filling after 250 RTTs (see thesis.md), so
+    # a k-packet FCT is the handshake, the rounds r with IW (2^r - 1) >= k, and half an RTT
+    # for the last packet: (r + 1/2) RTT.
+    table = thesis_fig54.run(settings=((100_000_000, 90.0),), protocols=("tcp", "iw10"), runs=1, seed=3)
+    rtt_s = 0.2
+    for protocol, iw in (("tcp", 2), ("iw10", 10)):
+        for k in (12, 133):
+            rounds = next(r for r in range(1, 20) if iw * (2**r - 1) >= k)
+            got = table.filter(pl.col("protocol") == protocol, pl.col("packets") == k)["median_s"][0]
+            assert got == pytest.approx((rounds + 0.5) * rtt_s, rel=0.03), (protocol, k, got)
+
+
+def test_taq_red_behaves_like_droptail_in_the_sub_packet_regime() -> None:
+    # The TAQ paper, §2.4: RED has DropTail's aggregate behaviour at 10 kbit/s per flow.
+    table = taq_aqm.run(disciplines=("droptail", "red"), fair_shares_bps=(10_000,), duration_s=1000.0, seed=2)
+    jain = dict(zip(table["discipline"], table["short_term_jain"], strict=True))
+    assert jain["droptail"] < 0.8, jain  # the regime is unfair to begin with (Figure 2)
+    assert abs(jain["red"] - jain["droptail"]) < 0.05, jain
+
+
+def test_taq_bigger_droptail_buffers_buy_short_term_fairness() -> None:
+    # The TAQ paper, Figure 3: fairness comes back as the buffer grows (at a cost in delay).
+    table = taq_fig3.run(flows=(100,), per_flow_buffer_pkts=(0.5, 3), duration_s=800.0, seed=2)
+    small, large = table.sort("buffer_pkts")["short_term_jain"].to_list()
+    assert large > small + 0.15, (small, large)
+    delays = table.sort("buffer_pkts")["queue_delay_p99_s"].to_list()
+    # A full DropTail queue delays by its drain time: 50 and 300 packets of 1000 B at 2 Mbit/s.
+    assert delays == pytest.approx([0.2, 1.2], rel=0.02)

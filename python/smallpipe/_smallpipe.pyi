@@ -10,9 +10,6 @@ from typing import Any, final
 __version__: str
 """The package version, taken from the Cargo workspace (``CARGO_PKG_VERSION``)."""
 
-class SmallpipeError(Exception):
-    """Base class the bindings define for smallpipe errors (not yet a base of the two below)."""
-
 @final
 class ConfigError(ValueError):
     """A scenario field has a value the simulator does not accept.
@@ -36,7 +33,8 @@ class ConfigError(ValueError):
 
 @final
 class SimulationError(RuntimeError):
-    """The simulator failed while running a valid scenario (an internal invariant broke)."""
+    """The simulator failed while running a valid scenario: an internal invariant broke
+    (the message carries the panic's). Nothing of the run is returned."""
 
 def validate_config(config_json: str) -> str:
     """Check a scenario and fill in every default.
@@ -61,7 +59,7 @@ def simulate(config_json: str) -> dict[str, Any]:
         config_json: the scenario as JSON (validated again on the Rust side).
 
     Returns:
-        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_states"}``, each a dict of equal-length
+        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states"}``, each a dict of equal-length
         column lists, and ``"meta"``, a dict of scalars:
 
         - flows (one row per TCP connection): ``flow_id``, ``unit_id``, ``group``

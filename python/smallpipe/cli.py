@@ -16,7 +16,7 @@ from rich.table import Table
 from smallpipe import metrics
 from smallpipe._smallpipe import ConfigError, SimulationError, __version__
 from smallpipe.plots import plot_run
-from smallpipe.presets import taq_droptail_dumbbell
+from smallpipe.presets import taq_dumbbell
 from smallpipe.result import Result, simulate
 from smallpipe.scenario import Scenario
 
@@ -147,7 +147,7 @@ def bench(
 ) -> None:
     """Time the simulator on the TAQ paper's Figure 2 DropTail scenario."""
     try:
-        scenario = taq_droptail_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s)
+        scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s)
     except ConfigError as error:
         error_console.print(f"[bold red]invalid benchmark parameters:[/] {error}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None

@@ -28,9 +28,11 @@ __all__ = [
     "goodput_bps",
     "hang_shares",
     "jain",
+    "jain_by_class",
     "jain_per_slice",
     "long_term_jain",
     "modified_fairness_index",
+    "queue_delay_quantiles",
     "slow_start_bound_s",
     "timeout_summary",
     "utilization",
@@ -187,6 +189,69 @@ def long_term_jain(flows: pl.DataFrame, *, duration_ns: int | None = None) -> fl
     return jain(goodput.to_numpy())
 
 
+def jain_by_class(
+    flows: pl.DataFrame,
+    slices: pl.DataFrame | None = None,
+    *,
+    by: str = "group",
+    slice_ns: int | None = None,
+    duration_ns: int | None = None,
+) -> pl.DataFrame:
+    """Jain's index within each class of flows (e.g. short and long), the isolation paper's
+    per-class fairness.
+
+    Arguments:
+        flows: the ``flows`` table; ``by`` names its class column (default the flow group).
+        slices: when given, the short-term index per class and slice, as
+            :func:`jain_per_slice` computes it (active flows only, re-binned to
+            ``slice_ns``); otherwise the long-term index per class, as
+            :func:`long_term_jain` computes it (over goodput when ``duration_ns`` is given).
+
+    Returns:
+        Long-term: ``<by>, jain, n_flows``. Short-term: ``<by>`` plus the columns of
+        :func:`jain_per_slice`. Sorted by class (and slice).
+    """
+    rows = []
+    for (cls,), members in flows.group_by(by, maintain_order=True):
+        if slices is None:
+            rows.append(
+                pl.DataFrame(
+                    {by: [cls], "jain": [long_term_jain(members, duration_ns=duration_ns)], "n_flows": [members.height]},
+                    schema={by: flows.schema[by], "jain": pl.Float64, "n_flows": pl.Int64},
+                )
+            )
+        else:
+            own = slices.join(members.select("flow_id"), on="flow_id", how="semi")
+            per_slice = jain_per_slice(own, slice_ns=slice_ns, flows=members)
+            rows.append(per_slice.select(pl.lit(cls, dtype=flows.schema[by]).alias(by), pl.all()))
+    return pl.concat(rows).sort([by, "slice"] if slices is not None else [by])
+
+
+def queue_delay_quantiles(
+    queue_delays: pl.DataFrame, quantiles: Sequence[float] = (0.5, 0.9, 0.99), *, link: str = "bottleneck"
+) -> dict[float, float]:
+    """Queueing-delay quantiles (ms) of one link from the ``queue_delays`` histogram: the
+    smallest bucket value with at least a ``q`` share of packets at or below it (the
+    nearest-rank quantile, to the histogram's 1% resolution).
+
+    Raises:
+        ValueError: no packet departed the link, or a quantile is outside (0, 1].
+    """
+    rows = queue_delays.filter(pl.col("link") == link).sort("delay_ns")
+    total = int(rows.get_column("packets").sum()) if rows.height else 0
+    if total == 0:
+        raise ValueError(f"link {link!r} has no queueing delays recorded")
+    cumulative = rows.get_column("packets").cum_sum().to_numpy()
+    delays_ms = rows.get_column("delay_ns").to_numpy() / 1e6
+    out = {}
+    for q in quantiles:
+        if not 0.0 < q <= 1.0:
+            raise ValueError(f"quantile {q} must lie in (0, 1]")
+        index = int(np.searchsorted(cumulative, math.ceil(q * total)))
+        out[q] = float(delays_ms[index])
+    return out
+
+
 def utilization(links: pl.DataFrame, name: str = "bottleneck") -> float:
     """Utilisation of one link: ``8 · tx_bytes / (rate_bps · duration_s)``, from the ``links`` table.
 
@@ -314,15 +379,18 @@ def flow_evolution(slices: pl.DataFrame) -> pl.DataFrame:
 
 def timeout_summary(flows: pl.DataFrame) -> dict[str, float]:
     """How much flows suffer from timeouts: the share with at least one RTO or SYN
-    timeout, RTOs per flow, and the median and worst longest silence (s)."""
+    timeout, RTOs per flow, time spent in timeout backoff (mean and worst per flow), and the median and worst longest silence (s)."""
     if flows.height == 0:
         raise ValueError("timeout_summary() needs at least one flow")
     silence_s = flows.get_column("longest_silence_ns").to_numpy() / 1e9
     hit = ((flows["timeouts"] > 0) | (flows["syn_timeouts"] > 0)).mean()
+    backoff_s = flows.get_column("backoff_ns").to_numpy() / 1e9
     return {
         "share_with_timeout": float(hit),
         "timeouts_per_flow": float(flows["timeouts"].mean()),
         "syn_timeouts_per_flow": float(flows["syn_timeouts"].mean()),
+        "backoff_mean_s": float(backoff_s.mean()),
+        "backoff_max_s": float(backoff_s.max()),
         "longest_silence_median_s": float(np.median(silence_s)),
         "longest_silence_max_s": float(silence_s.max()),
     }

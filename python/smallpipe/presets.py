@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from smallpipe.scenario import Scenario
 
-__all__ = ["NS2_TCP", "taq_droptail_dumbbell"]
+__all__ = ["NS2_TCP", "taq_dumbbell"]
 
 TAQ_PACKET_SIZE_BYTES = 500
 """On-the-wire packet size of the TAQ paper's simulations (Section 2.3)."""
 
 TAQ_RTT_MS = 200.0
+"""Propagation RTT of the TAQ paper's dumbbell."""
 
 NS2_TCP = {
     "packet_size_bytes": TAQ_PACKET_SIZE_BYTES,
@@ -21,25 +24,35 @@ NS2_TCP = {
 }
 """The TAQ paper's ns-2 TCP as we read it: ns-2's defaults of the time (NewReno, no
 timestamps, IW 2, minimum RTO 200 ms), 500-byte packets, no delayed ACKs (Section 2.3)."""
-"""Propagation RTT of the TAQ paper's dumbbell."""
 
 
-def taq_droptail_dumbbell(
-    *, flows: int, rate_bps: int, duration_s: float, seed: int = 1, slice_s: float = 20.0
+def taq_dumbbell(
+    *,
+    flows: int,
+    rate_bps: int,
+    duration_s: float,
+    seed: int = 1,
+    slice_s: float = 20.0,
+    queue: dict[str, Any] | None = None,
+    buffer_pkts: int | None = None,
+    packet_size_bytes: int = TAQ_PACKET_SIZE_BYTES,
 ) -> Scenario:
-    """The TAQ paper's Figure 2 set-up: bulk NewReno flows over a DropTail dumbbell.
+    """The TAQ paper's Figure 2 set-up: bulk NewReno flows over a dumbbell.
 
     ``flows`` long-lived flows start uniformly in the first second, with a 200 ms
     propagation RTT and 500-byte packets, no delayed ACKs; the bottleneck has a
-    1 ms delay and a DropTail buffer of one RTT's worth of packets,
-    ``rate_bps · 0.2 s / (500 · 8 bit)``. Slices are 20 s as in the paper, or the
-    whole run when it is shorter.
+    1 ms delay and a buffer of one RTT's worth of packets,
+    ``rate_bps · 0.2 s / (packet_size_bytes · 8 bit)``, unless ``buffer_pkts`` is given.
+    ``queue`` picks the discipline (a ``[link.queue]`` table without ``limit_pkts``,
+    which the buffer fills in); DropTail by default. Slices are 20 s as in the paper, or
+    the whole run when it is shorter.
 
     The paper ran ns-2 and names no TCP knobs beyond these; we take ns-2's defaults of
     the time (documented in docs/reproductions/taq.md): NewReno, no timestamps (so 460
     payload bytes per 500-byte packet), initial window 2, minimum RTO 200 ms.
     """
-    queue_limit_pkts = max(1, round(rate_bps * TAQ_RTT_MS / 1e3 / (TAQ_PACKET_SIZE_BYTES * 8)))
+    if buffer_pkts is None:
+        buffer_pkts = max(1, round(rate_bps * TAQ_RTT_MS / 1e3 / (packet_size_bytes * 8)))
     return Scenario(
         seed=seed,
         duration_s=duration_s,
@@ -47,8 +60,8 @@ def taq_droptail_dumbbell(
         link={
             "rate_bps": rate_bps,
             "delay_ms": 1.0,
-            "queue": {"kind": "droptail", "limit_pkts": queue_limit_pkts},
+            "queue": {"kind": "droptail", **(queue or {}), "limit_pkts": buffer_pkts},
         },
-        tcp=NS2_TCP,
+        tcp={**NS2_TCP, "packet_size_bytes": packet_size_bytes},
         flows=[{"count": flows, "app": "bulk", "rtt_ms": TAQ_RTT_MS, "start_s": [0.0, 1.0]}],
     )

@@ -47,6 +47,7 @@ FLOWS_SCHEMA = pl.Schema(
         "timeouts": pl.Int64,
         "syn_timeouts": pl.Int64,
         "fast_retransmits": pl.Int64,
+        "backoff_ns": pl.Int64,
         "longest_silence_ns": pl.Int64,
     }
 )
@@ -90,9 +91,18 @@ LINKS_SCHEMA = pl.Schema(
         "loss_rate": pl.Float64,
         "mean_backlog_pkts": pl.Float64,
         "mean_queue_delay_ms": pl.Float64,
+        "queue_delay_p50_ms": pl.Float64,
+        "queue_delay_p99_ms": pl.Float64,
+        "queue_delay_max_ms": pl.Float64,
     }
 )
-"""One row per link direction (``"bottleneck"``, ``"bottleneck_reverse"``, ...)."""
+"""One row per link direction (``"bottleneck"``, ``"bottleneck_reverse"``, ...). Queueing
+delays are those of departed packets, quantiles to 1%."""
+
+QUEUE_DELAYS_SCHEMA = pl.Schema({"link": pl.String, "delay_ns": pl.Int64, "packets": pl.Int64})
+"""The queueing-delay distribution per link: packets whose delay fell in a bucket whose
+highest value is ``delay_ns`` (buckets 1% wide; empty buckets left out). See
+:func:`smallpipe.metrics.queue_delay_quantiles`."""
 
 BURSTS_SCHEMA = pl.Schema(
     {"flow_id": pl.Int64, "sent_ns": pl.Int64, "acked_ns": pl.Int64, "response_ns": pl.Int64}
@@ -124,13 +134,14 @@ _TABLES = {
     "links": LINKS_SCHEMA,
     "bursts": BURSTS_SCHEMA,
     "progress": PROGRESS_SCHEMA,
+    "queue_delays": QUEUE_DELAYS_SCHEMA,
     "queue_states": QUEUE_STATES_SCHEMA,
 }
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: seven tables, run metadata and the scenario that made it.
+    """The output of one run: eight tables, run metadata and the scenario that made it.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds`` and ``skipped_log_lines``.
@@ -142,6 +153,7 @@ class Result:
     links: pl.DataFrame
     bursts: pl.DataFrame
     progress: pl.DataFrame
+    queue_delays: pl.DataFrame
     queue_states: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
@@ -170,7 +182,8 @@ class Result:
         """Write the run to ``directory`` (created if needed) and return its path.
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
-        ``bursts.parquet``, ``progress.parquet``, ``queue_states.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
+        ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
+        ``meta.json`` and ``scenario.json`` (the canonical
         scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
         """
         directory = Path(directory)

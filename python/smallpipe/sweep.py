@@ -281,9 +281,7 @@ def run_point(pid: str, scenario_json: str, run_root: str) -> dict[str, Any]:
         shutil.rmtree(final, ignore_errors=True)
         staging.rename(final)
         record.update(status="ok", error=None, summary=summary, run_dir=str(final))
-    except (KeyboardInterrupt, SystemExit, GeneratorExit):
-        raise
-    except BaseException as error:  # noqa: BLE001  (a Rust panic arrives as a BaseException)
+    except Exception as error:  # noqa: BLE001  (a simulator panic arrives as SimulationError)
         record.update(status="error", error=f"{type(error).__name__}: {error}")
     record.update(finished_at=_utc_now(), wall_seconds=time.perf_counter() - clock)
     return record

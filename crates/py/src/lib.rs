@@ -1,14 +1,13 @@
 //! Python bindings of smallpipe: convert types and errors, nothing else.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
 use smallpipe_sim::{Results, Scenario};
 
-create_exception!(_smallpipe, SmallpipeError, PyException);
 create_exception!(_smallpipe, SimulationError, PyRuntimeError);
 
 create_exception!(_smallpipe, ConfigError, PyValueError, "A bad scenario: `field`, `value` and `allowed` say what and why.");
@@ -34,9 +33,20 @@ fn validate_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
 #[pyfunction]
 fn simulate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
     let scenario = Scenario::from_json(config_json).map_err(|e| config_error(py, e))?;
-    let results = py
-        .allow_threads(|| smallpipe_sim::simulate(&scenario))
-        .map_err(|e| config_error(py, e))?;
+    // A panic is a broken invariant of the simulator (accounting, event order): report it
+    // as SimulationError with its message rather than as pyo3's PanicException.
+    let run = py.allow_threads(|| std::panic::catch_unwind(|| smallpipe_sim::simulate(&scenario)));
+    let results = match run {
+        Ok(result) => result.map_err(|e| config_error(py, e))?,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            return Err(SimulationError::new_err(format!("the simulator failed: {message}")));
+        }
+    };
     results_to_dict(py, &results)
 }
 
@@ -59,6 +69,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
     flows.set_item("syn_timeouts", f.iter().map(|x| x.syn_timeouts).collect::<Vec<_>>())?;
     flows.set_item("fast_retransmits", f.iter().map(|x| x.fast_retransmits).collect::<Vec<_>>())?;
+    flows.set_item("backoff_ns", f.iter().map(|x| x.backoff_ns).collect::<Vec<_>>())?;
     flows.set_item("longest_silence_ns", f.iter().map(|x| x.longest_silence_ns).collect::<Vec<_>>())?;
     out.set_item("flows", flows)?;
 
@@ -109,7 +120,18 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     links.set_item("loss_rate", l.iter().map(|x| x.loss_rate).collect::<Vec<_>>())?;
     links.set_item("mean_backlog_pkts", l.iter().map(|x| x.mean_backlog_pkts).collect::<Vec<_>>())?;
     links.set_item("mean_queue_delay_ms", l.iter().map(|x| x.mean_queue_delay_ms).collect::<Vec<_>>())?;
+    links.set_item("queue_delay_p50_ms", l.iter().map(|x| x.queue_delay_p50_ms).collect::<Vec<_>>())?;
+    links.set_item("queue_delay_p99_ms", l.iter().map(|x| x.queue_delay_p99_ms).collect::<Vec<_>>())?;
+    links.set_item("queue_delay_max_ms", l.iter().map(|x| x.queue_delay_max_ms).collect::<Vec<_>>())?;
     out.set_item("links", links)?;
+
+    let delays = PyDict::new(py);
+    let rows = l.iter().flat_map(|x| x.queue_delay_hist.iter().map(move |&(d, n)| (x.name.clone(), d, n)));
+    let (names, delay_ns, counts): (Vec<_>, Vec<_>, Vec<_>) = unzip3(rows);
+    delays.set_item("link", names)?;
+    delays.set_item("delay_ns", delay_ns)?;
+    delays.set_item("packets", counts)?;
+    out.set_item("queue_delays", delays)?;
 
     let bursts = PyDict::new(py);
     let b = &r.bursts;
@@ -156,10 +178,19 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
 #[pymodule]
 fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("SmallpipeError", m.py().get_type::<SmallpipeError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     Ok(())
+}
+
+fn unzip3<A, B, C>(rows: impl Iterator<Item = (A, B, C)>) -> (Vec<A>, Vec<B>, Vec<C>) {
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for (x, y, z) in rows {
+        a.push(x);
+        b.push(y);
+        c.push(z);
+    }
+    (a, b, c)
 }

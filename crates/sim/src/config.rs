@@ -240,6 +240,14 @@ pub struct FlowGroup {
     /// order (the thesis's measuring flow: the k-th packet's time is a k-packet FCT).
     #[serde(default)]
     pub record_progress: bool,
+    /// Poisson: one arrival in `marker_every`, on average, is a marker flow whose size is
+    /// drawn from `marker_size` instead (the thesis's measuring flows of chosen lengths,
+    /// so the tail of the size range gets enough samples). Unset: no markers.
+    #[serde(default)]
+    pub marker_every: Option<u32>,
+    /// Poisson: the markers' size, bytes (e.g. `{ dist = "empirical", values = [...] }`).
+    #[serde(default)]
+    pub marker_size: Option<Dist>,
     /// Base (propagation) round-trip time, ms.
     #[serde(default = "d_rtt")]
     pub rtt_ms: Spread,
@@ -400,9 +408,17 @@ impl TcpConfig {
 }
 
 impl FlowGroup {
-    /// The mean transfer size, bytes (`None` when unsized or of infinite mean).
+    /// The mean transfer size, bytes, markers included (`None` when unsized or of infinite
+    /// mean), so a Poisson `load` is the load actually offered.
     pub fn mean_size_bytes(&self) -> Option<f64> {
-        self.size.as_ref().map_or(self.size_bytes.map(|b| b as f64), |d| d.mean())
+        let base = self.size.as_ref().map_or(self.size_bytes.map(|b| b as f64), |d| d.mean())?;
+        match (self.marker_every, &self.marker_size) {
+            (Some(every), Some(marker)) => {
+                let share = 1.0 / every as f64;
+                Some((1.0 - share) * base + share * marker.mean()?)
+            }
+            _ => Some(base),
+        }
     }
 
     fn validate(&self, min_rtt_ms: f64, mss: u32) -> Result<(), ConfigError> {
@@ -442,6 +458,17 @@ impl FlowGroup {
             if let Some(r) = self.rate_per_s {
                 check(r.is_finite() && r > 0.0, "rate_per_s", r, "a positive arrival rate")?;
             }
+        }
+        check(self.marker_every.is_none() || self.app == AppKind::Poisson, "marker_every", self.app.name(),
+            "markers only for app = \"poisson\"")?;
+        check(self.marker_every.is_some() == self.marker_size.is_some(), "marker_size",
+            format!("marker_every {:?}, marker_size {}", self.marker_every, if self.marker_size.is_some() { "set" } else { "unset" }),
+            "both marker_every and marker_size, or neither")?;
+        if let Some(every) = self.marker_every {
+            check(every >= 1, "marker_every", every, "1 or more (one arrival in marker_every is a marker)")?;
+        }
+        if let Some(d) = &self.marker_size {
+            d.validate("marker_size", 1.0)?;
         }
         let (lo, hi) = self.rtt_ms.bounds();
         check(lo.is_finite() && hi.is_finite() && lo <= hi && lo >= min_rtt_ms && lo > 0.0, "rtt_ms",

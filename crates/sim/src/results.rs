@@ -23,6 +23,9 @@ pub struct FlowRow {
     pub timeouts: u64,
     pub syn_timeouts: u64,
     pub fast_retransmits: u64,
+    /// Time the sender spent in retransmission-timeout episodes (see `EndpointStats::backoff_ns`);
+    /// an episode still open at the end counts up to the end of the run.
+    pub backoff_ns: u64,
     /// Longest interval without new in-order data at the receiver while the flow was open.
     pub longest_silence_ns: u64,
     /// In-order bytes delivered per slice, from `first_slice` through the slice the flow
@@ -61,11 +64,20 @@ pub struct LinkRow {
     pub loss_rate: f64,
     pub mean_backlog_pkts: f64,
     pub mean_queue_delay_ms: f64,
+    /// Queueing-delay quantiles of departed packets (1% resolution).
+    pub queue_delay_p50_ms: f64,
+    pub queue_delay_p99_ms: f64,
+    pub queue_delay_max_ms: f64,
+    /// The delay distribution: (bucket's highest delay in ns, packets), non-empty buckets only.
+    pub queue_delay_hist: Vec<(u64, u64)>,
 }
 
 impl LinkRow {
     pub(crate) fn from_link(l: &mut Link, end: Instant, duration_ns: u64) -> Self {
         let stats = l.queue.stats().clone();
+        let mean_backlog_pkts = l.queue.mean_backlog_pkts(end);
+        let hist = l.queue.sojourn_histogram();
+        let quantile_ms = |q: f64| if hist.is_empty() { 0.0 } else { hist.value_at_quantile(q) as f64 / 1e6 };
         let dropped = stats.total_dropped_pkts();
         LinkRow {
             name: l.name.clone(),
@@ -77,8 +89,12 @@ impl LinkRow {
             dropped_pkts: dropped,
             drops_by_reason: stats.dropped_pkts,
             loss_rate: if stats.arrived_pkts == 0 { 0.0 } else { dropped as f64 / stats.arrived_pkts as f64 },
-            mean_backlog_pkts: l.queue.mean_backlog_pkts(end),
+            mean_backlog_pkts,
             mean_queue_delay_ms: l.queue.mean_sojourn_ns() / 1e6,
+            queue_delay_p50_ms: quantile_ms(0.5),
+            queue_delay_p99_ms: quantile_ms(0.99),
+            queue_delay_max_ms: if hist.is_empty() { 0.0 } else { hist.max() as f64 / 1e6 },
+            queue_delay_hist: hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect(),
         }
     }
 }

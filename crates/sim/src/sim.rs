@@ -424,6 +424,11 @@ impl Simulator {
     fn draw_size(&mut self, u: u32) -> u64 {
         let unit = &mut self.units[u as usize];
         let g = &self.groups[unit.group as usize];
+        if let (Some(every), Some(marker)) = (g.marker_every, &g.marker_size) {
+            if unit.rng.chance(1.0 / every as f64) {
+                return marker.sample_bytes(&mut unit.rng);
+            }
+        }
         match (&g.size, g.size_bytes) {
             (Some(d), _) => d.sample_bytes(&mut unit.rng),
             (None, Some(b)) => b,
@@ -675,6 +680,7 @@ impl Simulator {
                 timeouts: snd.stats.timeouts,
                 syn_timeouts: snd.stats.syn_timeouts,
                 fast_retransmits: snd.stats.fast_retransmits,
+                backoff_ns: snd.backoff_ns_until(finished.unwrap_or(end).min(end)),
                 longest_silence_ns: longest.as_nanos(),
                 first_slice: conn.first_slice,
                 slice_bytes: std::mem::take(&mut conn.slice_bytes),

@@ -82,6 +82,10 @@ fn lost_syn_delays_data_by_the_initial_rto() {
         assert_eq!(lost.syn_timeouts, 1);
         let delay = fct_s(&lost) - fct_s(&clean);
         assert!((delay - initial_rto_ms / 1000.0).abs() < 1e-3, "SYN loss delayed by {delay} s");
+        // Backoff runs from the first SYN to the SYN-ACK of the retry: RTO + one RTT.
+        assert_eq!(clean.backoff_ns, 0);
+        let backoff = lost.backoff_ns as f64 * 1e-9;
+        assert!((backoff - (initial_rto_ms / 1000.0 + RTT_S)).abs() < 2e-3, "SYN backoff {backoff} s");
     }
 }
 
@@ -141,10 +145,15 @@ fn tail_loss_waits_for_the_rto_and_repeated_loss_doubles_it() {
         assert_eq!((once.timeouts, once.fast_retransmits), (1, 0));
         let d1 = fct_s(&once) - clean;
         assert!((d1 - rto).abs() < 2e-3, "min_rto {min_rto_ms}: delay {d1}, RTO {rto}");
+        // In backoff from the lost segment's send to the ACK of its retransmission.
+        let b1 = once.backoff_ns as f64 * 1e-9;
+        assert!((b1 - (rto + RTT_S)).abs() < 3e-3, "min_rto {min_rto_ms}: backoff {b1}, expected {}", rto + RTT_S);
         let twice = one_flow(&tcp, "\"drop_nth\":[2,3]", flow, 30.0);
         assert_eq!(twice.timeouts, 2);
         let d2 = fct_s(&twice) - clean;
         assert!((d2 - 3.0 * rto).abs() < 3e-3, "second RTO doubles: delay {d2}, expected {}", 3.0 * rto);
+        let b2 = twice.backoff_ns as f64 * 1e-9;
+        assert!((b2 - (3.0 * rto + RTT_S)).abs() < 4e-3, "backoff {b2}, expected {}", 3.0 * rto + RTT_S);
     }
 }
 

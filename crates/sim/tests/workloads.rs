@@ -84,6 +84,39 @@ fn poisson_arrivals_have_the_target_rate_and_exponential_gaps() {
 }
 
 #[test]
+fn one_poisson_arrival_in_marker_every_is_a_marker_and_the_load_counts_them() {
+    // Base flows 10 000 bytes, one in 10 a marker of 50 000 or 150 000 bytes (mean 100 000):
+    // mean size 0.9 x 10 000 + 0.1 x 100 000 = 19 000 bytes, so load 0.5 of 10 Mbit/s is
+    // 625 000 / 19 000 = 32.9 arrivals/s.
+    let r = run(r#"{"duration_s":300,"slice_s":10,"link":{"rate_bps":10000000},
+        "flows":[{"app":"poisson","count":4,"size_bytes":10000,"load":0.5,"rtt_ms":20,
+                  "marker_every":10,"marker_size":{"dist":"empirical","values":[50000,150000]}}]}"#);
+    let n = r.flows.len() as f64;
+    let expected = 0.5 * 10e6 / 8.0 / 19_000.0 * 300.0;
+    assert!((n - expected).abs() < 4.0 * expected.sqrt(), "{n} arrivals, expected {expected:.0}");
+    let sizes: Vec<u64> = r.flows.iter().map(|f| f.size_bytes.unwrap()).collect();
+    assert!(sizes.iter().all(|s| [10_000, 50_000, 150_000].contains(s)), "only base and marker sizes");
+    let markers = sizes.iter().filter(|&&s| s != 10_000).count() as f64;
+    // Binomial(n, 0.1): standard deviation sqrt(n 0.1 0.9); allow 4.
+    let sd = (n * 0.1 * 0.9).sqrt();
+    assert!((markers - 0.1 * n).abs() < 4.0 * sd, "{markers} markers among {n} arrivals");
+    let large = sizes.iter().filter(|&&s| s == 150_000).count() as f64;
+    assert!((large / markers - 0.5).abs() < 4.0 * (0.25 / markers).sqrt(), "marker sizes drawn uniformly");
+}
+
+#[test]
+fn markers_need_a_poisson_group_and_both_fields() {
+    let err = |app: &str, extra: &str| {
+        let load = if app == "poisson" { r#","load":0.1"# } else { "" };
+        let json = format!(r#"{{"flows":[{{"app":"{app}","size_bytes":1000,"rtt_ms":20{load},{extra}}}]}}"#);
+        Scenario::from_json(&json).unwrap_err()
+    };
+    assert_eq!(err("poisson", r#""marker_every":10"#).field, "flows[0].marker_size");
+    assert_eq!(err("transfer", r#""marker_every":10,"marker_size":5000"#).field, "flows[0].marker_every");
+    assert_eq!(err("poisson", r#""marker_every":0,"marker_size":5000"#).field, "flows[0].marker_every");
+}
+
+#[test]
 fn a_lost_syn_is_a_hang_as_long_as_the_whole_one_packet_transfer() {
     let r = run(r#"{"duration_s":20,"link":{"rate_bps":10000000,"delay_ms":10,"drop_nth":[1]},
         "tcp":{"overhead_max_ms":0},"flows":[{"app":"transfer","size_bytes":1000,"rtt_ms":100}]}"#);
@@ -178,4 +211,21 @@ fn progress_of_a_measuring_flow_is_one_time_per_packet_and_increasing() {
     // IW 1: packet 1 arrives in the first data round, packets 2-3 in the second (one RTT later).
     let round = |k: usize| ((p[k - 1].fct_ns as f64 * 1e-9 - 0.15) / 0.1).round() as i64;
     assert_eq!((round(1), round(2), round(3), round(4)), (0, 1, 1, 2));
+}
+
+#[test]
+fn queue_delays_are_bounded_by_the_buffer_and_count_every_departure() {
+    // Eight bulk flows fill a 20-packet DropTail buffer at 1 Mbit/s: no packet can wait
+    // longer than 20 full-size packet times (20 x 12 ms) behind the others.
+    let r = run(r#"{"duration_s":60,"link":{"rate_bps":1000000,"queue":{"kind":"droptail","limit_pkts":20}},
+        "flows":[{"app":"bulk","count":8,"rtt_ms":100}]}"#);
+    let l = &r.links[0];
+    let departed: u64 = l.queue_delay_hist.iter().map(|&(_, n)| n).sum();
+    // Every packet that left the queue, including the one on the wire when the run ended.
+    assert!(departed == l.tx_pkts || departed == l.tx_pkts + 1, "{departed} departures, {} sent", l.tx_pkts);
+    let packet_ms = 1500.0 * 8.0 / 1e6 * 1e3;
+    assert!(l.queue_delay_max_ms <= 20.0 * packet_ms * 1.01, "max delay {} ms", l.queue_delay_max_ms);
+    // A full buffer most of the time: the median is within the last few packets of it.
+    assert!(l.queue_delay_p50_ms > 15.0 * packet_ms, "median delay {} ms", l.queue_delay_p50_ms);
+    assert!(l.queue_delay_p50_ms <= l.queue_delay_p99_ms && l.queue_delay_p99_ms <= l.queue_delay_max_ms);
 }

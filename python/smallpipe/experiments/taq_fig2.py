@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe import metrics
-from smallpipe.presets import taq_droptail_dumbbell
+from smallpipe.presets import taq_dumbbell
 from smallpipe.result import simulate
 
 __all__ = ["PAPER", "RATES_BPS", "FAIR_SHARES_BPS", "plot", "reproduce", "run"]
@@ -51,7 +51,7 @@ def run(
     for rate in rates_bps:
         for share in fair_shares_bps:
             flows = max(2, round(rate / share))
-            result = simulate(taq_droptail_dumbbell(flows=flows, rate_bps=rate, duration_s=duration_s, seed=seed))
+            result = simulate(taq_dumbbell(flows=flows, rate_bps=rate, duration_s=duration_s, seed=seed))
             per_slice = metrics.jain_per_slice(result.slices, flows=result.flows).filter(pl.col("slice") > 0)
             links = result.links.filter(pl.col("name") == "bottleneck")
             rows.append({

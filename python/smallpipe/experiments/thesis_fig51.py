@@ -1,22 +1,29 @@
-"""Thesis ("short flows: FCT with RED, FQ and RCP"), Figure 5.1, DropTail baseline: flow
-completion time of a measuring flow against 4 infinite background flows.
+"""Thesis ("short flows: FCT with RED, FQ and RCP"), Figure 5.1: flow completion time of
+a measuring flow against 4 infinite background flows, under the thesis's protocols.
 
 Set-up (its §4.2 and Chapter 5): 10 Mbit/s links, 10 ms access latency, 10 ms bottleneck
-(RTT 40 ms), 4 background flows of infinite size starting at about 0, TCP Reno with an
-initial window of 2 and DropTail. The measuring flow starts after 250 RTTs plus a random
-offset; the time at which its k-th packet and all before it have arrived is the FCT of a
-k-packet flow (1 KB packets). Reported: median and 99th-percentile FCT against flow size,
-and CDFs at 12 and 133 packets (the median and 90th-percentile KB per host of the web).
+(RTT 40 ms), 4 background flows of infinite size starting at about 0. The measuring flow
+starts after 250 RTTs plus a random offset; the time at which its k-th packet and all
+before it have arrived is the FCT of a k-packet flow (1 KB packets). Reported: median and
+99th-percentile FCT against flow size, and CDFs at 12 and 133 packets (the median and
+90th-percentile KB per host of the web).
 
-Choices where the thesis is silent (docs/reproductions/thesis.md): DropTail limit 50
-packets (ns-2's default), 1000-byte packets on the wire (960 payload bytes, no
+Protocols (its §4.3): TCP Reno with IW 2 over DropTail (the baseline), IW 10 over
+DropTail, IW 10 over RED with ns-2's automatic parameters, IW 10 over Fair Queueing (1000
+hashed queues, a shared buffer, overflow drops the last packet of the longest queue).
+RCP is not implemented here.
+
+Choices where the thesis is silent (docs/reproductions/thesis.md): a 50-packet buffer
+(ns-2's default) for every discipline, 1000-byte packets on the wire (960 payload bytes, no
 timestamps), minimum RTO 200 ms (ns-2's), no delayed ACKs, a measuring flow of 500
 packets, a random offset uniform in one RTT, one run per seed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -25,87 +32,140 @@ from smallpipe import metrics
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["SIZES_PKTS", "reproduce", "run"]
+__all__ = ["PROTOCOLS", "SIZES_PKTS", "reproduce", "run", "scenario", "summary"]
 
 SIZES_PKTS = (1, 2, 4, 8, 12, 16, 32, 64, 133, 256, 500)
-RTT_MS = 40.0
+BUFFER_PKTS = 50
+PACKET_SIZE_BYTES = 1000
 MSS_BYTES = 960
+BOTTLENECK_DELAY_MS = 10.0
+
+PROTOCOLS: dict[str, tuple[int, dict[str, Any]]] = {
+    "tcp": (2, {"kind": "droptail"}),
+    "iw10": (10, {"kind": "droptail"}),
+    "red": (10, {"kind": "red"}),
+    "fq": (10, {"kind": "fq", "buckets": 1000}),
+}
+"""The thesis's protocols (§4.3): name → (initial window, bottleneck discipline)."""
 
 
-def scenario(seed: int, *, iw_pkts: int = 2) -> Scenario:
-    start = 250 * RTT_MS / 1000
+def rtt_ms(latency_ms: float) -> float:
+    """The thesis's RTT: twice the access latency plus twice the 10 ms bottleneck."""
+    return 2 * latency_ms + 2 * BOTTLENECK_DELAY_MS
+
+
+def scenario(
+    seed: int,
+    protocol: str = "tcp",
+    *,
+    rate_bps: int = 10_000_000,
+    latency_ms: float = 10.0,
+    buffer_pkts: int = BUFFER_PKTS,
+    rwnd_bytes: int | None = None,
+    background: dict[str, Any] | None = None,
+    measuring: bool = True,
+    warmup_rtts: float = 250.0,
+    after_s: float = 30.0,
+) -> Scenario:
+    """The thesis's half-dumbbell: ``background`` is a flow group (default: 4 infinite
+    flows starting within the first 10 ms), plus a measuring flow after ``warmup_rtts``
+    RTTs and a random offset of up to one RTT when ``measuring``. ``rwnd_bytes`` overrides
+    the receiver window (the default caps a flow at 64 KB in flight)."""
+    iw_pkts, queue = PROTOCOLS[protocol]
+    rtt = rtt_ms(latency_ms)
+    start = warmup_rtts * rtt / 1000
+    flows = [{"app": "bulk", "count": 4, "rtt_ms": rtt, "start_s": [0.0, 0.01], **(background or {})}]
+    if measuring:
+        flows.append({"app": "transfer", "size_bytes": SIZES_PKTS[-1] * MSS_BYTES, "rtt_ms": rtt,
+                      "record_progress": True, "start_s": [start, start + rtt / 1000]})
     return Scenario(
-        seed=seed, duration_s=start + 30.0, slice_s=1.0,
-        link={"rate_bps": 10_000_000, "delay_ms": 10.0, "access_rate_bps": 10_000_000,
-              "queue": {"kind": "droptail", "limit_pkts": 50}},
-        tcp={"packet_size_bytes": 1000, "recovery": "reno", "delayed_ack": False, "timestamps": False,
-             "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0},
-        flows=[
-            {"app": "bulk", "count": 4, "rtt_ms": RTT_MS, "start_s": [0.0, 0.01]},
-            {"app": "transfer", "size_bytes": 500 * MSS_BYTES, "rtt_ms": RTT_MS, "record_progress": True,
-             "start_s": [start, start + RTT_MS / 1000]},
-        ],
+        seed=seed, duration_s=start + after_s, slice_s=1.0,
+        link={"rate_bps": rate_bps, "delay_ms": BOTTLENECK_DELAY_MS, "access_rate_bps": rate_bps,
+              "queue": {**queue, "limit_pkts": buffer_pkts}},
+        tcp={"packet_size_bytes": PACKET_SIZE_BYTES, "recovery": "reno", "delayed_ack": False, "timestamps": False,
+             "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0,
+             **({"rwnd_bytes": rwnd_bytes} if rwnd_bytes is not None else {})},
+        flows=flows,
     )
 
 
-def run(*, runs: int = 300, seed: int = 1) -> pl.DataFrame:
-    """k-packet FCTs over `runs` seeds: one row per (run, k)."""
+def run(*, protocols: Sequence[str] = tuple(PROTOCOLS), runs: int = 300, seed: int = 1, **setup: Any) -> pl.DataFrame:
+    """k-packet FCTs over `runs` seeds per protocol: one row per (protocol, run, k).
+    ``setup`` goes to :func:`scenario` (rate, latency)."""
     frames = []
-    for i in range(runs):
-        result = simulate(scenario(seed * 100_000 + i))
-        frames.append(result.progress.select("packets", fct_s=pl.col("fct_ns") / 1e9).with_columns(run=pl.lit(i)))
+    for protocol in protocols:
+        for i in range(runs):
+            result = simulate(scenario(seed * 100_000 + i, protocol, **setup))
+            frames.append(
+                result.progress.select("packets", fct_s=pl.col("fct_ns") / 1e9).with_columns(
+                    protocol=pl.lit(protocol), run=pl.lit(i)
+                )
+            )
     return pl.concat(frames)
 
 
-def summary(fcts: pl.DataFrame) -> pl.DataFrame:
-    return (
-        fcts.filter(pl.col("packets").is_in(SIZES_PKTS))
-        .group_by("packets")
-        .agg(
-            runs=pl.len(),
-            median_s=pl.col("fct_s").median(),
-            p99_s=pl.col("fct_s").quantile(0.99, interpolation="linear"),
-        )
-        .with_columns(
-            slow_start_bound_s=metrics.slow_start_bound_s(
-                pl.col("packets") * MSS_BYTES, pl.lit(RTT_MS / 1000), mss_bytes=MSS_BYTES, iw_pkts=2
+def summary(fcts: pl.DataFrame, *, latency_ms: float = 10.0) -> pl.DataFrame:
+    """Per protocol and flow size: runs, median and p99 FCT, and the slow-start bound
+    (1 + log2(k / IW)) RTT with the protocol's initial window."""
+    rtt_s = rtt_ms(latency_ms) / 1000
+    frames = []
+    for (protocol,), group in fcts.filter(pl.col("packets").is_in(SIZES_PKTS)).group_by("protocol", maintain_order=True):
+        iw_pkts = PROTOCOLS[protocol][0]
+        frames.append(
+            group.group_by("packets")
+            .agg(
+                runs=pl.len(),
+                median_s=pl.col("fct_s").median(),
+                p99_s=pl.col("fct_s").quantile(0.99, interpolation="linear"),
             )
+            .with_columns(
+                slow_start_bound_s=metrics.slow_start_bound_s(
+                    pl.col("packets") * MSS_BYTES, pl.lit(rtt_s), mss_bytes=MSS_BYTES, iw_pkts=iw_pkts
+                )
+            )
+            .select(pl.lit(protocol).alias("protocol"), pl.all())
         )
-        .sort("packets")
-    )
+    return pl.concat(frames).sort("protocol", "packets")
 
 
-def plot(fcts: pl.DataFrame, table: pl.DataFrame, path: Path) -> None:
+def plot(fcts: pl.DataFrame, table: pl.DataFrame, path: Path, *, title: str) -> None:
+    """Median and p99 FCT against size per protocol, and FCT CDFs at 12 and 133 packets."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.plot(table["packets"], table["median_s"], marker="o", label="median")
-    left.plot(table["packets"], table["p99_s"], marker="s", label="99th percentile")
-    left.plot(table["packets"], table["slow_start_bound_s"], linestyle=":", color="grey", label="slow-start bound")
-    left.set_xscale("log")
-    left.set_yscale("log")
-    left.set_xlabel("flow size (packets of 1 KB)")
-    left.set_ylabel("FCT (s)")
-    left.legend()
-    for k in (12, 133):
-        values = np.sort(fcts.filter(pl.col("packets") == k)["fct_s"].to_numpy())
-        right.plot(values, np.arange(1, values.size + 1) / values.size, label=f"{k} packets")
-    right.set_xscale("log")
-    right.set_xlabel("FCT (s)")
-    right.set_ylabel("CDF")
-    right.legend()
-    fig.suptitle("Thesis Fig. 5.1 baseline: TCP Reno IW 2, DropTail, 4 elephants, 10 Mbit/s, 40 ms")
+    fig, (median, p99, cdf) = plt.subplots(1, 3, figsize=(14, 4))
+    for (protocol,), group in table.group_by("protocol", maintain_order=True):
+        (line,) = median.plot(group["packets"], group["median_s"], marker="o", label=protocol)
+        p99.plot(group["packets"], group["p99_s"], marker="s", label=protocol, color=line.get_color())
+        for k, style in ((12, "-"), (133, "--")):
+            values = np.sort(fcts.filter(pl.col("protocol") == protocol, pl.col("packets") == k)["fct_s"].to_numpy())
+            cdf.plot(values, np.arange(1, values.size + 1) / values.size, linestyle=style,
+                     color=line.get_color(), label=f"{protocol}, {k} pkts")
+    bound = table.filter(pl.col("protocol") == "tcp")
+    for ax, name in ((median, "median"), (p99, "99th percentile")):
+        ax.plot(bound["packets"], bound["slow_start_bound_s"], linestyle=":", color="grey", label="slow start, IW 2")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("flow size (packets of 1 KB)")
+        ax.set_ylabel(f"{name} FCT (s)")
+        ax.legend(fontsize=7)
+    cdf.set_xscale("log")
+    cdf.set_xlabel("FCT (s)")
+    cdf.set_ylabel("CDF")
+    cdf.legend(fontsize=6)
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
+    """300 runs per protocol (60 with ``quick``), written as CSV and PNG."""
     fcts = run(runs=60 if quick else 300, seed=seed)
     table = summary(fcts)
     table.write_csv(out / "thesis-fig5.1.csv")
-    plot(fcts, table, out / "thesis-fig5.1.png")
+    plot(fcts, table, out / "thesis-fig5.1.png",
+         title="Thesis Fig. 5.1: Reno, 4 elephants, 10 Mbit/s, RTT 40 ms, 50-packet buffers")
     return table

@@ -1,12 +1,19 @@
 //! The accounting wrapper: the only door into a discipline. It stamps arrival times, counts
-//! arrivals, departures and drops by reason, integrates the backlog over time, and (in
-//! debug builds) asserts `arrived = departed + dropped + backlog` after every call.
+//! arrivals, departures and drops by reason, integrates the backlog over time, keeps the
+//! distribution of queueing delays, and (in debug builds) asserts
+//! `arrived = departed + dropped + backlog` after every call.
 
 use super::{Cx, Qdisc};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::stats::{DropReason, QdiscStats};
 use crate::time::Instant;
+use hdrhistogram::Histogram;
+
+/// Queueing delays above this are recorded as this (no real queue holds a packet longer).
+pub const MAX_RECORDED_SOJOURN_NS: u64 = 1_000_000_000_000;
+/// Significant decimal digits the delay histogram keeps: quantiles within 1% (about 30 KB).
+const SOJOURN_SIGNIFICANT_DIGITS: u8 = 2;
 
 #[derive(Debug)]
 pub struct Accounted<Q> {
@@ -19,6 +26,8 @@ pub struct Accounted<Q> {
     last_change: Instant,
     /// Sum of sojourn times of departed packets, for the mean queueing delay.
     sojourn_ns_sum: u128,
+    /// Sojourn time of every departed packet, in nanoseconds, to 2 significant digits.
+    sojourn_ns: Histogram<u64>,
 }
 
 impl<Q: Qdisc> Accounted<Q> {
@@ -31,6 +40,8 @@ impl<Q: Qdisc> Accounted<Q> {
             backlog_pkt_ns: 0,
             last_change: Instant::ZERO,
             sojourn_ns_sum: 0,
+            sojourn_ns: Histogram::new_with_bounds(1, MAX_RECORDED_SOJOURN_NS, SOJOURN_SIGNIFICANT_DIGITS)
+                .expect("constant histogram bounds are valid"),
         }
     }
 
@@ -57,7 +68,9 @@ impl<Q: Qdisc> Accounted<Q> {
         if let Some(p) = &out {
             self.stats.departed_pkts += 1;
             self.stats.departed_bytes += p.len_bytes();
-            self.sojourn_ns_sum += now.saturating_since(p.arrival).as_nanos() as u128;
+            let sojourn_ns = now.saturating_since(p.arrival).as_nanos();
+            self.sojourn_ns_sum += sojourn_ns as u128;
+            self.sojourn_ns.saturating_record(sojourn_ns);
         }
         self.debug_check();
         out
@@ -110,6 +123,11 @@ impl<Q: Qdisc> Accounted<Q> {
         }
     }
 
+    /// The queueing-delay distribution of departed packets (nanoseconds, 1% resolution).
+    pub fn sojourn_histogram(&self) -> &Histogram<u64> {
+        &self.sojourn_ns
+    }
+
     /// Checks the conservation identity now (tests call this; debug builds assert it).
     pub fn check(&self) -> Result<(), String> {
         self.stats.check(self.inner.len_pkts() as u64, self.inner.backlog_bytes())
@@ -133,5 +151,33 @@ impl<Q: Qdisc> Accounted<Q> {
         if let Err(e) = self.check() {
             panic!("{e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::{DropTail, DropTailConfig};
+    use crate::time::Duration;
+
+    #[test]
+    fn delay_quantiles_match_the_sojourns_of_a_known_schedule() {
+        // 100 packets arrive together at t = 0 and leave one per millisecond from t = 1 ms:
+        // packet i waits (i + 1) ms, so the q-quantile is ceil(100 q) ms.
+        let q: DropTail = DropTailConfig { limit_pkts: Some(1000), limit_bytes: None }.build().unwrap();
+        let mut acc = Accounted::new(q, Rng::new(1, 0));
+        for i in 0..100u32 {
+            acc.enqueue(Packet { seq: i, ip_len_bytes: 1500, ..Default::default() }, Instant::ZERO);
+        }
+        for i in 1..=100u64 {
+            acc.dequeue(Instant::ZERO + Duration::from_millis(i)).unwrap();
+        }
+        let h = acc.sojourn_histogram();
+        assert_eq!(h.len(), 100);
+        for (quantile, expected_ms) in [(0.5, 50.0), (0.9, 90.0), (0.99, 99.0), (1.0, 100.0)] {
+            let got_ms = h.value_at_quantile(quantile) as f64 / 1e6;
+            assert!((got_ms - expected_ms).abs() <= 0.01 * expected_ms, "q{quantile}: {got_ms} ms, expected {expected_ms}");
+        }
+        assert!((acc.mean_sojourn_ns() / 1e6 - 50.5).abs() < 1e-9);
     }
 }

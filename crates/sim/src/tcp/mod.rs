@@ -103,6 +103,10 @@ pub struct EndpointStats {
     pub fast_retransmits: u64,
     /// In-order payload bytes handed to the receiving application.
     pub bytes_delivered: u64,
+    /// Time spent in retransmission-timeout episodes (SYN or data), closed ones only: from
+    /// when the timer that expired was armed (the last progress before the silence) to the
+    /// first acknowledgement of new data after it. Covers the first RTO and every backed-off one.
+    pub backoff_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -148,6 +152,10 @@ pub struct Endpoint {
     scoreboard: RangeSet,
     last_data_sent: Instant,
     rto_at: Option<Instant>,
+    /// When the retransmission timer was last armed from a non-timeout event.
+    rto_armed_at: Instant,
+    /// The open timeout episode began here (see `EndpointStats::backoff_ns`).
+    backoff_since: Option<Instant>,
     // Receive half (offsets from `irs`).
     irs: u32,
     rcv_nxt: u64,
@@ -199,6 +207,8 @@ impl Endpoint {
             scoreboard: RangeSet::default(),
             last_data_sent: Instant::ZERO,
             rto_at: None,
+            rto_armed_at: Instant::ZERO,
+            backoff_since: None,
             irs: 0,
             rcv_nxt: 0,
             ooo: RangeSet::default(),
@@ -292,17 +302,35 @@ impl Endpoint {
         }
     }
 
+    fn arm_rto(&mut self, now: Instant) {
+        self.rto_at = Some(now + self.rtt.rto());
+        self.rto_armed_at = now;
+    }
+
+    fn end_backoff(&mut self, now: Instant) {
+        if let Some(since) = self.backoff_since.take() {
+            self.stats.backoff_ns += now.saturating_since(since).as_nanos();
+        }
+    }
+
+    /// `backoff_ns` with a still-open timeout episode counted up to `end`.
+    pub fn backoff_ns_until(&self, end: Instant) -> u64 {
+        self.stats.backoff_ns + self.backoff_since.map_or(0, |since| end.saturating_since(since).as_nanos())
+    }
+
     fn on_rto(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         if self.snd_una >= self.snd_max {
             return; // everything was acknowledged meanwhile
         }
         self.rtt.back_off();
         self.timed = None;
+        self.backoff_since.get_or_insert(self.rto_armed_at);
         match self.state {
             State::SynSent | State::SynReceived if self.snd_una == 0 => {
                 if self.syn_tries >= p.syn_retries {
                     self.state = State::Closed;
                     self.failed = true;
+                    self.end_backoff(now);
                     return;
                 }
                 self.syn_tries += 1;
@@ -350,6 +378,7 @@ impl Endpoint {
                     self.rcv_nxt = 1;
                     self.ts_recent = seg.ts_val;
                     self.state = State::Established;
+                    self.end_backoff(now);
                     self.take_rtt_sample(1, seg, now, p);
                     self.snd_una = 1;
                     self.highest_ack = 1;
@@ -420,6 +449,7 @@ impl Endpoint {
 
     fn on_new_ack(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
+        self.end_backoff(now);
         self.take_rtt_sample(ack, seg, now, p);
         let syn_acked = self.snd_una == 0;
         self.prev_highest_ack = self.highest_ack;
@@ -463,7 +493,7 @@ impl Endpoint {
                     self.cwnd = self.cwnd.max(p.mss);
                     if r.first_partial {
                         r.first_partial = false;
-                        self.rto_at = Some(now + self.rtt.rto());
+                        self.arm_rto(now);
                     }
                     self.recovery = Some(r);
                 }
@@ -485,7 +515,7 @@ impl Endpoint {
             self.rto_at = None;
         } else if !matches!(self.recovery, Some(r) if p.recovery == Recovery::Newreno && !r.first_partial && ack < r.recover)
         {
-            self.rto_at = Some(now + self.rtt.rto());
+            self.arm_rto(now);
         }
         self.try_send(now, p, out);
     }
@@ -542,7 +572,7 @@ impl Endpoint {
                 self.cwnd = self.ssthresh + p.dupthresh as u64 * p.mss;
             }
         }
-        self.rto_at = Some(now + self.rtt.rto());
+        self.arm_rto(now);
     }
 
     fn on_data(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
@@ -775,7 +805,7 @@ impl Endpoint {
             self.snd_nxt = self.snd_nxt.max(1);
         }
         if self.rto_at.is_none() {
-            self.rto_at = Some(now + self.rtt.rto());
+            self.arm_rto(now);
         }
         self.stats.segments_sent += 1;
         if len > 0 {
