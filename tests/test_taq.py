@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built (run `maturin develop`)")
 
 from smallpipe import ConfigError, metrics
-from smallpipe.presets import taq_droptail_dumbbell
+from smallpipe.presets import taq_dumbbell
 from smallpipe.result import simulate
 
 
@@ -19,7 +19,7 @@ def _short_term_jain(scenario):
 
 
 def test_taq_knobs_are_validated_naming_the_field():
-    base = taq_droptail_dumbbell(flows=4, rate_bps=1_000_000, duration_s=10.0)
+    base = taq_dumbbell(flows=4, rate_bps=1_000_000, duration_s=10.0)
     with pytest.raises(ConfigError) as caught:
         base.with_overrides({"link.queue": {"kind": "taq", "recovery_share": 1.5}})
     assert caught.value.field == "link.queue.recovery_share"
@@ -30,8 +30,8 @@ def test_taq_knobs_are_validated_naming_the_field():
 
 def test_taq_beats_droptail_short_term_fairness_in_the_sub_packet_regime():
     # 100 flows on 1 Mbit/s: 10 kbit/s each, 1 packet per 400 ms, below one per RTT.
-    dt = taq_droptail_dumbbell(flows=100, rate_bps=1_000_000, duration_s=200.0)
-    taq = dt.with_overrides({"link.queue": {"kind": "taq", "limit_pkts": dt["link"]["queue"]["limit_pkts"]}})
+    dt = taq_dumbbell(flows=100, rate_bps=1_000_000, duration_s=200.0)
+    taq = taq_dumbbell(flows=100, rate_bps=1_000_000, duration_s=200.0, queue={"kind": "taq"})
     jain_dt, _ = _short_term_jain(dt)
     jain_taq, result = _short_term_jain(taq)
     assert jain_taq > jain_dt + 0.1, (jain_taq, jain_dt)
@@ -44,18 +44,17 @@ def test_admission_control_refuses_syns_only_when_switched_on_and_loss_is_heavy(
     # 200 flows arriving over 20 s on 0.5 Mbit/s (2.5 kbit/s each): the drop rate passes
     # 0.09 early, so later pools are refused (until they have waited T_wait: the Rust
     # tests check that guarantee packet by packet).
-    sc = taq_droptail_dumbbell(flows=200, rate_bps=500_000, duration_s=30.0)
-    flows = [{**sc["flows"][0], "start_s": [0.0, 20.0]}]
-    queue = {"kind": "taq", "limit_pkts": sc["link"]["queue"]["limit_pkts"]}
     for admission_control in (False, True):
-        run = sc.with_overrides({"flows": flows, "link.queue": {**queue, "admission_control": admission_control}})
+        sc = taq_dumbbell(flows=200, rate_bps=500_000, duration_s=30.0,
+                          queue={"kind": "taq", "admission_control": admission_control})
+        run = sc.with_overrides({"flows": [{**sc["flows"][0], "start_s": [0.0, 20.0]}]})
         link = simulate(run).links.filter(pl.col("name") == "bottleneck")
         assert (link["drop_admission"][0] > 0) == admission_control
 
 
 def test_queue_states_table_counts_every_taq_flow_at_every_slice_end():
-    sc = taq_droptail_dumbbell(flows=30, rate_bps=500_000, duration_s=60.0)
-    taq = sc.with_overrides({"link.queue": {"kind": "taq", "limit_pkts": sc["link"]["queue"]["limit_pkts"]}})
+    sc = taq_dumbbell(flows=30, rate_bps=500_000, duration_s=60.0)
+    taq = taq_dumbbell(flows=30, rate_bps=500_000, duration_s=60.0, queue={"kind": "taq"})
     states = simulate(taq).queue_states
     assert states["link"].unique().to_list() == ["bottleneck"]  # the reverse queue is DropTail
     assert states["slice"].to_list() == [0, 1, 2]  # 60 s in 20 s slices
