@@ -16,7 +16,9 @@
 //!   flows in their first slow start in NewFlow, of flows dropped more than
 //!   `over_penalized_drops` times in this and the last epoch in OverPenalized, of flows
 //!   that lost a packet here recently or are below their fair share in BelowFairShare,
-//!   the rest in AboveFairShare.
+//!   the rest in AboveFairShare. Exception (ours, see `docs/taq.md`): while a flow has
+//!   packets queued, its arrivals join them in the same queue, so a flow's packets (its
+//!   retransmissions included) never overtake one another.
 //! - When the shared buffer of `limit_pkts` overflows, drop the queued packet (the arrival
 //!   included) whose loss is predicted to hurt its flow least (Section 4.1: a fast
 //!   retransmit before a timeout before a repeated timeout), searching the lowest-priority
@@ -38,8 +40,9 @@
 //! Complexity: enqueue and dequeue are O(1) amortised plus `sweep_flows_per_op` epoch
 //! roll-overs; an overflow drop predicts at most `drop_search_pkts` packets per queue
 //! (7 queues) and removes from the middle of one queue, O(`limit_pkts`). Memory: the flow
-//! table (`flow_table_capacity` entries of about 200 bytes), the pool table
-//! (`pool_table_capacity`) and at most `limit_pkts + 1` queued packets.
+//! table (`flow_table_capacity` entries of 208 bytes plus the index), the pool table
+//! (`pool_table_capacity` entries of 40 bytes) and at most `limit_pkts + 1` queued packets.
+//! [`Taq::taq_snapshot`] is read-only and O(flows).
 //!
 //! Drops: buffer overflow drops are `overlimit` (whichever packet TAQ chose); refused
 //! SYNs are `admission`.
