@@ -59,7 +59,7 @@ def simulate(config_json: str) -> dict[str, Any]:
         config_json: the scenario as JSON (validated again on the Rust side).
 
     Returns:
-        ``{"flows", "slices", "units", "links", "bursts", "progress"}``, each a dict of equal-length
+        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states"}``, each a dict of equal-length
         column lists, and ``"meta"``, a dict of scalars:
 
         - flows (one row per TCP connection): ``flow_id``, ``unit_id``, ``group``
@@ -86,6 +86,9 @@ def simulate(config_json: str) -> dict[str, Any]:
         - progress (flows with ``record_progress``): ``flow_id``, ``packets``,
           ``fct_ns`` (time since the flow's start when its first ``packets`` MSS of
           data had arrived in order).
+        - queue_states (links whose queue is TAQ, one row per link and slice, at the
+          slice's end): ``link``, ``slice``, ``time_ns``, ``flows_<state>`` for the
+          seven states of TAQ's flow model and ``queued_<queue>`` for its seven queues.
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
           (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``.
 

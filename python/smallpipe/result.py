@@ -19,7 +19,17 @@ from smallpipe import _smallpipe
 from smallpipe._smallpipe import SimulationError
 from smallpipe.scenario import Scenario
 
-__all__ = ["BURSTS_SCHEMA", "FLOWS_SCHEMA", "LINKS_SCHEMA", "PROGRESS_SCHEMA", "SLICES_SCHEMA", "UNITS_SCHEMA", "Result", "simulate"]
+__all__ = [
+    "BURSTS_SCHEMA",
+    "FLOWS_SCHEMA",
+    "LINKS_SCHEMA",
+    "PROGRESS_SCHEMA",
+    "QUEUE_STATES_SCHEMA",
+    "SLICES_SCHEMA",
+    "UNITS_SCHEMA",
+    "Result",
+    "simulate",
+]
 
 FLOWS_SCHEMA = pl.Schema(
     {
@@ -105,6 +115,19 @@ PROGRESS_SCHEMA = pl.Schema({"flow_id": pl.Int64, "packets": pl.Int64, "fct_ns":
 ``packets`` MSS of data had arrived in order, i.e. the FCT of a ``packets``-packet flow
 (the thesis's measuring flow)."""
 
+_TAQ_STATES = ("slow_start", "normal", "explicit_recovery", "timeout_silence", "timeout_recovery",
+               "extended_silence", "idle_silence")
+_TAQ_QUEUES = ("recovery_extended", "recovery_silence", "recovery_first", "new_flow", "over_penalized",
+               "below_fair_share", "above_fair_share")
+QUEUE_STATES_SCHEMA = pl.Schema(
+    {"link": pl.String, "slice": pl.Int64, "time_ns": pl.Int64}
+    | {f"flows_{state}": pl.Int64 for state in _TAQ_STATES}
+    | {f"queued_{queue}": pl.Int64 for queue in _TAQ_QUEUES}
+)
+"""Links whose queue is TAQ, one row per link and time slice, taken at the slice's end:
+flows tracked by TAQ in each state of its flow model (``flows_<state>``) and packets in
+each of its queues (``queued_<queue>``); see docs/taq.md. Empty without a TAQ queue."""
+
 _TABLES = {
     "flows": FLOWS_SCHEMA,
     "slices": SLICES_SCHEMA,
@@ -113,12 +136,13 @@ _TABLES = {
     "bursts": BURSTS_SCHEMA,
     "progress": PROGRESS_SCHEMA,
     "queue_delays": QUEUE_DELAYS_SCHEMA,
+    "queue_states": QUEUE_STATES_SCHEMA,
 }
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: seven tables, run metadata and the scenario that made it.
+    """The output of one run: eight tables, run metadata and the scenario that made it.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds`` and ``skipped_log_lines``.
@@ -131,6 +155,7 @@ class Result:
     bursts: pl.DataFrame
     progress: pl.DataFrame
     queue_delays: pl.DataFrame
+    queue_states: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
 
@@ -158,7 +183,8 @@ class Result:
         """Write the run to ``directory`` (created if needed) and return its path.
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
-        ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
+        ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
+        ``meta.json`` and ``scenario.json`` (the canonical
         scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
         """
         directory = Path(directory)

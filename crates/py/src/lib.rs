@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use smallpipe_core::models::size_aware_analysis::{self as sa, TcpModel};
 use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
+use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
 use smallpipe_sim::{Results, Scenario};
 
 create_exception!(_smallpipe, SimulationError, PyRuntimeError);
@@ -151,6 +152,21 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     progress.set_item("packets", p.iter().map(|x| x.packets).collect::<Vec<_>>())?;
     progress.set_item("fct_ns", p.iter().map(|x| x.fct_ns).collect::<Vec<_>>())?;
     out.set_item("progress", progress)?;
+
+    let states = PyDict::new(py);
+    let q = &r.queue_states;
+    states.set_item("link", q.iter().map(|x| x.link.clone()).collect::<Vec<_>>())?;
+    states.set_item("slice", q.iter().map(|x| x.slice).collect::<Vec<_>>())?;
+    states.set_item("time_ns", q.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
+    for st in TaqState::ALL {
+        let col = format!("flows_{}", st.name());
+        states.set_item(col, q.iter().map(|x| x.flows_by_state[st as usize]).collect::<Vec<_>>())?;
+    }
+    for qu in TaqQueue::ALL {
+        let col = format!("queued_{}", qu.name());
+        states.set_item(col, q.iter().map(|x| x.queue_pkts[qu as usize]).collect::<Vec<_>>())?;
+    }
+    out.set_item("queue_states", states)?;
 
     let meta = PyDict::new(py);
     meta.set_item("seed", r.seed)?;

@@ -123,6 +123,17 @@ pub struct ProgressRow {
     pub fct_ns: u64,
 }
 
+/// A TAQ queue's flows by state and packets by queue, at the end of one time slice
+/// (`smallpipe_core::qdisc::taq::TaqState` and `TaqQueue` order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueStateRow {
+    pub link: String,
+    pub slice: u32,
+    pub time_ns: u64,
+    pub flows_by_state: [u32; smallpipe_core::qdisc::taq::TaqState::COUNT],
+    pub queue_pkts: [u32; smallpipe_core::qdisc::taq::TaqQueue::COUNT],
+}
+
 #[derive(Debug, Clone)]
 pub struct Results {
     pub seed: u64,
@@ -138,6 +149,8 @@ pub struct Results {
     pub links: Vec<LinkRow>,
     pub bursts: Vec<BurstRow>,
     pub progress: Vec<ProgressRow>,
+    /// Links whose queue is TAQ: one row per link and slice.
+    pub queue_states: Vec<QueueStateRow>,
     /// Malformed lines of replayed logs skipped (with `skip_malformed`).
     pub skipped_log_lines: u64,
 }

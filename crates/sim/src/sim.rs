@@ -12,12 +12,12 @@ use crate::config::{AppKind, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, Gap
     Spread, TopologyConfig};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
-use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, Results, UnitRow};
+use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Results, UnitRow};
 use crate::tcp::{Endpoint, State, TcpParams};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use smallpipe_core::qdisc::DropTailConfig;
-use smallpipe_core::{Accounted, ConfigError, Duration, FlowKey, Instant, Packet, QdiscConfig, Rng};
+use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, FlowKey, Instant, Packet, QdiscConfig, Rng};
 
 enum Node {
     /// An end host: everything it sends leaves on one access link.
@@ -115,6 +115,7 @@ pub struct Simulator {
     diamond: Option<(DiamondConfig, u32)>,
     /// Diamond `lifetime` routing: packets the edge has seen per 5-tuple.
     edge_seen: FxHashMap<FlowKey, u32>,
+    queue_states: Vec<QueueStateRow>,
 }
 
 fn ms(v: f64) -> Duration {
@@ -160,6 +161,7 @@ impl Simulator {
             edge: sc.edge.clone(),
             diamond: None,
             edge_seen: FxHashMap::default(),
+            queue_states: Vec::new(),
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -329,28 +331,65 @@ impl Simulator {
     /// Runs to the end of the scenario and collects the results.
     pub fn run(mut self) -> Results {
         let wall = std::time::Instant::now();
+        let mut slice = 0;
         while let Some(t) = self.events.peek_time() {
             if t >= self.end {
                 break;
+            }
+            while slice < self.n_slices && t >= self.slice_end(slice) {
+                self.sample_queue_states(slice);
+                slice += 1;
             }
             let (t, ev) = self.events.pop().expect("peeked");
             debug_assert!(t >= self.now, "causality");
             self.now = t;
             self.handle(ev);
         }
+        for k in slice..self.n_slices {
+            self.sample_queue_states(k);
+        }
         self.now = self.end;
         self.collect(wall.elapsed().as_secs_f64())
+    }
+
+    fn slice_end(&self, k: u32) -> Instant {
+        (Instant::ZERO + Duration(self.slice.as_nanos() * (k as u64 + 1))).min(self.end)
+    }
+
+    /// TAQ queues: flows by state and packets by queue at the end of slice `k`.
+    fn sample_queue_states(&mut self, k: u32) {
+        let at = self.slice_end(k);
+        for l in &self.links {
+            if let AnyQdisc::Taq(taq) = l.queue.inner() {
+                let s = taq.taq_snapshot(at);
+                self.queue_states.push(QueueStateRow {
+                    link: l.name.clone(),
+                    slice: k,
+                    time_ns: at.as_nanos(),
+                    flows_by_state: s.flows_by_state,
+                    queue_pkts: s.queue_pkts,
+                });
+            }
+        }
     }
 
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::TxDone { link } => {
                 let l = &mut self.links[link as usize];
+                let sent = l.sending;
                 if let Some(at) = l.finish_tx(self.now) {
                     self.events.push(at, Event::Arrive { link });
                 }
                 if let Some(done) = l.start_tx(self.now) {
                     self.events.push(done, Event::TxDone { link });
+                }
+                // The two bottleneck directions (links 0 and 1) pass one box: what one
+                // sends, the other's queue sees as its reverse direction (TAQ's ACKs).
+                if link < 2 {
+                    if let Some(pkt) = sent {
+                        self.links[1 - link as usize].queue.observe_reverse(&pkt, self.now);
+                    }
                 }
             }
             Event::Arrive { link } => {
@@ -746,6 +785,7 @@ impl Simulator {
             links,
             bursts,
             progress,
+            queue_states: std::mem::take(&mut self.queue_states),
             skipped_log_lines: self.skipped_log_lines,
         }
     }
@@ -820,5 +860,50 @@ mod tests {
         let marks: Vec<u8> = (0..5).map(|_| edge_mark(&first3, &mut c)).collect();
         assert_eq!(marks, [10, 10, 10, 0, 0]);
         assert_eq!(edge_mark(&edge(EdgeMark::None, None, None), &mut conn(Some(1))), 0);
+    }
+
+    /// The forward bottleneck's TAQ sees the reverse bottleneck's ACKs (`observe_reverse`),
+    /// so its flows get two-way epochs: at least the 200 ms propagation RTT, at most that
+    /// plus a full 50-packet buffer of 1500-byte packets at 1 Mbit/s (600 ms) and slack.
+    #[test]
+    fn forward_taq_observes_the_reverse_bottleneck() {
+        let sc = Scenario::from_json(
+            r#"{"duration_s":5,"link":{"rate_bps":1000000,"queue":{"kind":"taq"}},"tcp":{"delayed_ack":false},
+                "flows":[{"app":"bulk","count":4,"rtt_ms":200}]}"#,
+        )
+        .unwrap();
+        let mut sim = Simulator::new(&sc).unwrap();
+        while let Some((t, ev)) = sim.events.pop() {
+            if t >= sim.end {
+                break;
+            }
+            sim.now = t;
+            sim.handle(ev);
+        }
+        let now = sim.now;
+        let AnyQdisc::Taq(taq) = sim.links[0].queue.inner() else { panic!("taq on the bottleneck") };
+        let s = taq.taq_snapshot(now);
+        assert_eq!((s.flows_tracked, s.two_way_flows), (4, 4));
+        let epoch_ms = s.mean_epoch_ns as f64 / 1e6;
+        assert!((200.0..1000.0).contains(&epoch_ms), "{epoch_ms} ms");
+    }
+
+    /// Sampling TAQ's state at every slice end must not change the run: the same scenario
+    /// with 1 s and 30 s slices delivers the same bytes with the same retransmissions.
+    #[test]
+    fn sampling_queue_states_does_not_change_the_run() {
+        let run = |slice_s: f64| {
+            let json = format!(
+                r#"{{"duration_s":60,"slice_s":{slice_s},"link":{{"rate_bps":500000,"queue":{{"kind":"taq","limit_pkts":25}}}},
+                    "tcp":{{"delayed_ack":false,"packet_size_bytes":500}},"flows":[{{"app":"bulk","count":40,"rtt_ms":200}}]}}"#
+            );
+            let r = simulate(&Scenario::from_json(&json).unwrap()).unwrap();
+            let per_flow: Vec<(u64, u64)> = r.flows.iter().map(|f| (f.bytes_delivered, f.retransmits)).collect();
+            (per_flow, r.queue_states.len())
+        };
+        let (fine, fine_rows) = run(1.0);
+        let (coarse, coarse_rows) = run(30.0);
+        assert_eq!((fine_rows, coarse_rows), (60, 2));
+        assert_eq!(fine, coarse);
     }
 }

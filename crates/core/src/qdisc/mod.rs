@@ -16,6 +16,7 @@ pub mod red;
 pub mod rio;
 pub mod sfq;
 pub mod size_aware;
+pub mod taq;
 #[cfg(test)]
 pub(crate) mod testkit;
 
@@ -30,6 +31,7 @@ pub use red::{Red, RedConfig, RedMode};
 pub use rio::{Rio, RioConfig};
 pub use sfq::{Sfq, SfqConfig};
 pub use size_aware::{SizeAware, SizeAwareConfig};
+pub use taq::{Taq, TaqConfig, TaqSnapshot};
 
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
@@ -91,6 +93,7 @@ pub enum QdiscConfig {
     ClassIsolation(ClassIsolationConfig),
     Rio(RioConfig),
     SizeAware(SizeAwareConfig),
+    Taq(TaqConfig),
 }
 
 impl Default for QdiscConfig {
@@ -111,6 +114,7 @@ impl QdiscConfig {
             QdiscConfig::ClassIsolation(c) => c.build().map(AnyQdisc::ClassIsolation),
             QdiscConfig::Rio(c) => c.build().map(AnyQdisc::Rio),
             QdiscConfig::SizeAware(c) => c.build().map(AnyQdisc::SizeAware),
+            QdiscConfig::Taq(c) => c.build().map(AnyQdisc::Taq),
         }
     }
 }
@@ -130,6 +134,7 @@ pub enum AnyQdisc {
     ClassIsolation(ClassIsolation),
     Rio(Rio),
     SizeAware(SizeAware),
+    Taq(Taq),
 }
 
 macro_rules! dispatch {
@@ -144,6 +149,7 @@ macro_rules! dispatch {
             AnyQdisc::ClassIsolation($q) => $e,
             AnyQdisc::Rio($q) => $e,
             AnyQdisc::SizeAware($q) => $e,
+            AnyQdisc::Taq($q) => $e,
         }
     };
 }
@@ -175,7 +181,7 @@ mod tests {
 
     #[test]
     fn every_kind_parses_from_its_tag_with_defaults() {
-        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware"] {
+        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware", "taq"] {
             let json = format!("{{\"kind\": \"{kind}\"}}");
             let c: QdiscConfig = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{kind}: {e}"));
             c.build().unwrap_or_else(|e| panic!("{kind}: {e}"));

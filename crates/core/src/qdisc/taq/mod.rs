@@ -1,0 +1,648 @@
+//! TAQ: Timeout Aware Queuing.
+//!
+//! Source: J. Chen, L. Subramanian, J. Iyengar, B. Ford, "TAQ: Enhancing Fairness and
+//! Performance Predictability in Small Packet Regimes", EuroSys 2014 (`papers/`
+//! taq-timeout-aware-queuing), Sections 3.3 (approximate flow model), 4.1 (next-state
+//! prediction), 4.2 (multi-level priority queuing) and 4.3 (admission control). The paper
+//! gives the structure but few numbers; every choice of ours is a knob below and is
+//! argued in `docs/taq.md`.
+//!
+//! Principles:
+//! - Track every flow with the approximate model of Figure 7 ([`flow_model`]), from
+//!   wire-visible packets only: sequence numbers (retransmissions are inferred), flags,
+//!   timing, and the reverse direction's ACKs when the box sees them.
+//! - Put each arriving packet in one of the queues of Section 4.2 ([`scheduler`]):
+//!   retransmissions in Recovery (by the silence their flow comes out of), packets of
+//!   flows in their first slow start in NewFlow, of flows dropped more than
+//!   `over_penalized_drops` times in this and the last epoch in OverPenalized, of flows
+//!   that lost a packet here recently or are below their fair share in BelowFairShare,
+//!   the rest in AboveFairShare. Exception (ours, see `docs/taq.md`): while a flow has
+//!   packets queued, its arrivals join them in the same queue, so a flow's packets (its
+//!   retransmissions included) never overtake one another.
+//! - When the shared buffer of `limit_pkts` overflows, drop the queued packet (the arrival
+//!   included) whose loss is predicted to hurt its flow least (Section 4.1: a fast
+//!   retransmit before a timeout before a repeated timeout), searching the lowest-priority
+//!   queues first and each from its tail. Timeouts are the last resort.
+//! - Fair share: a flow (or, with `fairness = pool`, its flow pool) is below its fair share
+//!   when its bytes served, exponentially averaged over `fair_share_window_ns`, are below
+//!   the total's average divided by the number of active (non-silent) flows (pools): the
+//!   fair-queueing model, measured on the link's actual output so the box need not know
+//!   the link rate.
+//! - Admission control ([`admission`], off by default as in the paper's fairness and
+//!   predictability experiments): SYNs of new flow pools are dropped while the drop rate
+//!   is at or above `admission_drop_threshold`, except after `t_wait_ns` of waiting.
+//!
+//! Knobs and defaults: see [`TaqConfig`]; paper values where it gives one
+//! (`fast_retransmit_min_window_pkts` 4 from the model's W ≥ 4 for three dupACKs,
+//! `over_penalized_drops` 2: "more than 2 packet drops in an epoch", the admission
+//! threshold just under p_thresh = 0.1), otherwise documented choices.
+//!
+//! Complexity: enqueue and dequeue are O(1) amortised plus `sweep_flows_per_op` epoch
+//! roll-overs; an overflow drop predicts at most `drop_search_pkts` packets per queue
+//! (7 queues) and removes from the middle of one queue, O(`limit_pkts`). Memory: the flow
+//! table (`flow_table_capacity` entries of 208 bytes plus the index), the pool table
+//! (`pool_table_capacity` entries of 40 bytes) and at most `limit_pkts + 1` queued packets.
+//! [`Taq::taq_snapshot`] is read-only and O(flows).
+//!
+//! Drops: buffer overflow drops are `overlimit` (whichever packet TAQ chose); refused
+//! SYNs are `admission`.
+//!
+//! Limits: flows are keyed by exact 5-tuple in a table that must be larger than the buffer
+//! (so a flow with packets queued is never evicted); evicted idle flows lose their
+//! history (their next packet starts them in Normal). Connections opened from the reverse
+//! side get their epoch from data/ACK timing only (the handshake sample needs the SYN in
+//! the forward direction). Proportional fairness by RTT (the paper's footnote 3) is not
+//! implemented.
+
+pub mod admission;
+pub mod flow_model;
+pub mod scheduler;
+
+pub use flow_model::{EpochCounts, NextState, TaqState};
+pub use scheduler::TaqQueue;
+
+use super::parts::hash::flow_hash;
+use super::parts::{BoundedTable, Slot, NIL};
+use super::{Cx, Qdisc};
+use crate::error::ConfigError;
+use crate::packet::{FlowKey, Packet};
+use crate::stats::DropReason;
+use crate::time::Instant;
+use admission::{Admission, Verdict};
+use flow_model::FlowModel;
+use scheduler::{Queued, Scheduler};
+use serde::{Deserialize, Serialize};
+
+/// Whose share BelowFairShare/AboveFairShare compares against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FairnessUnit {
+    /// Fair queueing across flows (the paper's evaluated model).
+    #[default]
+    Flow,
+    /// Fair queueing across flow pools (Section 4.3's option), flows outside any pool
+    /// counted as their own.
+    Pool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TaqConfig {
+    /// Shared buffer, packets (ns-2's default queue limit, one RTT at 1 Mbit/s, 200 ms and
+    /// 500-byte packets in the paper's set-up).
+    pub limit_pkts: u32,
+    /// Flows tracked; must exceed `limit_pkts` so that flows with queued packets are never
+    /// evicted.
+    pub flow_table_capacity: u32,
+    /// Flow pools tracked (Section 4.3).
+    pub pool_table_capacity: u32,
+    /// Epoch before the first RTT sample, ns (200 ms: the paper's propagation RTT).
+    pub initial_epoch_ns: u64,
+    /// Bounds on the epoch estimate, ns.
+    pub min_epoch_ns: u64,
+    pub max_epoch_ns: u64,
+    /// Weight of a new RTT sample in the epoch's moving average (RFC 6298's alpha, 1/8).
+    pub epoch_gain: f64,
+    /// One-way estimation: a packet after a pause of at least this fraction of an epoch
+    /// starts a burst.
+    pub burst_gap_fraction: f64,
+    /// Slow start continues while new packets per epoch grow by at least this factor.
+    pub slow_start_growth: f64,
+    /// A timeout silence longer than this many epochs is an extended silence (the model's
+    /// first backed-off timeout waits 3 epochs).
+    pub extended_silence_epochs: u32,
+    /// Smallest window (new packets per epoch) that can return three duplicate ACKs
+    /// (the idealized model: no fast retransmit below 4).
+    pub fast_retransmit_min_window_pkts: u32,
+    /// A flow with more drops than this in the current and previous epoch is
+    /// OverPenalized ("more than 2 packet drops in an epoch").
+    pub over_penalized_drops: u32,
+    /// Most of the link's bytes Recovery may take while other queues wait.
+    pub recovery_share: f64,
+    /// Most of the link's bytes NewFlow may take while other queues wait.
+    pub new_flow_share: f64,
+    /// Credit a capped queue may save up, bytes.
+    pub cap_burst_bytes: u32,
+    pub fairness: FairnessUnit,
+    /// Time constant of the served-bytes averages behind the fair-share test, ns.
+    pub fair_share_window_ns: u64,
+    /// Packets examined per queue, from its tail, when choosing what to drop.
+    pub drop_search_pkts: u32,
+    /// Flows whose epochs are rolled forward per enqueue or dequeue, so silent flows
+    /// change state (and leave the active count behind the fair share) without a packet
+    /// of theirs.
+    pub sweep_flows_per_op: u32,
+    /// Section 4.3 admission control of new flow pools.
+    pub admission_control: bool,
+    /// New pools are admitted while the drop rate is below this (p_thresh = 0.1, "slightly
+    /// smaller").
+    pub admission_drop_threshold: f64,
+    /// Window over which the drop rate is measured, ns.
+    pub drop_rate_window_ns: u64,
+    /// Flows of one initiator opened within this time of the pool's start join the pool, ns.
+    pub pool_window_ns: u64,
+    /// A pool refused for this long is admitted on its next SYN, ns ("a few seconds", less
+    /// than the SYN timeout cycle).
+    pub t_wait_ns: u64,
+}
+
+impl Default for TaqConfig {
+    fn default() -> Self {
+        const MS: u64 = 1_000_000;
+        TaqConfig {
+            limit_pkts: 50,
+            flow_table_capacity: 4096,
+            pool_table_capacity: 8192,
+            initial_epoch_ns: 200 * MS,
+            min_epoch_ns: MS,
+            max_epoch_ns: 3_000 * MS,
+            epoch_gain: 0.125,
+            burst_gap_fraction: 0.5,
+            slow_start_growth: 1.5,
+            extended_silence_epochs: 3,
+            fast_retransmit_min_window_pkts: 4,
+            over_penalized_drops: 2,
+            recovery_share: 0.5,
+            new_flow_share: 0.25,
+            cap_burst_bytes: 3000,
+            fairness: FairnessUnit::Flow,
+            fair_share_window_ns: 5_000 * MS,
+            drop_search_pkts: 64,
+            sweep_flows_per_op: 2,
+            admission_control: false,
+            admission_drop_threshold: 0.09,
+            drop_rate_window_ns: 1_000 * MS,
+            pool_window_ns: 3_000 * MS,
+            t_wait_ns: 3_000 * MS,
+        }
+    }
+}
+
+fn fraction(field: &str, v: f64, open_zero: bool) -> Result<(), ConfigError> {
+    let ok = v.is_finite() && v <= 1.0 && if open_zero { v > 0.0 } else { v >= 0.0 };
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::new(field, v, if open_zero { "a fraction in (0, 1]" } else { "a fraction in [0, 1]" }))
+    }
+}
+
+impl TaqConfig {
+    pub fn build(&self) -> Result<Taq, ConfigError> {
+        let c = self;
+        if c.limit_pkts == 0 || c.limit_pkts > 1 << 20 {
+            return Err(ConfigError::new("limit_pkts", c.limit_pkts, "1 to 1048576 packets"));
+        }
+        if c.flow_table_capacity <= c.limit_pkts || c.flow_table_capacity > 1 << 24 {
+            return Err(ConfigError::new(
+                "flow_table_capacity",
+                c.flow_table_capacity,
+                format!("more than limit_pkts ({}) and at most 16777216 entries", c.limit_pkts),
+            ));
+        }
+        if c.pool_table_capacity == 0 || c.pool_table_capacity > 1 << 24 {
+            return Err(ConfigError::new("pool_table_capacity", c.pool_table_capacity, "1 to 16777216 entries"));
+        }
+        if c.min_epoch_ns == 0 {
+            return Err(ConfigError::new("min_epoch_ns", 0, "at least 1 ns"));
+        }
+        if c.max_epoch_ns < c.min_epoch_ns {
+            return Err(ConfigError::new("max_epoch_ns", c.max_epoch_ns, format!("at least min_epoch_ns ({})", c.min_epoch_ns)));
+        }
+        if c.initial_epoch_ns < c.min_epoch_ns || c.initial_epoch_ns > c.max_epoch_ns {
+            return Err(ConfigError::new("initial_epoch_ns", c.initial_epoch_ns, "between min_epoch_ns and max_epoch_ns"));
+        }
+        fraction("epoch_gain", c.epoch_gain, true)?;
+        fraction("burst_gap_fraction", c.burst_gap_fraction, true)?;
+        if !(c.slow_start_growth.is_finite() && c.slow_start_growth > 1.0) {
+            return Err(ConfigError::new("slow_start_growth", c.slow_start_growth, "a factor above 1"));
+        }
+        if c.extended_silence_epochs == 0 || c.extended_silence_epochs > 32 {
+            return Err(ConfigError::new("extended_silence_epochs", c.extended_silence_epochs, "1 to 32 epochs"));
+        }
+        if c.fast_retransmit_min_window_pkts == 0 {
+            return Err(ConfigError::new("fast_retransmit_min_window_pkts", 0, "at least 1 packet"));
+        }
+        fraction("recovery_share", c.recovery_share, true)?;
+        fraction("new_flow_share", c.new_flow_share, true)?;
+        if c.cap_burst_bytes == 0 {
+            return Err(ConfigError::new("cap_burst_bytes", 0, "at least 1 byte"));
+        }
+        if c.fair_share_window_ns == 0 {
+            return Err(ConfigError::new("fair_share_window_ns", 0, "at least 1 ns"));
+        }
+        if c.drop_search_pkts == 0 {
+            return Err(ConfigError::new("drop_search_pkts", 0, "at least 1 packet"));
+        }
+        fraction("admission_drop_threshold", c.admission_drop_threshold, true)?;
+        for (f, v) in [("drop_rate_window_ns", c.drop_rate_window_ns), ("pool_window_ns", c.pool_window_ns)] {
+            if v == 0 {
+                return Err(ConfigError::new(f, 0, "at least 1 ns"));
+            }
+        }
+        Ok(Taq {
+            cfg: c.clone(),
+            table: BoundedTable::new(c.flow_table_capacity),
+            flows: Vec::new(),
+            sched: Scheduler::new(c.recovery_share, c.new_flow_share, c.cap_burst_bytes),
+            admission: Admission::new(c.pool_table_capacity),
+            active_flows: 0,
+            active_pools: 0,
+            total_served: Decayed::default(),
+            sweep_cursor: 0,
+            salt: None,
+            enqueued_by_queue: [0; TaqQueue::COUNT],
+            dequeued_by_queue: [0; TaqQueue::COUNT],
+            dropped_by_queue: [0; TaqQueue::COUNT],
+            drops_by_prediction: [0; NextState::COUNT],
+            retx_seen: 0,
+        })
+    }
+}
+
+/// Bytes averaged with an exponential kernel of time constant τ: `acc(now)` decays as
+/// `exp(−Δt/τ)` and `acc/τ` is the recent rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Decayed {
+    acc: f64,
+    at: Instant,
+}
+
+impl Decayed {
+    pub fn value(&self, now: Instant, tau_ns: u64) -> f64 {
+        let dt = now.saturating_since(self.at).as_nanos() as f64;
+        self.acc * (-dt / tau_ns as f64).exp()
+    }
+    pub fn add(&mut self, now: Instant, bytes: u64, tau_ns: u64) {
+        self.acc = self.value(now, tau_ns) + bytes as f64;
+        self.at = now;
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Flow {
+    model: FlowModel,
+    /// Pool slot, or `NIL` when the flow has none (no SYN seen, or the pool table was full).
+    pool: u32,
+    served: Decayed,
+    /// The queue holding the flow's packets while it has any (see `choose_queue`).
+    queue: TaqQueue,
+}
+
+/// What the recorder can read: flows by state, queue occupancy and per-queue counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaqSnapshot {
+    /// Tracked flows per [`TaqState`] (indexed by `as usize`), after rolling every flow's
+    /// epochs to the snapshot time.
+    pub flows_by_state: [u32; TaqState::COUNT],
+    /// Packets queued now per [`TaqQueue`].
+    pub queue_pkts: [u32; TaqQueue::COUNT],
+    /// Since the start, per queue: packets put in it, sent from it, dropped from it.
+    pub enqueued_by_queue: [u64; TaqQueue::COUNT],
+    pub dequeued_by_queue: [u64; TaqQueue::COUNT],
+    pub dropped_by_queue: [u64; TaqQueue::COUNT],
+    /// Overflow drops per predicted next state ([`NextState`] as index).
+    pub drops_by_prediction: [u64; NextState::COUNT],
+    /// Arrivals inferred to be retransmissions.
+    pub retransmissions_seen: u64,
+    pub syns_refused: u64,
+    pub pools_admitted: u64,
+    pub pools_admitted_after_wait: u64,
+    /// Drop rate of the last complete window (admission control's measure).
+    pub drop_rate: f64,
+    /// Current fair share per active flow (or pool), bits per second.
+    pub fair_share_bps: f64,
+    /// Flows in a non-silent state (as rolled to the snapshot time).
+    pub active_flows: u32,
+    /// Pools with an active flow (as of the flows' last roll).
+    pub active_pools: u32,
+    pub flows_tracked: u32,
+    /// Tracked flows whose reverse direction (ACKs) the box has seen.
+    pub two_way_flows: u32,
+    /// Mean epoch (perceived RTT) over tracked flows with an RTT sample, ns (0 if none).
+    pub mean_epoch_ns: u64,
+    pub pools_tracked: u32,
+    pub flow_evictions: u64,
+}
+
+#[derive(Debug)]
+pub struct Taq {
+    cfg: TaqConfig,
+    table: BoundedTable<FlowKey>,
+    flows: Vec<Flow>,
+    sched: Scheduler,
+    admission: Admission,
+    active_flows: u32,
+    active_pools: u32,
+    total_served: Decayed,
+    sweep_cursor: usize,
+    salt: Option<u64>,
+    enqueued_by_queue: [u64; TaqQueue::COUNT],
+    dequeued_by_queue: [u64; TaqQueue::COUNT],
+    dropped_by_queue: [u64; TaqQueue::COUNT],
+    drops_by_prediction: [u64; NextState::COUNT],
+    retx_seen: u64,
+}
+
+impl Taq {
+    pub fn config(&self) -> &TaqConfig {
+        &self.cfg
+    }
+
+    /// The model's view of a flow (forward 5-tuple), if tracked.
+    pub fn flow_state(&self, key: &FlowKey) -> Option<&FlowModel> {
+        self.table.get(key).map(|i| &self.flows[i as usize].model)
+    }
+
+    /// Per-state flow counts and per-queue counters, as if every flow were rolled to `now`.
+    /// Read-only: rolling the flows themselves would move their epoch boundaries, so
+    /// observing a run would change it.
+    pub fn taq_snapshot(&self, now: Instant) -> TaqSnapshot {
+        let mut flows_by_state = [0u32; TaqState::COUNT];
+        for f in &self.flows {
+            let mut m = f.model.clone();
+            m.roll(now, &self.cfg);
+            flows_by_state[m.state as usize] += 1;
+        }
+        let active_flows = flows_by_state.iter().zip(TaqState::ALL).filter(|(_, s)| !s.is_silent()).map(|(n, _)| n).sum();
+        let fair = self.fair_share_bytes(now) * 8e9 / self.cfg.fair_share_window_ns as f64;
+        let measured: Vec<u64> = self.flows.iter().filter(|f| f.model.epoch_measured).map(|f| f.model.epoch_ns).collect();
+        let mean_epoch_ns = if measured.is_empty() { 0 } else { measured.iter().sum::<u64>() / measured.len() as u64 };
+        let mut queue_pkts = [0; TaqQueue::COUNT];
+        for q in TaqQueue::ALL {
+            queue_pkts[q as usize] = self.sched.queue_len(q) as u32;
+        }
+        TaqSnapshot {
+            flows_by_state,
+            queue_pkts,
+            enqueued_by_queue: self.enqueued_by_queue,
+            dequeued_by_queue: self.dequeued_by_queue,
+            dropped_by_queue: self.dropped_by_queue,
+            drops_by_prediction: self.drops_by_prediction,
+            retransmissions_seen: self.retx_seen,
+            syns_refused: self.admission.syns_refused,
+            pools_admitted: self.admission.pools_admitted,
+            pools_admitted_after_wait: self.admission.pools_admitted_after_wait,
+            drop_rate: self.admission.drop_rate.peek(now, self.cfg.drop_rate_window_ns),
+            fair_share_bps: fair,
+            active_flows,
+            active_pools: self.active_pools,
+            flows_tracked: self.table.len() as u32,
+            two_way_flows: self.flows.iter().filter(|f| f.model.two_way).count() as u32,
+            mean_epoch_ns,
+            pools_tracked: self.admission.len() as u32,
+            flow_evictions: self.table.evictions(),
+        }
+    }
+
+    /// The served-bytes average of one fair share (flow or pool).
+    fn fair_share_bytes(&self, now: Instant) -> f64 {
+        let n = match self.cfg.fairness {
+            FairnessUnit::Flow => self.active_flows,
+            FairnessUnit::Pool => self.active_pools,
+        };
+        self.total_served.value(now, self.cfg.fair_share_window_ns) / n.max(1) as f64
+    }
+
+    fn below_fair_share(&self, slot: u32, now: Instant) -> bool {
+        let tau = self.cfg.fair_share_window_ns;
+        let f = &self.flows[slot as usize];
+        let total = self.total_served.value(now, tau);
+        let (mine, n) = match (self.cfg.fairness, f.pool) {
+            (FairnessUnit::Pool, p) if p != NIL => (self.admission.pools[p as usize].served.value(now, tau), self.active_pools),
+            _ => (f.served.value(now, tau), self.active_flows),
+        };
+        mine == 0.0 || mine * (n.max(1) as f64) < total
+    }
+
+    /// Keep the active flow and pool counts in step with a flow's state.
+    fn count_transition(&mut self, slot: u32, before: TaqState) {
+        let after = self.flows[slot as usize].model.state;
+        if before.is_silent() != after.is_silent() {
+            self.set_active(slot, !after.is_silent());
+        }
+    }
+
+    fn set_active(&mut self, slot: u32, active: bool) {
+        let pool = self.flows[slot as usize].pool;
+        if active {
+            self.active_flows += 1;
+        } else {
+            self.active_flows -= 1;
+        }
+        if pool != NIL {
+            let p = &mut self.admission.pools[pool as usize];
+            if active {
+                p.active_flows += 1;
+                self.active_pools += (p.active_flows == 1) as u32;
+            } else {
+                p.active_flows -= 1;
+                self.active_pools -= (p.active_flows == 0) as u32;
+            }
+        }
+    }
+
+    fn roll(&mut self, slot: u32, now: Instant) {
+        let before = self.flows[slot as usize].model.state;
+        self.flows[slot as usize].model.roll(now, &self.cfg);
+        self.count_transition(slot, before);
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        for _ in 0..self.cfg.sweep_flows_per_op {
+            if self.flows.is_empty() {
+                return;
+            }
+            if self.sweep_cursor >= self.flows.len() {
+                self.sweep_cursor = 0;
+            }
+            self.roll(self.sweep_cursor as u32, now);
+            self.sweep_cursor += 1;
+        }
+    }
+
+    /// The flow's slot, creating (or recycling) it for a new 5-tuple.
+    fn flow_slot(&mut self, pkt: &Packet, pool: u32, now: Instant, cx: &mut Cx) -> u32 {
+        let salt = *self.salt.get_or_insert_with(|| cx.rng.next_u64());
+        let slot = self.table.lookup(pkt.flow, flow_hash(&pkt.flow, salt));
+        match slot {
+            Slot::Existing(i) => i,
+            // Unreachable while flow_table_capacity > limit_pkts (validated): a busy flow
+            // has a packet queued. Kept as sharing the slot's model rather than a panic.
+            Slot::Shared(i) => i,
+            Slot::New(i) => {
+                if (i as usize) < self.flows.len() {
+                    self.forget(i);
+                }
+                let flow = Flow {
+                    model: FlowModel::new(pkt, now, &self.cfg),
+                    pool,
+                    served: Decayed::default(),
+                    queue: TaqQueue::AboveFairShare,
+                };
+                if (i as usize) < self.flows.len() {
+                    self.flows[i as usize] = flow;
+                } else {
+                    self.flows.push(flow);
+                }
+                if pool != NIL {
+                    self.admission.add_flow(pool);
+                }
+                self.set_active(i, true);
+                i
+            }
+        }
+    }
+
+    /// Remove an evicted flow's contributions to the counts.
+    fn forget(&mut self, i: u32) {
+        let f = &self.flows[i as usize];
+        debug_assert_eq!(f.model.queued_pkts, 0, "only idle flows are evicted");
+        let (state, pool) = (f.model.state, f.pool);
+        if !state.is_silent() {
+            self.set_active(i, false);
+        }
+        if pool != NIL {
+            self.admission.remove_flow(pool);
+        }
+    }
+
+    fn choose_queue(&self, slot: u32, retx: bool, pkt: &Packet, now: Instant) -> TaqQueue {
+        let f = &self.flows[slot as usize];
+        let m = &f.model;
+        if m.queued_pkts > 0 {
+            // Never let a packet overtake its own flow's queued packets. A retransmission
+            // that jumps ahead of queued originals draws a partial ACK, and NewReno then
+            // "retransmits" each queued packet in turn; reordered new data draws duplicate
+            // ACKs and a spurious fast retransmit (docs/taq.md, "Deviations").
+            return f.queue;
+        }
+        if retx && !pkt.flags.syn() {
+            return match m.recovering_from {
+                Some(TaqState::ExtendedSilence) => TaqQueue::RecoveryExtended,
+                Some(_) => TaqQueue::RecoverySilence,
+                None => TaqQueue::RecoveryFirst,
+            };
+        }
+        if m.is_new {
+            return TaqQueue::NewFlow;
+        }
+        let recent = m.recent_losses();
+        if recent > self.cfg.over_penalized_drops {
+            TaqQueue::OverPenalized
+        } else if recent > 0 || self.below_fair_share(slot, now) {
+            // Section 4.1: flows that lost packets here in this or the last epoch get
+            // priority for the rest of their window.
+            TaqQueue::BelowFairShare
+        } else {
+            TaqQueue::AboveFairShare
+        }
+    }
+
+    /// Drop the queued packet whose loss is predicted to hurt its flow least.
+    fn drop_one(&mut self, cx: &mut Cx) {
+        let mut best: Option<(NextState, TaqQueue, usize)> = None;
+        'search: for q in TaqQueue::DROP_ORDER {
+            for (pos, it) in self.sched.tail(q, self.cfg.drop_search_pkts as usize) {
+                let sev = self.flows[it.slot as usize].model.predict_drop(&it.pkt, it.retx, &self.cfg);
+                if best.is_none_or(|(b, _, _)| sev < b) {
+                    best = Some((sev, q, pos));
+                    if sev == NextState::Unaffected {
+                        break 'search;
+                    }
+                }
+            }
+        }
+        let (sev, q, pos) = best.expect("over the limit means something is queued");
+        let item = self.sched.remove(q, pos);
+        let slot = item.slot;
+        self.roll(slot, cx.now); // the loss belongs to the flow's current epoch
+        let before = self.flows[slot as usize].model.state;
+        let m = &mut self.flows[slot as usize].model;
+        m.queued_pkts -= 1;
+        m.on_drop(&item.pkt, item.retx);
+        let idle = m.queued_pkts == 0;
+        self.count_transition(slot, before);
+        if idle {
+            self.table.set_idle(slot);
+        }
+        self.dropped_by_queue[q as usize] += 1;
+        self.drops_by_prediction[sev as usize] += 1;
+        self.admission.drop_rate.drop(cx.now, self.cfg.drop_rate_window_ns);
+        cx.drop(item.pkt, DropReason::Overlimit);
+    }
+}
+
+impl Qdisc for Taq {
+    fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
+        let now = cx.now;
+        self.sweep(now);
+        let mut pool = NIL;
+        if pkt.flags.syn() && self.table.get(&pkt.flow).is_none() {
+            // A new connection: its initiator sent the SYN (or receives this SYN-ACK).
+            let initiator = if pkt.flags.ack() { pkt.flow.dst_ip } else { pkt.flow.src_ip };
+            match self.admission.on_syn(initiator, now, &self.cfg) {
+                Verdict::Refuse => {
+                    cx.drop(pkt, DropReason::Admission);
+                    return;
+                }
+                Verdict::Admit(p) => pool = p.unwrap_or(NIL),
+            }
+        }
+        self.admission.drop_rate.arrival(now, self.cfg.drop_rate_window_ns);
+        let slot = self.flow_slot(&pkt, pool, now, cx);
+        let before = self.flows[slot as usize].model.state;
+        let info = self.flows[slot as usize].model.on_arrival(&pkt, now, &self.cfg);
+        self.count_transition(slot, before);
+        self.retx_seen += info.retx as u64;
+        let q = self.choose_queue(slot, info.retx, &pkt, now);
+        self.flows[slot as usize].queue = q;
+        self.flows[slot as usize].model.queued_pkts += 1;
+        self.table.set_busy(slot);
+        self.sched.push(q, Queued { pkt, slot, retx: info.retx });
+        self.enqueued_by_queue[q as usize] += 1;
+        if self.sched.len() > self.cfg.limit_pkts as usize {
+            self.drop_one(cx);
+        }
+    }
+
+    fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
+        let now = cx.now;
+        self.sweep(now);
+        let (q, item) = self.sched.pop()?;
+        let tau = self.cfg.fair_share_window_ns;
+        let bytes = item.pkt.len_bytes();
+        let f = &mut self.flows[item.slot as usize];
+        f.model.queued_pkts -= 1;
+        f.served.add(now, bytes, tau);
+        let (idle, pool) = (f.model.queued_pkts == 0, f.pool);
+        if idle {
+            self.table.set_idle(item.slot);
+        }
+        if pool != NIL {
+            self.admission.pools[pool as usize].served.add(now, bytes, tau);
+        }
+        self.total_served.add(now, bytes, tau);
+        self.dequeued_by_queue[q as usize] += 1;
+        Some(item.pkt)
+    }
+
+    fn observe_reverse(&mut self, pkt: &Packet, now: Instant) {
+        if let Some(i) = self.table.get(&pkt.flow.reversed()) {
+            self.flows[i as usize].model.on_reverse(pkt, now, &self.cfg);
+        }
+    }
+
+    fn len_pkts(&self) -> usize {
+        self.sched.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.sched.bytes()
+    }
+    fn flow_table_len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,263 @@
+//! TAQ's multi-level priority scheduler (Section 4.2).
+//!
+//! - Level 1, Recovery: retransmissions only, strict priority over levels 2 and 3, split
+//!   into three FIFO classes served in order: retransmissions of flows coming out of an
+//!   extended silence, then out of a (timeout or idle) silence, then first retransmissions
+//!   (fast retransmit, no silence). Capped: it may take at most `recovery_share` of the
+//!   bytes sent while the other levels have packets waiting.
+//! - Level 2, NewFlow, OverPenalized and BelowFairShare at equal priority: the packet that
+//!   has waited longest among their heads goes first, so each gets service in proportion
+//!   to its demand (its arrivals). NewFlow is capped at `new_flow_share` in the same way
+//!   as Recovery.
+//! - Level 3, AboveFairShare: FIFO, served only when levels 1 and 2 have nothing eligible.
+//!
+//! Caps are token buckets in bytes: every byte sent earns a capped queue `share` bytes of
+//! credit (at most `cap_burst_bytes`), the queue spends its own bytes, and may send while
+//! its credit is positive. They are work-conserving: a capped queue also sends, without
+//! spending credit, when nothing else is eligible. Over a busy period a capped queue
+//! therefore gets at most `share` of the bytes (plus one burst) while others wait.
+
+use crate::packet::Packet;
+use std::collections::VecDeque;
+
+/// The queues of Section 4.2; Recovery is split into its three priority classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaqQueue {
+    RecoveryExtended = 0,
+    RecoverySilence,
+    RecoveryFirst,
+    NewFlow,
+    OverPenalized,
+    BelowFairShare,
+    AboveFairShare,
+}
+
+impl TaqQueue {
+    pub const COUNT: usize = 7;
+    pub const ALL: [TaqQueue; Self::COUNT] = [
+        TaqQueue::RecoveryExtended,
+        TaqQueue::RecoverySilence,
+        TaqQueue::RecoveryFirst,
+        TaqQueue::NewFlow,
+        TaqQueue::OverPenalized,
+        TaqQueue::BelowFairShare,
+        TaqQueue::AboveFairShare,
+    ];
+    /// When a victim must be chosen among packets whose drop is predicted to hurt their
+    /// flows equally, the queues are searched in this order: lowest priority first, and
+    /// NewFlow (which admission may hold back anyway) before OverPenalized.
+    pub const DROP_ORDER: [TaqQueue; Self::COUNT] = [
+        TaqQueue::AboveFairShare,
+        TaqQueue::BelowFairShare,
+        TaqQueue::NewFlow,
+        TaqQueue::OverPenalized,
+        TaqQueue::RecoveryFirst,
+        TaqQueue::RecoverySilence,
+        TaqQueue::RecoveryExtended,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            TaqQueue::RecoveryExtended => "recovery_extended",
+            TaqQueue::RecoverySilence => "recovery_silence",
+            TaqQueue::RecoveryFirst => "recovery_first",
+            TaqQueue::NewFlow => "new_flow",
+            TaqQueue::OverPenalized => "over_penalized",
+            TaqQueue::BelowFairShare => "below_fair_share",
+            TaqQueue::AboveFairShare => "above_fair_share",
+        }
+    }
+    pub fn is_recovery(self) -> bool {
+        (self as usize) < 3
+    }
+}
+
+/// A queued packet with what the discipline learned on its arrival.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Queued {
+    pub pkt: Packet,
+    /// Flow-table slot of its flow.
+    pub slot: u32,
+    pub retx: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    queues: [VecDeque<Queued>; TaqQueue::COUNT],
+    recovery_share: f64,
+    new_flow_share: f64,
+    burst_bytes: f64,
+    recovery_credit: f64,
+    new_flow_credit: f64,
+    len: usize,
+    bytes: u64,
+}
+
+impl Scheduler {
+    pub fn new(recovery_share: f64, new_flow_share: f64, burst_bytes: u32) -> Self {
+        Scheduler {
+            queues: Default::default(),
+            recovery_share,
+            new_flow_share,
+            burst_bytes: burst_bytes as f64,
+            recovery_credit: burst_bytes as f64,
+            new_flow_credit: burst_bytes as f64,
+            len: 0,
+            bytes: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    pub fn queue_len(&self, q: TaqQueue) -> usize {
+        self.queues[q as usize].len()
+    }
+
+    pub fn push(&mut self, q: TaqQueue, item: Queued) {
+        self.len += 1;
+        self.bytes += item.pkt.len_bytes();
+        self.queues[q as usize].push_back(item);
+    }
+
+    /// The last `n` packets of queue `q`, newest first, with their positions.
+    pub fn tail(&self, q: TaqQueue, n: usize) -> impl Iterator<Item = (usize, &Queued)> {
+        let d = &self.queues[q as usize];
+        (0..d.len()).rev().take(n).map(move |i| (i, &d[i]))
+    }
+
+    pub fn remove(&mut self, q: TaqQueue, pos: usize) -> Queued {
+        let item = self.queues[q as usize].remove(pos).expect("position from tail()");
+        self.len -= 1;
+        self.bytes -= item.pkt.len_bytes();
+        item
+    }
+
+    fn head_arrival(&self, q: TaqQueue) -> Option<u64> {
+        self.queues[q as usize].front().map(|i| i.pkt.arrival.as_nanos())
+    }
+
+    /// Pick and remove the next packet to send.
+    pub fn pop(&mut self) -> Option<(TaqQueue, Queued)> {
+        use TaqQueue::*;
+        let nonempty = |s: &Self, q: TaqQueue| !s.queues[q as usize].is_empty();
+        let others_below_new = nonempty(self, OverPenalized) || nonempty(self, BelowFairShare) || nonempty(self, AboveFairShare);
+        let levels_2_3 = others_below_new || nonempty(self, NewFlow);
+        let recovery = [RecoveryExtended, RecoverySilence, RecoveryFirst].into_iter().find(|&q| nonempty(self, q));
+        let (q, by_credit) = match recovery {
+            Some(r) if self.recovery_credit > 0.0 || !levels_2_3 => (r, self.recovery_credit > 0.0),
+            _ => {
+                let new_ok = nonempty(self, NewFlow) && (self.new_flow_credit > 0.0 || !others_below_new);
+                let mut best: Option<(u64, TaqQueue)> = None;
+                for q in [NewFlow, OverPenalized, BelowFairShare] {
+                    if q == NewFlow && !new_ok {
+                        continue;
+                    }
+                    if let Some(t) = self.head_arrival(q) {
+                        if best.is_none_or(|(bt, _)| t < bt) {
+                            best = Some((t, q));
+                        }
+                    }
+                }
+                match best {
+                    Some((_, q)) => (q, q == NewFlow && self.new_flow_credit > 0.0),
+                    None if nonempty(self, AboveFairShare) => (AboveFairShare, false),
+                    // Only capped queues hold packets and none may send: serve them anyway.
+                    None => (recovery.or(nonempty(self, NewFlow).then_some(NewFlow))?, false),
+                }
+            }
+        };
+        let item = self.queues[q as usize].pop_front().expect("chosen queue is non-empty");
+        let len = item.pkt.len_bytes() as f64;
+        if by_credit {
+            if q.is_recovery() {
+                self.recovery_credit -= len;
+            } else {
+                self.new_flow_credit -= len;
+            }
+        }
+        self.recovery_credit = (self.recovery_credit + self.recovery_share * len).min(self.burst_bytes);
+        self.new_flow_credit = (self.new_flow_credit + self.new_flow_share * len).min(self.burst_bytes);
+        self.len -= 1;
+        self.bytes -= item.pkt.len_bytes();
+        Some((q, item))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::testkit::pkt;
+    use crate::time::Instant;
+
+    fn item(src: u32, arrival: u64, len: u16) -> Queued {
+        let mut p = pkt(src, 9, 1, len);
+        p.arrival = Instant(arrival);
+        Queued { pkt: p, slot: src, retx: false }
+    }
+
+    #[test]
+    fn recovery_classes_go_first_in_silence_order() {
+        let mut s = Scheduler::new(1.0, 1.0, 100_000);
+        s.push(TaqQueue::AboveFairShare, item(7, 0, 100));
+        s.push(TaqQueue::BelowFairShare, item(6, 1, 100));
+        s.push(TaqQueue::RecoveryFirst, item(3, 2, 100));
+        s.push(TaqQueue::RecoverySilence, item(2, 3, 100));
+        s.push(TaqQueue::RecoveryExtended, item(1, 4, 100));
+        let order: Vec<u32> = std::iter::from_fn(|| s.pop()).map(|(_, i)| i.pkt.flow.src_ip).collect();
+        assert_eq!(order, vec![1, 2, 3, 6, 7]);
+        assert_eq!((s.len(), s.bytes()), (0, 0));
+    }
+
+    #[test]
+    fn level_two_is_fifo_across_its_queues_and_level_three_waits() {
+        let mut s = Scheduler::new(0.5, 1.0, 100_000);
+        s.push(TaqQueue::AboveFairShare, item(9, 0, 100));
+        s.push(TaqQueue::BelowFairShare, item(1, 30, 100));
+        s.push(TaqQueue::OverPenalized, item(2, 10, 100));
+        s.push(TaqQueue::NewFlow, item(3, 20, 100));
+        s.push(TaqQueue::BelowFairShare, item(4, 40, 100));
+        let order: Vec<u32> = std::iter::from_fn(|| s.pop()).map(|(_, i)| i.pkt.flow.src_ip).collect();
+        assert_eq!(order, vec![2, 3, 1, 4, 9]);
+    }
+
+    #[test]
+    fn recovery_cap_holds_its_share_while_others_wait_and_is_work_conserving() {
+        // Share 0.25: of every 4 packets of equal size, recovery may take 1 once its
+        // initial burst (one packet) is spent.
+        let mut s = Scheduler::new(0.25, 1.0, 500);
+        for i in 0..400u64 {
+            s.push(TaqQueue::RecoveryFirst, item(1, i, 500));
+            s.push(TaqQueue::AboveFairShare, item(2, i, 500));
+        }
+        let mut rec: i32 = 0;
+        for _ in 0..400 {
+            if s.pop().unwrap().0.is_recovery() {
+                rec += 1;
+            }
+        }
+        // 400 sent, 25% ± the one-packet burst.
+        assert!((rec - 100).abs() <= 1, "{rec}");
+        // Once only recovery remains it is served without waiting for credit.
+        while let Some((q, _)) = s.pop() {
+            rec += q.is_recovery() as i32;
+        }
+        assert_eq!(rec, 400);
+    }
+
+    #[test]
+    fn new_flow_cap_yields_to_level_three_but_not_to_nothing() {
+        let mut s = Scheduler::new(1.0, 0.2, 500);
+        for i in 0..500u64 {
+            s.push(TaqQueue::NewFlow, item(1, i, 500));
+            s.push(TaqQueue::AboveFairShare, item(2, 1000 + i, 500));
+        }
+        let mut new = 0;
+        for _ in 0..500 {
+            new += (s.pop().unwrap().0 == TaqQueue::NewFlow) as i32;
+        }
+        assert!((new - 100).abs() <= 1, "{new}");
+    }
+}

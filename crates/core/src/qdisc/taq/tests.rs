@@ -1,0 +1,426 @@
+//! Timed packet scripts through the whole discipline (behind [`Accounted`]), and property
+//! tests of its accounting and memory bounds. The flow model's own transitions are
+//! scripted in `flow_model.rs`, the scheduler's service order in `scheduler.rs`, pool
+//! admission in `admission.rs`.
+
+use super::*;
+use crate::packet::TcpFlags;
+use crate::qdisc::Accounted;
+use crate::rng::Rng;
+use proptest::prelude::*;
+
+const MS: u64 = 1_000_000;
+
+fn at(ms: u64) -> Instant {
+    Instant(ms * MS)
+}
+fn key(src: u32, port: u16) -> FlowKey {
+    FlowKey { src_ip: src, dst_ip: 9, src_port: port, dst_port: 80, proto: 6 }
+}
+fn seg(src: u32, port: u16, seq: u32, payload: u16, flags: u8) -> Packet {
+    Packet {
+        flow: key(src, port),
+        ip_len_bytes: 40 + payload,
+        seq,
+        payload_len: payload,
+        flags: TcpFlags(flags),
+        ..Packet::default()
+    }
+}
+fn data(src: u32, seq: u32, payload: u16) -> Packet {
+    seg(src, 1000, seq, payload, TcpFlags::ACK)
+}
+fn syn(src: u32, port: u16) -> Packet {
+    seg(src, port, 0, 0, TcpFlags::SYN)
+}
+fn cfg() -> TaqConfig {
+    TaqConfig { initial_epoch_ns: 100 * MS, ..TaqConfig::default() }
+}
+fn taq(c: TaqConfig) -> Accounted<Taq> {
+    Accounted::new(c.build().unwrap(), Rng::new(5, 0))
+}
+/// Enqueue and return the queue the packet was put in.
+fn enq(q: &mut Accounted<Taq>, p: Packet, t: Instant) -> TaqQueue {
+    let before = q.inner().enqueued_by_queue;
+    q.enqueue(p, t);
+    let after = q.inner().enqueued_by_queue;
+    TaqQueue::ALL.into_iter().find(|&x| after[x as usize] > before[x as usize]).expect("packet was queued")
+}
+fn state(q: &Accounted<Taq>, src: u32) -> TaqState {
+    q.inner().flow_state(&key(src, 1000)).unwrap().state
+}
+
+#[test]
+fn syn_and_first_slow_start_go_to_new_flow() {
+    let mut q = taq(cfg());
+    let k = key(1, 1000);
+    assert_eq!(enq(&mut q, seg(1, 1000, 0, 0, TcpFlags::SYN), at(0)), TaqQueue::NewFlow);
+    q.dequeue(at(0));
+    assert_eq!(enq(&mut q, data(1, 1, 460), at(100)), TaqQueue::NewFlow);
+    let f = q.inner().flow_state(&k).unwrap();
+    assert_eq!((f.state, f.is_new), (TaqState::SlowStart, true));
+    assert_eq!(f.epoch_ns, 100 * MS, "one-way: SYN → first data");
+    // A connection first seen mid-stream is not new.
+    assert_eq!(enq(&mut q, data(2, 5000, 460), at(101)), TaqQueue::BelowFairShare);
+    assert_eq!(state(&q, 2), TaqState::Normal);
+}
+
+#[test]
+fn fair_share_splits_below_and_above() {
+    let c = TaqConfig { fair_share_window_ns: 1_000 * MS, ..cfg() };
+    let mut q = taq(c);
+    // Nothing served yet: below.
+    assert_eq!(enq(&mut q, data(1, 0, 460), at(0)), TaqQueue::BelowFairShare);
+    q.dequeue(at(0));
+    assert_eq!(enq(&mut q, data(2, 0, 460), at(1)), TaqQueue::BelowFairShare);
+    q.dequeue(at(1));
+    // Equal service so far (flow 1's bytes are slightly older, so slightly more decayed):
+    // still below. Once it has had more than half, above.
+    assert_eq!(enq(&mut q, data(1, 460, 460), at(2)), TaqQueue::BelowFairShare);
+    q.dequeue(at(2));
+    for i in 2..=10u32 {
+        assert_eq!(enq(&mut q, data(1, i * 460, 460), at(1 + i as u64)), TaqQueue::AboveFairShare);
+        q.dequeue(at(1 + i as u64));
+    }
+    // Flow 2 has had 500 of about 5500 bytes: below.
+    assert_eq!(enq(&mut q, data(2, 460, 460), at(20)), TaqQueue::BelowFairShare);
+}
+
+#[test]
+fn drops_lead_to_over_penalized_and_retransmissions_to_recovery_classes() {
+    let mut q = taq(TaqConfig { limit_pkts: 1, ..cfg() });
+    // A fresh flow (nothing served: below its share) holds the one buffer place; each
+    // arrival of flow 3 overflows it and, both predicting a timeout in the same queue, the
+    // newest (flow 3's arrival) is dropped.
+    let fill = |q: &mut Accounted<Taq>, i: u32, t: u64| {
+        while q.dequeue(at(t)).is_some() {}
+        q.enqueue(data(40 + i, 0, 460), at(t));
+    };
+    for i in 0..3u32 {
+        fill(&mut q, i, i as u64);
+        // Up to two drops in the epoch: below (a flow that lost here keeps level 2).
+        assert_eq!(enq(&mut q, data(3, i * 460, 460), at(i as u64)), TaqQueue::BelowFairShare);
+        let (v, r) = q.last_drops()[0];
+        assert_eq!((v.flow.src_ip, v.seq, r), (3, i * 460, DropReason::Overlimit));
+    }
+    assert_eq!(state(&q, 3), TaqState::ExplicitRecovery);
+    // Three drops this epoch (> 2): OverPenalized.
+    fill(&mut q, 3, 3);
+    assert_eq!(enq(&mut q, data(3, 3 * 460, 460), at(3)), TaqQueue::OverPenalized);
+    // The retransmission of a loss, no silence yet: first-retransmission class.
+    while q.dequeue(at(4)).is_some() {}
+    assert_eq!(enq(&mut q, data(3, 0, 460), at(5)), TaqQueue::RecoveryFirst);
+    while q.dequeue(at(6)).is_some() {}
+    // Two silent epochs, then a retransmission: timeout silence → timeout recovery.
+    assert_eq!(enq(&mut q, data(3, 460, 460), at(300)), TaqQueue::RecoverySilence);
+    assert_eq!(state(&q, 3), TaqState::TimeoutRecovery);
+    // Another retransmission queues behind it (never ahead of its own flow) and is the
+    // one dropped: the flow lost a timeout retransmission.
+    assert_eq!(enq(&mut q, data(3, 920, 460), at(301)), TaqQueue::RecoverySilence);
+    assert_eq!(q.last_drops()[0].0.seq, 920);
+    q.dequeue(at(302));
+    // Silent again after losing a timeout retransmission: extended silence; its next
+    // retransmission gets the highest recovery class.
+    let mut m = q.inner().flow_state(&key(3, 1000)).unwrap().clone();
+    m.roll(at(550), q.inner().config());
+    assert_eq!(m.state, TaqState::ExtendedSilence);
+    // The snapshot sees it (and flow 43, silent more than 3 epochs after its drop at 3 ms),
+    // without changing either.
+    let s = q.inner().taq_snapshot(at(550));
+    assert_eq!(s.flows_by_state[TaqState::ExtendedSilence as usize], 2);
+    assert_eq!(state(&q, 3), TaqState::TimeoutRecovery);
+    assert_eq!(enq(&mut q, data(3, 920, 460), at(600)), TaqQueue::RecoveryExtended);
+    assert_eq!(q.inner().retx_seen, 4);
+}
+
+#[test]
+fn a_flow_with_packets_queued_keeps_them_in_order() {
+    let mut q = taq(cfg());
+    q.enqueue(data(7, 0, 460), at(0));
+    q.dequeue(at(0));
+    q.enqueue(data(8, 0, 460), at(0));
+    q.dequeue(at(0));
+    for i in 1..4u32 {
+        q.enqueue(data(8, i * 460, 460), at(1));
+    }
+    // Flow 8 has had more than its share: its packets wait in AboveFairShare. A
+    // retransmission of it, and new data after flow 7 caught up, must not overtake them.
+    assert_eq!(q.inner().flows[q.inner().table.get(&key(8, 1000)).unwrap() as usize].queue, TaqQueue::AboveFairShare);
+    assert_eq!(enq(&mut q, data(8, 460, 460), at(2)), TaqQueue::AboveFairShare);
+    let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(at(3))).map(|p| p.seq).collect();
+    assert_eq!(order, vec![460, 920, 1380, 460]);
+    // Once its queue is empty, its next retransmission goes to Recovery.
+    assert_eq!(enq(&mut q, data(8, 920, 460), at(4)), TaqQueue::RecoveryFirst);
+}
+
+#[test]
+fn overflow_drops_the_packet_whose_loss_hurts_least_before_queue_order() {
+    let mut q = taq(TaqConfig { limit_pkts: 2, ..cfg() });
+    // A: 5 small packets per 100 ms epoch (can fast-retransmit); B: one large packet per epoch.
+    for e in 0..2u64 {
+        for i in 0..5u64 {
+            q.enqueue(data(10, (e * 5 + i) as u32 * 100, 100), at(e * 100 + i));
+            q.dequeue(at(e * 100 + i));
+        }
+        q.enqueue(data(11, e as u32 * 1460, 1460), at(e * 100 + 10));
+        q.dequeue(at(e * 100 + 10));
+    }
+    // A has had 1400 bytes, B 3000: A below its share, B above.
+    assert_eq!(enq(&mut q, data(11, 2 * 1460, 1460), at(200)), TaqQueue::AboveFairShare);
+    assert_eq!(enq(&mut q, data(10, 1000, 100), at(201)), TaqQueue::BelowFairShare);
+    // A third flow overflows the buffer. B's packet (window 1: timeout) sits in the
+    // lowest queue, but A's (window 5, first loss: fast retransmit) is the one dropped.
+    q.enqueue(data(12, 0, 460), at(202));
+    let (victim, reason) = q.last_drops()[0];
+    assert_eq!((victim.flow.src_ip, reason), (10, DropReason::Overlimit));
+    assert_eq!(q.inner().drops_by_prediction[NextState::ExplicitRecovery as usize], 1);
+    assert_eq!(state(&q, 10), TaqState::ExplicitRecovery);
+    // Now every candidate predicts a timeout: the lowest queue (AboveFairShare) loses.
+    q.enqueue(data(12, 460, 460), at(203));
+    assert_eq!(q.last_drops()[0].0.flow.src_ip, 11);
+    assert_eq!(q.inner().drops_by_prediction[NextState::Timeout as usize], 1);
+}
+
+#[test]
+fn admission_refuses_new_pools_while_drops_are_high_and_admits_after_t_wait() {
+    let c = TaqConfig { limit_pkts: 1, admission_control: true, ..cfg() };
+    let mut q = taq(c);
+    let flood = |q: &mut Accounted<Taq>, t: u64| {
+        for i in 0..10u32 {
+            q.enqueue(data(50, (t as u32) * 100 + i * 460, 460), at(t));
+        }
+    };
+    flood(&mut q, 500); // 9 of 10 dropped in [0, 1 s)
+    q.enqueue(syn(60, 1), at(1_500));
+    assert_eq!(q.last_drops()[0].1, DropReason::Admission);
+    assert!(q.inner().flow_state(&key(60, 1)).is_none(), "a refused SYN leaves no flow state");
+    flood(&mut q, 1_500);
+    flood(&mut q, 2_500);
+    q.enqueue(syn(60, 1), at(3_000)); // waited 1.5 s < T_wait = 3 s
+    assert_eq!(q.last_drops()[0].1, DropReason::Admission);
+    flood(&mut q, 3_500);
+    q.enqueue(syn(60, 1), at(4_600)); // waited 3.1 s: guaranteed admission
+    assert!(q.last_drops().iter().all(|(_, r)| *r != DropReason::Admission));
+    // Another connection of the admitted pool (same initiator, within the pool window).
+    q.enqueue(syn(60, 2), at(4_700));
+    assert!(q.last_drops().iter().all(|(_, r)| *r != DropReason::Admission));
+    assert_eq!(q.stats().dropped(DropReason::Admission), 2);
+    let s = q.inner().taq_snapshot(at(4_700));
+    assert_eq!((s.syns_refused, s.pools_admitted, s.pools_admitted_after_wait), (2, 1, 1));
+    assert!(s.drop_rate >= 0.09);
+}
+
+#[test]
+fn reverse_direction_gives_the_epoch_from_the_handshake() {
+    let mut q = taq(cfg());
+    q.enqueue(syn(1, 1000), at(0));
+    q.dequeue(at(0));
+    let mut synack = seg(9, 80, 0, 0, TcpFlags::SYN | TcpFlags::ACK);
+    synack.flow = key(1, 1000).reversed();
+    q.observe_reverse(&synack, at(150));
+    q.enqueue(data(1, 1, 0), at(230)); // the handshake's ACK
+    let f = q.inner().flow_state(&key(1, 1000)).unwrap();
+    assert_eq!(f.epoch_ns, 230 * MS);
+    assert!(f.two_way);
+}
+
+#[test]
+fn snapshot_counts_flows_by_state_at_the_snapshot_time() {
+    let mut q = taq(TaqConfig { limit_pkts: 1, ..cfg() });
+    q.enqueue(syn(1, 1000), at(0));
+    q.dequeue(at(0));
+    q.enqueue(data(2, 0, 460), at(0));
+    q.dequeue(at(0));
+    q.enqueue(data(3, 0, 460), at(0));
+    q.enqueue(data(3, 460, 460), at(0)); // dropped: flow 3 lost a packet here
+    q.dequeue(at(0));
+    q.enqueue(data(1, 1, 460), at(250));
+    q.dequeue(at(250));
+    let s = q.inner().taq_snapshot(at(300));
+    let mut expected = [0u32; TaqState::COUNT];
+    expected[TaqState::SlowStart as usize] = 1; // flow 1, epoch 250 ms, still in its first
+    expected[TaqState::IdleSilence as usize] = 1; // flow 2: silent, no loss known
+    expected[TaqState::TimeoutSilence as usize] = 1; // flow 3: silent after a drop
+    assert_eq!(s.flows_by_state, expected);
+    assert_eq!((s.active_flows, s.flows_tracked), (1, 3));
+    assert_eq!(s.dropped_by_queue.iter().sum::<u64>(), 1);
+    assert_eq!(s.dequeued_by_queue.iter().sum::<u64>(), 4);
+}
+
+#[test]
+fn flow_table_is_bounded_and_evicts_idle_flows() {
+    let mut q = taq(TaqConfig { limit_pkts: 4, flow_table_capacity: 8, ..cfg() });
+    for src in 0..1000u32 {
+        q.enqueue(syn(src, 1), at(src as u64));
+        if src % 2 == 0 {
+            q.dequeue(at(src as u64));
+        }
+        assert!(q.inner().flow_table_len() <= 8);
+    }
+    let s = q.inner().taq_snapshot(at(2_000));
+    assert_eq!(s.flows_by_state.iter().sum::<u32>(), 8);
+    assert!(s.flow_evictions >= 1000 - 8);
+}
+
+#[test]
+fn rejects_bad_values_naming_the_field() {
+    let bad = |c: TaqConfig| c.build().unwrap_err().field;
+    let d = TaqConfig::default;
+    assert_eq!(bad(TaqConfig { limit_pkts: 0, ..d() }), "limit_pkts");
+    assert_eq!(bad(TaqConfig { flow_table_capacity: 50, ..d() }), "flow_table_capacity");
+    assert_eq!(bad(TaqConfig { pool_table_capacity: 0, ..d() }), "pool_table_capacity");
+    assert_eq!(bad(TaqConfig { min_epoch_ns: 0, ..d() }), "min_epoch_ns");
+    assert_eq!(bad(TaqConfig { max_epoch_ns: 10, ..d() }), "max_epoch_ns");
+    assert_eq!(bad(TaqConfig { initial_epoch_ns: 10_000_000_000, ..d() }), "initial_epoch_ns");
+    assert_eq!(bad(TaqConfig { epoch_gain: 0.0, ..d() }), "epoch_gain");
+    assert_eq!(bad(TaqConfig { burst_gap_fraction: 1.5, ..d() }), "burst_gap_fraction");
+    assert_eq!(bad(TaqConfig { slow_start_growth: 1.0, ..d() }), "slow_start_growth");
+    assert_eq!(bad(TaqConfig { extended_silence_epochs: 0, ..d() }), "extended_silence_epochs");
+    assert_eq!(bad(TaqConfig { fast_retransmit_min_window_pkts: 0, ..d() }), "fast_retransmit_min_window_pkts");
+    assert_eq!(bad(TaqConfig { recovery_share: f64::NAN, ..d() }), "recovery_share");
+    assert_eq!(bad(TaqConfig { new_flow_share: 0.0, ..d() }), "new_flow_share");
+    assert_eq!(bad(TaqConfig { cap_burst_bytes: 0, ..d() }), "cap_burst_bytes");
+    assert_eq!(bad(TaqConfig { fair_share_window_ns: 0, ..d() }), "fair_share_window_ns");
+    assert_eq!(bad(TaqConfig { drop_search_pkts: 0, ..d() }), "drop_search_pkts");
+    assert_eq!(bad(TaqConfig { admission_drop_threshold: 1.2, ..d() }), "admission_drop_threshold");
+    assert_eq!(bad(TaqConfig { drop_rate_window_ns: 0, ..d() }), "drop_rate_window_ns");
+    assert_eq!(bad(TaqConfig { pool_window_ns: 0, ..d() }), "pool_window_ns");
+}
+
+/// Every internal count agrees with a recount from the flows and queues.
+fn check_invariants(q: &Accounted<Taq>, limit: usize, flow_cap: usize, pool_cap: usize) -> Result<(), TestCaseError> {
+    prop_assert!(q.check().is_ok(), "{:?}", q.check());
+    let t = q.inner();
+    prop_assert!(t.sched.len() <= limit);
+    prop_assert!(t.flow_table_len() <= flow_cap);
+    prop_assert!(t.admission.len() <= pool_cap);
+    prop_assert_eq!(t.flows.len(), t.table.len());
+    let mut active = 0;
+    let mut queued = 0usize;
+    let mut pool_flows = vec![0u32; t.admission.pools.len()];
+    let mut pool_active = vec![0u32; t.admission.pools.len()];
+    for f in &t.flows {
+        active += !f.model.state.is_silent() as u32;
+        queued += f.model.queued_pkts as usize;
+        if f.pool != NIL {
+            pool_flows[f.pool as usize] += 1;
+            pool_active[f.pool as usize] += !f.model.state.is_silent() as u32;
+        }
+    }
+    prop_assert_eq!(active, t.active_flows);
+    prop_assert_eq!(queued, t.sched.len());
+    let queue_sum: usize = TaqQueue::ALL.iter().map(|&x| t.sched.queue_len(x)).sum();
+    prop_assert_eq!(queue_sum, t.sched.len());
+    for (i, p) in t.admission.pools.iter().enumerate() {
+        prop_assert_eq!(p.flows, pool_flows[i]);
+        prop_assert_eq!(p.active_flows, pool_active[i]);
+    }
+    prop_assert_eq!(pool_active.iter().filter(|&&n| n > 0).count() as u32, t.active_pools);
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+enum TcpOp {
+    /// A data segment of one of a few recurring flows; `back` re-sends from below the
+    /// flow's highest sequence number (a retransmission).
+    Data { flow: u8, len: u16, back: bool },
+    Syn { flow: u8 },
+    Ack { flow: u8 },
+    Deq,
+    Wait { ms: u64 },
+    /// SYNs from `n` fresh random addresses and ports.
+    SynFlood { seed: u64, n: u16 },
+    /// Data from `n` fresh random 5-tuples.
+    DataFlood { seed: u64, n: u16 },
+}
+
+fn tcp_ops() -> impl Strategy<Value = Vec<TcpOp>> {
+    let op = prop_oneof![
+        10 => (0u8..6, 0u16..=1460, any::<bool>()).prop_map(|(flow, len, back)| TcpOp::Data { flow, len, back }),
+        2 => (0u8..6).prop_map(|flow| TcpOp::Syn { flow }),
+        3 => (0u8..6).prop_map(|flow| TcpOp::Ack { flow }),
+        10 => Just(TcpOp::Deq),
+        4 => (0u64..2_000).prop_map(|ms| TcpOp::Wait { ms }),
+        1 => (any::<u64>(), 50u16..1500).prop_map(|(seed, n)| TcpOp::SynFlood { seed, n }),
+        1 => (any::<u64>(), 50u16..1500).prop_map(|(seed, n)| TcpOp::DataFlood { seed, n }),
+    ];
+    prop::collection::vec(op, 1..600)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn accounting_counts_and_memory_stay_exact_under_floods(
+        limit in 1u32..60,
+        extra_flows in 1u32..40,
+        pool_cap in 1u32..40,
+        admission_control in any::<bool>(),
+        pool_fairness in any::<bool>(),
+        ops in tcp_ops(),
+    ) {
+        let flow_cap = limit + extra_flows;
+        let c = TaqConfig {
+            limit_pkts: limit,
+            flow_table_capacity: flow_cap,
+            pool_table_capacity: pool_cap,
+            admission_control,
+            fairness: if pool_fairness { FairnessUnit::Pool } else { FairnessUnit::Flow },
+            ..cfg()
+        };
+        let mut q = taq(c);
+        let mut now = 0u64;
+        let mut next_seq = [1u32; 6];
+        for op in &ops {
+            match *op {
+                TcpOp::Data { flow, len, back } => {
+                    let f = flow as usize;
+                    let seq = if back { next_seq[f].wrapping_sub(len as u32 + 1) } else { next_seq[f] };
+                    if !back {
+                        next_seq[f] = next_seq[f].wrapping_add(len as u32);
+                    }
+                    q.enqueue(seg(100 + flow as u32, 7, seq, len, TcpFlags::ACK), Instant(now));
+                }
+                TcpOp::Syn { flow } => q.enqueue(seg(100 + flow as u32, 7, 0, 0, TcpFlags::SYN), Instant(now)),
+                TcpOp::Ack { flow } => {
+                    let mut a = seg(9, 80, 0, 0, TcpFlags::ACK);
+                    a.flow = key(100 + flow as u32, 7).reversed();
+                    a.ack = next_seq[flow as usize];
+                    q.observe_reverse(&a, Instant(now));
+                }
+                TcpOp::Deq => { q.dequeue(Instant(now)); }
+                TcpOp::Wait { ms } => now += ms * MS,
+                TcpOp::SynFlood { seed, n } | TcpOp::DataFlood { seed, n } => {
+                    let syn = matches!(op, TcpOp::SynFlood { .. });
+                    let mut rng = Rng::new(seed, 3);
+                    for _ in 0..n {
+                        let r = rng.next_u64();
+                        let (flags, len) = if syn { (TcpFlags::SYN, 0) } else { (TcpFlags::ACK, (r % 1461) as u16) };
+                        let mut p = seg(r as u32, (r >> 32) as u16, (r >> 16) as u32, len, flags);
+                        p.flow.dst_ip = (r >> 24) as u32;
+                        q.enqueue(p, Instant(now));
+                        check_invariants(&q, limit as usize, flow_cap as usize, pool_cap as usize)?;
+                    }
+                }
+            }
+            check_invariants(&q, limit as usize, flow_cap as usize, pool_cap as usize)?;
+        }
+        // A snapshot accounts for every flow; draining returns every packet.
+        let s = q.inner().taq_snapshot(Instant(now + 60_000 * MS));
+        prop_assert_eq!(s.flows_by_state.iter().sum::<u32>() as usize, q.inner().flow_table_len());
+        let mut guard = 0;
+        while q.dequeue(Instant(now)).is_some() {
+            guard += 1;
+            prop_assert!(guard <= limit);
+        }
+        prop_assert!(q.is_empty() && q.check().is_ok());
+        prop_assert_eq!(q.inner().flows.iter().map(|f| f.model.queued_pkts).sum::<u32>(), 0);
+    }
+
+    /// The generic random-traffic script shared by all disciplines.
+    #[test]
+    fn generic_accounting_and_table_bound(limit in 1u32..200, extra in 1u32..64, ops in crate::qdisc::testkit::ops(2000)) {
+        let c = TaqConfig { limit_pkts: limit, flow_table_capacity: limit + extra, ..TaqConfig::default() };
+        let mut q = taq(c);
+        crate::qdisc::testkit::run_ops(&mut q, &ops, limit as usize, (limit + extra) as usize)?;
+    }
+}
