@@ -104,6 +104,17 @@ def test_bench_json():
     assert report["simulated_seconds_per_second"] == pytest.approx(5.0 / report["wall_seconds"])
 
 
+def test_bench_runs_any_discipline_and_names_a_bad_one():
+    result = runner.invoke(
+        app, ["bench", "--flows", "10", "--rate-bps", "200000", "--duration-s", "5", "--queue", "taq", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["queue"] == "taq"
+    bad = runner.invoke(app, ["bench", "--duration-s", "5", "--queue", "tac"])
+    assert bad.exit_code == 2
+    assert "link.queue.kind" in bad.output and "tac" in bad.output and "taq" in bad.output
+
+
 def test_bench_table():
     result = runner.invoke(app, ["bench", "--flows", "5", "--rate-bps", "100000", "--duration-s", "2"])
     assert result.exit_code == 0, result.output

@@ -143,11 +143,12 @@ def bench(
     flows: Annotated[int, typer.Option(help="Number of bulk flows.")] = 200,
     rate_bps: Annotated[int, typer.Option(help="Bottleneck rate.")] = 2_000_000,
     duration_s: Annotated[float, typer.Option(help="Simulated time.")] = 1000.0,
+    queue: Annotated[str, typer.Option(help="Bottleneck discipline (a `kind`, with its defaults).")] = "droptail",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line instead of a table.")] = False,
 ) -> None:
-    """Time the simulator on the TAQ paper's Figure 2 DropTail scenario."""
+    """Time the simulator on the TAQ paper's Figure 2 scenario (DropTail unless --queue)."""
     try:
-        scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s)
+        scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
     except ConfigError as error:
         error_console.print(f"[bold red]invalid benchmark parameters:[/] {error}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
@@ -156,6 +157,7 @@ def bench(
     report = {
         "flows": flows,
         "rate_bps": rate_bps,
+        "queue": queue,
         "duration_s": meta["duration_ns"] / 1e9,
         "events": meta["events"],
         "packets": meta["packets"],
@@ -168,7 +170,7 @@ def bench(
     if as_json:
         typer.echo(json.dumps(report))
         return
-    table = Table(title=f"smallpipe bench: {flows} flows, {rate_bps / 1e6:g} Mbit/s, {duration_s:g} s")
+    table = Table(title=f"smallpipe bench: {flows} flows, {rate_bps / 1e6:g} Mbit/s, {queue}, {duration_s:g} s")
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right")
     table.add_row("wall time", f"{wall_seconds:.2f} s")
