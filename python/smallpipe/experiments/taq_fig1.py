@@ -23,9 +23,26 @@ from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 from smallpipe.workloads import write_synthetic_access_log
 
-__all__ = ["BUCKET_EDGES_BYTES", "reproduce", "run"]
+__all__ = ["BUCKET_EDGES_BYTES", "replay_scenario", "reproduce", "run"]
 
 BUCKET_EDGES_BYTES = (0, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
+
+
+def replay_scenario(
+    log: Path, *, duration_s: float, seed: int, rate_bps: int = 2_000_000, buffer_pkts: int = 100,
+    queue: dict | None = None,
+) -> Scenario:
+    """A replay of ``log`` (each client as fast as its 4 connections allow) over a
+    ``rate_bps`` bottleneck with ``buffer_pkts`` of buffer (one RTT: 100 packets at 2 Mbit/s)
+    and ``queue`` (a ``[link.queue]`` table, DropTail by default), RTTs uniform in 150–300 ms."""
+    return Scenario(
+        seed=seed, duration_s=duration_s, slice_s=20.0,
+        link={"rate_bps": rate_bps, "delay_ms": 1.0,
+              "queue": {"kind": "droptail", **(queue or {}), "limit_pkts": buffer_pkts}},
+        tcp=NS2_TCP,
+        flows=[{"app": "replay", "log_path": str(log), "replay": "asap", "connections": 4,
+                "rtt_ms": [150.0, 300.0]}],
+    )
 
 
 def run(*, clients: int = 100, duration_s: float = 1200.0, seed: int = 1) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -33,14 +50,7 @@ def run(*, clients: int = 100, duration_s: float = 1200.0, seed: int = 1) -> tup
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "access.log"
         write_synthetic_access_log(log, clients=clients, duration_s=duration_s, requests_per_client_per_s=0.05, seed=seed)
-        sc = Scenario(
-            seed=seed, duration_s=duration_s, slice_s=20.0,
-            link={"rate_bps": 2_000_000, "delay_ms": 1.0, "queue": {"kind": "droptail", "limit_pkts": 100}},
-            tcp=NS2_TCP,
-            flows=[{"app": "replay", "log_path": str(log), "replay": "asap", "connections": 4,
-                    "rtt_ms": [150.0, 300.0]}],
-        )
-        result = simulate(sc)
+        result = simulate(replay_scenario(log, duration_s=duration_s, seed=seed))
     objects = result.flows.filter(pl.col("end_ns").is_not_null()).select(
         "size_bytes", download_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9
     )

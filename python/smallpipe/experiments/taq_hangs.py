@@ -30,12 +30,14 @@ PAPER = {200: ("hang > 20 s", 20.0, 1.0), 400: ("hang > 60 s", 60.0, 0.5)}
 """users → (claim, threshold in s, share of users the paper reports)."""
 
 
-def scenario(*, users: int, duration_s: float = 600.0, seed: int = 1) -> Scenario:
+def scenario(*, users: int, duration_s: float = 600.0, seed: int = 1, queue: str = "droptail") -> Scenario:
+    """The hang set-up with ``users`` web users; ``queue`` is the bottleneck's discipline
+    (its documented defaults, 50 packets of buffer)."""
     return Scenario(
         seed=seed,
         duration_s=duration_s,
         slice_s=10.0,
-        link={"rate_bps": 1_000_000, "delay_ms": 1.0, "queue": {"kind": "droptail", "limit_pkts": 50}},
+        link={"rate_bps": 1_000_000, "delay_ms": 1.0, "queue": {"kind": queue, "limit_pkts": 50}},
         tcp=NS2_TCP,
         flows=[{
             "app": "web", "count": users, "connections": 4,
@@ -48,18 +50,20 @@ def scenario(*, users: int, duration_s: float = 600.0, seed: int = 1) -> Scenari
 
 
 def run(
-    *, users_list: tuple[int, ...] = (200, 400), duration_s: float = 600.0, seed: int = 1
+    *, users_list: tuple[int, ...] = (200, 400), duration_s: float = 600.0, seed: int = 1, queue: str = "droptail"
 ) -> tuple[pl.DataFrame, dict[int, pl.DataFrame]]:
-    """One run per user count. Returns the summary (hang shares at 20 s and 60 s, with
-    context) and each run's units table."""
+    """One run per user count on the ``queue`` discipline. Returns the summary (hang shares
+    at 20 s and 60 s, with context) and each run's units table."""
     rows, units = [], {}
     for users in users_list:
-        result = simulate(scenario(users=users, duration_s=duration_s, seed=seed))
+        result = simulate(scenario(users=users, duration_s=duration_s, seed=seed, queue=queue))
         units[users] = result.units
+        timeouts = metrics.timeout_summary(result.flows)
         shares = metrics.hang_shares(result.units, (20.0, 60.0))
         claim, threshold, paper_share = PAPER.get(users, ("", 20.0, float("nan")))
         bottleneck = result.links.filter(pl.col("name") == "bottleneck")
         rows.append({
+            "discipline": queue,
             "users": users,
             "claim": claim,
             "paper_share": paper_share,
@@ -70,6 +74,10 @@ def run(
             "utilization": bottleneck["utilization"][0],
             "loss_rate": bottleneck["loss_rate"][0],
             "connections": result.flows.height,
+            "connections_finished": result.flows["end_ns"].is_not_null().sum(),
+            "pages_done": result.units["pages_done"].sum(),
+            "share_conns_with_timeout": timeouts["share_with_timeout"],
+            "backoff_mean_s": timeouts["backoff_mean_s"],
         })
     return pl.DataFrame(rows), units
 

@@ -1,0 +1,165 @@
+"""TAQ Section 5 reproductions (Figures 8, 9, 10, the §2.3 hangs with TAQ, Figure 12): the
+paper's claims that hold in our full runs, and invariants, on short runs with a seed other
+than the documented one. Expected values come from the paper or from arithmetic, never
+from our own output."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
+
+from smallpipe import metrics
+from smallpipe.experiments import (
+    taq_aqm,
+    taq_fig8,
+    taq_fig9,
+    taq_fig10,
+    taq_fig12,
+    taq_hangs_queues,
+)
+
+# Figure 8 -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fig8():
+    return taq_aqm.run(disciplines=("droptail", "taq"), rates_bps=(1_000_000,), fair_shares_bps=(5_000, 50_000),
+                       duration_s=1000.0, seed=2)
+
+
+def _jain(table: pl.DataFrame, kind: str, share: int) -> float:
+    return table.filter(pl.col("discipline") == kind, pl.col("fair_share_bps") == share)["short_term_jain"][0]
+
+
+def test_fig8_taq_raises_short_term_fairness_deep_in_the_small_packet_regime(fig8) -> None:
+    # Paper §5.1: "TAQ improves fairness characteristics ... in comparison to DT".
+    assert _jain(fig8, "taq", 5_000) > _jain(fig8, "droptail", 5_000) + 0.1
+
+
+def test_fig8_taq_is_fair_at_a_large_fair_share_and_keeps_the_link_busy(fig8) -> None:
+    # "higher than 0.8 in many cases"; "the link utilization is close to 1".
+    assert _jain(fig8, "taq", 50_000) > taq_fig8.PAPER["jain_often_above"]
+    assert fig8.filter(pl.col("discipline") == "taq")["utilization"].min() > 0.95
+
+
+# Figure 9 -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fig9():
+    return taq_fig9.run(disciplines=("droptail", "taq"), duration_s=120.0, seed=2)
+
+
+def test_fig9_every_flow_is_in_exactly_one_class_per_epoch(fig9) -> None:
+    _, evolutions = fig9
+    for evolution in evolutions.values():
+        totals = evolution.select(pl.sum_horizontal(metrics.EVOLUTION_STATES).alias("n"))["n"]
+        assert (totals == taq_fig9.FLOWS).all()
+
+
+def test_fig9_stalled_flows_never_fall_below_the_link_capacity_floor(fig9) -> None:
+    _, evolutions = fig9
+    floor = taq_fig9.stalled_lower_bound(flows=180, rate_bps=600_000, epoch_s=0.4)
+    assert floor == pytest.approx(180 - 2 * 600_000 * 0.4 / 4000)
+    for (_, epoch_s), evolution in evolutions.items():
+        if epoch_s == taq_fig9.EPOCH_S:
+            assert evolution["stalled"].min() >= floor
+
+
+def test_fig9_taq_leaves_fewer_flows_stalled_than_droptail(fig9) -> None:
+    # The paper's direction (stalled flows "nearly zero" under TAQ, many under DT); the
+    # "nearly zero" itself is impossible here (see the floor above).
+    summary, _ = fig9
+    long_epoch = summary.filter(pl.col("epoch_s") > taq_fig9.EPOCH_S)
+    stalled = dict(zip(long_epoch["discipline"], long_epoch["stalled_mean"], strict=True))
+    assert stalled["taq"] < stalled["droptail"]
+
+
+# Figure 10 ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fig10():
+    return taq_fig10.run(disciplines=("droptail", "taq"), seeds=(5,), duration_s=400.0)
+
+
+def test_fig10_short_flow_download_time_grows_about_linearly_at_the_fair_share_under_taq(fig10) -> None:
+    _, summary = fig10
+    taq = summary.filter(pl.col("discipline") == "taq").row(0, named=True)
+    droptail = summary.filter(pl.col("discipline") == "droptail").row(0, named=True)
+    # At the 20 kbit/s fair share a 500-byte packet takes 4000 bit / 20 kbit/s = 0.2 s.
+    fair_slope_s = 4000 / 20_000
+    assert 0.5 * fair_slope_s < taq["slope_s_per_pkt"] < 1.5 * fair_slope_s
+    assert taq["r2"] > 0.5
+    assert taq["r2"] > droptail["r2"], "TAQ's download times are more predictable than DropTail's"
+    assert taq["unfinished"] == 0
+
+
+def test_fig10_fit_recovers_a_known_line() -> None:
+    objects = pl.DataFrame({"packets": [1, 2, 3, 4], "download_s": [0.5, 0.7, 0.9, 1.1]})
+    line = taq_fig10.fit(objects)
+    assert line["slope_s_per_pkt"] == pytest.approx(0.2)
+    assert line["intercept_s"] == pytest.approx(0.3)
+    assert line["r2"] == pytest.approx(1.0)
+
+
+def test_fig10_short_flows_are_the_papers_32() -> None:
+    scenario = taq_fig10.scenario("taq", duration_s=10.0, seed=1)
+    transfers = [g for g in scenario["flows"] if g["app"] == "transfer"]
+    bulk = [g for g in scenario["flows"] if g["app"] == "bulk"]
+    assert sum(g["count"] for g in transfers) == 32
+    assert sum(g["count"] for g in bulk) == 50
+    assert scenario["link"]["rate_bps"] / 50 == 20_000, "the paper's 20 kbit/s fair share"
+
+
+# Section 2.3 hangs with TAQ --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hangs():
+    return taq_hangs_queues.run(disciplines=("droptail", "taq"), users_list=(200,), duration_s=300.0, seed=2)
+
+
+def test_hangs_taq_leaves_fewer_users_hanging_over_a_minute_than_droptail(hangs) -> None:
+    # TAQ's purpose (§3–§5): fewer repeated timeouts, so fewer long user-perceived hangs.
+    table, _ = hangs
+    over_60 = dict(zip(table["discipline"], table["share_hang_over_60s"], strict=True))
+    assert over_60["taq"] < over_60["droptail"]
+
+
+def test_hangs_share_over_a_minute_never_exceeds_share_over_20_s(hangs) -> None:
+    table, units = hangs
+    assert (table["share_hang_over_60s"] <= table["share_hang_over_20s"]).all()
+    assert all(u.height == 200 for u in units.values())
+
+
+# Figure 12 ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fig12():
+    return taq_fig12.run(queues=("droptail", "taq+ac"), clients=25, log_s=600.0, duration_s=900.0, seed=2)
+
+
+def test_fig12_admission_control_refuses_but_every_refused_client_gets_in(fig12) -> None:
+    # §4.3/§5.5: non-admitted flows keep retrying and are admitted after T_wait.
+    _, summary = fig12
+    ac = summary.filter(pl.col("queue") == "taq+ac")
+    assert ac["admission_drops"][0] > 0
+    assert ac["unfinished"].sum() == 0
+    assert summary.filter(pl.col("queue") == "droptail")["admission_drops"][0] == 0
+
+
+def test_fig12_buckets_partition_the_log(fig12) -> None:
+    objects, summary = fig12
+    per_queue = summary.group_by("queue").agg(pl.col("objects").sum())
+    assert per_queue["objects"].n_unique() == 1, "every discipline replays the same log"
+    assert per_queue["objects"][0] == objects.filter(pl.col("queue") == "droptail").height
+
+
+def test_fig12_taq_with_admission_control_narrows_the_tail_of_mid_sized_objects(fig12) -> None:
+    # §5.5: "the overall variance in the download times are significantly reduced". In our
+    # full run this holds for objects of 10 KB and up (not below); checked here from 20 KB
+    # to 100 KB, where it holds with margin.
+    _, summary = fig12
+    mid = summary.filter(pl.col("size_lo_bytes").is_between(20_000, 50_000))
+    p90 = {(q, lo): v for q, lo, v in mid.select("queue", "size_lo_bytes", "p90_s").iter_rows()}
+    for lo in (20_000, 30_000, 50_000):
+        assert p90[("taq+ac", lo)] < p90[("droptail", lo)]
