@@ -176,7 +176,7 @@ pub struct Endpoint {
     pub completed_bursts: Vec<(Instant, Instant)>,
     /// When the receive half had every byte and the FIN.
     pub finished_at: Option<Instant>,
-    /// Gave up (SYN retries exhausted).
+    /// Gave up (SYN retries exhausted), or was reset by the peer.
     pub failed: bool,
 }
 
@@ -318,6 +318,26 @@ impl Endpoint {
         self.stats.backoff_ns + self.backoff_since.map_or(0, |since| end.saturating_since(since).as_nanos())
     }
 
+    /// The connection is reset (a RST arrived): nothing more is sent or delivered.
+    fn abort(&mut self, now: Instant) {
+        self.state = State::Closed;
+        self.failed = true;
+        self.rto_at = None;
+        self.delack_at = None;
+        self.end_backoff(now);
+    }
+
+    /// The reset answering `seg` (RFC 793: its sequence number is the ACK it carried).
+    fn reset_for(&self, seg: &Packet, p: &TcpParams) -> Packet {
+        Packet {
+            flow: self.key,
+            seq: if seg.flags.ack() { seg.ack } else { 0 },
+            flags: TcpFlags(TcpFlags::RST),
+            ip_len_bytes: p.header_bytes as u16,
+            ..Packet::default()
+        }
+    }
+
     fn on_rto(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         if self.snd_una >= self.snd_max {
             return; // everything was acknowledged meanwhile
@@ -361,8 +381,21 @@ impl Endpoint {
     // ---------------------------------------------------------------- input
 
     pub fn on_segment(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if seg.flags.has(TcpFlags::RST) {
+            // RFC 793 §3.4: a reset aborts the connection in any state but LISTEN.
+            if !matches!(self.state, State::Listen | State::Closed) {
+                self.abort(now);
+            }
+            return;
+        }
         match self.state {
-            State::Closed => {}
+            State::Closed => {
+                // RFC 793 §3.4: a segment for a connection this side gave up on draws a
+                // reset, so the peer stops retransmitting into the void.
+                if self.failed {
+                    out.push(self.reset_for(seg, p));
+                }
+            }
             State::Listen => {
                 if seg.flags.syn() && !seg.flags.ack() {
                     self.irs = seg.seq;

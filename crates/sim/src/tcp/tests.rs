@@ -211,3 +211,41 @@ fn rto_collapses_the_window_and_goes_back_to_snd_una() {
     assert_eq!(c.rto(), Duration::from_secs(2));
     assert_eq!(c.next_deadline(), Some(deadline + Duration::from_secs(2)));
 }
+
+#[test]
+fn a_listener_that_gave_up_resets_the_sender_which_stops() {
+    // The SYN-ACK and every later client segment are lost until the listener's SYN-ACK
+    // retries are spent; the client's next data segment then draws a reset and the client
+    // aborts instead of retransmitting for ever.
+    let p = params(|c| c.syn_retries = 2);
+    let mut c = Endpoint::client(KEY, 7, &p);
+    let mut s = Endpoint::listener(KEY.reversed(), 9, &p);
+    let mut out = Vec::new();
+    c.connect(t(0), &p, &mut out);
+    let syn = out.pop().unwrap();
+    s.on_segment(&syn, t(50), &p, &mut out);
+    let syn_ack = out.pop().unwrap();
+    // SYN-ACK retries at 1 s and 3 s (backoff), then the listener gives up at 7 s.
+    for deadline_ms in [1050, 3050, 7050] {
+        assert_eq!(s.next_deadline(), Some(t(deadline_ms)));
+        s.on_timer(t(deadline_ms), &p, &mut out);
+        out.clear();
+    }
+    assert!(s.failed && s.state == State::Closed && s.next_deadline().is_none());
+    // The client, reached by the first SYN-ACK, sends data that now meets a closed socket.
+    c.on_segment(&syn_ack, t(100), &p, &mut out);
+    out.clear();
+    c.app_write(3000, false, t(8000), &p, &mut out);
+    let data = out.remove(0);
+    out.clear();
+    s.on_segment(&data, t(8050), &p, &mut out);
+    let rst = out.pop().expect("a reset");
+    assert!(rst.flags.has(TcpFlags::RST) && !rst.flags.syn());
+    assert_eq!(rst.seq, data.ack, "RFC 793: the reset's sequence number is the ACK it answers");
+    c.on_segment(&rst, t(8100), &p, &mut out);
+    assert!(out.is_empty(), "a reset is never answered");
+    assert!(c.failed && c.state == State::Closed && c.next_deadline().is_none());
+    // A reset reaching the closed listener draws nothing either.
+    s.on_segment(&rst, t(8150), &p, &mut out);
+    assert!(out.is_empty());
+}
