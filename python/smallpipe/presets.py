@@ -44,7 +44,7 @@ def taq_dumbbell(
     1 ms delay and a buffer of one RTT's worth of packets,
     ``rate_bps · 0.2 s / (packet_size_bytes · 8 bit)``, unless ``buffer_pkts`` is given.
     ``queue`` picks the discipline (a ``[link.queue]`` table without ``limit_pkts``,
-    which the buffer fills in); DropTail by default. Slices are 20 s as in the paper, or
+    which the buffer fills in, per class for ``class_isolation``); DropTail by default. Slices are 20 s as in the paper, or
     the whole run when it is shorter.
 
     The paper ran ns-2 and names no TCP knobs beyond these; we take ns-2's defaults of
@@ -53,6 +53,14 @@ def taq_dumbbell(
     """
     if buffer_pkts is None:
         buffer_pkts = max(1, round(rate_bps * TAQ_RTT_MS / 1e3 / (packet_size_bytes * 8)))
+    discipline: dict[str, Any] = {"kind": "droptail", **(queue or {})}
+    if discipline["kind"] == "class_isolation":
+        # Two classes with buffers of their own: each gets the buffer.
+        for name in ("short", "long"):
+            cls = discipline.setdefault(name, {})
+            cls["queue"] = {"kind": "droptail", **cls.get("queue", {}), "limit_pkts": buffer_pkts}
+    else:
+        discipline["limit_pkts"] = buffer_pkts
     return Scenario(
         seed=seed,
         duration_s=duration_s,
@@ -60,7 +68,7 @@ def taq_dumbbell(
         link={
             "rate_bps": rate_bps,
             "delay_ms": 1.0,
-            "queue": {"kind": "droptail", **(queue or {}), "limit_pkts": buffer_pkts},
+            "queue": discipline,
         },
         tcp={**NS2_TCP, "packet_size_bytes": packet_size_bytes},
         flows=[{"count": flows, "app": "bulk", "rtt_ms": TAQ_RTT_MS, "start_s": [0.0, 1.0]}],

@@ -621,9 +621,16 @@ fn serde_error(field: String, msg: &str) -> ConfigError {
     // serde_json appends " at line L column C"; the field path says more.
     let msg = msg.split(" at line ").next().unwrap_or(msg);
     if let Some(rest) = msg.strip_prefix("unknown field `") {
-        // serde_path_to_error's path already ends in the unknown field's name.
+        // serde_path_to_error's path usually ends in the unknown field's name already; inside
+        // a tagged enum (`link.queue`) it stops at the enum, so the name is appended.
         let (name, expected) = rest.split_once("`, expected ").unwrap_or((rest.trim_end_matches('`'), "a known field"));
-        let path = if field == "scenario" { name.to_string() } else { field };
+        let path = if field == "scenario" {
+            name.to_string()
+        } else if field == name || field.ends_with(&format!(".{name}")) {
+            field
+        } else {
+            format!("{field}.{name}")
+        };
         return ConfigError::new(path, "an unknown field", expected);
     }
     if let Some(rest) = msg.strip_prefix("missing field `") {
@@ -690,6 +697,11 @@ mod tests {
         let e = err(r#"{"tcp":{"mss":5},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.mss");
         assert!(e.allowed.contains("packet_size_bytes"), "{e}");
+
+        // Inside the tagged discipline enum the path stops at the enum; the name is added.
+        let e = err(r#"{"link":{"queue":{"kind":"sfq","limit_packets":5}},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "link.queue.limit_packets");
+        assert!(e.allowed.contains("limit_pkts"), "{e}");
 
         let e = err(r#"{"seed":1}"#);
         assert_eq!(e.field, "flows");
