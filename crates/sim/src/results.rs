@@ -79,8 +79,8 @@ impl LinkRow {
     pub(crate) fn from_link(l: &mut Link, end: Instant, duration_ns: u64) -> Self {
         let stats = l.queue.stats().clone();
         let mean_backlog_pkts = l.queue.mean_backlog_pkts(end);
-        let hist = l.queue.sojourn_histogram();
-        let quantile_ms = |q: f64| if hist.is_empty() { 0.0 } else { hist.value_at_quantile(q) as f64 / 1e6 };
+        let hist = l.queue.sojourn_histogram().filter(|h| !h.is_empty());
+        let quantile_ms = |q: f64| hist.map_or(0.0, |h| h.value_at_quantile(q) as f64 / 1e6);
         let dropped = stats.total_dropped_pkts();
         LinkRow {
             name: l.name.clone(),
@@ -96,8 +96,10 @@ impl LinkRow {
             mean_queue_delay_ms: l.queue.mean_sojourn_ns() / 1e6,
             queue_delay_p50_ms: quantile_ms(0.5),
             queue_delay_p99_ms: quantile_ms(0.99),
-            queue_delay_max_ms: if hist.is_empty() { 0.0 } else { hist.max() as f64 / 1e6 },
-            queue_delay_hist: hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect(),
+            queue_delay_max_ms: hist.map_or(0.0, |h| h.max() as f64 / 1e6),
+            queue_delay_hist: hist.map_or_else(Vec::new, |h| {
+                h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()
+            }),
             size_aware_mean_target_pkts_per_rtt: match l.queue.inner() {
                 AnyQdisc::SizeAware(q) => Some(q.mean_target_pkts_per_rtt()),
                 _ => None,

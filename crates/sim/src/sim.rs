@@ -317,6 +317,8 @@ impl Simulator {
             sa.link_rate_bps = rate_bps;
         }
         let q = Accounted::new(queue.build()?, Rng::new(self.seed, 0x2000_0000 + id as u64));
+        // Only the bottleneck links are reported, so only they keep a delay histogram.
+        let q = if name.starts_with("bottleneck") { q.with_delay_histogram() } else { q };
         let rng = Rng::new(self.seed, 0x1000 + id as u64);
         self.links.push(Link::new(name.to_string(), rate_bps, delay, jitter, loss, q, to_node, rng));
         Ok(id)

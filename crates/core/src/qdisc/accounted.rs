@@ -12,7 +12,8 @@ use hdrhistogram::Histogram;
 
 /// Queueing delays above this are recorded as this (no real queue holds a packet longer).
 pub const MAX_RECORDED_SOJOURN_NS: u64 = 1_000_000_000_000;
-/// Significant decimal digits the delay histogram keeps: quantiles within 1% (about 30 KB).
+/// Significant decimal digits the delay histogram keeps: quantiles within 1% (about 30 KB,
+/// which is why the histogram is opt-in: a simulation has thousands of access links).
 const SOJOURN_SIGNIFICANT_DIGITS: u8 = 2;
 
 #[derive(Debug)]
@@ -26,8 +27,9 @@ pub struct Accounted<Q> {
     last_change: Instant,
     /// Sum of sojourn times of departed packets, for the mean queueing delay.
     sojourn_ns_sum: u128,
-    /// Sojourn time of every departed packet, in nanoseconds, to 2 significant digits.
-    sojourn_ns: Histogram<u64>,
+    /// With [`Self::with_delay_histogram`]: the sojourn time of every departed packet, in
+    /// nanoseconds, to 2 significant digits.
+    sojourn_ns: Option<Box<Histogram<u64>>>,
 }
 
 impl<Q: Qdisc> Accounted<Q> {
@@ -40,9 +42,16 @@ impl<Q: Qdisc> Accounted<Q> {
             backlog_pkt_ns: 0,
             last_change: Instant::ZERO,
             sojourn_ns_sum: 0,
-            sojourn_ns: Histogram::new_with_bounds(1, MAX_RECORDED_SOJOURN_NS, SOJOURN_SIGNIFICANT_DIGITS)
-                .expect("constant histogram bounds are valid"),
+            sojourn_ns: None,
         }
+    }
+
+    /// Also keep the distribution of queueing delays (see [`Self::sojourn_histogram`]).
+    pub fn with_delay_histogram(mut self) -> Self {
+        let histogram = Histogram::new_with_bounds(1, MAX_RECORDED_SOJOURN_NS, SOJOURN_SIGNIFICANT_DIGITS)
+            .expect("constant histogram bounds are valid");
+        self.sojourn_ns = Some(Box::new(histogram));
+        self
     }
 
     /// Offer a packet. The packets dropped by this call are in [`Self::last_drops`].
@@ -70,7 +79,9 @@ impl<Q: Qdisc> Accounted<Q> {
             self.stats.departed_bytes += p.len_bytes();
             let sojourn_ns = now.saturating_since(p.arrival).as_nanos();
             self.sojourn_ns_sum += sojourn_ns as u128;
-            self.sojourn_ns.saturating_record(sojourn_ns);
+            if let Some(histogram) = &mut self.sojourn_ns {
+                histogram.saturating_record(sojourn_ns);
+            }
         }
         self.debug_check();
         out
@@ -123,9 +134,10 @@ impl<Q: Qdisc> Accounted<Q> {
         }
     }
 
-    /// The queueing-delay distribution of departed packets (nanoseconds, 1% resolution).
-    pub fn sojourn_histogram(&self) -> &Histogram<u64> {
-        &self.sojourn_ns
+    /// The queueing-delay distribution of departed packets (nanoseconds, 1% resolution),
+    /// if it was asked for with [`Self::with_delay_histogram`].
+    pub fn sojourn_histogram(&self) -> Option<&Histogram<u64>> {
+        self.sojourn_ns.as_deref()
     }
 
     /// Checks the conservation identity now (tests call this; debug builds assert it).
@@ -165,14 +177,14 @@ mod tests {
         // 100 packets arrive together at t = 0 and leave one per millisecond from t = 1 ms:
         // packet i waits (i + 1) ms, so the q-quantile is ceil(100 q) ms.
         let q: DropTail = DropTailConfig { limit_pkts: Some(1000), limit_bytes: None }.build().unwrap();
-        let mut acc = Accounted::new(q, Rng::new(1, 0));
+        let mut acc = Accounted::new(q, Rng::new(1, 0)).with_delay_histogram();
         for i in 0..100u32 {
             acc.enqueue(Packet { seq: i, ip_len_bytes: 1500, ..Default::default() }, Instant::ZERO);
         }
         for i in 1..=100u64 {
             acc.dequeue(Instant::ZERO + Duration::from_millis(i)).unwrap();
         }
-        let h = acc.sojourn_histogram();
+        let h = acc.sojourn_histogram().expect("asked for");
         assert_eq!(h.len(), 100);
         for (quantile, expected_ms) in [(0.5, 50.0), (0.9, 90.0), (0.99, 99.0), (1.0, 100.0)] {
             let got_ms = h.value_at_quantile(quantile) as f64 / 1e6;
