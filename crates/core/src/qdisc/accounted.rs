@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 
 /// Queueing delays above this are recorded as this (no real queue holds a packet longer).
 pub const MAX_RECORDED_SOJOURN_NS: u64 = 1_000_000_000_000;
-/// Significant decimal digits the delay histogram keeps: quantiles within 1% (about 30 KB,
+/// Significant decimal digits the delay histogram keeps: quantiles within 1% (4352 counters, 35 KB,
 /// which is why the histogram is opt-in: a simulation has thousands of access links).
 const SOJOURN_SIGNIFICANT_DIGITS: u8 = 2;
 
