@@ -6,7 +6,6 @@ import math
 
 import polars as pl
 import pytest
-
 from smallpipe import metrics
 
 

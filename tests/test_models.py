@@ -226,7 +226,8 @@ def test_taq_timeout_probability_grows_with_loss():
     timeouts = [taq_markov.stationary_distribution(p).timeout_probability for p in losses]
     assert timeouts == sorted(timeouts)
     # Section 3.2: beyond ~10% loss a large fraction of flows sits in timeouts.
-    assert timeouts[0] < 0.05 < 0.3 < timeouts[-1]
+    assert timeouts[0] < 0.05
+    assert timeouts[-1] > 0.3
 
 
 def test_taq_rejects_loss_at_or_above_half():

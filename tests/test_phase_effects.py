@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-from smallpipe import Scenario, metrics, simulate  # noqa: E402
+from smallpipe import Scenario, metrics, simulate
 
 SHIFTS_MS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 

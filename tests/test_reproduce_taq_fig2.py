@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-from smallpipe.experiments import taq_fig2  # noqa: E402
+from smallpipe.experiments import taq_fig2
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,15 @@ import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-from smallpipe.experiments import taq_aqm, taq_fig1, taq_fig3, taq_hangs, thesis_fig51, thesis_fig53, thesis_fig54  # noqa: E402
+from smallpipe.experiments import (
+    taq_aqm,
+    taq_fig1,
+    taq_fig3,
+    taq_hangs,
+    thesis_fig51,
+    thesis_fig53,
+    thesis_fig54,
+)
 
 
 def test_taq_hangs_with_200_users_nearly_everyone_hangs_over_20_s() -> None:
@@ -20,7 +28,7 @@ def test_taq_hangs_with_200_users_nearly_everyone_hangs_over_20_s() -> None:
 
 
 def test_taq_fig1_download_times_spread_over_two_orders_of_magnitude() -> None:
-    objects, summary = taq_fig1.run(clients=40, duration_s=400.0, seed=2)
+    _objects, summary = taq_fig1.run(clients=40, duration_s=400.0, seed=2)
     small = summary.filter(summary["size_lo_bytes"] < 100_000)
     assert small.height >= 3
     assert (small["spread_max_over_min"] >= 100).any(), summary

@@ -9,8 +9,8 @@ import pytest
 
 smallpipe = pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-from smallpipe import Scenario, simulate  # noqa: E402
-from smallpipe.models import interactive, padhye  # noqa: E402
+from smallpipe import Scenario, simulate
+from smallpipe.models import interactive, padhye
 
 MSS_BYTES = 1500 - 52  # 1500-byte packets, 40 header bytes + 12 of timestamps
 

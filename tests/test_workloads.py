@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
-from smallpipe import Scenario, simulate  # noqa: E402
-from smallpipe.workloads import squidlog, write_synthetic_access_log  # noqa: E402
+from smallpipe import Scenario, simulate
+from smallpipe.workloads import squidlog, write_synthetic_access_log
 
 
 def test_surge_sizes_have_the_lognormal_median_and_the_tail_mass() -> None:

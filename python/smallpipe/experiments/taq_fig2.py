@@ -19,7 +19,7 @@ from smallpipe import metrics
 from smallpipe.presets import taq_dumbbell
 from smallpipe.result import simulate
 
-__all__ = ["PAPER", "RATES_BPS", "FAIR_SHARES_BPS", "plot", "reproduce", "run"]
+__all__ = ["FAIR_SHARES_BPS", "PAPER", "RATES_BPS", "plot", "reproduce", "run"]
 
 RATES_BPS: tuple[int, ...] = (500_000, 1_000_000, 2_000_000)
 FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 30_000, 50_000, 100_000)

@@ -28,7 +28,11 @@ from smallpipe.experiments.thesis_fig51 import (
     PROTOCOLS,
     SIZES_PKTS,
     rtt_ms,
+)
+from smallpipe.experiments.thesis_fig51 import (
     run as run_fcts,
+)
+from smallpipe.experiments.thesis_fig51 import (
     summary as fct_summary,
 )
 
@@ -68,7 +72,7 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 
     settings = table.select("rate_bps", "rtt_ms").unique(maintain_order=True).rows()
     fig, axes = plt.subplots(2, len(settings), figsize=(4.5 * len(settings), 7), squeeze=False)
-    for col, (rate_bps, rtt_ms) in enumerate(settings):
+    for col, (rate_bps, path_rtt_ms) in enumerate(settings):
         part = table.filter(pl.col("rate_bps") == rate_bps)
         for row, (column, name) in enumerate((("median_s", "median"), ("p99_s", "99th percentile"))):
             ax = axes[row][col]
@@ -79,7 +83,7 @@ def plot(table: pl.DataFrame, path: Path) -> None:
             ax.plot(bound["packets"], bound["slow_start_bound_s"], linestyle=":", color="grey", label="slow start, IW 2")
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_title(f"{rate_bps / 1e6:g} Mbit/s, RTT {rtt_ms:g} ms: {name}", fontsize=9)
+            ax.set_title(f"{rate_bps / 1e6:g} Mbit/s, RTT {path_rtt_ms:g} ms: {name}", fontsize=9)
             ax.set_xlabel("flow size (packets)")
             ax.set_ylabel("FCT (s)")
             ax.legend(fontsize=6)
