@@ -16,7 +16,7 @@ use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Res
 use crate::tcp::{Endpoint, State, TcpParams};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
-use smallpipe_core::qdisc::DropTailConfig;
+use smallpipe_core::qdisc::{flow_hash, DropTailConfig};
 use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, FlowKey, Instant, Packet, QdiscConfig, Rng};
 
 enum Node {
@@ -295,27 +295,8 @@ impl Simulator {
     fn add_link(&mut self, name: &str, rate_bps: u64, delay: Duration, jitter: Duration, loss: f64,
                 queue: &QdiscConfig, to_node: u32) -> Result<u32, ConfigError> {
         let id = self.links.len() as u32;
-        // RED's idle correction and automatic parameters need the link it feeds: the
-        // runtime knows it, so the user never has to repeat it.
         let mut queue = queue.clone();
-        match &mut queue {
-            QdiscConfig::Red(red) => {
-                red.link_rate_bps = rate_bps;
-                red.link_delay_ns = delay.as_nanos();
-            }
-            QdiscConfig::ClassIsolation(c) => {
-                c.link_rate_bps = rate_bps;
-                c.link_delay_ns = delay.as_nanos();
-            }
-            QdiscConfig::Rio(c) => {
-                c.link_rate_bps = rate_bps;
-                c.link_delay_ns = delay.as_nanos();
-            }
-            _ => {}
-        }
-        if let QdiscConfig::SizeAware(sa) = &mut queue {
-            sa.link_rate_bps = rate_bps;
-        }
+        queue.set_link(rate_bps, delay.as_nanos());
         let q = Accounted::new(queue.build()?, Rng::new(self.seed, 0x2000_0000 + id as u64));
         // Only the bottleneck links are reported, so only they keep a delay histogram.
         let q = if name.starts_with("bottleneck") { q.with_delay_histogram() } else { q };
@@ -807,18 +788,6 @@ fn edge_mark(edge: &EdgeConfig, conn: &mut Conn) -> u8 {
         }
     };
     if marked { edge.dscp } else { 0 }
-}
-
-/// A salted 5-tuple hash (SplitMix64 finaliser) for per-flow load balancing.
-fn flow_hash(k: &FlowKey, salt: u64) -> u64 {
-    let mix = |mut z: u64| {
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    let ips = (k.src_ip as u64) << 32 | k.dst_ip as u64;
-    let ports = (k.src_port as u64) << 24 | (k.dst_port as u64) << 8 | k.proto as u64;
-    mix(mix(ips ^ salt) ^ ports)
 }
 
 /// Validates and runs a scenario.

@@ -22,6 +22,7 @@ pub(crate) mod testkit;
 
 pub use accounted::Accounted;
 pub use class_isolation::{ClassIsolation, ClassIsolationConfig};
+pub use parts::hash::flow_hash;
 pub use parts::ShortBy;
 pub use droptail::{DropTail, DropTailConfig};
 pub use fq::{Fq, FqClassifier, FqConfig};
@@ -115,6 +116,24 @@ impl QdiscConfig {
             QdiscConfig::Rio(c) => c.build().map(AnyQdisc::Rio),
             QdiscConfig::SizeAware(c) => c.build().map(AnyQdisc::SizeAware),
             QdiscConfig::Taq(c) => c.build().map(AnyQdisc::Taq),
+        }
+    }
+
+    /// Tell the disciplines that need it the link they feed (RED's idle correction and
+    /// automatic parameters, the size-aware drop curves): the runtime knows the link, so
+    /// the user never has to repeat it.
+    pub fn set_link(&mut self, rate_bps: u64, delay_ns: u64) {
+        match self {
+            QdiscConfig::Red(c) => (c.link_rate_bps, c.link_delay_ns) = (rate_bps, delay_ns),
+            QdiscConfig::ClassIsolation(c) => (c.link_rate_bps, c.link_delay_ns) = (rate_bps, delay_ns),
+            QdiscConfig::Rio(c) => (c.link_rate_bps, c.link_delay_ns) = (rate_bps, delay_ns),
+            QdiscConfig::SizeAware(c) => c.link_rate_bps = rate_bps,
+            QdiscConfig::DropTail(_)
+            | QdiscConfig::Sfq(_)
+            | QdiscConfig::Fq(_)
+            | QdiscConfig::FqCodel(_)
+            | QdiscConfig::HostFq(_)
+            | QdiscConfig::Taq(_) => {}
         }
     }
 }

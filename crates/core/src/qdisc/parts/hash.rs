@@ -10,7 +10,8 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-pub(crate) fn flow_hash(k: &FlowKey, salt: u64) -> u64 {
+/// A salted hash of the 5-tuple (also the simulator's per-flow load balancing at the edge).
+pub fn flow_hash(k: &FlowKey, salt: u64) -> u64 {
     let ips = (k.src_ip as u64) << 32 | k.dst_ip as u64;
     let ports = (k.src_port as u64) << 24 | (k.dst_port as u64) << 8 | k.proto as u64;
     mix(mix(ips ^ salt) ^ ports)
