@@ -215,7 +215,7 @@ impl Simulator {
         let u = self.units.len() as u32;
         if u as usize >= MAX_UNITS {
             return Err(ConfigError::new("flows", format!("more than {MAX_UNITS} units in all"),
-                &format!("at most {MAX_UNITS} flows, sessions, users, host pairs or log clients per run")));
+                format!("at most {MAX_UNITS} flows, sessions, users, host pairs or log clients per run")));
         }
         let mut rng = Rng::new(sc.seed, 0x4000_0000 + u as u64);
         let rtt_ms = draw(g.rtt_ms, &mut rng);
@@ -263,7 +263,7 @@ impl Simulator {
         let field = format!("flows[{gi}].log_path");
         let path = g.log_path.as_deref().unwrap_or_default();
         let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::new(&field, path, &format!("a readable UTF-8 file ({e})")))?;
+            .map_err(|e| ConfigError::new(&field, path, format!("a readable UTF-8 file ({e})")))?;
         let log = crate::squid::parse_access_log(&text, &field, g.skip_malformed)?;
         self.skipped_log_lines += log.skipped;
         let mut clients: Vec<(String, VecDeque<(Instant, u64)>)> = Vec::new();
@@ -587,11 +587,11 @@ impl Simulator {
     fn after_endpoint(&mut self, e: u32, mut out: Vec<Packet>) {
         let c = (e / 2) as usize;
         let u = self.conns[c].unit as usize;
-        let node = if e % 2 == 0 { self.units[u].sender_node } else { self.units[u].receiver_node };
+        let node = if e.is_multiple_of(2) { self.units[u].sender_node } else { self.units[u].receiver_node };
         let Node::Host { egress } = self.nodes[node as usize] else { unreachable!("endpoints live on hosts") };
         let group_dscp = self.groups[self.units[u].group as usize].dscp;
         for mut pkt in out.drain(..) {
-            if e % 2 == 0 {
+            if e.is_multiple_of(2) {
                 pkt.dscp = group_dscp.unwrap_or_else(|| edge_mark(&self.edge, &mut self.conns[c]));
             }
             self.enqueue(egress, pkt);
@@ -625,7 +625,7 @@ impl Simulator {
                 unit.bytes_delivered += new_bytes;
                 if let Some(progress) = &mut conn.progress {
                     let mss = self.params.mss;
-                    let whole = delivered / mss + (ep.finished_at.is_some() && delivered % mss != 0) as u64;
+                    let whole = delivered / mss + (ep.finished_at.is_some() && !delivered.is_multiple_of(mss)) as u64;
                     while (progress.len() as u64) < whole {
                         progress.push(now - conn.start);
                     }
