@@ -298,8 +298,8 @@ impl Simulator {
         let mut queue = queue.clone();
         queue.set_link(rate_bps, delay.as_nanos());
         let q = Accounted::new(queue.build()?, Rng::new(self.seed, 0x2000_0000 + id as u64));
-        // Only the bottleneck links are reported, so only they keep a delay histogram.
-        let q = if name.starts_with("bottleneck") { q.with_delay_histogram() } else { q };
+        // Only reported links keep a delay histogram (35 KB each; access links are many).
+        let q = if is_reported(name) { q.with_delay_histogram() } else { q };
         let rng = Rng::new(self.seed, 0x1000 + id as u64);
         self.links.push(Link::new(name.to_string(), rate_bps, delay, jitter, loss, q, to_node, rng));
         Ok(id)
@@ -752,7 +752,7 @@ impl Simulator {
         let links = self
             .links
             .iter_mut()
-            .filter(|l| l.name.starts_with("bottleneck"))
+            .filter(|l| is_reported(&l.name))
             .map(|l| LinkRow::from_link(l, end, duration))
             .collect();
         let packets = self.links.iter().map(|l| l.tx_pkts).sum();
@@ -788,6 +788,11 @@ fn edge_mark(edge: &EdgeConfig, conn: &mut Conn) -> u8 {
         }
     };
     if marked { edge.dscp } else { 0 }
+}
+
+/// The links the results table reports: the bottleneck's directions and the diamond's path 2.
+fn is_reported(link_name: &str) -> bool {
+    link_name.starts_with("bottleneck")
 }
 
 /// Validates and runs a scenario.
