@@ -41,7 +41,7 @@ def run(
 
     Returns one row per run: discipline, rate_bps, fair_share_bps, flows, short_term_jain (mean over
     20 s slices, the first skipped), zero_share, long_term_jain, utilization, loss_rate,
-    timeouts_per_flow, queue_delay_p50_ms, queue_delay_p99_ms.
+    timeouts_per_flow, queue_delay_p50_ms, queue_delay_p99_ms, top40_share.
     """
     rows = []
     for kind, rate_bps, share in itertools.product(disciplines, rates_bps, fair_shares_bps):
@@ -63,6 +63,7 @@ def run(
             "timeouts_per_flow": result.flows["timeouts"].mean(),
             "queue_delay_p50_ms": link["queue_delay_p50_ms"],
             "queue_delay_p99_ms": link["queue_delay_p99_ms"],
+            "top40_share": per_slice["top40_share"].mean(),
         })
     return pl.DataFrame(rows)
 

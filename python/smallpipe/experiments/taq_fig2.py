@@ -15,9 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from smallpipe import metrics
-from smallpipe.presets import taq_dumbbell
-from smallpipe.result import simulate
+from smallpipe.experiments import taq_aqm
 
 __all__ = ["FAIR_SHARES_BPS", "PAPER", "RATES_BPS", "plot", "reproduce", "run"]
 
@@ -47,26 +45,13 @@ def run(
     zero_share (fraction of flow-slices with no bytes), top40_share, utilization,
     loss_rate, timeouts_per_flow.
     """
-    rows = []
-    for rate in rates_bps:
-        for share in fair_shares_bps:
-            flows = max(2, round(rate / share))
-            result = simulate(taq_dumbbell(flows=flows, rate_bps=rate, duration_s=duration_s, seed=seed))
-            per_slice = metrics.jain_per_slice(result.slices, flows=result.flows).filter(pl.col("slice") > 0)
-            links = result.links.filter(pl.col("name") == "bottleneck")
-            rows.append({
-                "rate_bps": rate,
-                "fair_share_bps": share,
-                "flows": flows,
-                "long_term_jain": metrics.long_term_jain(result.flows),
-                "short_term_jain": per_slice["jain"].mean(),
-                "zero_share": per_slice["zero_share"].mean(),
-                "top40_share": per_slice["top40_share"].mean(),
-                "utilization": links["utilization"][0],
-                "loss_rate": links["loss_rate"][0],
-                "timeouts_per_flow": result.flows["timeouts"].mean(),
-            })
-    return pl.DataFrame(rows)
+    table = taq_aqm.run(
+        disciplines=("droptail",), rates_bps=rates_bps, fair_shares_bps=fair_shares_bps, duration_s=duration_s, seed=seed
+    )
+    return table.select(
+        "rate_bps", "fair_share_bps", "flows", "long_term_jain", "short_term_jain", "zero_share", "top40_share",
+        "utilization", "loss_rate", "timeouts_per_flow",
+    )
 
 
 def plot(table: pl.DataFrame, path: Path) -> None:
