@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe.experiments.isolation_common import plot_against, run_pipe_sizes
+from smallpipe.experiments.provenance import write_csv
 
 __all__ = ["KS", "PAPER", "SESSIONS", "reproduce", "run"]
 
@@ -35,7 +36,7 @@ def run(*, ks: tuple[int, ...] = KS, duration_s: float = 400.0, seed: int = 1) -
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """All k (1..8) over 400 s; ``quick``: k in 1, 2, 4, 8 over 120 s."""
     table = run(ks=QUICK_KS if quick else KS, duration_s=120.0 if quick else 400.0, seed=seed)
-    table.write_csv(out / "isolation-fig3.csv")
+    write_csv(table, out / "isolation-fig3.csv")
     plot_against(table, "k", "long-to-short pipe size ratio k",
                  f"Matta & Guo Figure 3: large pipe (N = {SESSIONS})", out / "isolation-fig3.png")
     return table

@@ -22,6 +22,7 @@ from smallpipe.experiments.isolation_common import (
     pipe_scenario,
     plot_against,
 )
+from smallpipe.experiments.provenance import write_csv
 
 __all__ = ["PAPER", "RATIOS", "SESSIONS", "reproduce", "run"]
 
@@ -47,7 +48,7 @@ def run(*, ratios: Sequence[float] = RATIOS, duration_s: float = 400.0, seed: in
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """Six ratios over 400 s; ``quick``: 0.2, 1 and 3 over 120 s."""
     table = run(ratios=QUICK_RATIOS if quick else RATIOS, duration_s=120.0 if quick else 400.0, seed=seed)
-    table.write_csv(out / "isolation-fig5.csv")
+    write_csv(table, out / "isolation-fig5.csv")
     plot_against(table, "buffer_ratio", "buffer-to-capacity ratio k_b / k_c",
                  f"Matta & Guo Figure 5: buffer size (N = {SESSIONS}, k_c = 1 + 4)", out / "isolation-fig5.png")
     return table

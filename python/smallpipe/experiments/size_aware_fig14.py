@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from smallpipe import metrics
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.size_aware_table4 import (
     LOW_THRESHOLDS,
     fairness_rows,
@@ -107,6 +108,6 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """Both parameter sets, every n (600 s runs; 120 s with ``quick``), as CSV and PNG."""
     table = with_analysis(run(quick=quick, seed=seed))
-    table.write_csv(out / "size-aware-fig14.csv")
+    write_csv(table, out / "size-aware-fig14.csv")
     plot(table, out / "size-aware-fig14.png")
     return table

@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.models import padhye
 from smallpipe.models import size_aware as analysis
 from smallpipe.result import simulate
@@ -121,6 +122,6 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """Both loss rates, 1000 transfers per size (100 with ``quick``), as CSV and PNG."""
     table = run(per_size=100 if quick else 1000, seed=seed)
-    table.write_csv(out / "size-aware-fig5.csv")
+    write_csv(table, out / "size-aware-fig5.csv")
     plot(table, out / "size-aware-fig5.png")
     return table

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.size_aware_fig5 import RTT_MS, SIZES_PKTS, T0_S, scenario
 from smallpipe.models import size_aware as analysis
 from smallpipe.result import simulate
@@ -78,6 +79,6 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """1000 transfers per size (100 with ``quick``), as CSV and PNG."""
     table = run(per_size=100 if quick else 1000, seed=seed)
-    table.write_csv(out / "size-aware-fig7.csv")
+    write_csv(table, out / "size-aware-fig7.csv")
     plot(table, out / "size-aware-fig7.png")
     return table

@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe import metrics
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.presets import taq_dumbbell
 from smallpipe.result import simulate
 
@@ -92,6 +93,6 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """The runs (10 000 s each; 1000 s with ``quick``), written as CSV and PNG."""
     table = run(duration_s=1000.0 if quick else 10_000.0, seed=seed)
-    table.write_csv(out / "taq-aqm.csv")
+    write_csv(table, out / "taq-aqm.csv")
     plot(table, out / "taq-aqm.png")
     return table

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.taq_fig1 import replay_scenario
 from smallpipe.result import simulate
 from smallpipe.workloads import write_synthetic_access_log
@@ -136,6 +137,6 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
         objects, summary = run(clients=25, log_s=600.0, duration_s=900.0, seed=seed)
     else:
         objects, summary = run(seed=seed)
-    summary.write_csv(out / "taq-fig12.csv")
+    write_csv(summary, out / "taq-fig12.csv")
     plot(objects, out / "taq-fig12.png")
     return summary

@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe import metrics
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.presets import NS2_TCP
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
@@ -108,6 +109,6 @@ def plot(results: dict[int, pl.DataFrame], path: Path) -> None:
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     table, units = run(duration_s=300.0 if quick else 600.0, seed=seed)
-    table.write_csv(out / "taq-hangs.csv")
+    write_csv(table, out / "taq-hangs.csv")
     plot(units, out / "taq-hangs.png")
     return table

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe.experiments import taq_hangs
+from smallpipe.experiments.provenance import write_csv
 
 __all__ = ["DISCIPLINES", "plot", "reproduce", "run"]
 
@@ -64,6 +65,6 @@ def plot(units: dict[tuple[str, int], pl.DataFrame], path: Path) -> None:
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """600 s runs (300 s with ``quick``), written as CSV and PNG."""
     table, units = run(duration_s=300.0 if quick else 600.0, seed=seed)
-    table.write_csv(out / "taq-hangs-queues.csv")
+    write_csv(table, out / "taq-hangs-queues.csv")
     plot(units, out / "taq-hangs-queues.png")
     return table

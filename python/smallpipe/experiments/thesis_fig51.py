@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from smallpipe import metrics
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
@@ -165,7 +166,7 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """300 runs per protocol (60 with ``quick``), written as CSV and PNG."""
     fcts = run(runs=60 if quick else 300, seed=seed)
     table = summary(fcts)
-    table.write_csv(out / "thesis-fig5.1.csv")
+    write_csv(table, out / "thesis-fig5.1.csv")
     plot(fcts, table, out / "thesis-fig5.1.png",
          title="Thesis Fig. 5.1: Reno, 4 elephants, 10 Mbit/s, RTT 40 ms, 50-packet buffers")
     return table

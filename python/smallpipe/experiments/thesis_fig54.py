@@ -23,6 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.thesis_fig51 import (
     PACKET_SIZE_BYTES,
     PROTOCOLS,
@@ -96,6 +97,6 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     """100 runs per protocol and setting (20 with ``quick``), written as CSV and PNG."""
     table = run(runs=20 if quick else 100, seed=seed)
-    table.write_csv(out / "thesis-fig5.4.csv")
+    write_csv(table, out / "thesis-fig5.4.csv")
     plot(table, out / "thesis-fig5.4.png")
     return table.filter(pl.col("packets").is_in([SIZES_PKTS[0], 12, 133, SIZES_PKTS[-1]]))
