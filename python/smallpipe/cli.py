@@ -17,7 +17,7 @@ from smallpipe import metrics
 from smallpipe._smallpipe import ConfigError, SimulationError, __version__
 from smallpipe.plots import plot_run
 from smallpipe.presets import taq_dumbbell
-from smallpipe.result import Result, simulate
+from smallpipe.result import Result, overriding, simulate
 from smallpipe.scenario import Scenario
 
 __all__ = ["app"]
@@ -188,6 +188,15 @@ def reproduce(
     ),
     quick: Annotated[bool, typer.Option(help="Shorter runs (as the test suite uses).")] = False,
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Override a field in every run of the figure (a variant, to test one cause at a time), "
+            "e.g. --set tcp.overhead_max_ms=0. The CSV records it.",
+        ),
+    ] = None,
 ) -> None:
     """Reproduce a figure of the papers; prints our numbers (docs/reproductions/ has the paper's beside them)."""
     from smallpipe.experiments import REPRODUCTIONS
@@ -199,9 +208,14 @@ def reproduce(
     if figure not in REPRODUCTIONS:
         error_console.print(f"[bold red]unknown figure[/] {figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
         raise typer.Exit(EXIT_CONFIG_ERROR)
+    changes = dict(parse_override(assignment) for assignment in overrides or [])
     out.mkdir(parents=True, exist_ok=True)
-    with console.status(f"reproducing {figure}{' (quick)' if quick else ''}…"):
-        table = REPRODUCTIONS[figure].reproduce(out, quick=quick, seed=seed)
+    try:
+        with overriding(changes), console.status(f"reproducing {figure}{' (quick)' if quick else ''}…"):
+            table = REPRODUCTIONS[figure].reproduce(out, quick=quick, seed=seed)
+    except ConfigError as error:
+        error_console.print(f"[bold red]invalid override[/] for {figure}: {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
     shown = Table(title=figure)
     for column in table.columns:
         shown.add_column(column, justify="right", overflow="fold")

@@ -8,9 +8,13 @@ The schemas are explicit so that an empty table still has the right column types
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import polars as pl
@@ -28,6 +32,7 @@ __all__ = [
     "SLICES_SCHEMA",
     "UNITS_SCHEMA",
     "Result",
+    "overriding",
     "simulate",
 ]
 
@@ -208,6 +213,27 @@ class Result:
         return cls(**frames, meta=meta, scenario=scenario)
 
 
+_OVERRIDES: ContextVar[Mapping[str, Any]] = ContextVar("smallpipe_overrides", default=MappingProxyType({}))
+
+
+@contextmanager
+def overriding(overrides: Mapping[str, Any]) -> Iterator[None]:
+    """Within the block, every :func:`simulate` applies ``overrides`` (dotted paths, as
+    :meth:`Scenario.with_overrides` takes them) after the scenario's own values. This runs
+    a whole reproduction as a variant (``smallpipe reproduce NAME --set tcp.recovery=reno``)
+    to test one cause at a time. Nested blocks add to the outer ones."""
+    token = _OVERRIDES.set({**_OVERRIDES.get(), **overrides})
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
+
+
+def active_overrides() -> Mapping[str, Any]:
+    """The overrides the enclosing :func:`overriding` blocks apply (empty outside them)."""
+    return _OVERRIDES.get()
+
+
 def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Result:
     """Run a scenario in the simulator.
 
@@ -223,4 +249,6 @@ def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Resul
         scenario = Scenario.from_dict(scenario)
     elif not isinstance(scenario, Scenario):
         scenario = Scenario.from_toml(scenario)
+    if overrides := _OVERRIDES.get():
+        scenario = scenario.with_overrides(overrides)
     return Result.from_native(_smallpipe.simulate(scenario.to_json()), scenario)

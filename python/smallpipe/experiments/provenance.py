@@ -4,12 +4,14 @@ git commit of the tree it ran from, so a page's numbers can be traced to the cod
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 from pathlib import Path
 
 import polars as pl
 
 from smallpipe import __version__
+from smallpipe.result import active_overrides
 
 
 @functools.cache
@@ -38,7 +40,13 @@ def source_commit() -> str:
 
 
 def write_csv(table: pl.DataFrame, path: Path) -> None:
-    """Writes ``table`` with two more columns, ``smallpipe_version`` and ``smallpipe_commit``."""
-    table.with_columns(
+    """Writes ``table`` with more columns: ``smallpipe_version``, ``smallpipe_commit`` and,
+    for a variant run (:func:`smallpipe.result.overriding`), ``overrides`` as JSON."""
+    stamped = table.with_columns(
         smallpipe_version=pl.lit(__version__), smallpipe_commit=pl.lit(source_commit())
-    ).write_csv(path)
+    )
+    if overrides := active_overrides():
+        stamped = stamped.with_columns(
+            overrides=pl.lit(json.dumps(dict(overrides), sort_keys=True))
+        )
+    stamped.write_csv(path)
