@@ -53,12 +53,26 @@ REPRODUCTIONS: dict[str, ModuleType] = {
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
+PAGES = {"taq": "taq", "thesis": "thesis", "isolation": "class-isolation", "size-aware": "size-aware"}
+"""A figure name's first word → its page's folder under docs/reproductions/."""
+
+
+def page_of(figure: str) -> str:
+    """The folder of docs/reproductions/ that holds ``figure``'s CSVs (``taq-fig8`` → ``taq``)."""
+    prefix = next((p for p in PAGES if figure.startswith(p + "-")), None)
+    if prefix is None or figure not in REPRODUCTIONS:
+        raise KeyError(f"{figure!r} is not a reproduction; expected one of: {', '.join(REPRODUCTIONS)}")
+    return PAGES[prefix]
+
+
 __all__ = [
+    "PAGES",
     "REPRODUCTIONS",
     "isolation_fig3",
     "isolation_fig4",
     "isolation_fig5",
     "isolation_fig7",
+    "page_of",
     "size_aware_fig5",
     "size_aware_fig7",
     "size_aware_fig14",
