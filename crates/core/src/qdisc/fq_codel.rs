@@ -15,16 +15,22 @@
 //!   (so it cannot starve old queues by re-entering as new); an old queue that empties
 //!   leaves the lists.
 //! - CoDel (the shared core, [`crate::aqm::codel`]) runs on each queue at dequeue, with
-//!   that queue's own state and backlog: drops are `early`, ECN-capable packets are
-//!   marked instead when `ecn` is on.
+//!   that queue's own state and sojourn times: drops are `early`, ECN-capable packets are
+//!   marked instead when `ecn` is on. Its "at most one MTU queued, do not drop" exemption
+//!   looks at the whole discipline's backlog, not the flow's (Linux passes
+//!   `sch->qstats.backlog`): with many flows of one or two packets each, every flow is
+//!   under an MTU while the link holds a long queue, and a per-flow test would exempt
+//!   them all.
 //! - When the buffer exceeds `limit_pkts` or `memory_limit_bytes`, the fattest queue (most
 //!   bytes) loses packets from its head, up to `drop_batch_size` packets or until half of
-//!   its backlog is gone (`flow_limit`). Head drop signals the sender sooner.
+//!   its backlog is gone (`flow_limit`). Head drop signals the sender sooner. The number
+//!   dropped is added to that queue's CoDel `count` (Linux `fq_codel_drop`), so CoDel
+//!   starts at a higher drop rate when it next acts on the queue.
 //!
 //! Knobs (Linux defaults): `limit_pkts` 10240, `flows` 1024, `quantum_bytes` 1514,
 //! `target_ns` 5 ms, `interval_ns` 100 ms, `memory_limit_bytes` 32 MiB (IP bytes here;
 //! Linux counts buffer truesize), `drop_batch_size` 64, `ecn` true, `mtu_bytes` 1514 (CoDel
-//! does not drop while at most one MTU is queued in the flow).
+//! does not drop while at most one MTU is queued in the whole discipline).
 //!
 //! Complexity: enqueue O(1); dequeue O(1) amortised plus O(1) per CoDel drop. Overflow
 //! scans the per-queue byte backlogs for the fattest, O(flows), as Linux does ("with 1024
@@ -69,7 +75,7 @@ pub struct FqCodelConfig {
     pub drop_batch_size: u32,
     /// Mark ECN-capable packets instead of dropping them (CoDel decisions only).
     pub ecn: bool,
-    /// CoDel never drops while at most this many bytes are queued in the flow.
+    /// CoDel never drops while at most this many bytes are queued (all flows together).
     pub mtu_bytes: u32,
 }
 
@@ -172,7 +178,8 @@ pub struct FqCodel {
     new_flow_count: u64,
 }
 
-/// One flow's queue as CoDel sees it; drops go to the discipline's drop list.
+/// One flow's queue as CoDel sees it; drops go to the discipline's drop list. Its
+/// `backlog_bytes` is the discipline's, as Linux hands CoDel `sch->qstats.backlog`.
 struct FlowQueue<'a> {
     arena: &'a mut Arena,
     list: &'a mut PktList,
@@ -191,7 +198,7 @@ impl CodelQueue for FlowQueue<'_> {
         Some(p)
     }
     fn backlog_bytes(&self) -> u64 {
-        *self.backlog as u64
+        *self.bytes
     }
     fn drop(&mut self, pkt: Packet) {
         self.drops.push((pkt, DropReason::Early));
@@ -212,7 +219,8 @@ impl FqCodel {
     }
 
     /// Drop from the head of the fattest queue: up to `drop_batch_size` packets, stopping
-    /// once half its backlog is gone (Linux `fq_codel_drop`).
+    /// once half its backlog is gone, and add the number dropped to its CoDel count
+    /// (Linux `fq_codel_drop`: "tell codel to increase its signal strength").
     fn drop_from_fattest(&mut self, cx: &mut Cx) {
         let (mut fat, mut max) = (0usize, 0u32);
         for (i, &b) in self.backlogs.iter().enumerate() {
@@ -236,6 +244,7 @@ impl FqCodel {
                 break;
             }
         }
+        flow.codel.count = flow.codel.count.saturating_add(n);
     }
 }
 
@@ -384,6 +393,61 @@ mod tests {
         }
         assert_eq!(drops_at, vec![(109, DropReason::Early), (209, DropReason::Early)]);
         assert_eq!(q.inner().codel_stats().drop_count, 2);
+    }
+
+    #[test]
+    fn codel_acts_on_many_small_flows_because_the_mtu_exemption_is_the_whole_backlog() {
+        // 10 flows, quantum = packet size = 1000 bytes, so DRR serves flow t mod 10 at t ms.
+        // Each flow holds 2 packets before its pop and 1 after (1000 bytes, under one MTU);
+        // all flows together hold 19 000 bytes. A packet waits 20 ms in steady state.
+        // Flow f first sees a sojourn ≥ 5 ms at t₀ = f (f ≥ 5) or f + 10 (the first packets
+        // waited f and f + 10 ms), so CoDel drops it first at t₀ + 100 ms: once each flow,
+        // at 105..=114 ms; the next drops are due an interval later (≥ 205 ms). A per-flow
+        // MTU test would never drop.
+        let mut q = fq_codel(FqCodelConfig { quantum_bytes: 1000, ecn: false, ..FqCodelConfig::default() });
+        let srcs = distinct_srcs(&mut q, 10);
+        for &s in &srcs {
+            q.enqueue(pkt(s, 9, 1, 1000), Instant(0));
+            q.enqueue(pkt(s, 9, 1, 1000), Instant(0));
+        }
+        let mut drops_at = Vec::new();
+        for t in 0..200u64 {
+            let p = q.dequeue(Instant(t * MS)).unwrap();
+            let f = srcs.iter().position(|&s| s == p.flow.src_ip).unwrap();
+            assert_eq!(f as u64, t % 10, "round robin at {t} ms");
+            drops_at.extend(q.last_drops().iter().map(|(_, r)| (t, *r)));
+            q.enqueue(pkt(srcs[f], 9, 1, 1000), Instant(t * MS));
+        }
+        let expect: Vec<(u64, DropReason)> = (105..=114).map(|t| (t, DropReason::Early)).collect();
+        assert_eq!(drops_at, expect);
+    }
+
+    #[test]
+    fn an_overflow_batch_adds_its_drops_to_the_fat_flows_codel_count() {
+        // Linux fq_codel_drop: the fat flow's CoDel count grows by the packets dropped.
+        // 20 packets of 1000 bytes and a limit of 19: half the backlog is 10 packets.
+        let mut q = fq_codel(FqCodelConfig { limit_pkts: 19, ..FqCodelConfig::default() });
+        let s = distinct_srcs(&mut q, 1)[0];
+        for _ in 0..20 {
+            q.enqueue(pkt(s, 9, 1, 1000), Instant(MS));
+        }
+        assert_eq!(q.last_drops().len(), 10);
+        let salt = q.inner().salt.unwrap();
+        let i = bucket(flow_hash(&pkt(s, 9, 1, 1).flow, salt), q.inner().cfg.flows) as usize;
+        assert_eq!(q.inner().flows[i].codel.count, 10);
+        // When CoDel first drops in that flow it resumes at count − lastcount = 10, so the
+        // second drop follows after interval/√10 = 31.62 ms, not a whole interval. One
+        // 1000-byte arrival and one departure per ms from t = 2 ms: the 10 packets left
+        // arrived at 1 ms, so the sojourn at t is t − 1 ms until it settles at 10 ms; it
+        // reaches target at 6 ms, CoDel drops first at 106 ms and next at 106 + 31.62 →
+        // the dequeue at 138 ms (without the rule: at 206 ms).
+        let mut drops_at = Vec::new();
+        for t in 2..140u64 {
+            q.enqueue(pkt(s, 9, 1, 1000), Instant(t * MS));
+            q.dequeue(Instant(t * MS));
+            drops_at.extend(q.last_drops().iter().map(|_| t));
+        }
+        assert_eq!(drops_at, vec![106, 138]);
     }
 
     #[test]

@@ -13,10 +13,13 @@
 //!   host serves its own active flows (exact 5-tuples) by DRR with the same quantum. A host
 //!   with 10 connections gets the same bytes as a host with 1.
 //! - `both` (CAKE's triple-isolate, the default): one DRR over flows, where a flow's
-//!   quantum is `quantum_bytes / max(active flows of its source host, active flows of its
+//!   quantum is `quantum_bytes / max(bulk flows of its source host, bulk flows of its
 //!   destination host)`, as CAKE scales its flow quantum by the host load. Each source host
 //!   and each destination host then gets about one quantum per round, whichever side has
-//!   the many flows.
+//!   the many flows. As in CAKE (`srchost_bulk_flow_count`, `dsthost_bulk_flow_count`), a
+//!   host's load counts only its *bulk* flows: those that used up a quantum and still had
+//!   packets. A sparse flow (a DNS query, an ACK-sized request, the first packet of a
+//!   connection) does not shrink the quantum of its host's bulk flows.
 //! - Overflow (`limit_pkts`): drop the last packet of the fattest flow of the fattest host
 //!   (by packets queued), `flow_limit`. In `both` mode, where hosts are not a scheduling
 //!   level, the fattest flow overall.
@@ -109,7 +112,7 @@ impl HostFqConfig {
         let (nf, nh) = (self.flow_table_capacity as usize, self.host_table_capacity as usize);
         let both = self.host_key == HostKey::Both;
         let drr_hosts = if both { 1 } else { nh };
-        let load = || LoadTable { table: BoundedTable::new(self.host_table_capacity), flows: vec![0; nh] };
+        let load = || LoadTable { table: BoundedTable::new(self.host_table_capacity), flows: vec![0; nh], bulk: vec![0; nh] };
         Ok(HostFq {
             cfg: self.clone(),
             flows: vec![HFlow::default(); nf],
@@ -138,6 +141,8 @@ struct HFlow {
     src: u32,
     dst: u32,
     scheduled: bool,
+    /// Counted in its hosts' loads: it used up a quantum with packets left (`both` mode).
+    bulk: bool,
 }
 const _: () = assert!(std::mem::size_of::<HFlow>() <= 64);
 
@@ -149,11 +154,13 @@ struct Host {
     scheduled: bool,
 }
 
-/// Active-flow counts per host address (`both` mode).
+/// Flow counts per host address (`both` mode): `flows` (scheduled) keeps an entry busy,
+/// `bulk` is the host load of CAKE's quantum rule.
 #[derive(Debug)]
 struct LoadTable {
     table: BoundedTable<u32>,
     flows: Vec<u32>,
+    bulk: Vec<u32>,
 }
 
 impl LoadTable {
@@ -162,6 +169,7 @@ impl LoadTable {
         let i = slot.index();
         if let Slot::New(_) = slot {
             self.flows[i as usize] = 0;
+            self.bulk[i as usize] = 0;
         }
         self.table.set_busy(i);
         self.flows[i as usize] += 1;
@@ -206,7 +214,7 @@ impl HostFq {
             None => q,
             Some([src, dst]) => {
                 let fl = &self.flows[f as usize];
-                let load = src.flows[fl.src as usize].max(dst.flows[fl.dst as usize]).max(1);
+                let load = src.bulk[fl.src as usize].max(dst.bulk[fl.dst as usize]).max(1);
                 (q / load as i64).max(1)
             }
         }
@@ -250,9 +258,14 @@ impl HostFq {
         let fl = &mut self.flows[f as usize];
         fl.scheduled = false;
         if let Some([src, dst]) = &mut self.loads {
+            if fl.bulk {
+                src.bulk[fl.src as usize] -= 1;
+                dst.bulk[fl.dst as usize] -= 1;
+            }
             src.leave(fl.src);
             dst.leave(fl.dst);
         }
+        fl.bulk = false;
         self.flow_table.set_idle(f);
     }
 
@@ -328,6 +341,13 @@ impl Qdisc for HostFq {
                 continue;
             }
             if self.flows[f as usize].deficit <= 0 {
+                // Out of quantum with packets left: a bulk flow from now on (CAKE).
+                let fl = &mut self.flows[f as usize];
+                if let (Some([src, dst]), false) = (&mut self.loads, fl.bulk) {
+                    fl.bulk = true;
+                    src.bulk[fl.src as usize] += 1;
+                    dst.bulk[fl.dst as usize] += 1;
+                }
                 let q = self.flow_quantum(f);
                 self.flows[f as usize].deficit += q;
                 self.hosts[h as usize].flows.rotate_left(1);
@@ -416,9 +436,12 @@ mod tests {
 
     #[test]
     fn triple_isolate_gives_each_source_host_half() {
-        // A: 3 flows to server X (9); B: 1 flow to server Y (8). A's flows have load
-        // max(3, 3) = 3 → quantum 1500/3 = 500 each; B's flow load 1 → 1500. Each host
-        // gets 1500 bytes per round, so the byte difference stays within a round's worth.
+        // A: 3 flows to server X (9); B: 1 flow to server Y (8). In the first round no
+        // flow is bulk yet, so each starts with a full 1500 bytes and sends two packets:
+        // a1 a1 a2 a2 a3 a3 b1 b1 (CAKE's sparse start). From then on all four are bulk:
+        // A's flows have load max(3, 3) = 3 → quantum 1500/3 = 500 each; B's flow load 1
+        // → 1500. Each host gets 1500 bytes per round, so the byte difference stays within
+        // a round's worth.
         let mut q = host_fq(HostKey::Both, 100_000, 1500);
         for _ in 0..1000 {
             for port in 1..=3 {
@@ -426,13 +449,43 @@ mod tests {
             }
             q.enqueue(pkt(2, 8, 1, 1000), Instant(0));
         }
+        let first: Vec<String> = (0..8).map(|_| name(&q.dequeue(Instant(1)).unwrap())).collect();
+        assert_eq!(first, ["a1", "a1", "a2", "a2", "a3", "a3", "b1", "b1"]);
         let (mut a, mut b) = (0i64, 0i64);
-        // B holds 1000 packets: stop before it runs out.
+        // B holds 998 packets: stop before it runs out.
         for _ in 0..1900 {
             let p = q.dequeue(Instant(1)).unwrap();
             if p.flow.src_ip == 1 { a += 1000 } else { b += 1000 }
             assert!((a - b).abs() <= 2 * (1500 + 1000), "a={a} b={b}");
         }
+    }
+
+    #[test]
+    fn triple_isolate_counts_only_bulk_flows_in_a_hosts_load() {
+        // CAKE: a host's load is its bulk flow count (flows that used up a quantum with
+        // packets left); sparse flows do not shrink the quantum. Host A: bulk a1 (10 ×
+        // 1000 bytes) and three one-packet flows a2..a4 (100 bytes); host B: b1 (10 ×
+        // 1000 bytes) to another server. Quantum 1500. Every load is 0 at activation, so
+        // each flow starts with 1500 bytes: a1 sends two packets (1500 → 500 → −500), then
+        // is bulk with load 1 and gets another 1500; a2..a4 send their packet and leave;
+        // b1 sends two, then a1 again. Counting the three sparse flows (load 4 while they
+        // are queued) would refill a1 with 375 bytes, leaving it at −125, and b1 would
+        // send a third packet before a1.
+        let mut q = host_fq(HostKey::Both, 1000, 1500);
+        for _ in 0..10 {
+            q.enqueue(pkt(1, 9, 1, 1000), Instant(0));
+        }
+        for port in 2..=4 {
+            q.enqueue(pkt(1, 9, port, 100), Instant(0));
+        }
+        for _ in 0..10 {
+            q.enqueue(pkt(2, 8, 1, 1000), Instant(0));
+        }
+        let order: Vec<String> = (0..8).map(|_| name(&q.dequeue(Instant(1)).unwrap())).collect();
+        assert_eq!(order, ["a1", "a1", "a2", "a3", "a4", "b1", "b1", "a1"]);
+        let (src, dst) = (&q.inner().loads.as_ref().unwrap()[0], &q.inner().loads.as_ref().unwrap()[1]);
+        assert_eq!(src.bulk.iter().sum::<u32>(), 2);
+        assert_eq!(dst.bulk.iter().sum::<u32>(), 2);
     }
 
     #[test]

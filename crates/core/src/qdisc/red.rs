@@ -14,7 +14,13 @@
 //!
 //! Knobs (defaults are ns-2.34's):
 //! - `limit_pkts` (50 packets, ns-2 `Queue set limit_ 50`), `limit_bytes` (unset): the
-//!   physical buffer; an arrival that does not fit is dropped as `overlimit`.
+//!   physical buffer; an arrival that does not fit is dropped as `overlimit`. In packet
+//!   mode the buffer is `limit_pkts` packets (and `limit_bytes` bytes if set). In byte mode
+//!   it is in bytes, as ns-2 counts it when `queue_in_bytes_` is on: `limit_bytes`, or
+//!   `limit_pkts·mean_pkt_size_bytes` when unset (ns-2 `qlim_·mean_pktsize`: 25 000 bytes
+//!   by default, 50 packets of 500 bytes but only 16 of 1500), and, as in ns-2, an
+//!   arrival is refused when the bytes already queued reach the limit (so the queue may
+//!   exceed it by less than one packet).
 //! - `mode`: `bytes` (default: ns-2 `bytes_` and `queue_in_bytes_` are true) or `packets`.
 //! - `min_th_pkts`, `max_th_pkts` (unset = automatic): thresholds in packets; in byte mode
 //!   they are multiplied by `mean_pkt_size_bytes`. Automatic: `min_th = max(5,
@@ -66,7 +72,8 @@ pub enum RedMode {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RedConfig {
-    /// Buffer capacity in packets; `None` for no packet limit.
+    /// Buffer capacity in packets; `None` for no packet limit. In byte mode, unless
+    /// `limit_bytes` is set, the buffer is this many mean-size packets' worth of bytes.
     pub limit_pkts: Option<u32>,
     /// Buffer capacity in bytes (IP length); `None` for no byte limit.
     pub limit_bytes: Option<u64>,
@@ -190,13 +197,20 @@ impl RedConfig {
 
     pub fn build(&self) -> Result<Red, ConfigError> {
         let params = self.params()?;
+        let (limit_pkts, limit_bytes) = if params.byte_mode {
+            // ns-2 `queue_in_bytes_`: the buffer is `qlim_·mean_pktsize` bytes.
+            let from_pkts = self.limit_pkts.map(|l| l as u64 * self.mean_pkt_size_bytes as u64);
+            (usize::MAX, self.limit_bytes.or(from_pkts).unwrap_or(u64::MAX))
+        } else {
+            (self.limit_pkts.map_or(usize::MAX, |l| l as usize), self.limit_bytes.unwrap_or(u64::MAX))
+        };
         Ok(Red {
             params,
             // The queue starts idle at time zero (ns-2 `reset`).
             vars: RedVars { idle_since: Some(Instant::ZERO), ..RedVars::default() },
             stats: RedStats::default(),
-            limit_pkts: self.limit_pkts.map_or(usize::MAX, |l| l as usize),
-            limit_bytes: self.limit_bytes.unwrap_or(u64::MAX),
+            limit_pkts,
+            limit_bytes,
             link_rate_bps: self.link_rate_bps,
             queue: VecDeque::new(),
             backlog_bytes: 0,
@@ -245,9 +259,13 @@ impl Qdisc for Red {
         match verdict {
             RedVerdict::EarlyDrop | RedVerdict::ForcedDrop => cx.drop(pkt, DropReason::Early),
             RedVerdict::Accept | RedVerdict::Mark => {
-                if self.queue.len() >= self.limit_pkts
-                    || self.backlog_bytes + pkt.len_bytes() > self.limit_bytes
-                {
+                let full = if self.params.byte_mode {
+                    // ns-2 `qlen >= qlim` on the bytes already queued.
+                    self.backlog_bytes >= self.limit_bytes
+                } else {
+                    self.queue.len() >= self.limit_pkts || self.backlog_bytes + pkt.len_bytes() > self.limit_bytes
+                };
+                if full {
                     self.vars.on_overflow_drop(&mut self.stats);
                     cx.drop(pkt, DropReason::Overlimit);
                     return;
@@ -348,6 +366,38 @@ mod tests {
     }
 
     #[test]
+    fn byte_mode_buffer_is_limit_times_mean_packet_size_bytes_as_ns2() {
+        // ns-2 with queue_in_bytes_: qlim = limit_ · mean_pktsize = 50 · 500 = 25 000 bytes,
+        // and an arrival is refused when the bytes queued are ≥ qlim. Thresholds far above,
+        // so only the buffer drops. 1500-byte packets: 16 leave 24 000 < 25 000 queued, the
+        // 17th is admitted (25 500), the 18th refused.
+        let cfg = RedConfig {
+            min_th_pkts: Some(1000.0),
+            max_th_pkts: Some(2000.0),
+            w_q: Some(1.0),
+            ..RedConfig::default()
+        };
+        let mut q = Accounted::new(cfg.build().unwrap(), Rng::new(1, 0));
+        for i in 0..30u16 {
+            q.enqueue(pkt(1, 2, i, 1500), Instant(i as u64));
+        }
+        assert_eq!((q.len_pkts(), q.backlog_bytes()), (17, 25_500));
+        assert_eq!(q.stats().dropped(DropReason::Overlimit), 13);
+        // 40-byte packets: the limit is bytes, not 50 packets: 25 000 / 40 = 625 fit.
+        let mut q = Accounted::new(cfg.build().unwrap(), Rng::new(1, 0));
+        for i in 0..700u16 {
+            q.enqueue(pkt(1, 2, i, 40), Instant(i as u64));
+        }
+        assert_eq!((q.len_pkts(), q.backlog_bytes()), (625, 25_000));
+        // An explicit limit_bytes replaces limit_pkts · mean in byte mode.
+        let mut q = Accounted::new(RedConfig { limit_bytes: Some(3000), ..cfg }.build().unwrap(), Rng::new(1, 0));
+        for i in 0..5u16 {
+            q.enqueue(pkt(1, 2, i, 1400), Instant(i as u64));
+        }
+        assert_eq!(q.len_pkts(), 3); // 0, 1400, 2800 < 3000 admitted; 4200 ≥ 3000 refused
+    }
+
+    #[test]
     fn idle_starts_when_the_last_packet_has_left_the_wire() {
         // Packet mode, w_q = 0.002, C = 2500 packets/s (10 Mbit/s, 500-byte mean).
         let w = 0.002;
@@ -436,7 +486,14 @@ mod tests {
                 ..RedConfig::default()
             };
             let mut q = Accounted::new(cfg.build().unwrap(), Rng::new(9, 0));
-            testkit::run_ops(&mut q, &ops, limit as usize, 0)?;
+            // Byte mode: a buffer of limit·500 bytes, exceeded by less than one packet
+            // (at most 1500 bytes); packets are at least 40 bytes.
+            let limit_bytes = limit as u64 * 500;
+            let max_pkts = if bytes { (limit_bytes / 40 + 1) as usize } else { limit as usize };
+            testkit::run_ops(&mut q, &ops, max_pkts, 0)?;
+            if bytes {
+                prop_assert!(q.backlog_bytes() < limit_bytes + 1500);
+            }
         }
     }
 }

@@ -340,6 +340,49 @@ mod tests {
     }
 
     #[test]
+    fn a_newly_active_slot_joins_the_round_behind_every_active_slot_as_linux() {
+        // Linux sfq_enqueue links a new slot after `tail` (the slot before the one being
+        // served) and makes it the tail: it is served after every active slot, and the
+        // slot in mid-turn finishes its turn first. Quantum 3000, 1000-byte packets: three
+        // packets per turn. A (9) and B (6) are backlogged; C (3) arrives after A's
+        // second packet: A finishes its turn, then B, then C, then A again.
+        let mut q = sfq(SfqConfig { quantum_bytes: 3000, perturb_s: 0, ..SfqConfig::default() });
+        q.enqueue(pkt(9, 9, 9, 100), Instant(0));
+        q.dequeue(Instant(0));
+        let ports = distinct_ports(&q, 3);
+        let name = |p: Packet| ['A', 'B', 'C'][ports.iter().position(|&x| x == p.flow.src_port).unwrap()];
+        (0..9).for_each(|_| q.enqueue(pkt(1, 2, ports[0], 1000), Instant(1)));
+        (0..6).for_each(|_| q.enqueue(pkt(1, 2, ports[1], 1000), Instant(1)));
+        let mut order: String = (0..2).map(|_| name(q.dequeue(Instant(2)).unwrap())).collect();
+        (0..3).for_each(|_| q.enqueue(pkt(1, 2, ports[2], 1000), Instant(3)));
+        order.extend(std::iter::from_fn(|| q.dequeue(Instant(4))).map(name));
+        assert_eq!(order, "AAABBBCCCAAABBBAAA");
+    }
+
+    #[test]
+    fn push_out_takes_the_tail_of_the_slot_that_reached_the_greatest_depth_last() {
+        // Linux sfq_drop takes dep[cur_depth].next, the slot most recently linked at the
+        // greatest depth, and drops its tail (no headdrop). Two slots at depth 3, limit 6:
+        // an arrival in a third slot pushes out the last packet of whichever reached 3 last.
+        for (last, first) in [(1usize, 0usize), (0, 1)] {
+            let mut q = sfq(SfqConfig { limit_pkts: 6, perturb_s: 0, ..SfqConfig::default() });
+            q.enqueue(pkt(9, 9, 9, 100), Instant(0));
+            q.dequeue(Instant(0));
+            let ports = distinct_ports(&q, 3);
+            for seq in 0..3 {
+                for k in [first, last] {
+                    let mut p = pkt(1, 2, ports[k], 1000);
+                    p.seq = seq;
+                    q.enqueue(p, Instant(1));
+                }
+            }
+            q.enqueue(pkt(1, 2, ports[2], 1000), Instant(2));
+            let (victim, reason) = q.last_drops()[0];
+            assert_eq!((victim.flow.src_port, victim.seq, reason), (ports[last], 2, DropReason::FlowLimit));
+        }
+    }
+
+    #[test]
     fn per_slot_depth_and_slot_exhaustion() {
         let mut q = sfq(SfqConfig { flows: 2, depth_pkts: 2, perturb_s: 0, ..SfqConfig::default() });
         q.enqueue(pkt(9, 9, 9, 100), Instant(0));
