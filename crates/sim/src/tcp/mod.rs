@@ -305,9 +305,6 @@ impl Endpoint {
     pub fn ssthresh_bytes(&self) -> u64 {
         self.ssthresh
     }
-    pub fn congestion_control(&self) -> &CongestionControl {
-        &self.cc
-    }
     pub fn rto(&self) -> Duration {
         self.rtt.rto()
     }
@@ -393,9 +390,10 @@ impl Endpoint {
                 self.stats.timeouts += 1;
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
                 if self.rto_una != Some(self.snd_una) {
+                    let flight = self.flight_size();
                     self.ssthresh = match &mut self.cc {
-                        CongestionControl::Reno => (self.flight_size() / 2).max(2 * p.mss),
-                        CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, self.snd_max - self.snd_una, p.mss),
+                        CongestionControl::Reno => (flight / 2).max(2 * p.mss),
+                        CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, flight, p.mss),
                     };
                 }
                 self.rto_una = Some(self.snd_una);
@@ -627,9 +625,10 @@ impl Endpoint {
 
     fn enter_fast_recovery(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
+        let flight = self.flight_size();
         self.ssthresh = match &mut self.cc {
-            CongestionControl::Reno => (self.flight_size() / 2).max(2 * p.mss),
-            CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, self.snd_max - self.snd_una, p.mss),
+            CongestionControl::Reno => (flight / 2).max(2 * p.mss),
+            CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, flight, p.mss),
         };
         self.recover_mark = self.snd_max;
         self.recovery = Some(FastRecovery { recover: self.snd_max, high_rxt: self.snd_una, first_partial: true });
