@@ -156,6 +156,17 @@ pub enum Recovery {
     Sack,
 }
 
+/// The congestion controller: how the window grows in congestion avoidance and how far
+/// a congestion event lowers it (slow start and loss recovery are shared).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Congestion {
+    /// RFC 5681: one segment per RTT, halved on a loss.
+    Reno,
+    /// RFC 9438: cubic growth in time since the last loss, ×0.7 on a loss (Linux's default).
+    Cubic,
+}
+
 /// Every TCP knob a paper varies. Defaults follow the RFCs (noted per field).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -165,6 +176,12 @@ pub struct TcpConfig {
     pub packet_size_bytes: u32,
     #[serde(default = "d_recovery")]
     pub recovery: Recovery,
+    #[serde(default = "d_congestion")]
+    pub congestion: Congestion,
+    /// RFC 9438 §4.7 fast convergence (CUBIC only); the RFC says to turn it off for a
+    /// single flow without other traffic.
+    #[serde(default = "d_true")]
+    pub cubic_fast_convergence: bool,
     /// Initial window in segments (RFC 3390: 4 for small MSS; RFC 6928: 10).
     #[serde(default = "d_iw")]
     pub initial_window_pkts: u32,
@@ -361,6 +378,7 @@ fn d_big_queue() -> QdiscConfig {
 }
 fn d_packet_size() -> u32 { 1500 }
 fn d_recovery() -> Recovery { Recovery::Sack }
+fn d_congestion() -> Congestion { Congestion::Reno }
 fn d_iw() -> u32 { 4 }
 fn d_true() -> bool { true }
 fn d_delack_ms() -> f64 { 200.0 }
@@ -693,6 +711,11 @@ mod tests {
         assert_eq!(e.field, "tcp.recovery");
         assert!(e.value.contains("vegas"), "{e}");
         assert!(e.allowed.contains("newreno"), "{e}");
+
+        let e = err(r#"{"tcp":{"congestion":"bbr"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.congestion");
+        assert!(e.value.contains("bbr"), "{e}");
+        assert!(e.allowed.contains("reno") && e.allowed.contains("cubic"), "{e}");
 
         let e = err(r#"{"tcp":{"mss":5},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.mss");

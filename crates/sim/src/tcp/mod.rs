@@ -3,7 +3,7 @@
 //! Read first: RFC 793 (states), RFC 5681 (slow start, congestion avoidance, fast
 //! retransmit), RFC 6582 (NewReno), RFC 6675 (SACK loss recovery) with RFC 2018 (SACK
 //! blocks), RFC 6298 (RTO, Karn, backoff), RFC 7323 (timestamps), RFC 3042 (limited
-//! transmit), RFC 3390/6928 (initial window).
+//! transmit), RFC 3390/6928 (initial window); RFC 9438 (CUBIC, in `cubic.rs`).
 //!
 //! Both ends of a connection are `Endpoint`s: each has a send half and a receive half, so
 //! ACKs, FINs and their retransmissions follow one set of rules. Sequence numbers on the
@@ -15,12 +15,14 @@
 //! retransmitted SYN at once; after an RTO the SACK scoreboard is cleared (RFC 2018 §8)
 //! and the sender goes back to `snd_una`.
 
+pub mod cubic;
 mod rtt;
 pub mod sack;
 
 pub use rtt::RttEstimator;
 
-use crate::config::{Recovery, TcpConfig};
+use crate::config::{Congestion, Recovery, TcpConfig};
+use cubic::Cubic;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
@@ -48,6 +50,8 @@ pub struct TcpParams {
     pub header_bytes: u32,
     pub initial_window: u64,
     pub recovery: Recovery,
+    pub congestion: Congestion,
+    pub cubic_fast_convergence: bool,
     pub delayed_ack: Option<Duration>,
     pub limited_transmit: bool,
     pub dupthresh: u32,
@@ -73,6 +77,8 @@ impl TcpParams {
             header_bytes: c.header_bytes(),
             initial_window: c.initial_window_pkts as u64 * mss,
             recovery: c.recovery,
+            congestion: c.congestion,
+            cubic_fast_convergence: c.cubic_fast_convergence,
             delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
             limited_transmit: c.limited_transmit,
             dupthresh: c.dupack_threshold,
@@ -109,6 +115,25 @@ pub struct EndpointStats {
     pub backoff_ns: u64,
 }
 
+/// Who grows cwnd in congestion avoidance and sets ssthresh on a congestion event
+/// (smoltcp's `AnyController`); slow start, fast retransmit and recovery are shared.
+#[derive(Debug, Clone)]
+pub enum CongestionControl {
+    /// RFC 5681: one MSS per RTT, ssthresh = FlightSize / 2.
+    Reno,
+    /// RFC 9438.
+    Cubic(Cubic),
+}
+
+impl CongestionControl {
+    fn new(p: &TcpParams) -> Self {
+        match p.congestion {
+            Congestion::Reno => CongestionControl::Reno,
+            Congestion::Cubic => CongestionControl::Cubic(Cubic::new(p.cubic_fast_convergence)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct FastRecovery {
     /// `snd_max` when recovery began: an ACK at or past it ends recovery.
@@ -135,6 +160,7 @@ pub struct Endpoint {
     app_closed: bool,
     cwnd: u64,
     ssthresh: u64,
+    cc: CongestionControl,
     dupacks: u32,
     recovery: Option<FastRecovery>,
     /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below it.
@@ -193,6 +219,7 @@ impl Endpoint {
             app_closed: false,
             cwnd: p.initial_window,
             ssthresh: p.rwnd.max(2 * p.mss),
+            cc: CongestionControl::new(p),
             dupacks: 0,
             recovery: None,
             recover_mark: 0,
@@ -363,7 +390,11 @@ impl Endpoint {
                 self.stats.timeouts += 1;
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
                 if self.rto_una != Some(self.snd_una) {
-                    self.ssthresh = (self.flight_size() / 2).max(2 * p.mss);
+                    let flight = self.flight_size();
+                    self.ssthresh = match &mut self.cc {
+                        CongestionControl::Reno => (flight / 2).max(2 * p.mss),
+                        CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, flight, p.mss),
+                    };
                 }
                 self.rto_una = Some(self.snd_una);
                 self.cwnd = p.mss;
@@ -535,7 +566,10 @@ impl Endpoint {
             None => {
                 self.dupacks = 0;
                 if acked_data > 0 {
-                    if self.cwnd < self.ssthresh {
+                    if let CongestionControl::Cubic(c) = &mut self.cc {
+                        let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
+                        self.cwnd = c.on_ack(self.cwnd, self.ssthresh, acked_data, now, srtt, p.mss);
+                    } else if self.cwnd < self.ssthresh {
                         self.cwnd += acked_data.min(p.mss); // RFC 5681 (2)
                     } else {
                         self.cwnd += (p.mss * p.mss / self.cwnd).max(1); // RFC 5681 (3)
@@ -591,7 +625,11 @@ impl Endpoint {
 
     fn enter_fast_recovery(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
-        self.ssthresh = (self.flight_size() / 2).max(2 * p.mss);
+        let flight = self.flight_size();
+        self.ssthresh = match &mut self.cc {
+            CongestionControl::Reno => (flight / 2).max(2 * p.mss),
+            CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, flight, p.mss),
+        };
         self.recover_mark = self.snd_max;
         self.recovery = Some(FastRecovery { recover: self.snd_max, high_rxt: self.snd_una, first_partial: true });
         match p.recovery {

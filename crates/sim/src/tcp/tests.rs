@@ -249,3 +249,118 @@ fn a_listener_that_gave_up_resets_the_sender_which_stops() {
     s.on_segment(&rst, t(8150), &p, &mut out);
     assert!(out.is_empty());
 }
+
+/// Runs an established pair over a path where each direction takes `rtt / 2` and data
+/// leaves the client at most one segment per `gap` (no queue limit), until `until`. Data
+/// segments whose sequence number `lose` picks are lost, once each. Returns the client's
+/// (time, cwnd, in recovery) after each segment it takes.
+fn run_path(c: &mut Endpoint, s: &mut Endpoint, p: &TcpParams, mut out: Vec<Packet>, start: Instant, until: Instant,
+    rtt: Duration, gap: Duration, mut lose: impl FnMut(u32) -> bool) -> Vec<(Instant, u64, bool)> {
+    let half = Duration(rtt.as_nanos() / 2);
+    // In flight, by arrival time then send order: (to the server, segment).
+    let mut wire = std::collections::BTreeMap::new();
+    let mut order = 0u64;
+    let mut link_free = start;
+    let mut lost = std::collections::HashSet::new();
+    let mut send = |wire: &mut std::collections::BTreeMap<_, _>, pkts: &mut Vec<Packet>, now: Instant, to_server: bool| {
+        for pkt in pkts.drain(..) {
+            let depart = if to_server {
+                link_free = link_free.max(now) + gap;
+                link_free
+            } else {
+                now
+            };
+            if to_server && pkt.payload_len > 0 && lose(pkt.seq) && lost.insert(pkt.seq) {
+                continue;
+            }
+            order += 1;
+            wire.insert((depart + half, order), (to_server, pkt));
+        }
+    };
+    send(&mut wire, &mut out, start, true);
+    let mut trace = Vec::new();
+    while let Some(((now, _), (to_server, pkt))) = wire.pop_first() {
+        if now > until {
+            break;
+        }
+        if to_server {
+            s.on_segment(&pkt, now, p, &mut out);
+            send(&mut wire, &mut out, now, false);
+        } else {
+            c.on_segment(&pkt, now, p, &mut out);
+            trace.push((now, c.cwnd, c.recovery.is_some()));
+            send(&mut wire, &mut out, now, true);
+        }
+    }
+    assert_eq!(c.stats.timeouts, 0, "the script expects no timeout");
+    trace
+}
+
+#[test]
+fn cubic_after_a_loss_at_w_max_regrows_along_w_cubic_and_is_back_at_w_max_after_k() {
+    let p = params(|c| {
+        c.recovery = Recovery::Sack;
+        c.congestion = crate::config::Congestion::Cubic;
+        c.limited_transmit = false;
+        c.rwnd_bytes = 1 << 24;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    // In congestion avoidance at W_max = 100 segments, all in flight; the first is lost.
+    let w_max = 100 * p.mss;
+    c.cwnd = w_max;
+    c.ssthresh = w_max;
+    let mut out = Vec::new();
+    c.app_write(1 << 30, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 100);
+    // A 1 ms-per-segment bottleneck: 100 segments fill the 100 ms path, so ACKs come back
+    // spread over the round trip as behind any bottleneck.
+    let rtt = Duration::from_millis(100);
+    let trace = run_path(&mut c, &mut s, &p, out, t(100), t(6000), rtt, Duration::from_millis(1), |seq| seq == 1);
+    assert_eq!(c.stats.fast_retransmits, 1);
+    // RFC 9438 §4.6: ssthresh = β_cubic × FlightSize = 0.7 × 100 segments.
+    assert_eq!(c.ssthresh_bytes(), 70 * p.mss);
+    let exit = trace.iter().position(|&(_, _, rec)| rec).unwrap()
+        + trace.iter().skip_while(|&&(_, _, rec)| !rec).position(|&(_, _, rec)| !rec).unwrap();
+    assert_eq!(trace[exit].1, 70 * p.mss, "recovery ends at cwnd = ssthresh");
+    // The epoch starts at the next ACK; K = cbrt(W_max (1 − β) / C) = cbrt(75) s.
+    let epoch = trace[exit + 1].0;
+    let k = 75f64.cbrt();
+    let w_cubic = |t: f64| 0.4 * (t - k).powi(3) + 100.0;
+    // Path RTT: 100 ms, plus 1 ms per segment of cwnd above 100 (at most 1 by K + 1 s).
+    let srtt_max = 0.1 + 0.001;
+    let mut at_k = None;
+    for &(now, cwnd, _) in &trace[exit + 1..] {
+        let t_s = (now - epoch).as_secs_f64();
+        if t_s > k + 1.0 {
+            break; // the Reno estimate overtakes near K + 1.7 s (see cubic.rs tests)
+        }
+        let segs = cwnd as f64 / p.mss as f64;
+        // cwnd moves toward W_cubic(t + RTT) on every ACK (§4.4, §4.5): it lies between
+        // W_cubic(t) and W_cubic(t + RTT), within one segment.
+        assert!(segs >= w_cubic(t_s) - 1.0 && segs <= w_cubic(t_s + srtt_max) + 1.0,
+            "t = {t_s:.3} s: cwnd {segs:.2} segments, W_cubic {:.2}..{:.2}", w_cubic(t_s), w_cubic(t_s + srtt_max));
+        if t_s <= k {
+            at_k = Some(segs);
+        }
+    }
+    let at_k = at_k.unwrap();
+    assert!((at_k - 100.0).abs() <= 1.0, "cwnd {at_k:.2} segments at K = {k:.3} s, W_max 100");
+}
+
+#[test]
+fn cubic_after_a_timeout_one_segment_and_ssthresh_from_beta() {
+    let p = params(|c| {
+        c.initial_window_pkts = 4;
+        c.congestion = crate::config::Congestion::Cubic;
+    });
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(4000, false, t(100), &p, &mut out);
+    out.clear();
+    let deadline = c.next_deadline().unwrap();
+    c.on_timer(deadline, &p, &mut out);
+    assert_eq!(out.len(), 1, "cwnd is one segment after an RTO");
+    assert_eq!(c.cwnd_bytes(), 1000);
+    // RFC 9438 §4.8: ssthresh = max(β_cubic × FlightSize, 2 SMSS) = max(2800, 2000).
+    assert_eq!(c.ssthresh_bytes(), 2800);
+}
