@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from smallpipe import Scenario, simulate
 
 ROOT = Path(__file__).resolve().parents[1]

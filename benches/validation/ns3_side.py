@@ -242,8 +242,8 @@ def run(ns, spec):
 
     def p2p(rate_bps, delay_ms):
         h = ns.PointToPointHelper()
-        h.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(round(rate_bps)))))
-        h.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(int(round(delay_ms * 1e6)))))
+        h.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(round(rate_bps))))
+        h.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(round(delay_ms * 1e6))))
         return h
 
     addr = ns.Ipv4AddressHelper()
@@ -293,7 +293,7 @@ def run(ns, spec):
         bulk.SetAttribute("MaxBytes", ns.UintegerValue(size))
         bulk.SetAttribute("SendSize", ns.UintegerValue(mss))
         bapps = bulk.Install(senders.Get(i))
-        bapps.Start(ns.NanoSeconds(int(round(f["start_s"] * 1e9))))
+        bapps.Start(ns.NanoSeconds(round(f["start_s"] * 1e9)))
         keep.append((sapps, bapps))
         if not f["size_pkts"]:
             cb.ScheduleHook(bapps.Get(0), i, spec["trace"] and i == 0, f["start_s"] + 1e-6)
@@ -328,7 +328,8 @@ def run(ns, spec):
 
 
 def main(argv):
-    specs = json.loads(open(argv[1]).read())
+    with open(argv[1]) as f:
+        specs = json.load(f)
     t = time.perf_counter()
     ns = load_ns3()
     print(f"[ns-3] bindings loaded in {time.perf_counter() - t:.1f} s", file=sys.stderr)

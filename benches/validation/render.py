@@ -37,15 +37,15 @@ def render(out: Path, doc: Path):
     text = doc.read_text()
     for section in {r["section"] for r in rows}:
         body = table([r for r in rows if r["section"] == section])
-        pat = re.compile(rf"(<!-- table:{section} -->\n)(?:.*?\n)?(<!-- /table:{section} -->)", re.S)
+        pat = re.compile(rf"(<!-- table:{section} -->\n)(?:.*?\n)?(<!-- /table:{section} -->)", re.DOTALL)
         if not pat.search(text):
             raise SystemExit(f"{doc}: no <!-- table:{section} --> ... <!-- /table:{section} --> markers")
-        text = pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+        text = pat.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
     passed = sum(r["verdict"] == "pass" for r in rows)
     stamp = (f"{passed} of {len(rows)} rows within tolerance; {meta['runs']} scenarios, smallpipe "
              f"{meta['smallpipe_wall_s']} s, ns-3 process {meta['ns3_process_wall_s']} s of wall time.")
     text = re.sub(r"(<!-- summary -->\n)(?:.*?\n)?(<!-- /summary -->)", lambda m: m.group(1) + stamp + "\n" + m.group(2),
-                  text, flags=re.S)
+                  text, flags=re.DOTALL)
     doc.write_text(text)
 
 

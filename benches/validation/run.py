@@ -14,6 +14,7 @@ at the same time as the smallpipe runs.
 
 import argparse
 import csv
+import itertools
 import json
 import statistics
 import subprocess
@@ -24,8 +25,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import render  # noqa: E402
-import specs  # noqa: E402
+import render
+import specs
 
 SECTIONS = ("scripted", "bernoulli", "many", "fct")
 
@@ -86,7 +87,7 @@ def scripted_rows(ns3, sp, spec):
             last[t] = v
         times = sorted(last)
         out = []
-        for prev, t in zip(times, times[1:]):
+        for prev, t in itertools.pairwise(times):
             if last[t] < last[prev]:
                 sst = [x for tx, x in tr["ssthresh"] if tx <= t][-1]
                 out.append((t, last[t] / mss, sst / mss))
@@ -185,9 +186,8 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "runs.jsonl", "w") as f:
-        for name, (a, b) in results.items():
-            for r in (a, b):
-                f.write(json.dumps({k: v for k, v in r.items() if k != "trace"}) + "\n")
+        for a, b in results.values():
+            f.writelines(json.dumps({k: v for k, v in r.items() if k != "trace"}) + "\n" for r in (a, b))
     if "scripted" in results:
         for r in results["scripted"]:
             with open(out / f"scripted_{r['simulator']}.csv", "w", newline="") as f:
