@@ -3,6 +3,7 @@ run, and reduced to the same result dict as ``ns3_side.py`` produces."""
 
 import time
 
+import polars as pl
 import smallpipe
 
 
@@ -83,7 +84,7 @@ def run(spec):
         arr, drp, q = arr - arr0, drp - drp0, (q * end - q0 * warm) / (end - warm)
         timeouts = [t - a - b for t, a, b in zip(timeouts, prefix.flows["timeouts"], prefix.flows["syn_timeouts"])]
     sl = r.slices.filter(r.slices["start_ns"] >= int(warm * 1e9)).group_by("flow_id").agg(
-        __import__("polars").col("bytes").sum())
+        pl.col("bytes").sum())
     per_flow = dict(zip(sl["flow_id"], sl["bytes"]))
     out = {
         "name": spec["name"],
