@@ -59,7 +59,7 @@ def simulate(config_json: str) -> dict[str, Any]:
         config_json: the scenario as JSON (validated again on the Rust side).
 
     Returns:
-        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states"}``, each a dict of equal-length
+        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states", "trace"}``, each a dict of equal-length
         column lists, and ``"meta"``, a dict of scalars:
 
         - flows (one row per TCP connection): ``flow_id``, ``unit_id``, ``group``
@@ -89,6 +89,10 @@ def simulate(config_json: str) -> dict[str, Any]:
         - queue_states (links whose queue is TAQ, one row per link and slice, at the
           slice's end): ``link``, ``slice``, ``time_ns``, ``flows_<state>`` for the
           seven states of TAQ's flow model and ``queued_<queue>`` for its seven queues.
+        - trace (the scenario's ``trace_conn`` sender; empty without it): ``time_ns``,
+          ``sent``, ``seq`` (relative to the ISS), ``payload_len``, ``flags``,
+          ``cwnd_bytes``, ``ssthresh_bytes``; one row per packet emitted, or one with
+          ``sent`` False when an event only changed cwnd or ssthresh.
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
           (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``.
 

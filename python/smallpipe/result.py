@@ -133,6 +133,15 @@ QUEUE_STATES_SCHEMA = pl.Schema(
 flows tracked by TAQ in each state of its flow model (``flows_<state>``) and packets in
 each of its queues (``queued_<queue>``); see docs/taq.md. Empty without a TAQ queue."""
 
+TRACE_SCHEMA = pl.Schema(
+    {"time_ns": pl.Int64, "sent": pl.Boolean, "seq": pl.Int64, "payload_len": pl.Int64, "flags": pl.Int64,
+     "cwnd_bytes": pl.Int64, "ssthresh_bytes": pl.Int64}
+)
+"""With the scenario's ``trace_conn``: that connection's sender after each of its events, one
+row per packet it emitted (``sent``; ``seq`` relative to its ISS, so the SYN is 0 and the
+first data byte 1; ``flags`` the TCP flag bits) or one row with ``sent`` false when the event
+only changed ``cwnd_bytes`` or ``ssthresh_bytes``. Empty without ``trace_conn``."""
+
 _TABLES = {
     "flows": FLOWS_SCHEMA,
     "slices": SLICES_SCHEMA,
@@ -142,12 +151,13 @@ _TABLES = {
     "progress": PROGRESS_SCHEMA,
     "queue_delays": QUEUE_DELAYS_SCHEMA,
     "queue_states": QUEUE_STATES_SCHEMA,
+    "trace": TRACE_SCHEMA,
 }
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: eight tables, run metadata and the scenario that made it.
+    """The output of one run: nine tables, run metadata and the scenario that made it.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds`` and ``skipped_log_lines``.
@@ -161,6 +171,7 @@ class Result:
     progress: pl.DataFrame
     queue_delays: pl.DataFrame
     queue_states: pl.DataFrame
+    trace: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
 
@@ -189,7 +200,7 @@ class Result:
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
         ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
-        ``meta.json`` and ``scenario.json`` (the canonical
+        ``trace.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
         scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
         """
         directory = Path(directory)

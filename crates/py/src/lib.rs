@@ -168,6 +168,17 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     }
     out.set_item("queue_states", states)?;
 
+    let trace = PyDict::new(py);
+    let t = &r.trace;
+    trace.set_item("time_ns", t.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
+    trace.set_item("sent", t.iter().map(|x| x.sent).collect::<Vec<_>>())?;
+    trace.set_item("seq", t.iter().map(|x| x.seq).collect::<Vec<_>>())?;
+    trace.set_item("payload_len", t.iter().map(|x| x.payload_len).collect::<Vec<_>>())?;
+    trace.set_item("flags", t.iter().map(|x| u32::from(x.flags)).collect::<Vec<_>>())?; // Vec<u8> would become bytes
+    trace.set_item("cwnd_bytes", t.iter().map(|x| x.cwnd_bytes).collect::<Vec<_>>())?;
+    trace.set_item("ssthresh_bytes", t.iter().map(|x| x.ssthresh_bytes).collect::<Vec<_>>())?;
+    out.set_item("trace", trace)?;
+
     let meta = PyDict::new(py);
     meta.set_item("seed", r.seed)?;
     meta.set_item("duration_ns", r.duration_ns)?;

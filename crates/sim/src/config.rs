@@ -29,6 +29,10 @@ pub struct Scenario {
     #[serde(default)]
     pub topology: TopologyConfig,
     pub flows: Vec<FlowGroup>,
+    /// Connection (0-based, in opening order) whose sender is traced: every packet it emits
+    /// and every change of its cwnd or ssthresh (`Results::trace`), for validation scripts.
+    #[serde(default)]
+    pub trace_conn: Option<u32>,
 }
 
 /// The edge's DSCP marking rule, applied to every packet a data sender emits (SYN, data,

@@ -136,6 +136,21 @@ pub struct QueueStateRow {
     pub queue_pkts: [u32; smallpipe_core::qdisc::taq::TaqQueue::COUNT],
 }
 
+/// With `trace_conn`: the traced sender after one of its events, one row per packet it
+/// emitted then (`payload_len`, `flags` and `seq` of the packet), or one row with `sent`
+/// false when the event only changed cwnd or ssthresh.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRow {
+    pub time_ns: u64,
+    pub sent: bool,
+    /// Sequence number relative to the sender's ISS (the SYN is 0, the first data byte 1).
+    pub seq: u32,
+    pub payload_len: u16,
+    pub flags: u8,
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Results {
     pub seed: u64,
@@ -153,6 +168,8 @@ pub struct Results {
     pub progress: Vec<ProgressRow>,
     /// Links whose queue is TAQ: one row per link and slice.
     pub queue_states: Vec<QueueStateRow>,
+    /// The `trace_conn` sender's packets and window changes, in event order.
+    pub trace: Vec<TraceRow>,
     /// Malformed lines of replayed logs skipped (with `skip_malformed`).
     pub skipped_log_lines: u64,
 }

@@ -12,7 +12,7 @@ use crate::config::{AppKind, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, Gap
     Spread, TopologyConfig};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
-use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Results, UnitRow};
+use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Results, TraceRow, UnitRow};
 use crate::tcp::{Endpoint, State, TcpParams};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -116,6 +116,7 @@ pub struct Simulator {
     /// Diamond `lifetime` routing: packets the edge has seen per 5-tuple.
     edge_seen: FxHashMap<FlowKey, u32>,
     queue_states: Vec<QueueStateRow>,
+    trace: Option<Trace>,
 }
 
 fn ms(v: f64) -> Duration {
@@ -162,6 +163,7 @@ impl Simulator {
             diamond: None,
             edge_seen: FxHashMap::default(),
             queue_states: Vec::new(),
+            trace: sc.trace_conn.map(|conn| Trace { conn, iss: None, rows: Vec::new() }),
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -590,6 +592,9 @@ impl Simulator {
         let node = if e.is_multiple_of(2) { self.units[u].sender_node } else { self.units[u].receiver_node };
         let Node::Host { egress } = self.nodes[node as usize] else { unreachable!("endpoints live on hosts") };
         let group_dscp = self.groups[self.units[u].group as usize].dscp;
+        if let Some(trace) = self.trace.as_mut().filter(|t| t.conn as usize == c && e.is_multiple_of(2)) {
+            trace.record(&self.endpoints[e as usize], &out, self.now);
+        }
         for mut pkt in out.drain(..) {
             if e.is_multiple_of(2) {
                 pkt.dscp = group_dscp.unwrap_or_else(|| edge_mark(&self.edge, &mut self.conns[c]));
@@ -769,6 +774,7 @@ impl Simulator {
             bursts,
             progress,
             queue_states: std::mem::take(&mut self.queue_states),
+            trace: self.trace.take().map_or_else(Vec::new, |t| t.rows),
             skipped_log_lines: self.skipped_log_lines,
         }
     }
@@ -788,6 +794,36 @@ fn edge_mark(edge: &EdgeConfig, conn: &mut Conn) -> u8 {
         }
     };
     if marked { edge.dscp } else { 0 }
+}
+
+/// `trace_conn`: the traced connection, its sender's ISS (from its first packet, the SYN),
+/// and its rows.
+struct Trace {
+    conn: u32,
+    iss: Option<u32>,
+    rows: Vec<TraceRow>,
+}
+
+impl Trace {
+    /// One row per packet the traced sender emitted in this event, or one window-only row
+    /// if the event changed its cwnd or ssthresh without sending.
+    fn record(&mut self, ep: &Endpoint, out: &[Packet], now: Instant) {
+        let (cwnd_bytes, ssthresh_bytes) = (ep.cwnd_bytes(), ep.ssthresh_bytes());
+        let row = |sent: bool, seq: u32, payload_len: u16, flags: u8| TraceRow {
+            time_ns: now.as_nanos(), sent, seq, payload_len, flags, cwnd_bytes, ssthresh_bytes,
+        };
+        let Some(first) = out.first() else {
+            let last = self.rows.last().map(|r| (r.cwnd_bytes, r.ssthresh_bytes));
+            if last.is_some_and(|w| w != (cwnd_bytes, ssthresh_bytes)) {
+                self.rows.push(row(false, 0, 0, 0));
+            }
+            return;
+        };
+        let iss = *self.iss.get_or_insert(first.seq);
+        for pkt in out {
+            self.rows.push(row(true, pkt.seq.wrapping_sub(iss), pkt.payload_len, pkt.flags.0));
+        }
+    }
 }
 
 /// The links the results table reports: the bottleneck's directions and the diamond's path 2.

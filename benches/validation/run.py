@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Cross-validation of smallpipe against ns-3 3.44: runs every scenario of ``specs.py`` in
+both simulators, writes the raw results and a comparison table, and re-renders the tables
+of docs/validation.md.
+
+    python3 benches/validation/run.py --out docs/validation            # everything (~15 min)
+    python3 benches/validation/run.py --out /tmp/v --quick             # 1 seed, short runs
+    python3 benches/validation/run.py --out /tmp/v --only scripted     # one section
+
+Needs smallpipe (``pip install -e .``) and the ns-3 bindings (``pip install 'smallpipe[bench]'``)
+in the same interpreter. ns-3 runs in one child process (its bindings take ~10-30 s to load),
+at the same time as the smallpipe runs.
+"""
+
+import argparse
+import csv
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import render
+import specs
+
+SECTIONS = ("scripted", "bernoulli", "many", "fct")
+
+
+def build(args):
+    seeds = range(1, args.seeds + 1)
+    out = []
+    if "scripted" in args.only:
+        out.append(specs.scripted())
+    if "bernoulli" in args.only:
+        out += [specs.bernoulli(p, s, args.bernoulli_s) for p in specs.LOSS_RATES for s in seeds]
+    if "many" in args.only:
+        out += [specs.many(n, s, duration_s=args.many_s) for n in specs.MANY_FLOWS for s in seeds]
+    if "fct" in args.only:
+        out += [specs.fct(s, args.fct_reps) for s in seeds]
+    return out
+
+
+def run_all(spec_list):
+    """ns-3 in a child process while smallpipe runs here; returns {name: (ns3, smallpipe)}."""
+    import sp_side
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec_list, f)
+    child = subprocess.Popen([sys.executable, str(HERE / "ns3_side.py"), f.name], stdout=subprocess.PIPE, text=True)
+    t0 = time.perf_counter()
+    ours = {s["name"]: sp_side.run(s) for s in spec_list}
+    sp_wall = time.perf_counter() - t0
+    theirs = {}
+    for line in child.stdout:
+        r = json.loads(line)
+        theirs[r["name"]] = r
+    if child.wait() != 0:
+        sys.exit(f"ns-3 side failed (exit {child.returncode})")
+    ns3_wall = time.perf_counter() - t0
+    return {n: (theirs[n], ours[n]) for n in ours}, sp_wall, ns3_wall
+
+
+def rel(a, b):
+    return (b - a) / a if a else float("inf")
+
+
+def row(section, metric, ns3, sp, tol, ok, unit=""):
+    return {"section": section, "metric": metric, "ns3": ns3, "smallpipe": sp, "tolerance": tol,
+            "verdict": "pass" if ok else "FAIL", "unit": unit}
+
+
+def scripted_rows(ns3, sp, spec):
+    """cwnd/ssthresh after each loss event, and every segment's send time in 30 RTTs."""
+    mss = sp["mss"]
+    rows = []
+
+    def events(tr):
+        # A loss event (fast retransmit or RTO) lowers cwnd: compare the last cwnd of each
+        # instant with the previous instant's, and report cwnd and ssthresh after it.
+        last = {}
+        for t, v in tr["cwnd"]:
+            last[t] = v
+        times = sorted(last)
+        out = []
+        for prev, t in itertools.pairwise(times):
+            if last[t] < last[prev]:
+                sst = [x for tx, x in tr["ssthresh"] if tx <= t][-1]
+                out.append((t, last[t] / mss, sst / mss))
+        return out
+
+    a, b = events(ns3["trace"]), events(sp["trace"])
+    for k in range(max(len(a), len(b))):
+        ea = a[k] if k < len(a) else (None, None, None)
+        eb = b[k] if k < len(b) else (None, None, None)
+        label = f"event {k + 1} (ns-3 t={ea[0] or 0:.3f} s, ours t={eb[0] or 0:.3f} s)"
+        for i, name in ((2, "ssthresh"), (1, "cwnd")):
+            ok = ea[i] is not None and eb[i] is not None and abs(ea[i] - eb[i]) <= 1.0
+            rows.append(row("scripted", f"{label}: {name}", ea[i], eb[i], "±1 segment", ok, "segments"))
+    horizon = spec["flows"][0]["start_s"] + 30 * spec["flows"][0]["rtt_ms"] / 1000
+    tx_a = [x for x in ns3["trace"]["tx"] if x[2] > 0 and x[0] <= horizon]
+    tx_b = [x for x in sp["trace"]["tx"] if x[2] > 0 and x[0] <= horizon]
+    rows.append(row("scripted", "data segments sent in 30 RTTs", len(tx_a), len(tx_b), "±1",
+                    abs(len(tx_a) - len(tx_b)) <= 1, "segments"))
+    one_seg_s = spec["tcp"]["packet_bytes"] * 8 / spec["rate_bps"]
+    same = sum(1 for x, y in zip(tx_a, tx_b) if x[1] == y[1] and abs(x[0] - y[0]) <= one_seg_s)
+    n = min(len(tx_a), len(tx_b))
+    first_event = min(a[0][0], b[0][0]) if a and b else horizon
+    before = sum(1 for x in tx_a if x[0] < first_event)
+    same_before = sum(1 for x, y in zip(tx_a, tx_b) if x[0] < first_event and x[1] == y[1]
+                      and abs(x[0] - y[0]) <= one_seg_s)
+    rows.append(row("scripted", "segments before the first loss event: same seq, send time within one segment time",
+                    before, same_before, "all", before == same_before, "segments"))
+    rows.append(row("scripted", f"i-th segment: same seq, send time within one segment time ({one_seg_s * 1e3:g} ms)",
+                    n, same, "all", same == n, "segments"))
+    return rows
+
+
+def goodput_bps(r, spec, flows=None):
+    idx = range(len(spec["flows"])) if flows is None else flows
+    return sum(r["rx_bytes"][i] for i in idx) * 8 / spec["duration_s"]
+
+
+def mean_over(pairs, f):
+    return statistics.mean(f(a, s) for a, _, s in pairs), statistics.mean(f(b, s) for _, b, s in pairs)
+
+
+def compare(results, spec_list):
+    by = {s["name"]: s for s in spec_list}
+    rows = []
+    if "scripted" in by:
+        a, b = results["scripted"]
+        rows += scripted_rows(a, b, by["scripted"])
+    for p in specs.LOSS_RATES:
+        pairs = [(*results[n], by[n]) for n in by if n.startswith(f"bernoulli p={p} ")]
+        if pairs:
+            x, y = mean_over(pairs, goodput_bps)
+            rows.append(row("bernoulli", f"p = {p}: goodput", x / 1e3, y / 1e3, "±10%", abs(rel(x, y)) <= 0.10, "kbit/s"))
+    for n in specs.MANY_FLOWS:
+        pairs = [(*results[k], by[k]) for k in by if k.startswith(f"many N={n} ")]
+        if not pairs:
+            continue
+        x, y = mean_over(pairs, lambda r, s: r["loss_rate"])
+        rows.append(row("many", f"N = {n}: bottleneck loss rate", x, y, "±15%", abs(rel(x, y)) <= 0.15))
+        x, y = mean_over(pairs, lambda r, s: r["mean_queue_pkts"])
+        rows.append(row("many", f"N = {n}: mean queue", x, y, "±3 packets", abs(x - y) <= 3, "packets"))
+        x, y = mean_over(pairs, lambda r, s: statistics.mean(r["timeouts"]))
+        rows.append(row("many", f"N = {n}: timeouts per flow", x, y, "±25%", abs(rel(x, y)) <= 0.25))
+        x, y = mean_over(pairs, goodput_bps)
+        rows.append(row("many", f"N = {n}: goodput", x / 1e3, y / 1e3, "±3%", abs(rel(x, y)) <= 0.03, "kbit/s"))
+    fct_pairs = [(*results[k], by[k]) for k in by if k.startswith("fct ")]
+    for size in specs.FCT_SIZES:
+        samples = ([], [])
+        for a, b, s in fct_pairs:
+            for i, f in enumerate(s["flows"]):
+                if f["size_pkts"] == size:
+                    for side, r in enumerate((a, b)):
+                        if r["fct_s"][i] is not None:
+                            samples[side].append(r["fct_s"][i])
+        if fct_pairs and all(samples):
+            x, y = statistics.median(samples[0]), statistics.median(samples[1])
+            rows.append(row("fct", f"{size}-packet transfer: median FCT (n = {len(samples[0])} / {len(samples[1])})",
+                            x, y, "±15%", abs(rel(x, y)) <= 0.15, "s"))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="docs/validation", help="directory for the CSVs [docs/validation]")
+    ap.add_argument("--doc", default="docs/validation.md", help="markdown file whose tables are rewritten")
+    ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--many-s", type=float, default=200.0, help="measured seconds after the 10 s warm-up")
+    ap.add_argument("--bernoulli-s", type=float, default=1000.0)
+    ap.add_argument("--fct-reps", type=int, default=10, help="transfers of each size per seed")
+    ap.add_argument("--quick", action="store_true", help="1 seed, 60 s runs, 4 transfers per size")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seeds, args.many_s, args.bernoulli_s, args.fct_reps = 1, 60.0, 300.0, 4
+    spec_list = build(args)
+    results, sp_wall, ns3_wall = run_all(spec_list)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "runs.jsonl", "w") as f:
+        for a, b in results.values():
+            f.writelines(json.dumps({k: v for k, v in r.items() if k != "trace"}) + "\n" for r in (a, b))
+    if "scripted" in results:
+        for r in results["scripted"]:
+            with open(out / f"scripted_{r['simulator']}.csv", "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["time_s", "kind", "seq", "payload_bytes", "cwnd_bytes", "ssthresh_bytes"])
+                for t, s, n, _ in r["trace"]["tx"]:
+                    w.writerow([f"{t:.9f}", "send", s, n, "", ""])
+                for t, v in r["trace"]["cwnd"]:
+                    w.writerow([f"{t:.9f}", "cwnd", "", "", v, ""])
+                for t, v in r["trace"]["ssthresh"]:
+                    w.writerow([f"{t:.9f}", "ssthresh", "", "", "", v])
+    rows = compare(results, spec_list)
+    with open(out / "summary.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    meta = {"runs": len(spec_list), "smallpipe_wall_s": round(sp_wall, 1), "ns3_process_wall_s": round(ns3_wall, 1),
+            "args": {k: v for k, v in vars(args).items()}}
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    render.render(out, Path(args.doc))
+    failed = [r for r in rows if r["verdict"] != "pass"]
+    print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

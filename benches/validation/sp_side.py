@@ -1,0 +1,111 @@
+"""The smallpipe side of the cross-validation: a spec (``specs.py``) as a smallpipe scenario,
+run, and reduced to the same result dict as ``ns3_side.py`` produces."""
+
+import time
+
+import polars as pl
+import smallpipe
+
+
+def scenario(spec, duration_s, drop_nth=()):
+    tcp = spec["tcp"]
+    mss = tcp["packet_bytes"] - 40 - (12 if tcp["timestamps"] else 0)
+    flows = []
+    for f in spec["flows"]:
+        g = {"app": "bulk" if f["size_pkts"] is None else "transfer", "count": 1,
+             "rtt_ms": f["rtt_ms"], "start_s": f["start_s"]}
+        if f["size_pkts"] is not None:
+            g["size_bytes"] = f["size_pkts"] * mss
+        flows.append(g)
+    sc = {
+        "seed": spec["seed"],
+        "duration_s": duration_s,
+        "slice_s": 1.0 if spec["warmup_s"] == int(spec["warmup_s"]) else duration_s,
+        "link": {
+            "rate_bps": spec["rate_bps"], "delay_ms": spec["bottleneck_delay_ms"],
+            "access_rate_bps": spec["access_rate_bps"], "receiver_delay_ms": 0.0,
+            "loss": spec["loss"], "drop_nth": list(drop_nth),
+            "queue": {"kind": "droptail", "limit_pkts": spec["queue_pkts"]},
+        },
+        "tcp": {
+            "packet_size_bytes": tcp["packet_bytes"],
+            "recovery": "sack" if tcp["sack"] else "newreno",
+            "initial_window_pkts": tcp["iw"],
+            "delayed_ack": tcp["delayed_ack"], "delayed_ack_ms": 200.0,
+            "limited_transmit": True,
+            "min_rto_ms": tcp["min_rto_s"] * 1000, "initial_rto_ms": tcp["initial_rto_s"] * 1000,
+            "syn_retries": 6,
+            "timestamps": tcp["timestamps"],
+            "clock_granularity_ms": 1.0,
+            "rwnd_bytes": 65535,
+            # ns-3 has no random processing delay: turn ours off.
+            "overhead_max_ms": 0.0,
+        },
+        "flows": flows,
+    }
+    if spec["trace"]:
+        sc["trace_conn"] = 0
+    return smallpipe.Scenario.from_dict(sc), mss
+
+
+def forward_indices(spec):
+    """``drop_data`` counts data packets arriving over the bottleneck; smallpipe's
+    ``link.drop_nth`` counts every forward packet. With one flow the forward packets are its
+    sender's, in send order: map through a drop-free traced run (the handshake's packets
+    come first and no other packet without data follows)."""
+    if not spec["drop_data"]:
+        return []
+    sc, _ = scenario(dict(spec, trace=True), 5.0)
+    trace = smallpipe.simulate(sc).trace
+    non_data = trace.filter(trace["sent"])["payload_len"].to_list().index(next(
+        n for n in trace.filter(trace["sent"])["payload_len"].to_list() if n > 0))
+    return [i + non_data for i in spec["drop_data"]]
+
+
+def run(spec):
+    warm, end = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]
+    drops = forward_indices(spec)
+    t0 = time.perf_counter()
+    sc, mss = scenario(spec, end, drops)
+    r = smallpipe.simulate(sc)
+    # Counters over [warm, end]: the same seed gives the same run up to `warm`, so a run
+    # that stops there is the prefix to subtract.
+    prefix = smallpipe.simulate(scenario(spec, warm, drops)[0]) if warm > 0 else None
+    wall = time.perf_counter() - t0
+
+    def bn(res):
+        row = res.links.filter(res.links["name"] == "bottleneck").row(0, named=True)
+        return row["arrived_pkts"], row["dropped_pkts"], row["mean_backlog_pkts"]
+
+    arr, drp, q = bn(r)
+    timeouts = [a + b for a, b in zip(r.flows["timeouts"], r.flows["syn_timeouts"])]
+    if prefix is not None:
+        arr0, drp0, q0 = bn(prefix)
+        arr, drp, q = arr - arr0, drp - drp0, (q * end - q0 * warm) / (end - warm)
+        timeouts = [t - a - b for t, a, b in zip(timeouts, prefix.flows["timeouts"], prefix.flows["syn_timeouts"])]
+    sl = r.slices.filter(r.slices["start_ns"] >= int(warm * 1e9)).group_by("flow_id").agg(
+        pl.col("bytes").sum())
+    per_flow = dict(zip(sl["flow_id"], sl["bytes"]))
+    out = {
+        "name": spec["name"],
+        "simulator": "smallpipe",
+        "wall_s": round(wall, 3),
+        "mss": mss,
+        "arrivals": arr,
+        "drops": drp,
+        "loss_rate": drp / arr if arr else 0.0,
+        "mean_queue_pkts": q,
+        "timeouts": timeouts,
+        "rx_bytes": [per_flow.get(i, 0) for i in range(len(spec["flows"]))],
+        "fct_s": [None if e is None else (e - s) / 1e9 for e, s in zip(r.flows["end_ns"], r.flows["start_ns"])],
+    }
+    if spec["trace"]:
+        t = r.trace
+        sent = t.filter(t["sent"])
+        out["trace"] = {
+            "tx": [[ns / 1e9, s, n, f] for ns, s, n, f in
+                   zip(sent["time_ns"], sent["seq"], sent["payload_len"], sent["flags"])],
+            "cwnd": [[ns / 1e9, v] for ns, v in zip(t["time_ns"], t["cwnd_bytes"])],
+            "ssthresh": [[ns / 1e9, v] for ns, v in zip(t["time_ns"], t["ssthresh_bytes"])],
+        }
+    return out

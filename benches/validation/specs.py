@@ -1,0 +1,74 @@
+"""The validation scenarios, written once and run by both simulators.
+
+A spec is a plain dict (JSON-safe, so the ns-3 side reads it in its own process):
+``name``, ``seed``, ``rate_bps``, ``access_rate_bps``, ``bottleneck_delay_ms``,
+``queue_pkts`` (DropTail limit, the packet in service not counted), ``loss`` (Bernoulli,
+forward direction of the bottleneck), ``drop_data`` (1-based indices of the data packets
+that arrive over the bottleneck to lose: a scripted drop), ``trace`` (trace flow 0's sender),
+``warmup_s``, ``duration_s`` (measured after the warm-up), ``flows`` (``start_s``,
+``rtt_ms``, ``size_pkts``: None for unlimited bulk, else full segments) and ``tcp``.
+"""
+
+import random
+
+TCP = {
+    "packet_bytes": 500,  # IP length of a full data segment (MSS 448 with timestamps)
+    "iw": 4,
+    "min_rto_s": 1.0,
+    "initial_rto_s": 1.0,
+    "delayed_ack": True,
+    "timestamps": True,
+    "sack": True,
+}
+
+LOSS_RATES = (0.01, 0.03, 0.05, 0.1)
+MANY_FLOWS = (10, 50, 100, 200)
+FCT_SIZES = (1, 2, 5, 10, 20, 50, 100)
+# Scripted drops: data packets 20 (one loss in slow start), 60/62/64 (three in a window),
+# and 95-110 (a whole flight's tail).
+SCRIPTED_DROPS = [20, 60, 62, 64] + list(range(95, 111))
+
+
+def base(name, seed, **kw):
+    spec = {
+        "name": name, "seed": seed, "rate_bps": 1e6, "access_rate_bps": 1e8, "bottleneck_delay_ms": 1.0,
+        "queue_pkts": 50, "loss": 0.0, "drop_data": [], "trace": False, "warmup_s": 0.0, "duration_s": 60.0,
+        "flows": [], "tcp": dict(TCP),
+    }
+    spec.update(kw)
+    return spec
+
+
+def bulk(n, seed, rtt_ms=200.0):
+    rng = random.Random(seed)
+    return [{"start_s": rng.uniform(0.0, 1.0), "rtt_ms": rtt_ms, "size_pkts": None} for _ in range(n)]
+
+
+def scripted(duration_s=30 * 0.2 + 10):
+    """One flow, a buffer that never fills, the drops above; flow 0 traced."""
+    return base("scripted", 1, queue_pkts=1000, drop_data=SCRIPTED_DROPS, trace=True, duration_s=duration_s,
+                flows=[{"start_s": 0.0, "rtt_ms": 200.0, "size_pkts": None}])
+
+
+def bernoulli(p, seed, duration_s):
+    """One bulk flow over Bernoulli loss p; the buffer never fills."""
+    return base(f"bernoulli p={p} seed={seed}", seed, queue_pkts=1000, loss=p, warmup_s=10.0,
+                duration_s=duration_s, flows=[{"start_s": 0.0, "rtt_ms": 200.0, "size_pkts": None}])
+
+
+def many(n, seed, warmup_s=10.0, duration_s=200.0):
+    """N bulk flows on 1 Mbit/s, 200 ms RTT, 50-packet DropTail."""
+    return base(f"many N={n} seed={seed}", seed, warmup_s=warmup_s, duration_s=duration_s, flows=bulk(n, seed))
+
+
+def fct(seed, reps, background=20, gap_s=1.5, warmup_s=10.0):
+    """Transfers of each size in FCT_SIZES, ``reps`` of each in a shuffled order, one every
+    ``gap_s`` after the warm-up, each on its own host pair, among ``background`` bulk flows."""
+    rng = random.Random(1000 + seed)
+    sizes = [s for s in FCT_SIZES for _ in range(reps)]
+    rng.shuffle(sizes)
+    transfers = [{"start_s": warmup_s + gap_s * i, "rtt_ms": 200.0, "size_pkts": s} for i, s in enumerate(sizes)]
+    # Room for the last (possibly largest) transfer to finish.
+    duration_s = gap_s * len(sizes) + 60.0
+    return base(f"fct seed={seed}", seed, warmup_s=warmup_s, duration_s=duration_s,
+                flows=bulk(background, seed) + transfers)
