@@ -282,7 +282,7 @@ impl Simulator {
             // Logged times are offset by the unit's start: that is when the client wants each object.
             let UnitApp::Replay { requests, .. } = &mut self.units[u as usize].app else { unreachable!() };
             for r in requests.iter_mut() {
-                r.0 = r.0 + (start - Instant::ZERO);
+                r.0 += start - Instant::ZERO;
             }
             match g.replay {
                 // Each request is its own event.
@@ -820,6 +820,7 @@ mod tests {
         Conn {
             unit: 0,
             start: Instant::ZERO,
+            requested: None,
             size_bytes: size,
             done: false,
             delivered_seen: 0,

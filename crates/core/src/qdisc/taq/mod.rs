@@ -29,8 +29,10 @@
 //!   fair-queueing model, measured on the link's actual output so the box need not know
 //!   the link rate.
 //! - Admission control ([`admission`], off by default as in the paper's fairness and
-//!   predictability experiments): SYNs of new flow pools are dropped while the drop rate
-//!   is at or above `admission_drop_threshold`, except after `t_wait_ns` of waiting.
+//!   predictability experiments): SYNs of new flow pools are refused while the drop rate
+//!   is at or above `admission_drop_threshold` or the NewFlow class is full
+//!   (`new_flow_limit_conns`), except when `t_wait_policy` grants a pool that waited
+//!   `t_wait_ns`; refused SYNs are dropped, or held (`admission_hold_syns`, proxy mode).
 //!
 //! Knobs and defaults: see [`TaqConfig`]; paper values where it gives one
 //! (`fast_retransmit_min_window_pkts` 4 from the model's W ≥ 4 for three dupACKs,
@@ -41,11 +43,12 @@
 //! roll-overs; an overflow drop predicts at most `drop_search_pkts` packets per queue
 //! (7 queues) and removes from the middle of one queue, O(`limit_pkts`). Memory: the flow
 //! table (`flow_table_capacity` entries of 208 bytes plus the index), the pool table
-//! (`pool_table_capacity` entries of 40 bytes) and at most `limit_pkts + 1` queued packets.
+//! (`pool_table_capacity` entries of 48 bytes), at most `limit_pkts + 1` queued packets and
+//! `admission_hold_syns` held SYNs.
 //! [`Taq::taq_snapshot`] is read-only and O(flows).
 //!
 //! Drops: buffer overflow drops are `overlimit` (whichever packet TAQ chose); refused
-//! SYNs are `admission`.
+//! SYNs are `admission` (in proxy mode: a retry of a held SYN, or a full hold FIFO).
 //!
 //! Limits: flows are keyed by exact 5-tuple in a table that must be larger than the buffer
 //! (so a flow with packets queued is never evicted); evicted idle flows lose their
