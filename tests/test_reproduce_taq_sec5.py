@@ -135,31 +135,56 @@ def test_hangs_share_over_a_minute_never_exceeds_share_over_20_s(hangs) -> None:
 
 @pytest.fixture(scope="module")
 def fig12():
-    return taq_fig12.run(queues=("droptail", "taq+ac"), clients=25, log_s=600.0, duration_s=900.0, seed=2)
+    # The quick run's log (600 s) at both scales, four queues: about 5 s.
+    return taq_fig12.run(queues=("droptail", "taq", "taq+ac", "taq+ac old_reading"), log_s=600.0,
+                         duration_s=900.0, seed=1)
 
 
-def test_fig12_admission_control_refuses_but_every_refused_client_gets_in(fig12) -> None:
-    # §4.3/§5.5: non-admitted flows keep retrying and are admitted after T_wait.
-    _, summary = fig12
-    ac = summary.filter(pl.col("queue") == "taq+ac")
-    assert ac["admission_drops"][0] > 0
-    assert ac["unfinished"].sum() == 0
-    assert summary.filter(pl.col("queue") == "droptail")["admission_drops"][0] == 0
+def _run(fig12, scale: str, queue: str) -> dict:
+    return fig12[2].filter(pl.col("scale") == scale, pl.col("queue") == queue).row(0, named=True)
 
 
-def test_fig12_buckets_partition_the_log(fig12) -> None:
-    objects, summary = fig12
-    per_queue = summary.group_by("queue").agg(pl.col("objects").sum())
-    assert per_queue["objects"].n_unique() == 1, "every discipline replays the same log"
-    assert per_queue["objects"][0] == objects.filter(pl.col("queue") == "droptail").height
+def test_fig12_object_time_counts_the_wait_in_the_client(fig12) -> None:
+    objects, buckets, runs = fig12
+    done = objects.filter(pl.col("end_ns").is_not_null())
+    assert (done["time_s"] > 0).all()
+    # 50 clients x 4 connections: most objects wait for a connection after their logged time.
+    stress = done.filter(pl.col("scale") == "stress", pl.col("queue") == "droptail")
+    assert stress["time_s"].mean() > 5 * ((stress["end_ns"] - stress["wanted_ns"]).min() / 1e9)
+    per_run = buckets.group_by("scale", "queue").agg(pl.col("objects").sum())
+    assert per_run.group_by("scale").agg(pl.col("objects").n_unique())["objects"].to_list() == [1, 1]
+    shares = runs.select(pl.sum_horizontal("syn0", "syn1", "syn2", "syn3plus"))
+    assert ((shares.to_series() - 1.0).abs() < 1e-9).all()
+    assert (runs["unfinished"] == 0).all(), "every refused client gets in (T_wait)"
 
 
-def test_fig12_taq_with_admission_control_narrows_the_tail_of_mid_sized_objects(fig12) -> None:
-    # §5.5: "the overall variance in the download times are significantly reduced". In our
-    # full run this holds for objects of 10 KB and up (not below); checked here from 20 KB
-    # to 100 KB, where it holds with margin.
-    _, summary = fig12
-    mid = summary.filter(pl.col("size_lo_bytes").is_between(20_000, 50_000))
-    p90 = {(q, lo): v for q, lo, v in mid.select("queue", "size_lo_bytes", "p90_s").iter_rows()}
-    for lo in (20_000, 30_000, 50_000):
-        assert p90[("taq+ac", lo)] < p90[("droptail", lo)]
+def test_fig12_paper_scale_stays_under_the_threshold_so_admission_changes_little(fig12) -> None:
+    # 2 clients x 4 connections on 1 Mbit/s: 125 kbit/s per connection, loss under the 0.09
+    # threshold, so admission control refuses few SYNs and TAQ+AC tracks TAQ (docs/reproductions/taq.md:
+    # within 25% on the short-object median; the paper's 5x does not appear at its own scale).
+    for q in ("droptail", "taq", "taq+ac"):
+        assert _run(fig12, "paper", q)["loss_rate"] < 0.09
+    ac, taq = _run(fig12, "paper", "taq+ac"), _run(fig12, "paper", "taq")
+    assert ac["admission_drops"] < 0.1 * ac["objects"]
+    assert abs(ac["short_median_gain"] / taq["short_median_gain"] - 1) < 0.25
+    assert ac["short_median_gain"] < 2.0
+
+
+def test_fig12_stress_one_pool_per_t_wait_holds_loss_at_the_threshold(fig12) -> None:
+    # With one pool per T_wait and the NewFlow limit, admission holds the loss near its
+    # 0.09 threshold (page: 0.09 +- 0.04); read as every waiting pool per T_wait, it does not
+    # (loss above 0.25, as high as TAQ without admission control).
+    ac, old, taq = (_run(fig12, "stress", q) for q in ("taq+ac", "taq+ac old_reading", "taq"))
+    assert abs(ac["loss_rate"] - 0.09) < 0.04
+    assert old["loss_rate"] > 0.25 and taq["loss_rate"] > 0.25
+
+
+def test_fig12_stress_admission_buys_the_median_with_the_tail(fig12) -> None:
+    # Page tolerances: short-object median at least 1.5x and large at least 2x faster than
+    # DropTail (paper: 5x and 2x), but the short-object worst case slower (paper: 5x faster)
+    # and the mean per object higher; the old reading is slower than DropTail in the median.
+    ac, old, dt = (_run(fig12, "stress", q) for q in ("taq+ac", "taq+ac old_reading", "droptail"))
+    assert ac["short_median_gain"] >= 1.5 and ac["large_median_gain"] >= 2.0
+    assert ac["short_max_gain"] < 1.0
+    assert ac["mean_s"] > dt["mean_s"]
+    assert old["short_median_gain"] < 1.0

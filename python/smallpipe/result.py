@@ -44,6 +44,7 @@ FLOWS_SCHEMA = pl.Schema(
         "app": pl.String,
         "rtt_ms": pl.Float64,
         "start_ns": pl.Int64,
+        "requested_ns": pl.Int64,
         "end_ns": pl.Int64,
         "size_bytes": pl.Int64,
         "bytes_delivered": pl.Int64,
@@ -56,7 +57,8 @@ FLOWS_SCHEMA = pl.Schema(
         "longest_silence_ns": pl.Int64,
     }
 )
-"""One row per flow; ``end_ns`` is null while unfinished, ``size_bytes`` null when unlimited."""
+"""One row per flow; ``end_ns`` is null while unfinished, ``size_bytes`` null when unlimited,
+``requested_ns`` (replayed logs only) when the client wanted the object."""
 
 SLICES_SCHEMA = pl.Schema({"flow_id": pl.Int64, "slice": pl.Int64, "start_ns": pl.Int64, "bytes": pl.Int64})
 """In-order bytes delivered per flow and time slice, dense over each flow's lifetime (from

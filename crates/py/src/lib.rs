@@ -62,6 +62,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     flows.set_item("app", f.iter().map(|x| x.app.name()).collect::<Vec<_>>())?;
     flows.set_item("rtt_ms", f.iter().map(|x| x.rtt_ms).collect::<Vec<_>>())?;
     flows.set_item("start_ns", f.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
+    flows.set_item("requested_ns", f.iter().map(|x| x.requested_ns).collect::<Vec<_>>())?;
     flows.set_item("end_ns", f.iter().map(|x| x.end_ns).collect::<Vec<_>>())?;
     flows.set_item("size_bytes", f.iter().map(|x| x.size_bytes).collect::<Vec<_>>())?;
     flows.set_item("bytes_delivered", f.iter().map(|x| x.bytes_delivered).collect::<Vec<_>>())?;

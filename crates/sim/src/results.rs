@@ -14,6 +14,10 @@ pub struct FlowRow {
     pub app: AppKind,
     pub rtt_ms: f64,
     pub start_ns: u64,
+    /// Replayed logs: when the client wanted the object (its logged time, offset by the
+    /// client's start); with `replay = "asap"` it may be later than `start_ns` (fetched
+    /// ahead of the log) or earlier (waiting for one of the client's connections).
+    pub requested_ns: Option<u64>,
     /// When the receiver had every byte and the FIN.
     pub end_ns: Option<u64>,
     pub size_bytes: Option<u64>,

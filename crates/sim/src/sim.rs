@@ -65,6 +65,8 @@ struct Unit {
 struct Conn {
     unit: u32,
     start: Instant,
+    /// Replayed logs: when the client wanted the object (its logged time).
+    requested: Option<Instant>,
     size_bytes: Option<u64>,
     done: bool,
     delivered_seen: u64,
@@ -278,13 +280,18 @@ impl Simulator {
             clients[i].1.push_back((Instant::ZERO + secs(r.time_s), r.bytes.max(1)));
         }
         for (_, requests) in clients {
-            let times: Vec<Instant> = requests.iter().map(|&(t, _)| t).collect();
             let (u, start) = self.add_unit(sc, gi, UnitApp::Replay { mode: g.replay, requests })?;
+            // Logged times are offset by the unit's start: that is when the client wants each object.
+            let UnitApp::Replay { requests, .. } = &mut self.units[u as usize].app else { unreachable!() };
+            for r in requests.iter_mut() {
+                r.0 += start - Instant::ZERO;
+            }
             match g.replay {
-                // Each request is its own event, offset by the unit's start.
+                // Each request is its own event.
                 ReplayMode::Logged => {
+                    let times: Vec<Instant> = requests.iter().map(|&(t, _)| t).collect();
                     for t in times {
-                        self.events.push(t + (start - Instant::ZERO), Event::Unit { unit: u });
+                        self.events.push(t, Event::Unit { unit: u });
                     }
                 }
                 ReplayMode::Asap => self.events.push(start, Event::Unit { unit: u }),
@@ -424,8 +431,9 @@ impl Simulator {
                 self.fill_pool(u);
             }
             UnitApp::Replay { mode: ReplayMode::Logged, requests } => {
-                let (_, bytes) = requests.pop_front().expect("one event per logged request");
+                let (wanted, bytes) = requests.pop_front().expect("one event per logged request");
                 self.open_conn(u, Some(bytes));
+                self.conns.last_mut().expect("just opened").requested = Some(wanted);
             }
             UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
             UnitApp::Poisson { mean_gap_s } => {
@@ -460,18 +468,19 @@ impl Simulator {
             if unit.open >= self.groups[unit.group as usize].connections {
                 return;
             }
-            let size = match &mut unit.app {
+            let (size, wanted) = match &mut unit.app {
                 UnitApp::Web { to_open } if *to_open > 0 => {
                     *to_open -= 1;
-                    self.draw_size(u)
+                    (self.draw_size(u), None)
                 }
                 UnitApp::Replay { requests, .. } => match requests.pop_front() {
-                    Some((_, bytes)) => bytes,
+                    Some((t, bytes)) => (bytes, Some(t)),
                     None => return,
                 },
                 _ => return,
             };
             self.open_conn(u, Some(size));
+            self.conns.last_mut().expect("just opened").requested = wanted;
         }
     }
 
@@ -497,6 +506,7 @@ impl Simulator {
         self.conns.push(Conn {
             unit: u,
             start: self.now,
+            requested: None,
             size_bytes: size,
             done: false,
             delivered_seen: 0,
@@ -715,6 +725,7 @@ impl Simulator {
                 app: g.app,
                 rtt_ms: unit.rtt.as_nanos() as f64 / 1e6,
                 start_ns: conn.start.as_nanos(),
+                requested_ns: conn.requested.map(|t| t.as_nanos()),
                 end_ns: finished.map(|t| t.as_nanos()),
                 size_bytes: conn.size_bytes.filter(|&s| s > 0),
                 bytes_delivered: rcv.stats.bytes_delivered,
@@ -845,6 +856,7 @@ mod tests {
         Conn {
             unit: 0,
             start: Instant::ZERO,
+            requested: None,
             size_bytes: size,
             done: false,
             delivered_seen: 0,

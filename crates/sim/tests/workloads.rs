@@ -167,6 +167,7 @@ fn replay_at_logged_times_opens_one_connection_per_request() {
         (1, 2_500_000_000, Some(8000)),
     ]);
     assert!(r.flows.iter().all(|f| f.end_ns.is_some() && Some(f.bytes_delivered) == f.size_bytes));
+    assert!(r.flows.iter().all(|f| f.requested_ns == Some(f.start_ns)), "opened at its logged time");
 }
 
 #[test]
@@ -183,6 +184,11 @@ fn replay_as_fast_as_possible_respects_the_pool() {
     let first_end = client0[0].end_ns.unwrap().min(client0[1].end_ns.unwrap());
     assert_eq!(client0[2].start_ns, first_end);
     assert!(client0[3].start_ns < 7_000_000_000);
+    // When the client wanted each: the logged times less the log's first (100.000 s). The
+    // third waited in the client for a connection; the fourth was fetched ahead of its time.
+    let wanted: Vec<Option<u64>> = client0.iter().map(|f| f.requested_ns).collect();
+    assert_eq!(wanted, vec![Some(0), Some(0), Some(0), Some(7_000_000_000)]);
+    assert!(client0[2].start_ns > client0[2].requested_ns.unwrap());
 }
 
 #[test]

@@ -380,7 +380,8 @@ impl FlowModel {
         if pkt.flags.syn() {
             // The SYN timer backs off too (1 s, 2 s, 4 s, ...): losing a retried SYN
             // repeats a timeout, and may void the admission it waited for.
-            return if retx { NextState::RepeatedTimeout } else { NextState::Timeout };
+            let protected = retx || cfg.protect_first_syn;
+            return if protected { NextState::RepeatedTimeout } else { NextState::Timeout };
         }
         // The timer stays backed off until new data is acknowledged (RFC 6298 §5.7):
         // throughout timeout recovery.

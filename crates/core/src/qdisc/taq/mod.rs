@@ -29,8 +29,10 @@
 //!   fair-queueing model, measured on the link's actual output so the box need not know
 //!   the link rate.
 //! - Admission control ([`admission`], off by default as in the paper's fairness and
-//!   predictability experiments): SYNs of new flow pools are dropped while the drop rate
-//!   is at or above `admission_drop_threshold`, except after `t_wait_ns` of waiting.
+//!   predictability experiments): SYNs of new flow pools are refused while the drop rate
+//!   is at or above `admission_drop_threshold` or the NewFlow class is full
+//!   (`new_flow_limit_conns`), except when `t_wait_policy` grants a pool that waited
+//!   `t_wait_ns`; refused SYNs are dropped, or held (`admission_hold_syns`, proxy mode).
 //!
 //! Knobs and defaults: see [`TaqConfig`]; paper values where it gives one
 //! (`fast_retransmit_min_window_pkts` 4 from the model's W ≥ 4 for three dupACKs,
@@ -41,11 +43,12 @@
 //! roll-overs; an overflow drop predicts at most `drop_search_pkts` packets per queue
 //! (7 queues) and removes from the middle of one queue, O(`limit_pkts`). Memory: the flow
 //! table (`flow_table_capacity` entries of 208 bytes plus the index), the pool table
-//! (`pool_table_capacity` entries of 40 bytes) and at most `limit_pkts + 1` queued packets.
+//! (`pool_table_capacity` entries of 48 bytes), at most `limit_pkts + 1` queued packets and
+//! `admission_hold_syns` held SYNs.
 //! [`Taq::taq_snapshot`] is read-only and O(flows).
 //!
 //! Drops: buffer overflow drops are `overlimit` (whichever packet TAQ chose); refused
-//! SYNs are `admission`.
+//! SYNs are `admission` (in proxy mode: a retry of a held SYN, or a full hold FIFO).
 //!
 //! Limits: flows are keyed by exact 5-tuple in a table that must be larger than the buffer
 //! (so a flow with packets queued is never evicted); evicted idle flows lose their
@@ -58,6 +61,7 @@ pub mod admission;
 pub mod flow_model;
 pub mod scheduler;
 
+pub use admission::{PoolLifetime, TWaitPolicy};
 pub use flow_model::{EpochCounts, NextState, TaqState};
 pub use scheduler::TaqQueue;
 
@@ -72,6 +76,7 @@ use admission::{Admission, Verdict};
 use flow_model::FlowModel;
 use scheduler::{Queued, Scheduler};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 /// Whose share BelowFairShare/AboveFairShare compares against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -119,7 +124,8 @@ pub struct TaqConfig {
     pub over_penalized_drops: u32,
     /// Most of the link's bytes Recovery may take while other queues wait.
     pub recovery_share: f64,
-    /// Most of the link's bytes NewFlow may take while other queues wait.
+    /// Most of the link's bytes NewFlow may take while the other level-2 queues wait
+    /// (1 = no cap). Never makes NewFlow wait for level 3.
     pub new_flow_share: f64,
     /// Credit a capped queue may save up, bytes.
     pub cap_burst_bytes: u32,
@@ -139,11 +145,29 @@ pub struct TaqConfig {
     pub admission_drop_threshold: f64,
     /// Window over which the drop rate is measured, ns.
     pub drop_rate_window_ns: u64,
-    /// Flows of one initiator opened within this time of the pool's start join the pool, ns.
+    /// Flows of one initiator opened within this time of the pool's first admitted SYN join
+    /// the pool, ns (with `pool_lifetime = while_active`: within this time of its last SYN).
     pub pool_window_ns: u64,
-    /// A pool refused for this long is admitted on its next SYN, ns ("a few seconds", less
-    /// than the SYN timeout cycle).
+    /// How long an admitted pool admits its initiator's new connections.
+    pub pool_lifetime: PoolLifetime,
+    /// `while_active`: bound on a pool's life from its first admitted SYN, ns.
+    pub pool_max_lifetime_ns: u64,
+    /// A pool refused for this long may be admitted whatever the drop rate, ns ("a few
+    /// seconds", less than the SYN timeout cycle); which pools, `t_wait_policy` says.
     pub t_wait_ns: u64,
+    pub t_wait_policy: TWaitPolicy,
+    /// With admission control: a new pool is admitted only while fewer connections than
+    /// this are in the NewFlow class (first slow start, not silent); 0 = no limit.
+    pub new_flow_limit_conns: u32,
+    /// Before the first drop-rate window completes, judge new pools on the drops seen so far
+    /// in it, not on a rate of 0.
+    pub conservative_start: bool,
+    /// Rank the loss of a first SYN with repeated timeouts (a SYN timeout is 1 s or more,
+    /// longer than a data RTO) instead of with timeouts, when choosing what to drop.
+    pub protect_first_syn: bool,
+    /// Proxy mode: refused SYNs are held in a FIFO of this many packets instead of being
+    /// dropped, and released when their pool is admitted; 0 = off (drop them).
+    pub admission_hold_syns: u32,
 }
 
 impl Default for TaqConfig {
@@ -173,7 +197,14 @@ impl Default for TaqConfig {
             admission_drop_threshold: 0.09,
             drop_rate_window_ns: 1_000 * MS,
             pool_window_ns: 3_000 * MS,
+            pool_lifetime: PoolLifetime::Window,
+            pool_max_lifetime_ns: 30_000 * MS,
             t_wait_ns: 3_000 * MS,
+            t_wait_policy: TWaitPolicy::OnePoolFifo,
+            new_flow_limit_conns: 12,
+            conservative_start: true,
+            protect_first_syn: false,
+            admission_hold_syns: 0,
         }
     }
 }
@@ -240,12 +271,27 @@ impl TaqConfig {
                 return Err(ConfigError::new(f, 0, "at least 1 ns"));
             }
         }
+        if c.pool_max_lifetime_ns < c.pool_window_ns {
+            return Err(ConfigError::new(
+                "pool_max_lifetime_ns",
+                c.pool_max_lifetime_ns,
+                format!("at least pool_window_ns ({})", c.pool_window_ns),
+            ));
+        }
+        if c.admission_hold_syns > 1 << 16 {
+            return Err(ConfigError::new("admission_hold_syns", c.admission_hold_syns, "0 (off) to 65536 packets"));
+        }
         Ok(Taq {
             cfg: c.clone(),
             table: BoundedTable::new(c.flow_table_capacity),
             flows: Vec::new(),
             sched: Scheduler::new(c.recovery_share, c.new_flow_share, c.cap_burst_bytes),
             admission: Admission::new(c.pool_table_capacity),
+            held: VecDeque::new(),
+            held_bytes: 0,
+            syns_released: 0,
+            syns_hold_full: 0,
+            new_flows: 0,
             active_flows: 0,
             active_pools: 0,
             total_served: Decayed::default(),
@@ -308,6 +354,13 @@ pub struct TaqSnapshot {
     pub syns_refused: u64,
     pub pools_admitted: u64,
     pub pools_admitted_after_wait: u64,
+    /// Proxy mode: SYNs held now, released to their pools since the start, and refused
+    /// SYNs dropped because the hold FIFO was full (counted in `syns_refused` too).
+    pub syns_held: u32,
+    pub syns_released: u64,
+    pub syns_hold_full: u64,
+    /// Connections in the NewFlow class (first slow start, not silent).
+    pub new_flow_conns: u32,
     /// Drop rate of the last complete window (admission control's measure).
     pub drop_rate: f64,
     /// Current fair share per active flow (or pool), bits per second.
@@ -332,6 +385,14 @@ pub struct Taq {
     flows: Vec<Flow>,
     sched: Scheduler,
     admission: Admission,
+    /// Proxy mode: refused SYNs in arrival order, with their pool slots; counted in the
+    /// backlog (`len_pkts`, `backlog_bytes`) and bounded by `admission_hold_syns`.
+    held: VecDeque<(Packet, u32)>,
+    held_bytes: u64,
+    syns_released: u64,
+    syns_hold_full: u64,
+    /// Tracked flows in the NewFlow class (first slow start, not silent).
+    new_flows: u32,
     active_flows: u32,
     active_pools: u32,
     total_served: Decayed,
@@ -383,6 +444,10 @@ impl Taq {
             syns_refused: self.admission.syns_refused,
             pools_admitted: self.admission.pools_admitted,
             pools_admitted_after_wait: self.admission.pools_admitted_after_wait,
+            syns_held: self.held.len() as u32,
+            syns_released: self.syns_released,
+            syns_hold_full: self.syns_hold_full,
+            new_flow_conns: self.new_flows,
             drop_rate: self.admission.drop_rate.peek(now, self.cfg.drop_rate_window_ns),
             fair_share_bps: fair,
             active_flows,
@@ -415,11 +480,24 @@ impl Taq {
         mine == 0.0 || mine * (n.max(1) as f64) < total
     }
 
-    /// Keep the active flow and pool counts in step with a flow's state.
-    fn count_transition(&mut self, slot: u32, before: TaqState) {
-        let after = self.flows[slot as usize].model.state;
+    /// What the counts depend on: the flow's state and whether it is in the NewFlow class.
+    fn class(&self, slot: u32) -> (TaqState, bool) {
+        let m = &self.flows[slot as usize].model;
+        (m.state, m.is_new && !m.state.is_silent())
+    }
+
+    /// Keep the active flow, pool and new-connection counts in step with a flow's state.
+    fn count_transition(&mut self, slot: u32, (before, was_new): (TaqState, bool)) {
+        let (after, is_new) = self.class(slot);
         if before.is_silent() != after.is_silent() {
             self.set_active(slot, !after.is_silent());
+        }
+        if was_new != is_new {
+            if is_new {
+                self.new_flows += 1;
+            } else {
+                self.new_flows -= 1;
+            }
         }
     }
 
@@ -443,7 +521,7 @@ impl Taq {
     }
 
     fn roll(&mut self, slot: u32, now: Instant) {
-        let before = self.flows[slot as usize].model.state;
+        let before = self.class(slot);
         self.flows[slot as usize].model.roll(now, &self.cfg);
         self.count_transition(slot, before);
     }
@@ -489,6 +567,7 @@ impl Taq {
                     self.admission.add_flow(pool);
                 }
                 self.set_active(i, true);
+                self.new_flows += self.flows[i as usize].model.is_new as u32;
                 i
             }
         }
@@ -498,9 +577,10 @@ impl Taq {
     fn forget(&mut self, i: u32) {
         let f = &self.flows[i as usize];
         debug_assert_eq!(f.model.queued_pkts, 0, "only idle flows are evicted");
-        let (state, pool) = (f.model.state, f.pool);
+        let (state, pool, is_new) = (f.model.state, f.pool, f.model.is_new);
         if !state.is_silent() {
             self.set_active(i, false);
+            self.new_flows -= is_new as u32;
         }
         if pool != NIL {
             self.admission.remove_flow(pool);
@@ -557,7 +637,7 @@ impl Taq {
         let item = self.sched.remove(q, pos);
         let slot = item.slot;
         self.roll(slot, cx.now); // the loss belongs to the flow's current epoch
-        let before = self.flows[slot as usize].model.state;
+        let before = self.class(slot);
         let m = &mut self.flows[slot as usize].model;
         m.queued_pkts -= 1;
         m.on_drop(&item.pkt, item.retx);
@@ -577,38 +657,24 @@ impl Qdisc for Taq {
     fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
         let now = cx.now;
         self.sweep(now);
+        self.release_held(cx);
         let mut pool = NIL;
         if pkt.flags.syn() && self.table.get(&pkt.flow).is_none() {
             // A new connection: its initiator sent the SYN (or receives this SYN-ACK).
             let initiator = if pkt.flags.ack() { pkt.flow.dst_ip } else { pkt.flow.src_ip };
-            match self.admission.on_syn(initiator, now, &self.cfg) {
-                Verdict::Refuse => {
-                    cx.drop(pkt, DropReason::Admission);
-                    return;
-                }
+            let grant_here = self.cfg.admission_hold_syns == 0;
+            match self.admission.on_syn(initiator, now, &self.cfg, self.new_flows, grant_here) {
+                Verdict::Refuse(p) => return self.refuse(pkt, p, cx),
                 Verdict::Admit(p) => pool = p.unwrap_or(NIL),
             }
         }
-        self.admission.drop_rate.arrival(now, self.cfg.drop_rate_window_ns);
-        let slot = self.flow_slot(&pkt, pool, now, cx);
-        let before = self.flows[slot as usize].model.state;
-        let info = self.flows[slot as usize].model.on_arrival(&pkt, now, &self.cfg);
-        self.count_transition(slot, before);
-        self.retx_seen += info.retx as u64;
-        let q = self.choose_queue(slot, info.retx, &pkt, now);
-        self.flows[slot as usize].queue = q;
-        self.flows[slot as usize].model.queued_pkts += 1;
-        self.table.set_busy(slot);
-        self.sched.push(q, Queued { pkt, slot, retx: info.retx });
-        self.enqueued_by_queue[q as usize] += 1;
-        if self.sched.len() > self.cfg.limit_pkts as usize {
-            self.drop_one(cx);
-        }
+        self.admit(pkt, pool, cx);
     }
 
     fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
         let now = cx.now;
         self.sweep(now);
+        self.release_held(cx);
         let (q, item) = self.sched.pop()?;
         let tau = self.cfg.fair_share_window_ns;
         let bytes = item.pkt.len_bytes();
@@ -634,13 +700,79 @@ impl Qdisc for Taq {
     }
 
     fn len_pkts(&self) -> usize {
-        self.sched.len()
+        self.sched.len() + self.held.len()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.sched.bytes()
+        self.sched.bytes() + self.held_bytes
     }
     fn flow_table_len(&self) -> usize {
         self.table.len()
+    }
+}
+
+impl Taq {
+    /// A refused SYN: dropped, or held in proxy mode while the FIFO has room (one copy per
+    /// connection: a client's retry of a held SYN is dropped, the held one stands for it).
+    fn refuse(&mut self, pkt: Packet, pool: Option<u32>, cx: &mut Cx) {
+        let cap = self.cfg.admission_hold_syns as usize;
+        let Some(pool) = pool.filter(|_| cap > 0) else {
+            return cx.drop(pkt, DropReason::Admission);
+        };
+        if self.held.iter().any(|(h, _)| h.flow == pkt.flow) {
+            return cx.drop(pkt, DropReason::Admission);
+        }
+        if self.held.len() >= cap {
+            self.syns_hold_full += 1;
+            return cx.drop(pkt, DropReason::Admission);
+        }
+        self.admission.add_flow(pool); // a pool with held SYNs is not evicted
+        self.held_bytes += pkt.len_bytes();
+        self.held.push_back((pkt, pool));
+    }
+
+    /// Proxy mode: admit held pools in the order their first SYN was held, and queue all
+    /// their held SYNs; stop at the first pool that may not be admitted yet.
+    fn release_held(&mut self, cx: &mut Cx) {
+        while let Some(&(_, pool)) = self.held.front() {
+            if !self.admission.try_admit_held(pool, cx.now, &self.cfg, self.new_flows) {
+                return;
+            }
+            let mut i = 0;
+            while i < self.held.len() {
+                if self.held[i].1 != pool {
+                    i += 1;
+                    continue;
+                }
+                let (pkt, _) = self.held.remove(i).expect("index in range");
+                self.held_bytes -= pkt.len_bytes();
+                self.admission.remove_flow(pool);
+                self.syns_released += 1;
+                // Its client's retry may have been admitted first (the pool passed the
+                // threshold at that SYN); then the held copy joins the tracked flow.
+                let p = if self.table.get(&pkt.flow).is_none() { pool } else { NIL };
+                self.admit(pkt, p, cx);
+            }
+        }
+    }
+
+    /// Queue an admitted packet (of pool slot `pool` if it opens a flow).
+    fn admit(&mut self, pkt: Packet, pool: u32, cx: &mut Cx) {
+        let now = cx.now;
+        self.admission.drop_rate.arrival(now, self.cfg.drop_rate_window_ns);
+        let slot = self.flow_slot(&pkt, pool, now, cx);
+        let before = self.class(slot);
+        let info = self.flows[slot as usize].model.on_arrival(&pkt, now, &self.cfg);
+        self.count_transition(slot, before);
+        self.retx_seen += info.retx as u64;
+        let q = self.choose_queue(slot, info.retx, &pkt, now);
+        self.flows[slot as usize].queue = q;
+        self.flows[slot as usize].model.queued_pkts += 1;
+        self.table.set_busy(slot);
+        self.sched.push(q, Queued { pkt, slot, retx: info.retx });
+        self.enqueued_by_queue[q as usize] += 1;
+        if self.sched.len() > self.cfg.limit_pkts as usize {
+            self.drop_one(cx);
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //! - Level 2, NewFlow, OverPenalized and BelowFairShare at equal priority: the packet that
 //!   has waited longest among their heads goes first, so each gets service in proportion
 //!   to its demand (its arrivals). NewFlow is capped at `new_flow_share` in the same way
-//!   as Recovery.
+//!   as Recovery, but against its level-2 peers only: it is never held back for level 3
+//!   (the paper: level 3 has "strictly lower priority compared to Level 2").
 //! - Level 3, AboveFairShare: FIFO, served only when levels 1 and 2 have nothing eligible.
 //!
 //! Caps are token buckets in bytes: every byte sent earns a capped queue `share` bytes of
@@ -143,13 +144,14 @@ impl Scheduler {
     pub fn pop(&mut self) -> Option<(TaqQueue, Queued)> {
         use TaqQueue::*;
         let nonempty = |s: &Self, q: TaqQueue| !s.queues[q as usize].is_empty();
-        let others_below_new = nonempty(self, OverPenalized) || nonempty(self, BelowFairShare) || nonempty(self, AboveFairShare);
-        let levels_2_3 = others_below_new || nonempty(self, NewFlow);
+        // NewFlow's cap yields to its level-2 peers only; level 3 waits for all of level 2.
+        let level_2_peers = nonempty(self, OverPenalized) || nonempty(self, BelowFairShare);
+        let levels_2_3 = level_2_peers || nonempty(self, NewFlow) || nonempty(self, AboveFairShare);
         let recovery = [RecoveryExtended, RecoverySilence, RecoveryFirst].into_iter().find(|&q| nonempty(self, q));
         let (q, by_credit) = match recovery {
             Some(r) if self.recovery_credit > 0.0 || !levels_2_3 => (r, self.recovery_credit > 0.0),
             _ => {
-                let new_ok = nonempty(self, NewFlow) && (self.new_flow_credit > 0.0 || !others_below_new);
+                let new_ok = nonempty(self, NewFlow) && (self.new_flow_credit > 0.0 || !level_2_peers);
                 let mut best: Option<(u64, TaqQueue)> = None;
                 for q in [NewFlow, OverPenalized, BelowFairShare] {
                     if q == NewFlow && !new_ok {
@@ -164,8 +166,8 @@ impl Scheduler {
                 match best {
                     Some((_, q)) => (q, q == NewFlow && self.new_flow_credit > 0.0),
                     None if nonempty(self, AboveFairShare) => (AboveFairShare, false),
-                    // Only capped queues hold packets and none may send: serve them anyway.
-                    None => (recovery.or(nonempty(self, NewFlow).then_some(NewFlow))?, false),
+                    // Only Recovery holds packets and has no credit: serve it anyway.
+                    None => (recovery?, false),
                 }
             }
         };
@@ -248,16 +250,25 @@ mod tests {
     }
 
     #[test]
-    fn new_flow_cap_yields_to_level_three_but_not_to_nothing() {
+    fn new_flow_cap_yields_to_level_two_peers_but_not_to_level_three() {
+        // Against BelowFairShare (level 2, equal priority): NewFlow gets its 20% of bytes.
         let mut s = Scheduler::new(1.0, 0.2, 500);
         for i in 0..500u64 {
             s.push(TaqQueue::NewFlow, item(1, i, 500));
-            s.push(TaqQueue::AboveFairShare, item(2, 1000 + i, 500));
+            s.push(TaqQueue::BelowFairShare, item(2, 1000 + i, 500));
         }
         let mut new = 0;
         for _ in 0..500 {
             new += (s.pop().unwrap().0 == TaqQueue::NewFlow) as i32;
         }
         assert!((new - 100).abs() <= 1, "{new}");
+        // Against AboveFairShare (level 3, strictly lower): all of NewFlow goes first.
+        let mut s = Scheduler::new(1.0, 0.2, 500);
+        for i in 0..500u64 {
+            s.push(TaqQueue::NewFlow, item(1, 1000 + i, 500));
+            s.push(TaqQueue::AboveFairShare, item(2, i, 500));
+        }
+        let first: Vec<TaqQueue> = (0..500).map(|_| s.pop().unwrap().0).collect();
+        assert!(first.iter().all(|&q| q == TaqQueue::NewFlow));
     }
 }

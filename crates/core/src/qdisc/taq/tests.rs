@@ -210,6 +210,91 @@ fn admission_refuses_new_pools_while_drops_are_high_and_admits_after_t_wait() {
     assert!(s.drop_rate >= 0.09);
 }
 
+/// Drop 9 of 10 packets of a flood at `t` ms and drain the queue (limit 1).
+fn flood(q: &mut Accounted<Taq>, t: u64) {
+    for i in 0..10u32 {
+        q.enqueue(data(50, (t as u32) * 100 + i * 460, 460), at(t));
+    }
+    while q.dequeue(at(t)).is_some() {}
+}
+
+#[test]
+fn proxy_mode_holds_refused_syns_as_backlog_and_releases_one_pool_per_t_wait() {
+    let c = TaqConfig { limit_pkts: 1, admission_control: true, admission_hold_syns: 2, ..cfg() };
+    let mut q = taq(c);
+    flood(&mut q, 500);
+    // Loss 0.9 in [0, 1 s): hosts 60 and 61 are held, not dropped; host 62 finds the FIFO full.
+    q.enqueue(syn(60, 1), at(1_500));
+    q.enqueue(syn(61, 1), at(1_600));
+    assert_eq!((q.len_pkts(), q.stats().dropped(DropReason::Admission)), (2, 0), "held SYNs are backlog");
+    assert_eq!(q.backlog_bytes(), 80);
+    flood(&mut q, 1_700); // keeps the loss of [1 s, 2 s) at 0.9
+    assert_eq!(q.len_pkts(), 2);
+    q.enqueue(syn(62, 1), at(1_750));
+    q.enqueue(syn(60, 1), at(2_500)); // the client's retry of a held SYN
+    assert_eq!(q.stats().dropped(DropReason::Admission), 2);
+    assert!(q.dequeue(at(2_500)).is_none(), "held SYNs wait");
+    assert!(q.check().is_ok());
+    for t in [2_500, 3_500, 4_500, 5_500, 6_500] {
+        flood(&mut q, t);
+    }
+    // Host 60 was held at 1.5 s: its grant falls due at 4.5 s (T_wait 3 s), host 61's one
+    // T_wait later, 7.5 s, though it was held since 1.6 s.
+    let released = |q: &Accounted<Taq>| q.inner().taq_snapshot(at(0)).syns_released;
+    assert_eq!(released(&q), 1);
+    let s = q.inner().taq_snapshot(at(6_500));
+    assert_eq!((s.syns_held, s.syns_hold_full, s.pools_admitted_after_wait), (1, 1, 1));
+    q.dequeue(at(7_400));
+    assert_eq!(released(&q), 1);
+    assert_eq!(q.dequeue(at(7_600)).map(|p| p.flow.src_ip), Some(61));
+    assert_eq!((q.len_pkts(), q.backlog_bytes()), (0, 0));
+    assert!(q.check().is_ok());
+}
+
+#[test]
+fn new_flow_limit_counts_connections_in_first_slow_start() {
+    let c = TaqConfig { admission_control: true, new_flow_limit_conns: 2, ..cfg() };
+    let mut q = taq(c);
+    q.enqueue(syn(1, 1), at(0));
+    q.enqueue(syn(1, 2), at(1)); // same pool: admitted though it fills the class
+    q.enqueue(syn(2, 1), at(2)); // a new pool, class full
+    assert_eq!(q.stats().dropped(DropReason::Admission), 1);
+    assert_eq!(q.inner().taq_snapshot(at(2)).new_flow_conns, 2);
+    while q.dequeue(at(3)).is_some() {}
+    // Host 1's connections leave slow start for Normal after an epoch without growth:
+    // the class empties and host 2's retry is admitted.
+    q.enqueue(seg(1, 1, 1, 460, TcpFlags::ACK), at(100));
+    q.enqueue(seg(1, 1, 461, 460, TcpFlags::ACK), at(250));
+    q.enqueue(seg(1, 1, 921, 460, TcpFlags::ACK), at(360));
+    q.enqueue(seg(1, 2, 1, 460, TcpFlags::ACK), at(100));
+    q.enqueue(seg(1, 2, 461, 460, TcpFlags::ACK), at(250));
+    q.enqueue(seg(1, 2, 921, 460, TcpFlags::ACK), at(360));
+    let n = q.inner().taq_snapshot(at(1_000)).new_flow_conns;
+    q.enqueue(syn(2, 1), at(1_000));
+    let admitted = q.stats().dropped(DropReason::Admission) == 1;
+    assert_eq!(admitted, n < 2, "admitted exactly when the class has room ({n} of 2)");
+    assert!(admitted, "the two flows left the NewFlow class");
+}
+
+#[test]
+fn protect_first_syn_ranks_it_with_backed_off_flows() {
+    for (protect, victim) in [(false, 20), (true, 10)] {
+        let mut q = taq(TaqConfig { limit_pkts: 1, protect_first_syn: protect, ..cfg() });
+        // Flow 10 sends, falls silent for 20 epochs, retransmits (a timeout: its timer is
+        // backed off), then sends new data, which stays queued.
+        q.enqueue(data(10, 0, 460), at(0));
+        q.enqueue(data(10, 460, 460), at(10));
+        while q.dequeue(at(20)).is_some() {}
+        q.enqueue(data(10, 0, 460), at(2_000));
+        q.dequeue(at(2_000));
+        assert_eq!(state(&q, 10), TaqState::TimeoutRecovery);
+        q.enqueue(data(10, 920, 460), at(2_010));
+        // A first SYN overflows the one-packet buffer.
+        q.enqueue(syn(20, 5), at(2_011));
+        assert_eq!(q.last_drops()[0].0.flow.src_ip, victim, "protect_first_syn = {protect}");
+    }
+}
+
 #[test]
 fn reverse_direction_gives_the_epoch_from_the_handshake() {
     let mut q = taq(cfg());
@@ -285,6 +370,8 @@ fn rejects_bad_values_naming_the_field() {
     assert_eq!(bad(TaqConfig { admission_drop_threshold: 1.2, ..d() }), "admission_drop_threshold");
     assert_eq!(bad(TaqConfig { drop_rate_window_ns: 0, ..d() }), "drop_rate_window_ns");
     assert_eq!(bad(TaqConfig { pool_window_ns: 0, ..d() }), "pool_window_ns");
+    assert_eq!(bad(TaqConfig { pool_max_lifetime_ns: 1, ..d() }), "pool_max_lifetime_ns");
+    assert_eq!(bad(TaqConfig { admission_hold_syns: 1 << 20, ..d() }), "admission_hold_syns");
 }
 
 /// Every internal count agrees with a recount from the flows and queues.
@@ -296,11 +383,13 @@ fn check_invariants(q: &Accounted<Taq>, limit: usize, flow_cap: usize, pool_cap:
     prop_assert!(t.admission.len() <= pool_cap);
     prop_assert_eq!(t.flows.len(), t.table.len());
     let mut active = 0;
+    let mut new = 0;
     let mut queued = 0usize;
     let mut pool_flows = vec![0u32; t.admission.pools.len()];
     let mut pool_active = vec![0u32; t.admission.pools.len()];
     for f in &t.flows {
         active += !f.model.state.is_silent() as u32;
+        new += (f.model.is_new && !f.model.state.is_silent()) as u32;
         queued += f.model.queued_pkts as usize;
         if f.pool != NIL {
             pool_flows[f.pool as usize] += 1;
@@ -308,7 +397,13 @@ fn check_invariants(q: &Accounted<Taq>, limit: usize, flow_cap: usize, pool_cap:
         }
     }
     prop_assert_eq!(active, t.active_flows);
+    prop_assert_eq!(new, t.new_flows);
     prop_assert_eq!(queued, t.sched.len());
+    prop_assert!(t.held.len() <= t.cfg.admission_hold_syns as usize);
+    prop_assert_eq!(t.held.iter().map(|(p, _)| p.len_bytes()).sum::<u64>(), t.held_bytes);
+    for &(_, pool) in &t.held {
+        pool_flows[pool as usize] += 1;
+    }
     let queue_sum: usize = TaqQueue::ALL.iter().map(|&x| t.sched.queue_len(x)).sum();
     prop_assert_eq!(queue_sum, t.sched.len());
     for (i, p) in t.admission.pools.iter().enumerate() {
@@ -356,6 +451,9 @@ proptest! {
         pool_cap in 1u32..40,
         admission_control in any::<bool>(),
         pool_fairness in any::<bool>(),
+        hold in 0u32..6,
+        one_pool in any::<bool>(),
+        while_active in any::<bool>(),
         ops in tcp_ops(),
     ) {
         let flow_cap = limit + extra_flows;
@@ -364,6 +462,10 @@ proptest! {
             flow_table_capacity: flow_cap,
             pool_table_capacity: pool_cap,
             admission_control,
+            admission_hold_syns: hold,
+            new_flow_limit_conns: 3,
+            t_wait_policy: if one_pool { TWaitPolicy::OnePoolFifo } else { TWaitPolicy::AllWaiting },
+            pool_lifetime: if while_active { PoolLifetime::WhileActive } else { PoolLifetime::Window },
             fairness: if pool_fairness { FairnessUnit::Pool } else { FairnessUnit::Flow },
             ..cfg()
         };
@@ -410,9 +512,10 @@ proptest! {
         let mut guard = 0;
         while q.dequeue(Instant(now)).is_some() {
             guard += 1;
-            prop_assert!(guard <= limit);
+            prop_assert!(guard <= limit + hold);
         }
-        prop_assert!(q.is_empty() && q.check().is_ok());
+        prop_assert!(q.check().is_ok());
+        prop_assert_eq!(q.len_pkts(), q.inner().held.len(), "only held SYNs may remain");
         prop_assert_eq!(q.inner().flows.iter().map(|f| f.model.queued_pkts).sum::<u32>(), 0);
     }
 
