@@ -96,7 +96,7 @@ mod tests {
         // Back-to-back packets (10 µs apart, well inside the jitter) and spaced ones (10 ms).
         let mut now = Instant::ZERO;
         for i in 0..4000u64 {
-            now = now + Duration::from_micros(if i % 2 == 0 { 10 } else { 10_000 });
+            now += Duration::from_micros(if i % 2 == 0 { 10 } else { 10_000 });
             link.sending = Some(Packet { seq: i as u32, ..Packet::default() });
             link.finish_tx(now);
             let &(at, pkt) = link.pipe.back().unwrap();

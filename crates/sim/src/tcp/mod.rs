@@ -495,13 +495,11 @@ impl Endpoint {
         }
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
+        let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
         if ack > self.snd_una {
             self.on_new_ack(ack, seg, now, p, out);
-            if new_sack && self.snd_max > self.snd_una {
-                self.on_dupack(now, p, out);
-            }
-        } else if ack == self.snd_una && self.snd_max > self.snd_una && if p.sack() { new_sack } else { seg.seq_len() == 0 }
-        {
+        }
+        if duplicate && ack == self.snd_una && self.snd_max > self.snd_una {
             self.on_dupack(now, p, out);
         }
     }

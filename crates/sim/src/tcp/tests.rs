@@ -336,6 +336,7 @@ fn a_delayed_ack_echoes_the_earliest_segment_it_covers() {
 /// until nothing is left to do or `until`. `lose(to_server, pkt)` drops a packet;
 /// `arrives(server, pkt)` sees each client packet as it reaches the server, before the
 /// server handles it; `after(client)` sees the client after each of its steps.
+#[allow(clippy::too_many_arguments)]
 fn exchange(
     c: &mut Endpoint, s: &mut Endpoint, p: &TcpParams, first: Vec<Packet>, from: Instant, until: Instant,
     mut lose: impl FnMut(bool, &Packet) -> bool, mut arrives: impl FnMut(&Endpoint, &Packet),
@@ -389,16 +390,23 @@ fn holds(s: &Endpoint, seg: &Packet) -> bool {
     end <= s.rcv_nxt || s.ooo.range_of(start).is_some_and(|(_, e)| e >= end)
 }
 
-#[test]
-fn after_an_rto_the_sack_sender_resends_nothing_the_receiver_sacked() {
+/// Established at t = 100 ms with IW 10 and limited transmit off; `segments` full segments
+/// written then (the first ten go out at once).
+fn one_window(recovery: Recovery, segments: u64) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
     let p = params(|c| {
-        c.recovery = Recovery::Sack;
+        c.recovery = recovery;
         c.initial_window_pkts = 10;
         c.limited_transmit = false;
     });
-    let (mut c, mut s) = established(&p, 0, 0);
+    let (mut c, s) = established(&p, 0, 0);
     let mut out = Vec::new();
-    c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+    c.app_write(segments * p.mss, false, t(100), &p, &mut out);
+    (p, c, s, out)
+}
+
+#[test]
+fn after_an_rto_the_sack_sender_resends_nothing_the_receiver_sacked() {
+    let (p, mut c, mut s, mut out) = one_window(Recovery::Sack, 10);
     // Only segments 2, 4, 6 and 8 arrive, and only the first two dupacks come back: two
     // SACKed segments (2000 bytes) are too few for IsLost, so the RTO fires.
     let mut acks = Vec::new();
@@ -531,14 +539,7 @@ fn flight_never_exceeds_the_receive_window() {
 /// the go-back-N resends of the next two segments follow, the first lost, the second
 /// drawing a duplicate ACK that the network delivers three times.
 fn dupacks_below_recover_after_an_rto(arrive: &[usize]) -> Endpoint {
-    let p = params(|c| {
-        c.recovery = Recovery::Newreno;
-        c.initial_window_pkts = 10;
-        c.limited_transmit = false;
-    });
-    let (mut c, mut s) = established(&p, 0, 0);
-    let mut out = Vec::new();
-    c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+    let (p, mut c, mut s, out) = one_window(Recovery::Newreno, 10);
     let mut acks = Vec::new();
     for &i in arrive {
         s.on_segment(&out[i], t(150), &p, &mut acks);
@@ -578,14 +579,7 @@ fn newreno_dupacks_below_recover_after_an_rto_follow_the_ack_heuristic() {
 #[test]
 fn an_rto_during_fast_recovery_ends_it_with_one_segment_and_half_the_flight() {
     for recovery in [Recovery::Newreno, Recovery::Sack] {
-        let p = params(|c| {
-            c.recovery = recovery;
-            c.initial_window_pkts = 10;
-            c.limited_transmit = false;
-        });
-        let (mut c, mut s) = established(&p, 0, 0);
-        let mut out = Vec::new();
-        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
+        let (p, mut c, mut s, out) = one_window(recovery, 20);
         let mut acks = Vec::new();
         for (i, seg) in out.iter().enumerate() {
             if i != 2 {
@@ -644,14 +638,7 @@ fn is_lost_counts_sacked_segments_not_ranges() {
 fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
     // Segments 1, 2 and 4 arrive, no ACK comes back, the RTO resends segment 0. Late copies
     // of segments 6, 8 and 9 then draw three ACKs for the same byte, each SACKing new data.
-    let p = params(|c| {
-        c.recovery = Recovery::Sack;
-        c.initial_window_pkts = 10;
-        c.limited_transmit = false;
-    });
-    let (mut c, mut s) = established(&p, 0, 0);
-    let mut out = Vec::new();
-    c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+    let (p, mut c, mut s, out) = one_window(Recovery::Sack, 10);
     let mut acks = Vec::new();
     for i in [1, 2, 4] {
         s.on_segment(&out[i], t(150), &p, &mut acks);
