@@ -74,3 +74,45 @@ impl Link {
         (Some(pkt), next)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smallpipe_core::qdisc::DropTailConfig;
+    use smallpipe_core::QdiscConfig;
+
+    /// The sender's processing delay (ns-2 `overhead_`): each packet arrives between `delay`
+    /// and `delay + jitter_max` after its transmission ends, in the order it was sent, and
+    /// the draws cover the whole range (uniform: mean near `jitter_max / 2`).
+    #[test]
+    fn processing_delay_stays_in_range_keeps_fifo_and_is_random() {
+        let jitter_max = Duration::from_millis(4);
+        let delay = Duration::from_millis(10);
+        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(10), limit_bytes: None });
+        let q = Accounted::new(q.build().unwrap(), Rng::new(1, 2));
+        let mut link = Link::new("sender0_up".into(), 100_000_000, delay, jitter_max, 0.0, q, 0, Rng::new(1, 3));
+        let mut last = Instant::ZERO;
+        let mut extra_ns = Vec::new();
+        // Back-to-back packets (10 µs apart, well inside the jitter) and spaced ones (10 ms).
+        let mut now = Instant::ZERO;
+        for i in 0..4000u64 {
+            now += Duration::from_micros(if i % 2 == 0 { 10 } else { 10_000 });
+            link.sending = Some(Packet { seq: i as u32, ..Packet::default() });
+            link.finish_tx(now);
+            let &(at, pkt) = link.pipe.back().unwrap();
+            assert_eq!(pkt.seq, i as u32);
+            assert!(at >= last, "FIFO: packet {i} would overtake the one before");
+            let extra = at.saturating_since(now + delay);
+            assert!(at >= now + delay && extra <= jitter_max, "packet {i}: extra delay {extra:?}");
+            extra_ns.push(extra.as_nanos() as f64);
+            last = at;
+        }
+        let mean = extra_ns.iter().sum::<f64>() / extra_ns.len() as f64;
+        let max = extra_ns.iter().cloned().fold(0.0, f64::max);
+        let j = jitter_max.as_nanos() as f64;
+        assert!(max > 0.99 * j, "the draws reach the top of the range: {max}");
+        // Uniform on [0, J] has mean J/2 and standard deviation J/√12; the FIFO hold-back of
+        // the back-to-back packets only raises it. 2000 spaced draws: standard error 0.0065 J.
+        assert!((0.45 * j..0.65 * j).contains(&mean), "mean extra delay {mean} of {j}");
+    }
+}

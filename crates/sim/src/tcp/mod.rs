@@ -12,8 +12,8 @@
 //!
 //! Choices where the RFCs leave room (see docs/tcp.md): no Nagle (each write is sent at
 //! once); the listener retransmits its SYN-ACK on its own timer and also answers a
-//! retransmitted SYN at once; after an RTO the SACK scoreboard is cleared (RFC 2018 §8)
-//! and the sender goes back to `snd_una`.
+//! retransmitted SYN at once; after an RTO the sender goes back to `snd_una` but keeps the
+//! SACK scoreboard and skips what it covers (RFC 6675 §5.1: our receivers never renege).
 
 pub mod cubic;
 mod rtt;
@@ -190,6 +190,8 @@ pub struct Endpoint {
     sack_recent: Vec<u64>,
     fin_offset: Option<u64>,
     ts_recent: u32,
+    /// `rcv_nxt` carried by the last ACK we sent (RFC 7323 Last.ACK.sent).
+    last_ack_sent: u64,
     unacked_segs: u32,
     delack_at: Option<Instant>,
     // Bookkeeping for the simulator.
@@ -242,6 +244,7 @@ impl Endpoint {
             sack_recent: Vec::new(),
             fin_offset: None,
             ts_recent: 0,
+            last_ack_sent: 0,
             unacked_segs: 0,
             delack_at: None,
             timer_gen: 0,
@@ -400,8 +403,7 @@ impl Endpoint {
                 self.cwnd = p.mss;
                 self.recovery = None;
                 self.dupacks = 0;
-                self.recover_mark = self.snd_max;
-                self.scoreboard.clear();
+                self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
                 self.try_send(now, p, out);
                 self.rto_at = Some(now + self.rtt.rto());
@@ -447,11 +449,7 @@ impl Endpoint {
                     self.snd_una = 1;
                     self.highest_ack = 1;
                     self.rto_at = None;
-                    // RFC 5681 §3.1: a lost SYN leaves an initial window of one segment.
-                    self.cwnd = if self.syn_retransmitted { p.mss } else { p.initial_window };
-                    if self.syn_retransmitted && self.rtt.srtt().is_none() {
-                        self.rtt.reinit_after_syn_timeout();
-                    }
+                    self.start_after_syn_timeout(p);
                     let sent = out.len();
                     self.try_send(now, p, out);
                     if out.len() == sent {
@@ -460,10 +458,12 @@ impl Endpoint {
                 }
             }
             State::SynReceived if seg.flags.syn() && !seg.flags.ack() => {
-                // Our SYN-ACK was lost: the client retried.
+                // Our SYN-ACK was lost: the client retried. Echo this SYN's TSval (RFC 7323 §4.3).
+                self.update_ts_recent(seg, p);
                 self.send_segment(0, 0, false, now, p, out);
             }
             _ => {
+                self.update_ts_recent(seg, p);
                 if seg.flags.syn() {
                     // A retransmitted SYN-ACK: our handshake ACK was lost.
                     self.send_ack(now, p, out);
@@ -476,6 +476,26 @@ impl Endpoint {
                     self.on_data(seg, now, p, out);
                 }
             }
+        }
+    }
+
+    /// RFC 5681 §3.1 and RFC 6298 (5.7): once our SYN (or SYN-ACK) timed out, data starts
+    /// with a window of one segment and an RTO of 3 s, whatever the handshake's RTT sample.
+    fn start_after_syn_timeout(&mut self, p: &TcpParams) {
+        if self.syn_retransmitted {
+            self.cwnd = p.mss;
+            self.rtt.reinit_after_syn_timeout();
+        }
+    }
+
+    /// RFC 7323 §4.3 (2): TS.Recent takes the TSval of a segment at or before Last.ACK.sent
+    /// only, so a delayed ACK echoes the earliest segment it covers and an out-of-order one
+    /// the last segment that advanced `rcv_nxt`.
+    fn update_ts_recent(&mut self, seg: &Packet, p: &TcpParams) {
+        let seq = unwrap(self.rcv_nxt, self.irs.wrapping_add(self.rcv_nxt as u32), seg.seq);
+        let newer = seg.ts_val.wrapping_sub(self.ts_recent) as i32 >= 0;
+        if p.timestamps && seg.ts_val != 0 && seq <= self.last_ack_sent && newer {
+            self.ts_recent = seg.ts_val;
         }
     }
 
@@ -499,15 +519,19 @@ impl Endpoint {
         if p.sack() {
             for b in seg.sack_blocks() {
                 let (s, e) = (self.unwrap_ack(b.start), self.unwrap_ack(b.end));
-                if s >= self.snd_una && e <= self.snd_max {
-                    new_sack |= self.scoreboard.insert(s, e);
+                if s >= self.snd_una && e <= self.snd_max && e > ack {
+                    new_sack |= self.scoreboard.insert(s.max(ack), e);
                 }
             }
         }
+        // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
+        // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
+        let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
         if ack > self.snd_una {
             self.on_new_ack(ack, seg, now, p, out);
-        } else if ack == self.snd_una && self.snd_max > self.snd_una && seg.seq_len() == 0 {
-            self.on_dupack(new_sack, now, p, out);
+        }
+        if duplicate && ack == self.snd_una && self.snd_max > self.snd_una {
+            self.on_dupack(now, p, out);
         }
     }
 
@@ -516,6 +540,9 @@ impl Endpoint {
         self.end_backoff(now);
         self.take_rtt_sample(ack, seg, now, p);
         let syn_acked = self.snd_una == 0;
+        if syn_acked {
+            self.start_after_syn_timeout(p); // the listener's SYN-ACK timed out
+        }
         self.prev_highest_ack = self.highest_ack;
         self.highest_ack = ack;
         self.snd_una = ack;
@@ -600,7 +627,7 @@ impl Endpoint {
         }
     }
 
-    fn on_dupack(&mut self, new_sack: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+    fn on_dupack(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.dupacks += 1;
         if self.recovery.is_some() {
             if p.recovery != Recovery::Sack {
@@ -609,17 +636,25 @@ impl Endpoint {
             self.try_send(now, p, out);
             return;
         }
-        let lost = p.sack() && new_sack && self.is_lost(self.snd_una, p);
+        // RFC 6675 §5 (2): a dupack that leaves `snd_una` lost starts recovery early.
+        let lost = p.sack() && self.is_lost(self.snd_una, p);
         if self.dupacks >= p.dupthresh || lost {
-            // RFC 6582 §3.2 step 2: a new episode only past `recover`, or by the ACK heuristic.
-            let past_recover = self.snd_una > self.recover_mark;
-            let heuristic = self.cwnd > p.mss && self.highest_ack - self.prev_highest_ack <= 4 * p.mss;
-            if past_recover || (p.recovery != Recovery::Reno && heuristic) || p.recovery == Recovery::Reno {
+            let enter = match p.recovery {
+                Recovery::Reno => true,
+                // RFC 6582 §3.2 step 2: a new episode only past `recover`, or by the ACK heuristic.
+                Recovery::Newreno => {
+                    self.snd_una > self.recover_mark
+                        || (self.cwnd > p.mss && self.highest_ack - self.prev_highest_ack <= 4 * p.mss)
+                }
+                // RFC 6675 §5.1: none until HighACK reaches the RecoveryPoint of the last one.
+                Recovery::Sack => self.snd_una >= self.recover_mark,
+            };
+            if enter {
                 self.enter_fast_recovery(now, p, out);
             }
-        } else if p.limited_transmit {
-            // RFC 3042: one new segment for each of the first two dupacks.
-            self.send_new(self.cwnd + self.dupacks as u64 * p.mss, now, p, out);
+        } else if p.limited_transmit && self.snd_nxt == self.snd_max {
+            // RFC 3042: one previously unsent segment per dupack, FlightSize <= cwnd + 2 SMSS.
+            self.send_new(self.cwnd + 2 * p.mss, 1, now, p, out);
         }
     }
 
@@ -663,7 +698,6 @@ impl Endpoint {
             self.send_ack(now, p, out);
             return;
         }
-        self.ts_recent = seg.ts_val; // RFC 7323 §4.3: the segment covers Last.ACK.sent
         let before = self.rcv_nxt;
         self.rcv_nxt = end;
         let filled_hole = !self.ooo.is_empty();
@@ -735,22 +769,28 @@ impl Endpoint {
         {
             self.cwnd = self.cwnd.min(p.initial_window); // RFC 5681 §4.1 restart window
         }
-        self.send_new(self.cwnd, now, p, out);
+        self.send_new(self.cwnd, usize::MAX, now, p, out);
     }
 
-    /// Sends from `snd_nxt` while the in-flight data stays within `window` (and rwnd).
-    fn send_new(&mut self, window: u64, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+    /// Sends up to `max_segments` from `snd_nxt` while `snd_nxt - snd_una` stays within
+    /// `window` (and rwnd). Going back after an RTO it skips what the receiver SACKed
+    /// (RFC 6675 §5.1).
+    fn send_new(&mut self, window: u64, max_segments: usize, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         if !self.can_send_data() {
             return;
         }
         let window = window.min(p.rwnd);
-        let data_end = 1 + self.app_written;
-        while self.snd_nxt < self.send_end() {
-            let len = (data_end.saturating_sub(self.snd_nxt)).min(p.mss);
+        for _ in 0..max_segments {
+            if let Some((_, sacked_end)) = self.scoreboard.range_of(self.snd_nxt) {
+                self.snd_nxt = sacked_end;
+            }
+            if self.snd_nxt >= self.send_end() {
+                break;
+            }
+            let (_, len, fin) = self.segment_at(self.snd_nxt, p);
             if self.snd_nxt + len - self.snd_una > window {
                 break;
             }
-            let fin = self.app_closed && self.snd_nxt + len == data_end;
             self.send_segment(self.snd_nxt, len, fin, now, p, out);
             self.snd_nxt += len + fin as u64;
             if fin {
@@ -785,8 +825,8 @@ impl Endpoint {
     /// RFC 6675 IsLost: DupThresh SACKed segments, or more than (DupThresh-1)*SMSS SACKed
     /// bytes, above `offset`.
     fn is_lost(&self, offset: u64, p: &TcpParams) -> bool {
-        let (bytes, ranges) = self.scoreboard.above(offset + 1);
-        bytes > (p.dupthresh as u64 - 1) * p.mss || ranges >= p.dupthresh as usize
+        let (bytes, segments) = self.scoreboard.above(offset + 1, p.mss);
+        bytes > (p.dupthresh as u64 - 1) * p.mss || segments >= p.dupthresh as u64
     }
 
     /// RFC 6675 SetPipe: bytes believed in the network.
@@ -819,14 +859,14 @@ impl Endpoint {
         let mut at = from;
         let mut rescue = None;
         let high_sacked = self.scoreboard.highest_end().unwrap_or(0);
-        while let Some((s, _)) = self.scoreboard.first_gap(at, self.snd_max) {
+        while let Some((s, e)) = self.scoreboard.first_gap(at, self.snd_max) {
             if self.is_lost(s, p) {
                 return Some(self.segment_at(s, p));
             }
             if rescue.is_none() && s < high_sacked {
                 rescue = Some(self.segment_at(s, p));
             }
-            at = s + 1;
+            at = e; // no byte of a gap is SACKed, so IsLost is the same all through it
             if at >= high_sacked {
                 break;
             }
@@ -908,6 +948,9 @@ impl Endpoint {
     fn packet(&mut self, off: u64, len: u16, flags: TcpFlags, now: Instant, p: &TcpParams) -> Packet {
         self.unacked_segs = 0;
         self.delack_at = None;
+        if flags.ack() {
+            self.last_ack_sent = self.rcv_nxt;
+        }
         let mut pkt = Packet {
             flow: self.key,
             seq: self.iss.wrapping_add(off as u32),

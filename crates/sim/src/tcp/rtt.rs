@@ -51,12 +51,12 @@ impl RttEstimator {
         self.backoff += 1;
     }
 
-    /// RFC 6298 (5.7): a SYN timed out and no sample was taken; use 3 s for data.
+    /// RFC 6298 (5.7): a SYN timed out, so data starts with an RTO of 3 s (or the RTO in
+    /// use, if larger), even when the handshake gave an RTT sample. SRTT and RTTVAR stay:
+    /// the next sample recomputes the RTO by (2.3).
     pub fn reinit_after_syn_timeout(&mut self) {
-        if self.srtt_ns.is_none() {
-            self.rto_base = Duration::from_secs(3);
-            self.backoff = 0;
-        }
+        self.rto_base = self.rto_base.max(Duration::from_secs(3)).min(self.max_rto);
+        self.backoff = 0;
     }
 
     pub fn srtt(&self) -> Option<Duration> {
@@ -104,5 +104,19 @@ mod tests {
         assert_eq!(e.rto(), Duration::from_secs(60), "max RTO caps the backoff");
         e.sample(Duration::from_millis(10));
         assert_eq!(e.rto(), Duration::from_millis(200), "a valid sample collapses the backoff");
+    }
+
+    #[test]
+    fn syn_timeout_sets_three_seconds_with_or_without_a_sample() {
+        // RFC 6298 (5.7): "re-initialized to 3 seconds", whatever the handshake measured.
+        let mut e = est();
+        e.back_off();
+        e.reinit_after_syn_timeout();
+        assert_eq!(e.rto(), Duration::from_secs(3), "no sample, backoff dropped");
+        let mut e = est();
+        e.sample(Duration::from_millis(100));
+        e.reinit_after_syn_timeout();
+        assert_eq!(e.rto(), Duration::from_secs(3), "a 100 ms sample (RTO 300 ms) does not skip it");
+        assert_eq!(e.srtt(), Some(Duration::from_millis(100)), "SRTT kept for the next sample");
     }
 }

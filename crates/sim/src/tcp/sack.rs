@@ -67,18 +67,19 @@ impl RangeSet {
         self.ranges.get(i).copied().filter(|&(s, _)| s <= offset)
     }
 
-    /// Bytes and ranges at or above `offset`.
-    pub fn above(&self, offset: u64) -> (u64, usize) {
+    /// Bytes at or above `offset`, and the fewest segments of at most `segment_bytes` that
+    /// carry them (each range rounded up on its own: a SACKed range holds whole segments).
+    pub fn above(&self, offset: u64, segment_bytes: u64) -> (u64, u64) {
         let mut bytes = 0;
-        let mut count = 0;
+        let mut segments = 0;
         for &(s, e) in self.ranges.iter().rev() {
             if e <= offset {
                 break;
             }
             bytes += e - s.max(offset);
-            count += 1;
+            segments += (e - s.max(offset)).div_ceil(segment_bytes);
         }
-        (bytes, count)
+        (bytes, segments)
     }
 
     pub fn highest_end(&self) -> Option<u64> {
@@ -121,7 +122,9 @@ mod tests {
         assert_eq!(s.first_gap(10, 40), None);
         s.discard_below(15);
         assert_eq!(s.ranges(), &[(15, 40)]);
-        assert_eq!(s.above(30), (10, 1));
+        assert_eq!(s.above(30, 4), (10, 3), "10 bytes need three 4-byte segments");
+        s.insert(50, 51);
+        assert_eq!(s.above(30, 4), (11, 4), "a one-byte range is a segment");
     }
 
     proptest! {
@@ -137,7 +140,7 @@ mod tests {
             }
             prop_assert_eq!(s.contains(probe), naive.contains(&probe));
             let bytes_above = naive.range(probe..).count() as u64;
-            prop_assert_eq!(s.above(probe).0, bytes_above);
+            prop_assert_eq!(s.above(probe, 1), (bytes_above, bytes_above), "one-byte segments: one per byte");
             for w in s.ranges().windows(2) {
                 prop_assert!(w[0].1 < w[1].0, "disjoint and non-adjacent");
             }

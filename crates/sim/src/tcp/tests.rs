@@ -364,3 +364,418 @@ fn cubic_after_a_timeout_one_segment_and_ssthresh_from_beta() {
     // RFC 9438 §4.8: ssthresh = max(β_cubic × FlightSize, 2 SMSS) = max(2800, 2000).
     assert_eq!(c.ssthresh_bytes(), 2800);
 }
+
+/// The client's SYN is lost; the retransmission at the 1 s initial RTO gets through.
+/// Returns the endpoints after the handshake completes at t = 1100 ms (RTT 100 ms).
+fn handshake_after_a_lost_syn(p: &TcpParams) -> (Endpoint, Endpoint) {
+    let mut c = Endpoint::client(KEY, 7, p);
+    let mut s = Endpoint::listener(KEY.reversed(), 9, p);
+    let mut out = Vec::new();
+    c.connect(t(0), p, &mut out);
+    out.clear(); // the SYN is lost
+    assert_eq!(c.next_deadline(), Some(t(1000)));
+    c.on_timer(t(1000), p, &mut out);
+    let syn = out.pop().unwrap();
+    s.on_segment(&syn, t(1050), p, &mut out);
+    let syn_ack = out.pop().unwrap();
+    c.on_segment(&syn_ack, t(1100), p, &mut out);
+    s.on_segment(&out.pop().unwrap(), t(1150), p, &mut out);
+    assert!(c.state == State::Established && s.state == State::Established && out.is_empty());
+    (c, s)
+}
+
+#[test]
+fn a_lost_syn_leaves_one_segment_and_a_three_second_rto_with_or_without_timestamps() {
+    for timestamps in [false, true] {
+        let p = params(|c| c.timestamps = timestamps);
+        let (mut c, _) = handshake_after_a_lost_syn(&p);
+        // With timestamps the handshake gave a valid 100 ms sample; RFC 6298 (5.7) still
+        // sets 3 s. Without, Karn's rule gave none.
+        let sample = timestamps.then(|| Duration::from_millis(100));
+        assert_eq!(c.rtt_estimator().srtt(), sample, "timestamps {timestamps}");
+        let mut out = Vec::new();
+        c.app_write(10 * p.mss, false, t(1100), &p, &mut out);
+        assert_eq!(out.len(), 1, "RFC 5681 §3.1: one segment (timestamps {timestamps})");
+        assert_eq!(c.rto(), Duration::from_secs(3), "RFC 6298 (5.7) (timestamps {timestamps})");
+        assert_eq!(c.next_deadline(), Some(t(4100)));
+    }
+}
+
+#[test]
+fn a_lost_syn_ack_gives_the_real_rtt_and_the_listener_a_three_second_rto() {
+    let p = params(|_| ());
+    let mut c = Endpoint::client(KEY, 7, &p);
+    let mut s = Endpoint::listener(KEY.reversed(), 9, &p);
+    let mut out = Vec::new();
+    c.connect(t(0), &p, &mut out);
+    let syn = out.pop().unwrap();
+    s.on_segment(&syn, t(50), &p, &mut out);
+    out.clear(); // the SYN-ACK is lost
+    c.on_timer(t(1000), &p, &mut out);
+    let syn2 = out.pop().unwrap();
+    s.on_segment(&syn2, t(1050), &p, &mut out);
+    let syn_ack = out.pop().unwrap();
+    // RFC 7323 §4.3: the answer to the retried SYN echoes that SYN's TSval, not the first's.
+    assert_eq!(syn_ack.ts_ecr, syn2.ts_val);
+    // The listener's own SYN-ACK timer (armed at 50 ms) expires too: RFC 6298 (5.7) applies
+    // to it as to the client ("awaiting the ACK of a SYN segment").
+    s.on_timer(t(1050), &p, &mut out);
+    assert_eq!(s.stats.syn_timeouts, 1);
+    out.clear();
+    c.on_segment(&syn_ack, t(1100), &p, &mut out);
+    assert_eq!(c.rtt_estimator().srtt(), Some(Duration::from_millis(100)), "the real RTT, not 1.1 s");
+    s.on_segment(&out.pop().unwrap(), t(1150), &p, &mut out);
+    assert_eq!(s.state, State::Established);
+    assert_eq!(s.rtt_estimator().srtt(), Some(Duration::from_millis(100)));
+    assert_eq!(s.rto(), Duration::from_secs(3));
+    assert_eq!(s.cwnd_bytes(), p.mss, "RFC 5681 §3.1: the SYN-ACK was lost");
+}
+
+#[test]
+fn a_delayed_ack_echoes_the_earliest_segment_it_covers() {
+    let p = params(|c| c.delayed_ack = true);
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(1000, false, t(100), &p, &mut out);
+    c.app_write(1000, false, t(110), &p, &mut out);
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(150), &p, &mut acks);
+    s.on_segment(&out[1], t(160), &p, &mut acks);
+    assert_eq!(acks.len(), 1, "second full segment: ACK at once");
+    // RFC 7323 §4.3 (A): the second segment lies past Last.ACK.sent.
+    assert_eq!(acks[0].ts_ecr, out[0].ts_val);
+    assert_ne!(out[0].ts_val, out[1].ts_val);
+}
+
+/// Hands packets between a client and a server over 50 ms each way, firing their timers,
+/// until nothing is left to do or `until`. `lose(to_server, pkt)` drops a packet;
+/// `arrives(server, pkt)` sees each client packet as it reaches the server, before the
+/// server handles it; `after(client)` sees the client after each of its steps.
+#[allow(clippy::too_many_arguments)]
+fn exchange(
+    c: &mut Endpoint, s: &mut Endpoint, p: &TcpParams, first: Vec<Packet>, from: Instant, until: Instant,
+    mut lose: impl FnMut(bool, &Packet) -> bool, mut arrives: impl FnMut(&Endpoint, &Packet),
+    mut after: impl FnMut(&Endpoint),
+) {
+    let one_way = Duration::from_millis(50);
+    let mut wire = std::collections::BTreeMap::new();
+    let mut n = 0u64;
+    let mut put = |wire: &mut std::collections::BTreeMap<_, _>, at: Instant, to_server: bool, pkts: &mut Vec<Packet>| {
+        for pkt in pkts.drain(..) {
+            if !lose(to_server, &pkt) {
+                wire.insert((at + one_way, n), (to_server, pkt));
+            }
+            n += 1;
+        }
+    };
+    let mut out = first;
+    put(&mut wire, from, true, &mut out);
+    loop {
+        let next_pkt = wire.keys().next().map(|&(at, _)| at);
+        let timers = [c.next_deadline(), s.next_deadline()];
+        let Some(now) = timers.into_iter().chain([next_pkt]).flatten().min() else { break };
+        if now > until {
+            break;
+        }
+        if next_pkt == Some(now) {
+            let (to_server, pkt) = wire.pop_first().unwrap().1;
+            if to_server {
+                arrives(s, &pkt);
+                s.on_segment(&pkt, now, p, &mut out);
+            } else {
+                c.on_segment(&pkt, now, p, &mut out);
+                after(c);
+            }
+            put(&mut wire, now, !to_server, &mut out);
+        } else if c.next_deadline() == Some(now) {
+            c.on_timer(now, p, &mut out);
+            after(c);
+            put(&mut wire, now, true, &mut out);
+        } else {
+            s.on_timer(now, p, &mut out);
+            put(&mut wire, now, false, &mut out);
+        }
+    }
+}
+
+/// The server already holds every byte of `seg` (so sending it again was redundant).
+fn holds(s: &Endpoint, seg: &Packet) -> bool {
+    let start = unwrap(s.rcv_nxt, s.irs.wrapping_add(s.rcv_nxt as u32), seg.seq);
+    let end = start + seg.seq_len() as u64;
+    end <= s.rcv_nxt || s.ooo.range_of(start).is_some_and(|(_, e)| e >= end)
+}
+
+/// Established at t = 100 ms with IW 10 and limited transmit off; `segments` full segments
+/// written then (the first ten go out at once).
+fn one_window(recovery: Recovery, segments: u64) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
+    let p = params(|c| {
+        c.recovery = recovery;
+        c.initial_window_pkts = 10;
+        c.limited_transmit = false;
+    });
+    let (mut c, s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(segments * p.mss, false, t(100), &p, &mut out);
+    (p, c, s, out)
+}
+
+#[test]
+fn after_an_rto_the_sack_sender_resends_nothing_the_receiver_sacked() {
+    let (p, mut c, mut s, mut out) = one_window(Recovery::Sack, 10);
+    // Only segments 2, 4, 6 and 8 arrive, and only the first two dupacks come back: two
+    // SACKed segments (2000 bytes) are too few for IsLost, so the RTO fires.
+    let mut acks = Vec::new();
+    for i in [2, 4, 6, 8] {
+        s.on_segment(&out[i], t(150), &p, &mut acks);
+    }
+    for a in &acks[..2] {
+        c.on_segment(a, t(200), &p, &mut out);
+    }
+    assert_eq!((c.stats.fast_retransmits, out.len()), (0, 10));
+    let rto_at = c.next_deadline().unwrap();
+    let mut resent = Vec::new();
+    c.on_timer(rto_at, &p, &mut resent);
+    assert_eq!(c.stats.timeouts, 1);
+    let (mut redundant, mut sent) = (0, 0);
+    exchange(&mut c, &mut s, &p, resent, rto_at, rto_at + Duration::from_secs(10), |_, _| false,
+        |s, seg| {
+            if seg.seq_len() > 0 {
+                sent += 1;
+                redundant += holds(s, seg) as u32;
+            }
+        },
+        |_| ());
+    assert_eq!(s.stats.bytes_delivered, 10 * p.mss);
+    assert_eq!((redundant, sent), (0, 6), "exactly the six holes are resent");
+}
+
+#[test]
+fn limited_transmit_sends_one_new_segment_for_each_of_the_first_two_dupacks() {
+    for recovery in [Recovery::Newreno, Recovery::Sack] {
+        let p = params(|c| {
+            c.recovery = recovery;
+            c.initial_window_pkts = 4;
+            c.limited_transmit = true;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+        assert_eq!(out.len(), 4);
+        let mut acks = Vec::new();
+        for seg in &out[1..] {
+            s.on_segment(seg, t(150), &p, &mut acks); // segment 0 is lost
+        }
+        for (i, want) in [(0, 4001), (1, 5001)] {
+            let mut sent = Vec::new();
+            c.on_segment(&acks[i], t(200), &p, &mut sent);
+            assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), vec![want], "{recovery:?}, dupack {}", i + 1);
+        }
+        let mut sent = Vec::new();
+        c.on_segment(&acks[2], t(200), &p, &mut sent);
+        assert_eq!(sent[0].seq, 1, "{recovery:?}: the third dupack retransmits");
+        assert_eq!(c.stats.fast_retransmits, 1);
+    }
+}
+
+#[test]
+fn limited_transmit_sends_at_most_one_segment_per_dupack_when_the_window_was_full() {
+    // All written data is in flight when the first dupack arrives, so it sends nothing; the
+    // application then writes more, which cwnd does not admit. The second dupack may send
+    // one segment (RFC 3042), not two.
+    let p = params(|c| {
+        c.recovery = Recovery::Newreno;
+        c.initial_window_pkts = 4;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(4 * p.mss, false, t(100), &p, &mut out);
+    let mut acks = Vec::new();
+    for seg in &out[1..] {
+        s.on_segment(seg, t(150), &p, &mut acks);
+    }
+    let mut sent = Vec::new();
+    c.on_segment(&acks[0], t(200), &p, &mut sent);
+    assert!(sent.is_empty());
+    c.app_write(4 * p.mss, false, t(201), &p, &mut sent);
+    assert!(sent.is_empty(), "cwnd is full");
+    c.on_segment(&acks[1], t(202), &p, &mut sent);
+    assert_eq!(sent.len(), 1);
+}
+
+#[test]
+fn the_window_restarts_at_the_initial_window_after_an_idle_rto() {
+    // RFC 5681 §4.1: idle for at least an RTO (1 s here: min RTO over a 100 ms RTT), cwnd
+    // becomes min(cwnd, IW); a shorter pause keeps it.
+    for (idle_ms, want) in [(900, 4), (1000, 2)] {
+        let p = params(|c| c.initial_window_pkts = 2);
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(2 * p.mss, false, t(100), &p, &mut out);
+        exchange(&mut c, &mut s, &p, out, t(100), t(1000), |_, _| false, |_, _| (), |_| ());
+        assert_eq!(c.cwnd_bytes(), 4 * p.mss, "two ACKs in slow start");
+        let last_sent = t(100);
+        let mut out = Vec::new();
+        c.app_write(10 * p.mss, false, last_sent + Duration::from_millis(idle_ms), &p, &mut out);
+        assert_eq!(out.len(), want, "idle {idle_ms} ms");
+    }
+}
+
+#[test]
+fn flight_never_exceeds_the_receive_window() {
+    for recovery in [Recovery::Reno, Recovery::Newreno, Recovery::Sack] {
+        let p = params(|c| {
+            c.recovery = recovery;
+            c.initial_window_pkts = 10;
+            c.rwnd_bytes = 5000;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(60 * p.mss, false, t(100), &p, &mut out);
+        let mut peak = out.len() as u64 * p.mss;
+        let mut n = 0;
+        // Lose the 20th data segment once, so recovery runs against the limit too.
+        exchange(&mut c, &mut s, &p, out, t(100), t(60_000),
+            |to_server, seg| {
+                n += (to_server && seg.seq_len() > 0) as u32;
+                n == 20 && to_server
+            },
+            |_, _| (),
+            |c| {
+                assert!(c.snd_max - c.snd_una <= 5000, "{recovery:?}: flight {}", c.snd_max - c.snd_una);
+                peak = peak.max(c.snd_max - c.snd_una);
+            });
+        assert_eq!(s.stats.bytes_delivered, 60 * p.mss, "{recovery:?}");
+        assert_eq!(peak, 5000, "{recovery:?}: the limit binds");
+    }
+}
+
+/// NewReno, IW 10, one window of 10 segments of which only `arrive` reach the server and
+/// no ACK returns. After the RTO the retransmission of segment 0 brings a cumulative ACK;
+/// the go-back-N resends of the next two segments follow, the first lost, the second
+/// drawing a duplicate ACK that the network delivers three times.
+fn dupacks_below_recover_after_an_rto(arrive: &[usize]) -> Endpoint {
+    let (p, mut c, mut s, out) = one_window(Recovery::Newreno, 10);
+    let mut acks = Vec::new();
+    for &i in arrive {
+        s.on_segment(&out[i], t(150), &p, &mut acks);
+    }
+    let rto_at = c.next_deadline().unwrap();
+    let mut resent = Vec::new();
+    c.on_timer(rto_at, &p, &mut resent);
+    let mut acks = Vec::new();
+    s.on_segment(&resent[0], rto_at + Duration::from_millis(50), &p, &mut acks);
+    let mut gbn = Vec::new();
+    c.on_segment(&acks[0], rto_at + Duration::from_millis(100), &p, &mut gbn);
+    assert_eq!(gbn.len(), 2, "cwnd 2 after one ACK in slow start");
+    let mut dup = Vec::new();
+    s.on_segment(&gbn[1], rto_at + Duration::from_millis(150), &p, &mut dup);
+    assert_eq!(dup[0].ack, acks[0].ack, "a duplicate ACK");
+    assert!(c.snd_una < c.recover_mark, "at or below recover");
+    for _ in 0..3 {
+        c.on_segment(&dup[0], rto_at + Duration::from_millis(200), &p, &mut gbn);
+    }
+    c
+}
+
+#[test]
+fn newreno_dupacks_below_recover_after_an_rto_follow_the_ack_heuristic() {
+    // RFC 6582 §3.2 step 2 and §4.2: a fast retransmit only if cwnd > SMSS and the last
+    // cumulative ACK advanced by at most 4 SMSS. Here it advanced 6 SMSS (segments 1-5 were
+    // already there, so the resends were needless): no fast retransmit.
+    let c = dupacks_below_recover_after_an_rto(&[1, 2, 3, 4, 5, 7, 8, 9]);
+    assert_eq!(c.highest_ack - c.prev_highest_ack, 6000);
+    assert_eq!(c.stats.fast_retransmits, 0);
+    // Here it advanced 3 SMSS (holes at 0 and 3): the dupacks mean a loss.
+    let c = dupacks_below_recover_after_an_rto(&[1, 2, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(c.highest_ack - c.prev_highest_ack, 3000);
+    assert_eq!(c.stats.fast_retransmits, 1);
+}
+
+#[test]
+fn an_rto_during_fast_recovery_ends_it_with_one_segment_and_half_the_flight() {
+    for recovery in [Recovery::Newreno, Recovery::Sack] {
+        let (p, mut c, mut s, out) = one_window(recovery, 20);
+        let mut acks = Vec::new();
+        for (i, seg) in out.iter().enumerate() {
+            if i != 2 {
+                s.on_segment(seg, t(150), &p, &mut acks);
+            }
+        }
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent); // every segment sent here is lost
+        }
+        assert_eq!(c.stats.fast_retransmits, 1, "{recovery:?}");
+        assert!(c.recovery.is_some());
+        let high_data = out.iter().chain(&sent).map(|x| x.seq as u64 + x.seq_len() as u64).max().unwrap();
+        let flight = high_data - 2001; // segment 2 is the first byte unacknowledged
+        let rto_at = c.next_deadline().unwrap();
+        let mut resent = Vec::new();
+        c.on_timer(rto_at, &p, &mut resent);
+        // RFC 5681 (4) and §3.1: ssthresh = max(FlightSize/2, 2 SMSS), cwnd = 1 SMSS.
+        assert!(c.recovery.is_none(), "{recovery:?}");
+        assert_eq!(c.ssthresh_bytes(), (flight / 2).max(2 * p.mss), "{recovery:?}");
+        assert_eq!(c.cwnd_bytes(), p.mss);
+        assert_eq!(resent.iter().map(|x| x.seq).collect::<Vec<_>>(), vec![2001], "{recovery:?}");
+    }
+}
+
+#[test]
+fn is_lost_counts_sacked_segments_not_ranges() {
+    // RFC 6675 IsLost: DupThresh SACKed segments above the hole. Writes of 1000, 1000, 500,
+    // 1000 and 400 bytes go out as five segments; the first and fourth are lost and the
+    // first dupack too. The two dupacks that arrive SACK two ranges (1500 and 400 bytes,
+    // not more than 2 SMSS) holding three segments: the hole is lost.
+    let p = params(|c| {
+        c.recovery = Recovery::Sack;
+        c.limited_transmit = false;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    for bytes in [1000, 1000, 500, 1000, 400] {
+        c.app_write(bytes, false, t(100), &p, &mut out);
+    }
+    assert_eq!(out.len(), 5);
+    let mut acks = Vec::new();
+    for i in [1, 2, 4] {
+        s.on_segment(&out[i], t(150), &p, &mut acks);
+    }
+    let mut sent = Vec::new();
+    for a in &acks[1..] {
+        c.on_segment(a, t(200), &p, &mut sent);
+    }
+    assert_eq!(c.dupacks, 2);
+    assert_eq!(c.stats.fast_retransmits, 1);
+    assert_eq!(sent[0].seq, 1, "the first hole is resent");
+}
+
+#[test]
+fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
+    // Segments 1, 2 and 4 arrive, no ACK comes back, the RTO resends segment 0. Late copies
+    // of segments 6, 8 and 9 then draw three ACKs for the same byte, each SACKing new data.
+    let (p, mut c, mut s, out) = one_window(Recovery::Sack, 10);
+    let mut acks = Vec::new();
+    for i in [1, 2, 4] {
+        s.on_segment(&out[i], t(150), &p, &mut acks);
+    }
+    let rto_at = c.next_deadline().unwrap();
+    let mut sent = Vec::new();
+    c.on_timer(rto_at, &p, &mut sent);
+    let mut acks = Vec::new();
+    s.on_segment(&sent[0], rto_at + Duration::from_millis(50), &p, &mut acks);
+    for i in [6, 8, 9] {
+        s.on_segment(&out[i], rto_at + Duration::from_millis(60), &p, &mut acks);
+    }
+    for a in &acks {
+        c.on_segment(a, rto_at + Duration::from_millis(100), &p, &mut sent);
+    }
+    // RFC 6675 §2: the cumulative ACK that SACKed segment 4 counts too.
+    assert_eq!(c.dupacks, 4);
+    // The NewReno heuristic would say "loss" (cwnd 2 SMSS, ACK advanced 3 SMSS), but
+    // RFC 6675 §5.1 forbids a new recovery before `snd_una` reaches the RTO's RecoveryPoint.
+    assert!(c.cwnd_bytes() > p.mss && c.highest_ack - c.prev_highest_ack <= 4 * p.mss);
+    assert_eq!(c.stats.fast_retransmits, 0);
+    // RFC 6675 §2: an ACK that SACKs nothing new is no duplicate ACK.
+    c.on_segment(acks.last().unwrap(), rto_at + Duration::from_millis(101), &p, &mut sent);
+    assert_eq!(c.dupacks, 4);
+}
