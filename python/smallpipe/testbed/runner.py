@@ -13,18 +13,19 @@ from __future__ import annotations
 import json
 import os
 import platform
+import select
 import subprocess
 import tempfile
 import time
 from os import PathLike
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from smallpipe._smallpipe import SimulationError
 from smallpipe.result import Result
 from smallpipe.scenario import Scenario, _config_error
 from smallpipe.testbed.knobs import MAX_UNITS, linux_settings
-from smallpipe.testbed.netns import SERVER_ADDR, Network, client_addr
+from smallpipe.testbed.netns import COMMAND_TIMEOUT_S, SERVER_ADDR, Network, client_addr
 from smallpipe.testbed.tables import to_result
 
 __all__ = ["TestbedError", "find_binary", "run_testbed"]
@@ -93,53 +94,59 @@ def box_config(scenario: Scenario, units: list[dict[str, Any]]) -> dict[str, Any
         "a_to_b": direction | {"loss": link["reverse_loss"], "queue": link["reverse_queue"]},
         "b_to_a": direction | {"loss": link["loss"], "queue": link["queue"]},
         "extra_delay_ns_by_src": {addr: ns for addr, ns in extra.items() if ns > 0},
+        "slice_ns": round(scenario["slice_s"] * 1e9),
     }
 
 
-def _wait_ready(process: subprocess.Popen[str], name: str, timeout_s: float) -> None:
-    """Wait for the ``ready`` line a box or server prints once it is serving."""
-    assert process.stdout is not None
-    deadline = time.monotonic() + timeout_s
-    os.set_blocking(process.stdout.fileno(), False)
-    buffered = ""
-    while time.monotonic() < deadline:
-        chunk = process.stdout.read() or ""
-        buffered += chunk
-        if "ready" in buffered.split():
-            return
-        if process.poll() is not None:
-            raise TestbedError(f"{name} exited with code {process.returncode} before it was ready: "
-                               f"{_stderr(process)}")
-        time.sleep(0.02)
-    raise TestbedError(f"{name} did not print `ready` within {timeout_s:g} s")
+class _Process:
+    """A testbed process: stdout is a pipe we read for ``ready``, stderr goes to a file (a
+    pipe nobody reads could fill and block it)."""
 
+    def __init__(self, name: str, args: list[str], workdir: Path) -> None:
+        self.name = name
+        self.stderr_path = workdir / f"{name.replace(' ', '-')}.stderr"
+        with self.stderr_path.open("wb") as stderr:
+            self.popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr)
 
-def _stderr(process: subprocess.Popen[str]) -> str:
-    stream: IO[str] | None = process.stderr
-    if stream is None:
-        return ""
-    os.set_blocking(stream.fileno(), False)
-    return (stream.read() or "").strip()
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace").strip()[-2000:]
 
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait for the ``ready`` line a box or server prints once it is serving."""
+        assert self.popen.stdout is not None
+        fd = self.popen.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        buffered = b""
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([fd], [], [], min(left, 0.05))
+            chunk = os.read(fd, 4096) if readable else b""
+            buffered += chunk
+            if b"ready" in buffered.split():
+                return
+            if (readable and not chunk) or self.popen.poll() is not None:
+                self.popen.wait(timeout=COMMAND_TIMEOUT_S)
+                raise TestbedError(f"{self.name} exited with code {self.popen.returncode} before it was ready: "
+                                   f"{self.stderr()}")
+        raise TestbedError(f"{self.name} did not print `ready` within {timeout_s:g} s")
 
-def _stop(process: subprocess.Popen[str], timeout_s: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL if it does not exit in time."""
-    if process.poll() is None:
-        process.terminate()
+    def wait(self, timeout_s: float) -> None:
+        """Wait for a clean exit."""
         try:
-            process.wait(timeout=timeout_s)
+            self.popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=timeout_s)
+            raise TestbedError(f"{self.name} did not finish within {timeout_s:g} s") from None
+        if self.popen.returncode != 0:
+            raise TestbedError(f"{self.name} exited with code {self.popen.returncode}: {self.stderr()}")
 
-
-def _wait(process: subprocess.Popen[str], name: str, timeout_s: float) -> None:
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise TestbedError(f"{name} did not finish within {timeout_s:g} s of its start") from None
-    if process.returncode != 0:
-        raise TestbedError(f"{name} exited with code {process.returncode}: {_stderr(process)}")
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if it does not exit in time."""
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=timeout_s)
 
 
 def run_testbed(
@@ -179,45 +186,40 @@ def run_testbed(
             (workdir / "box_config.json").write_text(json.dumps(box_config(scenario, units), indent=2))
             box_out = workdir / "box"
             box_out.mkdir(exist_ok=True)
-            processes: list[subprocess.Popen[str]] = []
+            processes: list[_Process] = []
             try:
-                box_proc = subprocess.Popen(
-                    [*net.exec_prefix(net.names.box), str(box), "--iface-a", net.IF_A, "--iface-b", net.IF_B,
-                     "--config", str(workdir / "box_config.json"), "--out", str(box_out),
-                     "--duration-s", str(duration_s + START_DELAY_S + READY_TIMEOUT_S + STOP_GRACE_S)],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                box_proc = _Process("smallpipe-box", [
+                    *net.exec_prefix(net.names.box), str(box), "--iface-a", net.IF_A, "--iface-b", net.IF_B,
+                    "--config", str(workdir / "box_config.json"), "--out", str(box_out),
+                    "--duration-s", str(duration_s + START_DELAY_S + READY_TIMEOUT_S + STOP_GRACE_S)], workdir)
                 processes.append(box_proc)
-                _wait_ready(box_proc, "smallpipe-box", READY_TIMEOUT_S)
+                box_proc.wait_ready(READY_TIMEOUT_S)
                 plan_path = workdir / "plan.json"
-
-                def write_plan(t0_ns: int) -> None:
-                    plan_path.write_text(json.dumps({
-                        "scenario": scenario.to_dict(), "t0_ns": t0_ns, "server_addr": SERVER_ADDR,
-                        "port": SERVER_PORT, "client_addrs": [client_addr(u["unit_id"]) for u in units],
-                        "congestion_control": settings.congestion_control,
-                    }))
-
                 # Both generators must be up by t0; they start in milliseconds.
-                write_plan(time.monotonic_ns() + round(START_DELAY_S * 1e9))
-                server = subprocess.Popen(
-                    [*net.exec_prefix(net.names.servers), str(gen), "server", str(plan_path), str(workdir / "server.json")],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                plan_path.write_text(json.dumps({
+                    "scenario": scenario.to_dict(), "t0_ns": time.monotonic_ns() + round(START_DELAY_S * 1e9),
+                    "server_addr": SERVER_ADDR, "port": SERVER_PORT,
+                    "client_addrs": [client_addr(u["unit_id"]) for u in units],
+                    "congestion_control": settings.congestion_control,
+                }))
+                server = _Process("smallpipe-gen server", [
+                    *net.exec_prefix(net.names.servers), str(gen), "server", str(plan_path),
+                    str(workdir / "server.json")], workdir)
                 processes.append(server)
-                _wait_ready(server, "smallpipe-gen server", START_DELAY_S)
-                client = subprocess.Popen(
-                    [*net.exec_prefix(net.names.clients), str(gen), "client", str(plan_path), str(workdir / "client.json")],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                server.wait_ready(START_DELAY_S)
+                client = _Process("smallpipe-gen client", [
+                    *net.exec_prefix(net.names.clients), str(gen), "client", str(plan_path),
+                    str(workdir / "client.json")], workdir)
                 processes.append(client)
-                limit_s = START_DELAY_S + duration_s + STOP_GRACE_S
-                _wait(client, "smallpipe-gen client", limit_s)
-                _wait(server, "smallpipe-gen server", STOP_GRACE_S)
-                _stop(box_proc)
-                if box_proc.returncode not in (0, -15):
-                    raise TestbedError(f"smallpipe-box exited with code {box_proc.returncode}: {_stderr(box_proc)}")
+                client.wait(START_DELAY_S + duration_s + STOP_GRACE_S)
+                server.wait(STOP_GRACE_S)
+                box_proc.stop()
+                if box_proc.popen.returncode != 0:
+                    raise TestbedError(f"smallpipe-box exited with code {box_proc.popen.returncode}: {box_proc.stderr()}")
                 sysctls_seen = {key: net.read_sysctl(net.names.servers, key) for key in settings.sysctls}
             finally:
                 for process in reversed(processes):
-                    _stop(process)
+                    process.stop()
         meta_extra = {
             "runtime": "testbed",
             "wall_seconds": time.monotonic() - started,

@@ -84,31 +84,23 @@ def _units(client: dict[str, Any], units: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=UNITS_SCHEMA)
 
 
+def _box_table(path: Path, schema: pl.Schema, name_column: str) -> pl.DataFrame:
+    """A CSV the box wrote, as ``schema``: its ``direction`` under the simulator's link names
+    in ``name_column``, its other columns that the schema has, the rest null."""
+    if not path.is_file():
+        return pl.DataFrame(schema=schema)
+    raw = pl.read_csv(path)
+    raw = raw.with_columns(pl.col("direction").replace_strict(LINK_NAMES).alias(name_column))
+    return raw.select(
+        pl.col(name).cast(dtype) if name in raw.columns else pl.lit(None, dtype).alias(name)
+        for name, dtype in schema.items()
+    )
+
+
 def _links(box_out: Path, duration_ns: int) -> pl.DataFrame:
-    """The box's ``links.csv``: its columns that the simulator's table has, the rest null."""
-    path = box_out / "links.csv"
-    if not path.is_file():
-        return pl.DataFrame(schema=LINKS_SCHEMA)
-    raw = pl.read_csv(path)
-    if "direction" in raw.columns:
-        raw = raw.with_columns(pl.col("direction").replace_strict(LINK_NAMES, default=None).alias("name"))
-    if "utilization" not in raw.columns and {"tx_bytes", "rate_bps"} <= set(raw.columns):
-        raw = raw.with_columns((pl.col("tx_bytes") * 8 / (pl.col("rate_bps") * duration_ns / 1e9)).alias("utilization"))
-    return raw.select(
-        pl.col(name).cast(dtype) if name in raw.columns else pl.lit(None, dtype).alias(name)
-        for name, dtype in LINKS_SCHEMA.items()
-    )
-
-
-def _queue_states(box_out: Path) -> pl.DataFrame:
-    path = box_out / "queue_states.csv"
-    if not path.is_file():
-        return pl.DataFrame(schema=QUEUE_STATES_SCHEMA)
-    raw = pl.read_csv(path)
-    return raw.select(
-        pl.col(name).cast(dtype) if name in raw.columns else pl.lit(None, dtype).alias(name)
-        for name, dtype in QUEUE_STATES_SCHEMA.items()
-    )
+    links = _box_table(box_out / "links.csv", LINKS_SCHEMA, "name")
+    # The box runs a little longer than the traffic; utilization is over the scenario's duration.
+    return links.with_columns((pl.col("tx_bytes") * 8 / (pl.col("rate_bps") * duration_ns / 1e9)).alias("utilization"))
 
 
 def _bursts(server: dict[str, Any]) -> pl.DataFrame:
@@ -165,7 +157,7 @@ def to_result(scenario: Scenario, units: list[dict[str, Any]], workdir: Path, me
         bursts=_bursts(server),
         progress=_progress(client),
         queue_delays=pl.DataFrame(schema=QUEUE_DELAYS_SCHEMA),
-        queue_states=_queue_states(workdir / "box"),
+        queue_states=_box_table(workdir / "box" / "queue_states.csv", QUEUE_STATES_SCHEMA, "link"),
         meta=meta,
         scenario=scenario,
     )
