@@ -14,11 +14,17 @@ import subprocess
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
-
 from smallpipe import ConfigError, Scenario
 from smallpipe.cli import app
-from smallpipe.testbed import Network, TestbedError, find_binary, ip_netns_available, linux_settings, run_testbed
+from smallpipe.testbed import (
+    Network,
+    TestbedError,
+    find_binary,
+    ip_netns_available,
+    linux_settings,
+    run_testbed,
+)
+from typer.testing import CliRunner
 
 RATE_BPS = 2_000_000
 RTT_MS = 60.0

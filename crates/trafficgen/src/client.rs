@@ -135,7 +135,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
         }
         AppKind::Session => {
             while ctx.now() < end {
-                let size = draw_size(&g, &mut spec);
+                let size = g.draw_size(&mut spec.rng);
                 connection(ctx, &spec, rec, size);
                 let think = secs_to_ns(g.think_s.sample(&mut spec.rng));
                 sock::sleep_until(sock::monotonic_ns() + think);
@@ -144,7 +144,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
         AppKind::Web => {
             while ctx.now() < end {
                 let objects = (g.objects_per_page.sample(&mut spec.rng).round() as u32).max(1);
-                let sizes: VecDeque<u64> = (0..objects).map(|_| draw_size(&g, &mut spec)).collect();
+                let sizes: VecDeque<u64> = (0..objects).map(|_| g.draw_size(&mut spec.rng)).collect();
                 if pool(ctx, &spec, rec, sizes, g.connections) {
                     rec.lock().unwrap().pages_done += 1;
                 }
@@ -162,7 +162,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
             while at < end {
                 sock::sleep_until(ctx.plan.t0_ns + at);
                 at += secs_to_ns(spec.rng.exponential(mean_gap_s));
-                let size = draw_size(&g, &mut spec);
+                let size = g.draw_size(&mut spec.rng);
                 children.push(spawn_connection(ctx, &spec, rec, size));
             }
         }
@@ -185,20 +185,6 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
     }
     for c in children {
         c.join().expect("connection thread panicked");
-    }
-}
-
-/// The simulator's `draw_size`: a marker's size one time in `marker_every`, else `size`.
-fn draw_size(g: &FlowGroup, spec: &mut UnitSpec) -> u64 {
-    if let (Some(every), Some(marker)) = (g.marker_every, &g.marker_size) {
-        if spec.rng.chance(1.0 / every as f64) {
-            return marker.sample_bytes(&mut spec.rng);
-        }
-    }
-    match (&g.size, g.size_bytes) {
-        (Some(d), _) => d.sample_bytes(&mut spec.rng),
-        (None, Some(b)) => b,
-        (None, None) => unreachable!("validated: sized apps have a size"),
     }
 }
 

@@ -130,12 +130,14 @@ mod tests {
         )
         .unwrap();
         let ours = units(&sc).unwrap();
-        let sim = smallpipe_sim::simulate(&Scenario { duration_s: 0.1, ..sc }).unwrap();
+        let sim = smallpipe_sim::simulate(&Scenario { duration_s: 3.0, ..sc }).unwrap();
         assert_eq!(ours.len(), sim.units.len());
         for (u, s) in ours.iter().zip(&sim.units) {
             assert_eq!((u.unit_id, u.group), (s.unit_id, s.group));
             // The simulator keeps the RTT in whole nanoseconds.
             assert!((u.rtt_ms - s.rtt_ms).abs() < 1e-6, "{} vs {}", u.rtt_ms, s.rtt_ms);
+            let first = sim.flows.iter().find(|f| f.unit_id == u.unit_id).expect("every unit starts within 2 s");
+            assert_eq!(first.start_ns, u.start_ns);
         }
     }
 }

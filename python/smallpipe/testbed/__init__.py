@@ -6,7 +6,7 @@ binaries (``cargo build --release -p smallpipe-middlebox -p smallpipe-trafficgen
 """
 
 from smallpipe.testbed.knobs import LinuxSettings, linux_settings
-from smallpipe.testbed.netns import Network, NetnsError, ip_netns_available
+from smallpipe.testbed.netns import NetnsError, Network, ip_netns_available
 from smallpipe.testbed.runner import TestbedError, find_binary, run_testbed
 
 __all__ = [

@@ -22,8 +22,9 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import FrameType, TracebackType
+from typing import Self
 
-__all__ = ["CLIENT_MAC", "SERVER_ADDR", "Network", "NetnsError", "client_addr", "ip_netns_available"]
+__all__ = ["CLIENT_MAC", "SERVER_ADDR", "NetnsError", "Network", "client_addr", "ip_netns_available"]
 
 SERVER_ADDR = "198.19.0.1"
 CLIENT_NET = ipaddress.IPv4Address("198.18.0.0")
@@ -57,7 +58,8 @@ def ip_netns_available() -> tuple[bool, str]:
 
 def _run(args: Sequence[str], stdin: str | None = None) -> str:
     try:
-        done = subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+        done = subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
+                              check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise NetnsError(f"{' '.join(args)}: {error}") from None
     if done.returncode != 0:
@@ -102,7 +104,7 @@ class Network:
         self._created: list[str] = []
         self._previous: dict[int, object] = {}
 
-    def __enter__(self) -> Network:
+    def __enter__(self) -> Self:
         for signum in (signal.SIGINT, signal.SIGTERM):
             self._previous[signum] = signal.signal(signum, self._on_signal)
         try:

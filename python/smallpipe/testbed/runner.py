@@ -71,7 +71,7 @@ def find_binary(name: str) -> Path:
 def _units(gen: Path, scenario: Scenario, workdir: Path) -> list[dict[str, Any]]:
     path = workdir / "scenario.json"
     path.write_text(scenario.to_json())
-    done = subprocess.run([str(gen), "units", str(path)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([str(gen), "units", str(path)], capture_output=True, text=True, timeout=60, check=False)
     if done.returncode != 0:
         raise TestbedError(f"smallpipe-gen units: {done.stderr.strip()}")
     units: list[dict[str, Any]] = json.loads(done.stdout)
@@ -196,8 +196,9 @@ def run_testbed(
                 box_proc.wait_ready(READY_TIMEOUT_S)
                 plan_path = workdir / "plan.json"
                 # Both generators must be up by t0; they start in milliseconds.
+                t0_ns = time.monotonic_ns() + round(START_DELAY_S * 1e9)
                 plan_path.write_text(json.dumps({
-                    "scenario": scenario.to_dict(), "t0_ns": time.monotonic_ns() + round(START_DELAY_S * 1e9),
+                    "scenario": scenario.to_dict(), "t0_ns": t0_ns,
                     "server_addr": SERVER_ADDR, "port": SERVER_PORT,
                     "client_addrs": [client_addr(u["unit_id"]) for u in units],
                     "congestion_control": settings.congestion_control,
@@ -211,9 +212,11 @@ def run_testbed(
                     *net.exec_prefix(net.names.clients), str(gen), "client", str(plan_path),
                     str(workdir / "client.json")], workdir)
                 processes.append(client)
-                client.wait(START_DELAY_S + duration_s + STOP_GRACE_S)
-                server.wait(STOP_GRACE_S)
+                # The box stops at the run's end, so its counters cover the run and no more.
+                time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9 + duration_s))
                 box_proc.stop()
+                client.wait(STOP_GRACE_S)
+                server.wait(STOP_GRACE_S)
                 if box_proc.popen.returncode != 0:
                     raise TestbedError(f"smallpipe-box exited with code {box_proc.popen.returncode}: {box_proc.stderr()}")
                 sysctls_seen = {key: net.read_sysctl(net.names.servers, key) for key in settings.sysctls}

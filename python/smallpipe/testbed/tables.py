@@ -99,7 +99,8 @@ def _box_table(path: Path, schema: pl.Schema, name_column: str) -> pl.DataFrame:
 
 def _links(box_out: Path, duration_ns: int) -> pl.DataFrame:
     links = _box_table(box_out / "links.csv", LINKS_SCHEMA, "name")
-    # The box runs a little longer than the traffic; utilization is over the scenario's duration.
+    # The box starts before t0 (idle until then) and stops at the end: utilization is over the
+    # scenario's duration, as the simulator's.
     return links.with_columns((pl.col("tx_bytes") * 8 / (pl.col("rate_bps") * duration_ns / 1e9)).alias("utilization"))
 
 
