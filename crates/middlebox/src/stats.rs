@@ -8,7 +8,7 @@ use crate::parse::DropCause;
 use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
-use smallpipe_core::{AnyQdisc, DropReason, FlowKey, Instant, Packet, QdiscStats};
+use smallpipe_core::{DropReason, FlowKey, Instant, Packet, QdiscStats};
 use std::fmt::Write as _;
 
 pub const DIRECTIONS: [&str; 2] = ["a_to_b", "b_to_a"];
@@ -172,11 +172,6 @@ impl Snapshot {
             taq_states: queue_states.iter().rev().take(2).cloned().collect(),
         }
     }
-}
-
-/// Whether the direction's discipline is TAQ (it gets `queue_states` rows).
-pub fn is_taq(l: &LinkEmu) -> bool {
-    matches!(l.queue.inner(), AnyQdisc::Taq(_))
 }
 
 pub fn links_csv(rows: &[LinkRow], duration_ns: u64) -> String {
