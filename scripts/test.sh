@@ -9,5 +9,7 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
         || echo "warning: could not install chromium; the browser tests will skip" >&2
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# The testbed tests (root, namespaces) run the release binaries.
+cargo build --release -p smallpipe-middlebox -p smallpipe-trafficgen
 cargo test --release --workspace --exclude smallpipe-py
 python3 -m pytest -q

@@ -106,6 +106,21 @@ def summary_table(result: Result) -> Table:
     return table
 
 
+def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] | None) -> Scenario:
+    """The scenario file with ``--seed`` and ``--set`` applied; exits with a message if invalid."""
+    changes = dict(parse_override(assignment) for assignment in overrides or [])
+    if seed is not None:
+        changes["seed"] = seed
+    try:
+        return Scenario.from_toml(scenario_path).with_overrides(changes)
+    except ConfigError as error:
+        error_console.print(f"[bold red]invalid scenario[/] {scenario_path}: {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except FileNotFoundError as error:
+        error_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+
+
 @app.command()
 def run(
     scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
@@ -119,23 +134,46 @@ def run(
     ] = None,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png."""
-    changes = dict(parse_override(assignment) for assignment in overrides or [])
-    if seed is not None:
-        changes["seed"] = seed
-    try:
-        scenario = Scenario.from_toml(scenario_path).with_overrides(changes)
-    except ConfigError as error:
-        error_console.print(f"[bold red]invalid scenario[/] {scenario_path}: {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
-    except FileNotFoundError as error:
-        error_console.print(f"[bold red]error:[/] {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
-
+    scenario = _load_scenario(scenario_path, seed, overrides)
     result = _run_with_status(scenario, f"simulating {scenario_path.name}…")
     console.print(summary_table(result))
     out_dir = result.write(out if out is not None else Path("results") / scenario_path.stem)
     plot_run(result, out_dir / "run.png")
     console.print(f"results written to [bold]{out_dir}[/]")
+
+
+@app.command()
+def testbed(
+    scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Output directory [default: results/<scenario stem>-testbed/].")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
+    ] = None,
+    cc: Annotated[str, typer.Option(help="Congestion control of every sender: reno, cubic or bbr.")] = "reno",
+    linux_tcp: Annotated[
+        bool, typer.Option(help="Keep Linux's RACK, tail loss probes and F-RTO (default: off, as in the RFCs).")
+    ] = False,
+) -> None:
+    """Run a scenario on real Linux TCP in network namespaces through smallpipe-box (root)."""
+    from smallpipe.testbed import TestbedError, run_testbed
+
+    scenario = _load_scenario(scenario_path, seed, overrides)
+    out_dir = out if out is not None else Path("results") / f"{scenario_path.stem}-testbed"
+    try:
+        with console.status(f"running {scenario_path.name} on the testbed…"):
+            result = run_testbed(scenario, congestion_control=cc, rfc=not linux_tcp, out=out_dir / "raw")
+    except ConfigError as error:
+        error_console.print(f"[bold red]not runnable on the testbed[/] {scenario_path}: {error}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except TestbedError as error:
+        error_console.print(f"[bold red]testbed failed:[/] {error}")
+        raise typer.Exit(EXIT_SIMULATION_ERROR) from None
+    result.write(out_dir)
+    console.print(f"{result.flows.height} flows; results written to [bold]{out_dir}[/]")
 
 
 @app.command()

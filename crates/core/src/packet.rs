@@ -92,6 +92,10 @@ pub struct Packet {
     pub ts_ecr: u32,
     /// When the packet reached the queue that holds it (set by [`crate::Accounted`]).
     pub arrival: Instant,
+    /// Opaque to disciplines, which must never read it: the runtime's handle on the bytes
+    /// behind this view (the middlebox's frame-slab slot), carried through the queue so a
+    /// dequeued view can be mapped back to its frame. The simulator leaves it 0.
+    pub runtime_handle: u32,
 }
 
 impl Packet {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use crate::workload::Dist;
-use smallpipe_core::{ConfigError, QdiscConfig};
+use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
 /// A whole simulation: topology, TCP knobs, and flow groups.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -568,6 +568,21 @@ impl FlowGroup {
                 Some((1.0 - share) * base + share * marker.mean()?)
             }
             _ => Some(base),
+        }
+    }
+
+    /// One connection's size, bytes: a marker's (one time in `marker_every`) or `size`'s.
+    /// Panics for an unsized group (validation requires a size where this is called).
+    pub fn draw_size(&self, rng: &mut Rng) -> u64 {
+        if let (Some(every), Some(marker)) = (self.marker_every, &self.marker_size) {
+            if rng.chance(1.0 / every as f64) {
+                return marker.sample_bytes(rng);
+            }
+        }
+        match (&self.size, self.size_bytes) {
+            (Some(d), _) => d.sample_bytes(rng),
+            (None, Some(b)) => b,
+            (None, None) => unreachable!("validated: sized apps have a size"),
         }
     }
 

@@ -447,17 +447,7 @@ impl Simulator {
 
     fn draw_size(&mut self, u: u32) -> u64 {
         let unit = &mut self.units[u as usize];
-        let g = &self.groups[unit.group as usize];
-        if let (Some(every), Some(marker)) = (g.marker_every, &g.marker_size) {
-            if unit.rng.chance(1.0 / every as f64) {
-                return marker.sample_bytes(&mut unit.rng);
-            }
-        }
-        match (&g.size, g.size_bytes) {
-            (Some(d), _) => d.sample_bytes(&mut unit.rng),
-            (None, Some(b)) => b,
-            (None, None) => unreachable!("validated: sized apps have a size"),
-        }
+        self.groups[unit.group as usize].draw_size(&mut unit.rng)
     }
 
     /// Web and as-fast-as-possible replay: open connections while the pool has room and

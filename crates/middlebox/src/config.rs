@@ -1,0 +1,168 @@
+//! BOX.json: the two directions of the thin link and the per-host extra delays (the schema
+//! is in `BOX_CONTRACT.md` and `docs/middlebox.md`). Unknown fields are refused; bad values
+//! name their field, the value and what is allowed.
+
+use crate::link::LinkEmu;
+use crate::parse::host_key;
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use smallpipe_core::{Accounted, ConfigError, Duration, QdiscConfig, Rng};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxConfig {
+    pub seed: u64,
+    pub a_to_b: DirectionConfig,
+    pub b_to_a: DirectionConfig,
+    /// Extra one-way delay for packets whose IP source is this host, in either direction.
+    #[serde(default)]
+    pub extra_delay_ns_by_src: BTreeMap<IpAddr, u64>,
+    /// Frames the box can hold at once (queues plus pipes), all directions together.
+    #[serde(default = "default_slab_frames")]
+    pub slab_frames: u32,
+    /// Length of a `queue_states.csv` slice (TAQ flows by state), ns.
+    #[serde(default = "default_slice_ns")]
+    pub slice_ns: u64,
+}
+
+fn default_slab_frames() -> u32 {
+    65_536
+}
+fn default_slice_ns() -> u64 {
+    1_000_000_000
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectionConfig {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default)]
+    pub queue: QdiscConfig,
+}
+
+/// A config that did not load: unreadable, not JSON, an unknown field, or a bad value.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {err}")]
+    Read { path: String, err: std::io::Error },
+    #[error("{path}: at {field}: {err}")]
+    Parse { path: String, field: String, err: serde_json::Error },
+    #[error("{path}: {}: {} is not allowed (allowed: {})", .err.field, .err.value, .err.allowed)]
+    Invalid { path: String, err: ConfigError },
+}
+
+impl BoxConfig {
+    pub fn load(path: &str) -> Result<Self, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(|err| LoadError::Read { path: path.into(), err })?;
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let cfg: BoxConfig = serde_path_to_error::deserialize(de).map_err(|e| LoadError::Parse {
+            path: path.into(),
+            field: e.path().to_string(),
+            err: e.into_inner(),
+        })?;
+        // Building the disciplines is their validation (core's `build`): done once here so a
+        // bad discipline value is a config error before any socket opens.
+        cfg.validate().and_then(|()| cfg.build_links().map(drop)).map_err(|err| LoadError::Invalid { path: path.into(), err })?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, d) in [("a_to_b", &self.a_to_b), ("b_to_a", &self.b_to_a)] {
+            d.validate().map_err(|e| e.within(name))?;
+        }
+        for (host, ns) in &self.extra_delay_ns_by_src {
+            if *ns > 10_000_000_000 {
+                return Err(ConfigError::new(format!("extra_delay_ns_by_src.{host}"), ns, "0 to 10 s (10000000000 ns)"));
+            }
+        }
+        if !(16..=1 << 22).contains(&self.slab_frames) {
+            return Err(ConfigError::new("slab_frames", self.slab_frames, "16 to 4194304 frames"));
+        }
+        if !(1_000_000..=3_600_000_000_000).contains(&self.slice_ns) {
+            return Err(ConfigError::new("slice_ns", self.slice_ns, "1 ms to 1 h in ns"));
+        }
+        Ok(())
+    }
+
+    /// The per-source extra delays as the link model keys them.
+    pub fn extra_delays(&self) -> FxHashMap<u32, Duration> {
+        self.extra_delay_ns_by_src.iter().map(|(ip, ns)| (host_key(*ip), Duration(*ns))).collect()
+    }
+
+    /// Both directions' link models, disciplines built by core (`set_link`, then `build`).
+    pub fn build_links(&self) -> Result<[LinkEmu; 2], ConfigError> {
+        let a = self.a_to_b.build(self.seed, 0, self.extra_delays()).map_err(|e| e.within("a_to_b"))?;
+        let b = self.b_to_a.build(self.seed, 1, self.extra_delays()).map_err(|e| e.within("b_to_a"))?;
+        Ok([a, b])
+    }
+}
+
+impl DirectionConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        // 1 kbit/s to 100 Gbit/s: the speed test runs "unlimited" as 100 Gbit/s.
+        if !(1_000..=100_000_000_000).contains(&self.rate_bps) {
+            return Err(ConfigError::new("rate_bps", self.rate_bps, "1000 to 100000000000 bit/s"));
+        }
+        if self.delay_ns > 10_000_000_000 {
+            return Err(ConfigError::new("delay_ns", self.delay_ns, "0 to 10 s (10000000000 ns)"));
+        }
+        if !(0.0..1.0).contains(&self.loss) {
+            return Err(ConfigError::new("loss", self.loss, "a probability in [0, 1)"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, seed: u64, direction: u64, extra: FxHashMap<u32, Duration>) -> Result<LinkEmu, ConfigError> {
+        let mut q = self.queue.clone();
+        q.set_link(self.rate_bps, self.delay_ns);
+        let qdisc = q.build().map_err(|e| e.within("queue"))?;
+        // Streams 0/1 for the disciplines, 2/3 for the links' loss draws.
+        let queue = Accounted::new(qdisc, Rng::new(seed, direction)).with_delay_histogram();
+        Ok(LinkEmu::new(self.rate_bps, Duration(self.delay_ns), self.loss, extra, queue, Rng::new(seed, 2 + direction)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_str(text: &str) -> Result<BoxConfig, LoadError> {
+        let dir = std::env::temp_dir().join(format!("smallpipe-box-cfg-{}-{}", std::process::id(), text.len()));
+        std::fs::write(&dir, text).unwrap();
+        let r = BoxConfig::load(dir.to_str().unwrap());
+        std::fs::remove_file(&dir).unwrap();
+        r
+    }
+
+    const OK: &str = r#"{"seed": 1,
+        "a_to_b": {"rate_bps": 1000000, "delay_ns": 100000000, "queue": {"kind": "taq"}},
+        "b_to_a": {"rate_bps": 1000000, "delay_ns": 100000000, "loss": 0.01},
+        "extra_delay_ns_by_src": {"198.18.1.7": 40000000}}"#;
+
+    #[test]
+    fn the_contract_example_loads_and_builds() {
+        let c = load_str(OK).unwrap();
+        assert_eq!(c.extra_delays()[&0xc612_0107], Duration(40_000_000));
+        assert!(matches!(c.a_to_b.queue, QdiscConfig::Taq(_)));
+        c.build_links().unwrap();
+    }
+
+    #[test]
+    fn an_unknown_field_is_named() {
+        let e = load_str(&OK.replace("\"loss\"", "\"los\"")).unwrap_err().to_string();
+        assert!(e.contains("b_to_a") && e.contains("los"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_names_field_value_and_range() {
+        let e = load_str(&OK.replace("\"loss\": 0.01", "\"loss\": 1.5")).unwrap_err().to_string();
+        assert!(e.contains("b_to_a.loss") && e.contains("1.5") && e.contains("[0, 1)"), "{e}");
+        let e = load_str(&OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"taq\", \"limit_pkts\": 0}")).unwrap_err().to_string();
+        assert!(e.contains("a_to_b.queue.limit_pkts"), "{e}");
+    }
+}

@@ -1,0 +1,224 @@
+//! The thin I/O layer: one AF_PACKET raw socket per interface, frames read and written in
+//! batches with `recvmmsg`/`sendmmsg`. Nothing here knows about links or disciplines.
+//!
+//! Socket options: `PACKET_IGNORE_OUTGOING` (the box must not read back the frames it
+//! sends), `PACKET_QDISC_BYPASS` (frames go straight to the driver: the box's own
+//! discipline is the only queue), promiscuous membership (frames addressed to the far
+//! host's MAC must reach the box), and `PACKET_STATISTICS` for the kernel's own drops when
+//! the socket's receive buffer overflows.
+//!
+//! `unsafe` lives here and in [`crate::timer`] only; every block says why it is sound.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// Frames handed to one `recvmmsg` / `sendmmsg` call.
+pub const BATCH: usize = 64;
+/// Largest frame the box carries: an Ethernet frame of MTU 1500 plus a VLAN tag fits, with
+/// room to tell a larger (oversized) one apart.
+pub const FRAME_CAP: usize = 2048;
+
+/// Kernel-side counters from `PACKET_STATISTICS` (which resets them on every read; these
+/// are the sums since the socket opened).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct KernelStats {
+    pub packets: u64,
+    pub drops: u64,
+}
+
+pub struct PacketSocket {
+    fd: OwnedFd,
+    ifindex: i32,
+    stats: KernelStats,
+    /// Receive batch: buffers, their iovecs and the message headers, allocated once.
+    bufs: Vec<[u8; FRAME_CAP]>,
+    lens: [usize; BATCH],
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn setsockopt_int(fd: BorrowedFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: `value` lives for the call and its size is passed; the fd is open (borrowed).
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+impl PacketSocket {
+    /// Open a raw socket bound to `iface`, receiving every protocol.
+    pub fn open(iface: &str) -> io::Result<Self> {
+        let ifindex = nix::net::if_::if_nametoindex(iface)
+            .map_err(|e| io::Error::new(io::ErrorKind::NotFound, format!("interface {iface:?}: {e}")))?
+            as i32;
+        let proto_be = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain syscall with constant arguments; the result is checked before use.
+        let raw = check(unsafe {
+            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, proto_be as i32)
+        })?;
+        // SAFETY: `raw` is a freshly opened descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value before we fill it.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = proto_be;
+        addr.sll_ifindex = ifindex;
+        // SAFETY: `addr` is a valid sockaddr_ll and its exact size is passed.
+        check(unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })?;
+        setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)?;
+        setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, 1)?;
+        // 4 MiB each way absorbs a multi-ms stall at line rate; FORCE needs CAP_NET_ADMIN, which
+        // the box has, and falls back to the capped size otherwise.
+        for (forced, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
+            if setsockopt_int(fd.as_fd(), libc::SOL_SOCKET, forced, 4 << 20).is_err() {
+                setsockopt_int(fd.as_fd(), libc::SOL_SOCKET, plain, 4 << 20)?;
+            }
+        }
+        let mreq = libc::packet_mreq {
+            mr_ifindex: ifindex,
+            mr_type: libc::PACKET_MR_PROMISC as u16,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        // SAFETY: `mreq` is a valid packet_mreq and its exact size is passed.
+        check(unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                (&mreq as *const libc::packet_mreq).cast(),
+                std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
+            )
+        })?;
+        Ok(PacketSocket { fd, ifindex, stats: KernelStats::default(), bufs: vec![[0; FRAME_CAP]; BATCH], lens: [0; BATCH] })
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Read up to [`BATCH`] frames without blocking; returns how many. Frame `i` is
+    /// [`Self::frame`]`(i)`; its true length may exceed [`FRAME_CAP`] (see [`Self::truncated`]).
+    pub fn recv_batch(&mut self) -> io::Result<usize> {
+        let mut iovs: [libc::iovec; BATCH] =
+            std::array::from_fn(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 });
+        for (iov, buf) in iovs.iter_mut().zip(self.bufs.iter_mut()) {
+            iov.iov_base = buf.as_mut_ptr().cast();
+            iov.iov_len = FRAME_CAP;
+        }
+        // SAFETY: mmsghdr is plain data; all-zero (null pointers, zero lengths) is valid.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
+            m.msg_hdr.msg_iov = iov;
+            m.msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: each header points at one iovec of FRAME_CAP bytes inside `self.bufs`, all of
+        // which outlive the call; MSG_TRUNC makes msg_len the frame's true length.
+        let n = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                BATCH as u32,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(e),
+            };
+        }
+        for (len, m) in self.lens.iter_mut().zip(&msgs[..n as usize]) {
+            *len = m.msg_len as usize;
+        }
+        Ok(n as usize)
+    }
+
+    /// Frame `i` of the last batch (cut to [`FRAME_CAP`] if it was longer).
+    pub fn frame(&self, i: usize) -> &[u8] {
+        &self.bufs[i][..self.lens[i].min(FRAME_CAP)]
+    }
+
+    /// Whether frame `i` of the last batch was longer than [`FRAME_CAP`].
+    pub fn truncated(&self, i: usize) -> bool {
+        self.lens[i] > FRAME_CAP
+    }
+
+    /// Send `frames` in batches of [`BATCH`]. Returns how many the kernel took; frames it
+    /// refused (a full transmit ring: `ENOBUFS`/`EAGAIN`) are the caller's to count.
+    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+        let mut sent = 0;
+        for chunk in frames.chunks(BATCH) {
+            let mut iovs: [libc::iovec; BATCH] =
+                std::array::from_fn(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 });
+            // SAFETY: mmsghdr and sockaddr_ll are plain data; all-zero is valid.
+            let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+            let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            addr.sll_family = libc::AF_PACKET as u16;
+            addr.sll_ifindex = self.ifindex;
+            for ((m, iov), f) in msgs.iter_mut().zip(iovs.iter_mut()).zip(chunk) {
+                // The kernel only reads through this pointer (sendmmsg), never writes.
+                iov.iov_base = f.as_ptr() as *mut libc::c_void;
+                iov.iov_len = f.len();
+                m.msg_hdr.msg_iov = iov;
+                m.msg_hdr.msg_iovlen = 1;
+                m.msg_hdr.msg_name = (&mut addr as *mut libc::sockaddr_ll).cast();
+                m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            }
+            // SAFETY: each header points at one iovec over a frame borrowed for the call and
+            // at `addr`, all alive until it returns; the count matches the filled headers.
+            let n = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), chunk.len() as u32, libc::MSG_DONTWAIT) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::ENOBUFS) | Some(libc::EAGAIN) | Some(libc::EINTR) => return Ok(sent),
+                    _ => return Err(e),
+                }
+            }
+            sent += n as usize;
+            if (n as usize) < chunk.len() {
+                return Ok(sent);
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Read `PACKET_STATISTICS` (the kernel zeroes its counters on each read) into the sums.
+    pub fn kernel_stats(&mut self) -> io::Result<KernelStats> {
+        let mut st = libc::tpacket_stats { tp_packets: 0, tp_drops: 0 };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `st` and `len` are valid for writes and `len` holds `st`'s size.
+        check(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        })?;
+        self.stats.packets += u64::from(st.tp_packets);
+        self.stats.drops += u64::from(st.tp_drops);
+        Ok(self.stats)
+    }
+}

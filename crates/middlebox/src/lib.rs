@@ -1,0 +1,23 @@
+//! smallpipe-box: smallpipe-core's queue disciplines in front of real Linux TCP.
+//!
+//! A transparent bump in the wire between two interfaces: frames read on one side leave on
+//! the other unchanged (bar an ECN mark a discipline sets), after the box's own emulation
+//! of the thin link (rate, propagation delay, loss, per-host extra delay) with a discipline
+//! as its buffer. Layout: [`io`] (AF_PACKET sockets) and [`timer`] (clock, timerfd) are the
+//! only modules with `unsafe`; [`parse`], [`link`], [`slab`] and [`config`] are plain logic
+//! tested without sockets; [`datapath`] joins them in one thread; [`metrics`], [`pcap`] and
+//! [`stats`] observe. User documentation: `docs/middlebox.md`.
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod datapath;
+#[allow(unsafe_code)]
+pub mod io;
+pub mod link;
+pub mod metrics;
+pub mod parse;
+pub mod pcap;
+pub mod slab;
+pub mod stats;
+#[allow(unsafe_code)]
+pub mod timer;

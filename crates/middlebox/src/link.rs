@@ -1,0 +1,282 @@
+//! The thin link of one direction, as plain functions of (packet, now): a discipline in
+//! front of a transmitter of fixed rate, then a propagation pipe with optional Bernoulli
+//! loss and per-source extra delay. The same shape as the simulator's link
+//! (`crates/sim/src/link.rs`), so it is tested with scripted arrivals and virtual time.
+//!
+//! Logical time: the transmitter's departures are computed from the link model, never from
+//! when the box happened to wake up. A busy period that starts at `t0` sends its `k`-th
+//! byte at `t0 + ceil(8 k / rate)`, so neither a late timer nor per-packet rounding ever
+//! accumulates into rate error. A wake-up at `now` performs every dequeue and delivery
+//! whose logical time is `<= now`, in time order, each at its logical time.
+//!
+//! Counting: the discipline's bytes are IP bytes (Ethernet header excluded), as in the
+//! simulator, so `rate_bps` is the IP-layer rate.
+
+use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// What a call to the link produced, in time order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// The discipline (or the link) dropped this packet; its frame can be freed.
+    Dropped(Packet, DropReason),
+    /// The packet left the queue and started serialization at `at` (the other direction's
+    /// discipline observes it as reverse traffic).
+    Departed { pkt: Packet, at: Instant },
+    /// The packet reached the far end at logical time `due`: send its frame now.
+    Delivered { pkt: Packet, due: Instant },
+}
+
+/// A packet in flight in the pipe, ordered by arrival time then by entry order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InFlight {
+    due: Instant,
+    order: u64,
+    pkt: Packet,
+}
+impl Ord for InFlight {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.due, self.order).cmp(&(other.due, other.order))
+    }
+}
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+pub struct LinkEmu {
+    pub rate_bps: u64,
+    pub delay: Duration,
+    /// Bernoulli loss applied as packets reach the far end (as the simulator does).
+    pub loss: f64,
+    /// Extra one-way delay by IP source (core's 32-bit host address).
+    extra_delay_by_src: FxHashMap<u32, Duration>,
+    pub queue: Accounted<AnyQdisc>,
+    rng: Rng,
+    /// When the transmitter finishes the packet it is sending (or finished the last one).
+    free_at: Instant,
+    /// Start of the current busy period and the bytes sent in it (exact logical departures).
+    busy_start: Instant,
+    busy_bytes: u64,
+    last_arrival: Instant,
+    pipe: BinaryHeap<Reverse<InFlight>>,
+    entered: u64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+}
+
+impl LinkEmu {
+    pub fn new(rate_bps: u64, delay: Duration, loss: f64, extra_delay_by_src: FxHashMap<u32, Duration>,
+               queue: Accounted<AnyQdisc>, rng: Rng) -> Self {
+        assert!(rate_bps > 0, "rate_bps is validated by the config");
+        LinkEmu {
+            rate_bps, delay, loss, extra_delay_by_src, queue, rng,
+            free_at: Instant::ZERO, busy_start: Instant::ZERO, busy_bytes: 0, last_arrival: Instant::ZERO,
+            pipe: BinaryHeap::new(), entered: 0, tx_pkts: 0, tx_bytes: 0,
+        }
+    }
+
+    /// A packet arrives at the queue at `now`: everything due before it happens first, and
+    /// an idle transmitter starts on it at once.
+    pub fn enqueue(&mut self, pkt: Packet, now: Instant, out: &mut Vec<LinkEvent>) {
+        self.advance(now, out);
+        self.last_arrival = self.last_arrival.max(now);
+        self.queue.enqueue(pkt, now);
+        out.extend(self.queue.last_drops().iter().map(|&(p, r)| LinkEvent::Dropped(p, r)));
+        self.advance(now, out);
+    }
+
+    /// Perform every dequeue and delivery whose logical time is `<= now`, in time order.
+    pub fn advance(&mut self, now: Instant, out: &mut Vec<LinkEvent>) {
+        loop {
+            let next_tx = (!self.queue.is_empty()).then(|| self.free_at.max(self.queue_clock()));
+            let next_rx = self.pipe.peek().map(|r| r.0.due);
+            match (next_tx, next_rx) {
+                (Some(t), rx) if t <= now && rx.is_none_or(|r| t <= r) => self.start_tx(t, out),
+                (_, Some(r)) if r <= now => self.deliver(out),
+                _ => return,
+            }
+        }
+    }
+
+    /// The next instant at which [`Self::advance`] has work, if any.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let tx = (!self.queue.is_empty()).then(|| self.free_at.max(self.queue_clock()));
+        let rx = self.pipe.peek().map(|r| r.0.due);
+        match (tx, rx) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Packets in the pipe (serialized, not yet delivered).
+    pub fn in_flight(&self) -> usize {
+        self.pipe.len()
+    }
+
+    /// A queued packet leaves when the transmitter is free, and no earlier than the latest
+    /// arrival: since every arrival first performs what was due before it, a non-empty
+    /// queue behind an idle transmitter can only hold packets that arrived since it idled.
+    fn queue_clock(&self) -> Instant {
+        self.last_arrival
+    }
+
+    fn start_tx(&mut self, t: Instant, out: &mut Vec<LinkEvent>) {
+        let Some(pkt) = self.queue.dequeue(t) else {
+            // The discipline dropped what it held (AQM on dequeue): report and go idle.
+            out.extend(self.queue.last_drops().iter().map(|&(p, r)| LinkEvent::Dropped(p, r)));
+            return;
+        };
+        out.extend(self.queue.last_drops().iter().map(|&(p, r)| LinkEvent::Dropped(p, r)));
+        if t > self.free_at {
+            // The transmitter was idle: a new busy period starts now.
+            self.busy_start = t;
+            self.busy_bytes = 0;
+        }
+        self.busy_bytes += pkt.len_bytes();
+        let bits_ns = self.busy_bytes as u128 * 8 * 1_000_000_000;
+        let tx_end = self.busy_start + Duration(bits_ns.div_ceil(self.rate_bps as u128) as u64);
+        self.free_at = tx_end;
+        self.tx_pkts += 1;
+        self.tx_bytes += pkt.len_bytes();
+        out.push(LinkEvent::Departed { pkt, at: t });
+        let extra = self.extra_delay_by_src.get(&pkt.flow.src_ip).copied().unwrap_or(Duration::ZERO);
+        self.entered += 1;
+        self.pipe.push(Reverse(InFlight { due: tx_end + self.delay + extra, order: self.entered, pkt }));
+    }
+
+    fn deliver(&mut self, out: &mut Vec<LinkEvent>) {
+        let Reverse(f) = self.pipe.pop().expect("deliver with an empty pipe");
+        if self.loss > 0.0 && self.rng.chance(self.loss) {
+            self.queue.record_external_drop(&f.pkt, DropReason::LinkLoss);
+            out.push(LinkEvent::Dropped(f.pkt, DropReason::LinkLoss));
+        } else {
+            out.push(LinkEvent::Delivered { pkt: f.pkt, due: f.due });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smallpipe_core::qdisc::DropTailConfig;
+    use smallpipe_core::{FlowKey, QdiscConfig};
+
+    fn link(rate_bps: u64, delay_ms: u64, loss: f64, extra: &[(u32, u64)]) -> LinkEmu {
+        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(100_000), limit_bytes: None }).build().unwrap();
+        let extra = extra.iter().map(|&(ip, ms)| (ip, Duration::from_millis(ms))).collect();
+        LinkEmu::new(rate_bps, Duration::from_millis(delay_ms), loss, extra, Accounted::new(q, Rng::new(1, 0)), Rng::new(7, 2))
+    }
+
+    fn pkt(src_ip: u32, seq: u32, len: u16) -> Packet {
+        Packet { flow: FlowKey { src_ip, proto: 6, ..Default::default() }, seq, ip_len_bytes: len, ..Default::default() }
+    }
+
+    /// Wake at each deadline plus `late(i)` until nothing is left; returns the deliveries.
+    fn drain(l: &mut LinkEmu, mut late: impl FnMut(u64) -> Duration) -> Vec<(Packet, Instant)> {
+        let (mut out, mut got, mut i) = (Vec::new(), Vec::new(), 0);
+        while let Some(t) = l.next_deadline() {
+            l.advance(t + late(i), &mut out);
+            i += 1;
+            got.extend(out.drain(..).filter_map(|e| match e {
+                LinkEvent::Delivered { pkt, due } => Some((pkt, due)),
+                _ => None,
+            }));
+        }
+        got
+    }
+
+    #[test]
+    fn back_to_back_departures_are_exact_to_the_byte() {
+        // 1000 packets of 1499 bytes at 3 Mbit/s: packet k (1-based) has sent 1499 k bytes when
+        // it completes, at ceil(8 * 1499 k / 3e6 s); no per-packet rounding accumulates.
+        let mut l = link(3_000_000, 0, 0.0, &[]);
+        let mut out = Vec::new();
+        for k in 0..1000 {
+            l.enqueue(pkt(1, k, 1499), Instant::ZERO, &mut out);
+        }
+        let got = drain(&mut l, |_| Duration::ZERO);
+        assert_eq!(got.len(), 1000);
+        for (k, (p, due)) in got.iter().enumerate() {
+            let bytes = 1499 * (k as u64 + 1);
+            assert_eq!(p.seq, k as u32);
+            assert_eq!(due.as_nanos(), (bytes * 8 * 1_000_000_000).div_ceil(3_000_000), "packet {k}");
+        }
+    }
+
+    #[test]
+    fn a_packet_on_an_idle_link_takes_serialization_plus_delay() {
+        let mut l = link(1_000_000, 20, 0.0, &[]);
+        let mut out = Vec::new();
+        l.enqueue(pkt(1, 0, 1000), Instant(5_000_000), &mut out);
+        // Second packet long after the first left: a new busy period from its own arrival.
+        let got = drain(&mut l, |_| Duration::ZERO);
+        l.enqueue(pkt(1, 1, 500), Instant(1_000_000_000), &mut out);
+        let got2 = drain(&mut l, |_| Duration::ZERO);
+        assert_eq!(got[0].1, Instant(5_000_000 + 8_000_000 + 20_000_000));
+        assert_eq!(got2[0].1, Instant(1_000_000_000 + 4_000_000 + 20_000_000));
+    }
+
+    #[test]
+    fn late_wakeups_do_not_move_logical_departures() {
+        let script = |late_ns: u64| {
+            let mut l = link(10_000_000, 20, 0.0, &[]);
+            let mut out = Vec::new();
+            let mut dues = Vec::new();
+            // 200 arrivals every 0.9 ms (faster than the 1.2 ms service time): a queue builds.
+            for k in 0..200u64 {
+                let at = Instant(k * 900_000);
+                // The box wakes late for whatever was due before this arrival.
+                while let Some(t) = l.next_deadline().filter(|&t| t <= at) {
+                    l.advance((t + Duration(late_ns)).min(at), &mut out);
+                }
+                l.enqueue(pkt(1, k as u32, 1500), at, &mut out);
+            }
+            dues.extend(drain(&mut l, |i| Duration(late_ns * (i % 3))).into_iter().map(|(_, d)| d));
+            dues.extend(out.iter().filter_map(|e| match e {
+                LinkEvent::Delivered { due, .. } => Some(*due),
+                _ => None,
+            }));
+            dues.sort();
+            dues
+        };
+        let on_time = script(0);
+        assert_eq!(on_time.len(), 200);
+        // 3 ms late at every wake-up, still the same logical times, to the nanosecond.
+        assert_eq!(script(3_000_000), on_time);
+        // And the rate is the set one: 200 back-to-back packets after the first arrival.
+        let busy_ns = on_time[199].as_nanos() - 20_000_000;
+        assert_eq!(busy_ns, (200 * 1500 * 8 * 1_000_000_000u64).div_ceil(10_000_000));
+    }
+
+    #[test]
+    fn loss_fraction_is_within_binomial_bounds() {
+        let (n, p) = (20_000u64, 0.1);
+        let mut l = link(100_000_000_000, 1, p, &[]);
+        let mut out = Vec::new();
+        for k in 0..n {
+            l.enqueue(pkt(1, k as u32, 100), Instant(k * 1_000), &mut out);
+        }
+        let delivered = drain(&mut l, |_| Duration::ZERO).len() as u64 + out.iter().filter(|e| matches!(e, LinkEvent::Delivered { .. })).count() as u64;
+        let lost = n - delivered;
+        // Binomial(n, p): mean 2000, sd sqrt(n p (1-p)) = 42.4; 5 sd either side.
+        let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+        assert!((lost as f64 - mean).abs() < 5.0 * sd, "lost {lost}, expected {mean} ± {}", 5.0 * sd);
+        assert_eq!(l.queue.stats().dropped(DropReason::LinkLoss), lost);
+        l.queue.check().unwrap();
+    }
+
+    #[test]
+    fn per_source_extra_delay_applies_to_that_source_only() {
+        let mut l = link(8_000_000, 10, 0.0, &[(7, 40)]);
+        let mut out = Vec::new();
+        l.enqueue(pkt(7, 0, 1000), Instant::ZERO, &mut out); // 1 ms to send, then 10 + 40 ms
+        l.enqueue(pkt(9, 1, 1000), Instant::ZERO, &mut out); // done at 2 ms, then 10 ms
+        let got = drain(&mut l, |_| Duration::ZERO);
+        assert_eq!(got.iter().map(|(p, d)| (p.flow.src_ip, d.as_nanos())).collect::<Vec<_>>(),
+                   vec![(9, 12_000_000), (7, 51_000_000)]);
+    }
+}

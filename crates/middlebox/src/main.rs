@@ -1,0 +1,189 @@
+//! `smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s S]
+//! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo]`
+//!
+//! Exit codes: 0 on a clean stop (SIGINT, SIGTERM or the duration), 2 on a bad command line
+//! or config, 1 on an I/O failure while running.
+
+use smallpipe_middlebox::config::BoxConfig;
+use smallpipe_middlebox::datapath::DataPath;
+use smallpipe_middlebox::io::PacketSocket;
+use smallpipe_middlebox::pcap::Capture;
+use smallpipe_middlebox::stats::{self, Snapshot, SIDES};
+use smallpipe_middlebox::{metrics, parse::DropCause, timer};
+use smallpipe_core::{Duration, Instant};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s SECONDS] \
+[--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo]";
+
+/// Real-time priority of the data path under SCHED_FIFO (below the kernel's own threads at 50).
+const FIFO_PRIORITY: i32 = 40;
+
+#[derive(Debug, Default)]
+struct Args {
+    iface_a: String,
+    iface_b: String,
+    config: String,
+    duration_s: Option<f64>,
+    out: Option<PathBuf>,
+    metrics_addr: Option<String>,
+    pcap: Option<String>,
+    no_fifo: bool,
+}
+
+fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut a = Args::default();
+    while let Some(flag) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match flag.as_str() {
+            "--iface-a" => a.iface_a = value("--iface-a")?,
+            "--iface-b" => a.iface_b = value("--iface-b")?,
+            "--config" => a.config = value("--config")?,
+            "--duration-s" => {
+                let v = value("--duration-s")?;
+                let s: f64 = v.parse().map_err(|_| format!("--duration-s: {v:?} is not a number of seconds"))?;
+                if !(s > 0.0 && s.is_finite()) {
+                    return Err(format!("--duration-s: {v} is not allowed (allowed: a positive number of seconds)"));
+                }
+                a.duration_s = Some(s);
+            }
+            "--out" => a.out = Some(value("--out")?.into()),
+            "--metrics-addr" => a.metrics_addr = Some(value("--metrics-addr")?),
+            "--pcap" => a.pcap = Some(value("--pcap")?),
+            "--no-fifo" => a.no_fifo = true,
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    for (name, v) in [("--iface-a", &a.iface_a), ("--iface-b", &a.iface_b), ("--config", &a.config)] {
+        if v.is_empty() {
+            return Err(format!("{name} is required\n{USAGE}"));
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("smallpipe-box: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = match BoxConfig::load(&args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("smallpipe-box: bad config: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args, &cfg) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("smallpipe-box: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| format!("signal handler: {e}"))?;
+    }
+    let socks = [
+        PacketSocket::open(&args.iface_a).map_err(|e| format!("--iface-a {}: {e}", args.iface_a))?,
+        PacketSocket::open(&args.iface_b).map_err(|e| format!("--iface-b {}: {e}", args.iface_b))?,
+    ];
+    let capture = match &args.pcap {
+        Some(p) => Some(Capture::create(p).map_err(|e| format!("--pcap {p}: {e}"))?),
+        None => None,
+    };
+    let mut dp = DataPath::new(cfg, socks, capture)?;
+    let shared = Arc::new(Mutex::new(Arc::new(Snapshot::empty())));
+    let metrics_thread = match &args.metrics_addr {
+        Some(addr) => {
+            let l = std::net::TcpListener::bind(addr).map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+            let (snap, stop) = (Arc::clone(&shared), Arc::clone(&stop));
+            Some(std::thread::Builder::new().name("metrics".into()).spawn(move || metrics::serve(l, snap, stop))
+                .map_err(|e| format!("metrics thread: {e}"))?)
+        }
+        None => None,
+    };
+    let sched = if args.no_fifo {
+        "off (--no-fifo)".to_string()
+    } else {
+        match timer::request_sched_fifo(FIFO_PRIORITY) {
+            Ok(()) => format!("SCHED_FIFO {FIFO_PRIORITY}"),
+            Err(e) => format!("refused: {e}"),
+        }
+    };
+    let until = args.duration_s.map(|s| dp.now() + Duration((s * 1e9) as u64));
+    let steal_start = timer::steal_ns();
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    dp.run(&stop, until, &shared).map_err(|e| format!("data path: {e}"))?;
+    let end = dp.now();
+    let steal = steal_start.zip(timer::steal_ns()).map(|(a, b)| b - a);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let pcap = dp.finish_capture().map_err(|e| format!("pcap: {e}"))?;
+    if let Some(t) = metrics_thread {
+        let _ = t.join();
+    }
+    if let Some(out) = &args.out {
+        write_outputs(out, &mut dp, end, steal, &sched, pcap).map_err(|e| format!("--out {}: {e}", out.display()))?;
+    }
+    Ok(())
+}
+
+fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_ns: Option<u64>, sched: &str,
+                 pcap: Option<(u64, u64)>) -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    let snap = dp.snapshot(end);
+    std::fs::write(out.join("links.csv"), stats::links_csv(&snap.links, end.as_nanos()))?;
+    std::fs::write(out.join("queue_states.csv"), stats::queue_states_csv(&dp.queue_states))?;
+    std::fs::write(out.join("lateness.csv"), stats::lateness_csv(&dp.lateness_ns))?;
+    let side = |f: &dyn Fn(usize) -> serde_json::Value| {
+        serde_json::Value::Object(SIDES.iter().enumerate().map(|(i, s)| (s.to_string(), f(i))).collect())
+    };
+    let st = &dp.stats;
+    let summary = serde_json::json!({
+        "duration_ns": end.as_nanos(),
+        "steal_ns": steal_ns,
+        "steal_fraction": steal_ns.map(|s| s as f64 / end.as_nanos().max(1) as f64),
+        "scheduling": sched,
+        "kernel_rx": side(&|i| serde_json::json!({"packets": st.kernel[i].packets, "drops": st.kernel[i].drops})),
+        "not_scheduled": side(&|i| serde_json::Value::Object(DropCause::ALL.iter()
+            .map(|c| (c.name().to_string(), st.parse_drops[i][*c as usize].into())).collect())),
+        "unscheduled_forwarded": side(&|i| st.unscheduled[i].into()),
+        "sent": side(&|i| st.sent[i].into()),
+        "send_failed": side(&|i| st.send_failed[i].into()),
+        "lateness_ns": {"count": snap.lateness_count, "p50": snap.lateness_p50_ns, "p99": snap.lateness_p99_ns, "max": snap.lateness_max_ns},
+        "flows_untracked_pkts": snap.untracked.arrived_pkts,
+        "pcap": pcap.map(|(written, dropped)| serde_json::json!({"written": written, "dropped": dropped})),
+    });
+    std::fs::write(out.join("box.json"), serde_json::to_string_pretty(&summary)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Result<Args, String> {
+        parse_args(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn required_flags_and_bad_values_are_named() {
+        assert!(args("--iface-a x --config c").unwrap_err().contains("--iface-b is required"));
+        assert!(args("--iface-a x --iface-b y --config c --duration-s -1").unwrap_err().contains("--duration-s"));
+        assert!(args("--iface-a x --iface-b y --config c --bogus").unwrap_err().contains("--bogus"));
+        let a = args("--iface-a x --iface-b y --config c --duration-s 2.5 --no-fifo").unwrap();
+        assert_eq!((a.duration_s, a.no_fifo), (Some(2.5), true));
+    }
+}

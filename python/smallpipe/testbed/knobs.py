@@ -1,0 +1,145 @@
+"""Which scenario knobs real Linux TCP in the testbed honours, and how.
+
+Every knob is either honoured (by a per-namespace sysctl, a route attribute, a socket
+option, the box's config or the namespaces' MTU) or refused with a
+:class:`~smallpipe.ConfigError` naming it; none is silently ignored. docs/testbed.md has
+the same table for users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from smallpipe.scenario import Scenario, _config_error
+
+__all__ = ["MAX_UNITS", "LinuxSettings", "linux_settings"]
+
+MAX_UNITS = 4096
+"""Units per testbed run: each has an address of its own on the client veth."""
+
+CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+
+# Linux constants the scenario must agree with to be honoured.
+_LINUX_INITIAL_RTO_MS = 1000.0  # TCP_TIMEOUT_INIT
+_LINUX_DELACK_MAX_MS = 200.0  # TCP_DELACK_MAX; the delayed-ACK timer adapts between 40 ms and this
+_LINUX_RTO_MAX_MS = (1000.0, 120_000.0)  # net.ipv4.tcp_rto_max_ms's range
+_LINUX_SYN_RETRIES = (1, 127)  # net.ipv4.tcp_syn_retries's range
+_LINUX_REORDERING = (1, 300)  # net.ipv4.tcp_reordering up to tcp_max_reordering
+_LINUX_MIN_PACKET_BYTES = 88  # 40 header bytes + net.ipv4.tcp_min_snd_mss (48)
+_DEFAULT_ACCESS_RATE_BPS = 1e8
+_DEFAULT_GRANULARITY_MS = 1.0
+
+
+@dataclass(frozen=True)
+class LinuxSettings:
+    """What the testbed sets to honour a scenario.
+
+    ``sysctls`` apply in both host namespaces; ``client_route`` and ``server_route`` are
+    ``ip route`` attributes of the routes towards the other side.
+    """
+
+    sysctls: dict[str, str]
+    client_route: list[str]
+    server_route: list[str]
+    mtu_bytes: int
+    congestion_control: list[str] = field(default_factory=list)
+
+
+def _refuse(path: str, value: Any, allowed: str) -> None:
+    raise _config_error(path, repr(value) if isinstance(value, str) else str(value),
+                        f"{allowed} (the testbed runs real Linux TCP; see docs/testbed.md)")
+
+
+def _check_link(scenario: Scenario) -> None:
+    link = scenario["link"]
+    if link["access_rate_bps"] != _DEFAULT_ACCESS_RATE_BPS:
+        _refuse("link.access_rate_bps", link["access_rate_bps"],
+                f"the default {_DEFAULT_ACCESS_RATE_BPS:g}: the testbed's access links are unlimited veths")
+    for key in ("drop_nth", "reverse_drop_nth"):
+        if link[key]:
+            _refuse(f"link.{key}", link[key], "[]: the box has no scripted drops")
+    if scenario["topology"]["kind"] != "dumbbell":
+        _refuse("topology.kind", scenario["topology"]["kind"], '"dumbbell": the box emulates one link')
+    if scenario["edge"]["mark"] != "none":
+        _refuse("edge.mark", scenario["edge"]["mark"], '"none": the testbed has no marking edge')
+    for index, group in enumerate(scenario["flows"]):
+        if group.get("dscp") is not None:
+            _refuse(f"flows[{index}].dscp", group["dscp"], "unset: the testbed has no marking edge")
+
+
+def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
+    sysctls = {"net.ipv4.tcp_no_metrics_save": "1"}
+    if tcp["packet_size_bytes"] < _LINUX_MIN_PACKET_BYTES:
+        _refuse("tcp.packet_size_bytes", tcp["packet_size_bytes"],
+                f"at least {_LINUX_MIN_PACKET_BYTES}: Linux sends no segment below tcp_min_snd_mss")
+    if tcp["recovery"] == "reno":
+        _refuse("tcp.recovery", "reno", '"sack" or "newreno": Linux without SACK still does '
+                "NewReno's partial-ACK recovery (RFC 6582)")
+    sysctls["net.ipv4.tcp_sack"] = "1" if tcp["recovery"] == "sack" else "0"
+    sysctls["net.ipv4.tcp_timestamps"] = "1" if tcp["timestamps"] else "0"
+    sysctls["net.ipv4.tcp_slow_start_after_idle"] = "1" if tcp["slow_start_after_idle"] else "0"
+    if not tcp["limited_transmit"]:
+        _refuse("tcp.limited_transmit", False, "true: Linux always does limited transmit (RFC 3042)")
+    low, high = _LINUX_REORDERING
+    if not low <= tcp["dupack_threshold"] <= high:
+        _refuse("tcp.dupack_threshold", tcp["dupack_threshold"], f"{low} to {high} (net.ipv4.tcp_reordering)")
+    sysctls["net.ipv4.tcp_reordering"] = str(tcp["dupack_threshold"])
+    low, high = _LINUX_RTO_MAX_MS
+    if not low <= tcp["max_rto_ms"] <= high:
+        _refuse("tcp.max_rto_ms", tcp["max_rto_ms"], f"{low:g} to {high:g} ms (net.ipv4.tcp_rto_max_ms)")
+    sysctls["net.ipv4.tcp_rto_max_ms"] = str(round(tcp["max_rto_ms"]))
+    if tcp["initial_rto_ms"] != _LINUX_INITIAL_RTO_MS:
+        _refuse("tcp.initial_rto_ms", tcp["initial_rto_ms"], f"{_LINUX_INITIAL_RTO_MS:g}: Linux's initial RTO is fixed")
+    low, high = _LINUX_SYN_RETRIES
+    if not low <= tcp["syn_retries"] <= high:
+        _refuse("tcp.syn_retries", tcp["syn_retries"], f"{low} to {high} (net.ipv4.tcp_syn_retries)")
+    sysctls["net.ipv4.tcp_syn_retries"] = str(tcp["syn_retries"])
+    sysctls["net.ipv4.tcp_synack_retries"] = str(tcp["syn_retries"])
+    if tcp["clock_granularity_ms"] != _DEFAULT_GRANULARITY_MS:
+        _refuse("tcp.clock_granularity_ms", tcp["clock_granularity_ms"],
+                f"{_DEFAULT_GRANULARITY_MS:g}: Linux's timer granularity is its jiffy, not a knob")
+    if tcp["overhead_max_ms"] is not None:
+        _refuse("tcp.overhead_max_ms", tcp["overhead_max_ms"], "unset: real hosts have their own processing jitter")
+    if tcp["delayed_ack"] and tcp["delayed_ack_ms"] != _LINUX_DELACK_MAX_MS:
+        _refuse("tcp.delayed_ack_ms", tcp["delayed_ack_ms"],
+                f"{_LINUX_DELACK_MAX_MS:g}: Linux's delayed-ACK timer adapts between 40 ms and 200 ms")
+    if rfc:
+        # Linux extras beyond RFC 5681/6582/6675/6298, off where a sysctl allows it.
+        sysctls |= {
+            "net.ipv4.tcp_recovery": "0",  # RACK loss detection
+            "net.ipv4.tcp_early_retrans": "0",  # tail loss probes
+            "net.ipv4.tcp_frto": "0",  # F-RTO spurious-timeout detection
+            "net.ipv4.tcp_syn_linear_timeouts": "0",  # SYN retries back off exponentially from the first
+            "net.ipv4.tcp_autocorking": "0",
+        }
+    return sysctls
+
+
+def linux_settings(scenario: Scenario, congestion_control: str = "reno", rfc: bool = True) -> LinuxSettings:
+    """How to honour ``scenario`` on Linux; refuses what cannot be.
+
+    Arguments:
+        congestion_control: ``TCP_CONGESTION`` of every data sender.
+        rfc: switch off the Linux behaviours the RFCs (and the simulator) do not have
+            (RACK, tail loss probes, F-RTO, linear SYN timeouts) where a sysctl can.
+
+    Raises:
+        ConfigError: a knob the testbed cannot honour is set, naming it and what it allows.
+    """
+    if congestion_control not in CONGESTION_CONTROLS:
+        raise _config_error("congestion_control", repr(congestion_control), f"one of {', '.join(CONGESTION_CONTROLS)}")
+    _check_link(scenario)
+    tcp = scenario["tcp"]
+    sysctls = _tcp_sysctls(tcp, rfc)
+    common = [f"rto_min {round(tcp['min_rto_ms'])}ms"]
+    if not tcp["delayed_ack"]:
+        common.append("quickack 1")
+    server_route = [*common, f"initcwnd {tcp['initial_window_pkts']}"]
+    return LinuxSettings(
+        sysctls=sysctls,
+        client_route=common,
+        server_route=server_route,
+        mtu_bytes=tcp["packet_size_bytes"],
+        congestion_control=[congestion_control] * len(scenario["flows"]),
+    )

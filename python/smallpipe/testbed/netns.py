@@ -1,0 +1,180 @@
+"""The testbed's network: three namespaces joined by two veth pairs, torn down whatever happens.
+
+::
+
+    clients ns                 box ns                      servers ns
+    vc (198.18.0.u+1/32 ...) ─ bc  [smallpipe-box]  bs ─ vs (198.19.0.1/32)
+            IF_A = bc faces the clients, IF_B = bs the servers
+
+The box forwards frames at layer 2, so each host reaches the other side through a static
+neighbour (a gateway address that resolves to the far host's MAC); nothing in the box's
+namespace routes. Offloads (checksums, TSO, GSO, GRO) are off on all four veth ends, so
+the box sees wire-sized frames. Every command runs under a time limit.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+import signal
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import Self
+
+__all__ = ["CLIENT_MAC", "SERVER_ADDR", "NetnsError", "Network", "client_addr", "ip_netns_available"]
+
+SERVER_ADDR = "198.19.0.1"
+CLIENT_NET = ipaddress.IPv4Address("198.18.0.0")
+# Gateways: addresses no host has, resolved by a permanent neighbour to the far host's MAC.
+CLIENT_GATEWAY = "198.19.255.254"  # the clients' way to 198.19.0.0/16
+SERVER_GATEWAY = "198.18.255.254"  # the servers' way to 198.18.0.0/16
+CLIENT_MAC = "02:73:70:00:00:01"
+SERVER_MAC = "02:73:70:00:00:02"
+COMMAND_TIMEOUT_S = 30.0
+
+
+class NetnsError(RuntimeError):
+    """A namespace could not be built (not root, no ``ip netns``, a command failed)."""
+
+
+def client_addr(unit_id: int) -> str:
+    """The client-side address of a unit (the simulator's numbering: unit ``u`` is ``.u+1``)."""
+    return str(CLIENT_NET + unit_id + 1)
+
+
+def ip_netns_available() -> tuple[bool, str]:
+    """Whether this process can build namespaces, and why not."""
+    if os.geteuid() != 0:
+        return False, "the testbed needs root (network namespaces)"
+    try:
+        subprocess.run(["ip", "netns", "list"], check=True, capture_output=True, timeout=COMMAND_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as error:
+        return False, f"`ip netns` is unavailable: {error}"
+    return True, ""
+
+
+def _run(args: Sequence[str], stdin: str | None = None) -> str:
+    try:
+        done = subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise NetnsError(f"{' '.join(args)}: {error}") from None
+    if done.returncode != 0:
+        raise NetnsError(f"{' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class Names:
+    clients: str
+    box: str
+    servers: str
+
+    def all(self) -> tuple[str, str, str]:
+        return self.clients, self.box, self.servers
+
+
+class Network:
+    """Context manager: builds the namespaces on entry, deletes them on exit.
+
+    SIGINT and SIGTERM received inside the ``with`` block raise (``KeyboardInterrupt``,
+    ``SystemExit``) so the teardown runs; the previous handlers come back on exit.
+
+    Arguments:
+        unit_count: client addresses to add (one per unit).
+        mtu_bytes: MTU of every veth (the scenario's ``packet_size_bytes``).
+        sysctls: set in both host namespaces.
+        client_route, server_route: ``ip route`` attributes towards the other side.
+    """
+
+    IF_CLIENT, IF_A, IF_B, IF_SERVER = "vc", "bc", "bs", "vs"
+
+    def __init__(self, unit_count: int, mtu_bytes: int, sysctls: dict[str, str],
+                 client_route: Iterable[str], server_route: Iterable[str]) -> None:
+        tag = f"sp{os.getpid()}{secrets.token_hex(2)}"
+        self.names = Names(f"{tag}-clients", f"{tag}-box", f"{tag}-servers")
+        self.unit_count = unit_count
+        self.mtu_bytes = mtu_bytes
+        self.sysctls = dict(sysctls)
+        self.client_route = list(client_route)
+        self.server_route = list(server_route)
+        self._created: list[str] = []
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> Self:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+        try:
+            self._build()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            self.teardown()
+        finally:
+            for signum, handler in self._previous.items():
+                signal.signal(signum, handler)  # type: ignore[arg-type]
+            self._previous.clear()
+
+    @staticmethod
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    def exec_prefix(self, namespace: str) -> list[str]:
+        """The command prefix that runs a program inside ``namespace``."""
+        return ["ip", "netns", "exec", namespace]
+
+    def teardown(self) -> None:
+        """Delete every namespace this object created (their veths go with them)."""
+        errors = []
+        while self._created:
+            name = self._created.pop()
+            try:
+                _run(["ip", "netns", "del", name])
+            except NetnsError as error:
+                errors.append(str(error))
+        if errors:
+            raise NetnsError("; ".join(errors))
+
+    def _build(self) -> None:
+        n = self.names
+        for name in n.all():
+            _run(["ip", "netns", "add", name])
+            self._created.append(name)
+            _run(["ip", "-n", name, "link", "set", "lo", "up"])
+        _run(["ip", "link", "add", self.IF_CLIENT, "netns", n.clients, "address", CLIENT_MAC, "type", "veth",
+              "peer", "name", self.IF_A, "netns", n.box])
+        _run(["ip", "link", "add", self.IF_SERVER, "netns", n.servers, "address", SERVER_MAC, "type", "veth",
+              "peer", "name", self.IF_B, "netns", n.box])
+        for name, dev in ((n.clients, self.IF_CLIENT), (n.box, self.IF_A), (n.box, self.IF_B), (n.servers, self.IF_SERVER)):
+            _run(["ip", "-n", name, "link", "set", dev, "mtu", str(self.mtu_bytes), "up"])
+            _run([*self.exec_prefix(name), "ethtool", "-K", dev, "rx", "off", "tx", "off", "tso", "off",
+                  "gso", "off", "gro", "off"])
+        # The box only forwards frames; it must not answer or route anything itself.
+        _run([*self.exec_prefix(n.box), "sysctl", "-q", "-w", "net.ipv4.ip_forward=0",
+              "net.ipv6.conf.all.disable_ipv6=1"])
+        settings = [f"{key}={value}" for key, value in self.sysctls.items()]
+        for name in (n.clients, n.servers):
+            _run([*self.exec_prefix(name), "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", *settings])
+        batch = "".join(f"address add {client_addr(u)}/32 dev {self.IF_CLIENT}\n" for u in range(self.unit_count))
+        _run(["ip", "-n", n.clients, "-batch", "-"], stdin=batch)
+        _run(["ip", "-n", n.servers, "address", "add", f"{SERVER_ADDR}/32", "dev", self.IF_SERVER])
+        for name, dev, gateway, mac, net, attrs in (
+            (n.clients, self.IF_CLIENT, CLIENT_GATEWAY, SERVER_MAC, "198.19.0.0/16", self.client_route),
+            (n.servers, self.IF_SERVER, SERVER_GATEWAY, CLIENT_MAC, "198.18.0.0/16", self.server_route),
+        ):
+            _run(["ip", "-n", name, "neigh", "add", gateway, "lladdr", mac, "dev", dev, "nud", "permanent"])
+            route = ["ip", "-n", name, "route", "add", net, "via", gateway, "dev", dev, "onlink"]
+            _run([*route, *" ".join(attrs).split()])
+
+    def read_sysctl(self, namespace: str, key: str) -> str:
+        """A sysctl's value inside one of the namespaces."""
+        return _run([*self.exec_prefix(namespace), "sysctl", "-n", key]).strip()

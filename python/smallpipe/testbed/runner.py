@@ -1,0 +1,236 @@
+"""Run a scenario on real Linux TCP through the middlebox, and return a :class:`Result`.
+
+The steps: refuse what Linux cannot honour (:mod:`.knobs`), ask ``smallpipe-gen units``
+for the scenario's units (the simulator's RTT and start draws), build the namespaces
+(:mod:`.netns`), start ``smallpipe-box`` in the box namespace and wait for its ``ready``,
+start the generator's server and client on a shared ``CLOCK_MONOTONIC`` t0, wait (every
+wait is bounded), stop the box, and join the records into the simulator's tables
+(:mod:`.tables`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import select
+import subprocess
+import tempfile
+import time
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from smallpipe._smallpipe import SimulationError
+from smallpipe.result import Result
+from smallpipe.scenario import Scenario, _config_error
+from smallpipe.testbed.knobs import MAX_UNITS, linux_settings
+from smallpipe.testbed.netns import COMMAND_TIMEOUT_S, SERVER_ADDR, Network, client_addr
+from smallpipe.testbed.tables import to_result
+
+__all__ = ["TestbedError", "find_binary", "run_testbed"]
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SERVER_PORT = 5001
+READY_TIMEOUT_S = 15.0
+START_DELAY_S = 1.0
+"""t0 is this long after the plan is written: the generators must be up by then."""
+STOP_GRACE_S = 15.0
+"""How long past the scenario's end the generators may take to write their records."""
+
+
+class TestbedError(SimulationError):
+    """The testbed could not run: a binary is missing, a namespace or process failed."""
+
+    __test__ = False  # not a pytest test class
+
+
+_BINARIES = {
+    "smallpipe-box": ("SMALLPIPE_BOX", "smallpipe-middlebox"),
+    "smallpipe-gen": ("SMALLPIPE_GEN", "smallpipe-trafficgen"),
+}
+
+
+def find_binary(name: str) -> Path:
+    """``smallpipe-box`` or ``smallpipe-gen``: from ``$SMALLPIPE_BOX`` / ``$SMALLPIPE_GEN``,
+    else ``<repo>/target/release/``.
+
+    Raises:
+        TestbedError: not found; the message gives the command that builds it.
+    """
+    variable, package = _BINARIES[name]
+    path = Path(os.environ[variable]) if os.environ.get(variable) else REPO_ROOT / "target" / "release" / name
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise TestbedError(
+            f"{name} not found at {path}; build it with `cargo build --release -p {package}` "
+            f"in {REPO_ROOT} (or point ${variable} at it)"
+        )
+    return path
+
+
+def _units(gen: Path, scenario: Scenario, workdir: Path) -> list[dict[str, Any]]:
+    path = workdir / "scenario.json"
+    path.write_text(scenario.to_json())
+    done = subprocess.run([str(gen), "units", str(path)], capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise TestbedError(f"smallpipe-gen units: {done.stderr.strip()}")
+    units: list[dict[str, Any]] = json.loads(done.stdout)
+    return units
+
+
+def box_config(scenario: Scenario, units: list[dict[str, Any]]) -> dict[str, Any]:
+    """BOX.json (BOX_CONTRACT): the data flows from the servers (IF_B) to the clients
+    (IF_A), so ``b_to_a`` is the simulator's forward ``bottleneck`` with ``link.queue``.
+
+    A unit's base RTT is ``2 * delay_ms`` on the bottleneck plus its client's extra delay,
+    which the box adds once per round trip (to the packets the client sends).
+    """
+    link = scenario["link"]
+    delay_ns = round(link["delay_ms"] * 1e6)
+    direction = {"rate_bps": round(link["rate_bps"]), "delay_ns": delay_ns}
+    extra = {client_addr(u["unit_id"]): round(u["rtt_ms"] * 1e6) - 2 * delay_ns for u in units}
+    return {
+        "seed": scenario["seed"],
+        "a_to_b": direction | {"loss": link["reverse_loss"], "queue": link["reverse_queue"]},
+        "b_to_a": direction | {"loss": link["loss"], "queue": link["queue"]},
+        "extra_delay_ns_by_src": {addr: ns for addr, ns in extra.items() if ns > 0},
+        "slice_ns": round(scenario["slice_s"] * 1e9),
+    }
+
+
+class _Process:
+    """A testbed process: stdout is a pipe we read for ``ready``, stderr goes to a file (a
+    pipe nobody reads could fill and block it)."""
+
+    def __init__(self, name: str, args: list[str], workdir: Path) -> None:
+        self.name = name
+        self.stderr_path = workdir / f"{name.replace(' ', '-')}.stderr"
+        with self.stderr_path.open("wb") as stderr:
+            self.popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace").strip()[-2000:]
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait for the ``ready`` line a box or server prints once it is serving."""
+        assert self.popen.stdout is not None
+        fd = self.popen.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        buffered = b""
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([fd], [], [], min(left, 0.05))
+            chunk = os.read(fd, 4096) if readable else b""
+            buffered += chunk
+            if b"ready" in buffered.split():
+                return
+            if (readable and not chunk) or self.popen.poll() is not None:
+                self.popen.wait(timeout=COMMAND_TIMEOUT_S)
+                raise TestbedError(f"{self.name} exited with code {self.popen.returncode} before it was ready: "
+                                   f"{self.stderr()}")
+        raise TestbedError(f"{self.name} did not print `ready` within {timeout_s:g} s")
+
+    def wait(self, timeout_s: float) -> None:
+        """Wait for a clean exit."""
+        try:
+            self.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise TestbedError(f"{self.name} did not finish within {timeout_s:g} s") from None
+        if self.popen.returncode != 0:
+            raise TestbedError(f"{self.name} exited with code {self.popen.returncode}: {self.stderr()}")
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if it does not exit in time."""
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=timeout_s)
+
+
+def run_testbed(
+    scenario: Scenario | str | PathLike[str],
+    *,
+    congestion_control: str = "reno",
+    rfc: bool = True,
+    out: str | PathLike[str] | None = None,
+) -> Result:
+    """Run ``scenario`` on real Linux TCP in network namespaces, through ``smallpipe-box``.
+
+    Arguments:
+        congestion_control: ``reno``, ``cubic`` or ``bbr`` for every data sender.
+        rfc: switch off Linux behaviours the RFCs lack where a sysctl can (see
+            :func:`~smallpipe.testbed.knobs.linux_settings`).
+        out: keep the raw records (box output, generator JSON, ``tcp_info.parquet``)
+            in this directory; a temporary one otherwise.
+
+    Raises:
+        ConfigError: the scenario asks for something the testbed cannot honour.
+        TestbedError: a binary is missing, or the network or a process failed.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.from_toml(scenario)
+    settings = linux_settings(scenario, congestion_control, rfc)
+    box, gen = find_binary("smallpipe-box"), find_binary("smallpipe-gen")
+    with tempfile.TemporaryDirectory(prefix="smallpipe-testbed-") as tmp:
+        workdir = Path(out) if out is not None else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        units = _units(gen, scenario, workdir)
+        if len(units) > MAX_UNITS:
+            raise _config_error("flows", f"{len(units)} units", f"at most {MAX_UNITS} units in a testbed run")
+        duration_s = scenario["duration_s"]
+        started = time.monotonic()
+        with Network(len(units), settings.mtu_bytes, settings.sysctls, settings.client_route,
+                     settings.server_route) as net:
+            (workdir / "box_config.json").write_text(json.dumps(box_config(scenario, units), indent=2))
+            box_out = workdir / "box"
+            box_out.mkdir(exist_ok=True)
+            processes: list[_Process] = []
+            try:
+                box_proc = _Process("smallpipe-box", [
+                    *net.exec_prefix(net.names.box), str(box), "--iface-a", net.IF_A, "--iface-b", net.IF_B,
+                    "--config", str(workdir / "box_config.json"), "--out", str(box_out),
+                    "--duration-s", str(duration_s + START_DELAY_S + READY_TIMEOUT_S + STOP_GRACE_S)], workdir)
+                processes.append(box_proc)
+                box_proc.wait_ready(READY_TIMEOUT_S)
+                plan_path = workdir / "plan.json"
+                # Both generators must be up by t0; they start in milliseconds.
+                t0_ns = time.monotonic_ns() + round(START_DELAY_S * 1e9)
+                plan_path.write_text(json.dumps({
+                    "scenario": scenario.to_dict(), "t0_ns": t0_ns,
+                    "server_addr": SERVER_ADDR, "port": SERVER_PORT,
+                    "client_addrs": [client_addr(u["unit_id"]) for u in units],
+                    "congestion_control": settings.congestion_control,
+                }))
+                server = _Process("smallpipe-gen server", [
+                    *net.exec_prefix(net.names.servers), str(gen), "server", str(plan_path),
+                    str(workdir / "server.json")], workdir)
+                processes.append(server)
+                server.wait_ready(START_DELAY_S)
+                client = _Process("smallpipe-gen client", [
+                    *net.exec_prefix(net.names.clients), str(gen), "client", str(plan_path),
+                    str(workdir / "client.json")], workdir)
+                processes.append(client)
+                # The box stops at the run's end, so its counters cover the run and no more.
+                time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9 + duration_s))
+                box_proc.stop()
+                client.wait(STOP_GRACE_S)
+                server.wait(STOP_GRACE_S)
+                if box_proc.popen.returncode != 0:
+                    raise TestbedError(f"smallpipe-box exited with code {box_proc.popen.returncode}: {box_proc.stderr()}")
+                sysctls_seen = {key: net.read_sysctl(net.names.servers, key) for key in settings.sysctls}
+            finally:
+                for process in reversed(processes):
+                    process.stop()
+        meta_extra = {
+            "runtime": "testbed",
+            "wall_seconds": time.monotonic() - started,
+            "congestion_control": congestion_control,
+            "rfc": rfc,
+            "kernel": platform.release(),
+            "sysctls": sysctls_seen,
+            "client_route": " ".join(settings.client_route),
+            "server_route": " ".join(settings.server_route),
+        }
+        return to_result(scenario, units, workdir, meta_extra)

@@ -1,0 +1,149 @@
+"""The testbed on real Linux TCP: facts a run must satisfy whatever Linux does inside
+(conservation at the link rate, utilization of a backlogged link, exact transfer sizes,
+FCT lower bounds), namespaces always removed, refused knobs refused.
+
+Runs that build namespaces need root, ``ip netns`` and the two binaries; they skip with
+the reason otherwise. The whole file takes under a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import polars as pl
+import pytest
+from smallpipe import ConfigError, Scenario
+from smallpipe.cli import app
+from smallpipe.testbed import (
+    Network,
+    TestbedError,
+    find_binary,
+    ip_netns_available,
+    linux_settings,
+    run_testbed,
+)
+from typer.testing import CliRunner
+
+RATE_BPS = 2_000_000
+RTT_MS = 60.0
+
+
+def _skip_reason() -> str | None:
+    available, why = ip_netns_available()
+    if not available:
+        return why
+    try:
+        find_binary("smallpipe-box")
+        find_binary("smallpipe-gen")
+    except TestbedError as error:
+        return str(error)
+    return None
+
+
+needs_testbed = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+needs_root = pytest.mark.skipif(not ip_netns_available()[0], reason=ip_netns_available()[1])
+
+
+def _our_namespaces() -> list[str]:
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in listing.splitlines() if line.startswith(f"sp{os.getpid()}")]
+
+
+def _scenario(flows: list[dict], duration_s: float) -> Scenario:
+    return Scenario(seed=1, duration_s=duration_s, slice_s=1.0,
+                    link={"rate_bps": RATE_BPS, "delay_ms": 5.0, "queue": {"kind": "droptail", "limit_pkts": 30}},
+                    tcp={"min_rto_ms": 200.0}, flows=flows)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        ("tcp.limited_transmit", False, "tcp.limited_transmit"),
+        ("tcp.recovery", "reno", "tcp.recovery"),
+        ("tcp.initial_rto_ms", 3000.0, "tcp.initial_rto_ms"),
+        ("tcp.delayed_ack_ms", 100.0, "tcp.delayed_ack_ms"),
+        ("link.drop_nth", [3], "link.drop_nth"),
+        ("topology.kind", "diamond", "topology.kind"),
+    ],
+)
+def test_knobs_linux_cannot_honour_are_refused_naming_the_field(path: str, value: object, field: str) -> None:
+    scenario = _scenario([{"app": "bulk", "count": 1, "rtt_ms": RTT_MS}], 5.0).with_overrides({path: value})
+    with pytest.raises(ConfigError) as caught:
+        linux_settings(scenario)
+    assert caught.value.field == field
+    assert "testbed" in str(caught.value)
+
+
+def test_honoured_knobs_become_sysctls_and_route_attributes() -> None:
+    scenario = _scenario([{"app": "bulk", "count": 1, "rtt_ms": RTT_MS}], 5.0).with_overrides(
+        {"tcp.recovery": "newreno", "tcp.timestamps": False, "tcp.delayed_ack": False,
+         "tcp.initial_window_pkts": 2, "tcp.dupack_threshold": 5})
+    settings = linux_settings(scenario, "cubic")
+    assert settings.sysctls["net.ipv4.tcp_sack"] == "0"
+    assert settings.sysctls["net.ipv4.tcp_timestamps"] == "0"
+    assert settings.sysctls["net.ipv4.tcp_reordering"] == "5"
+    assert settings.sysctls["net.ipv4.tcp_recovery"] == "0"
+    assert "initcwnd 2" in settings.server_route and "quickack 1" in settings.client_route
+    assert "rto_min 200ms" in settings.client_route
+    assert settings.congestion_control == ["cubic"]
+
+
+def test_cli_refuses_a_knob_before_touching_the_network(tmp_path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('duration_s = 2.0\n[[flows]]\napp = "bulk"\n')
+    result = CliRunner().invoke(app, ["testbed", str(path), "--set", "tcp.limited_transmit=false"])
+    assert result.exit_code == 2
+    assert "limited_transmit" in result.output
+
+
+def test_a_missing_binary_names_the_build_command(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("SMALLPIPE_GEN", str(tmp_path / "nowhere"))
+    with pytest.raises(TestbedError, match="cargo build --release -p smallpipe-trafficgen"):
+        find_binary("smallpipe-gen")
+
+
+@needs_root
+def test_namespaces_are_removed_on_error_and_on_sigint() -> None:
+    with pytest.raises(RuntimeError), Network(2, 1500, {}, [], []):
+        assert len(_our_namespaces()) == 3
+        raise RuntimeError("boom")
+    assert _our_namespaces() == []
+    with pytest.raises(KeyboardInterrupt), Network(2, 1500, {}, [], []):
+        os.kill(os.getpid(), signal.SIGINT)
+    assert _our_namespaces() == []
+
+
+@needs_testbed
+def test_bulk_flows_fill_the_link_and_never_exceed_it() -> None:
+    duration_s = 5.0
+    result = run_testbed(_scenario([{"app": "bulk", "count": 4, "rtt_ms": RTT_MS}], duration_s))
+    assert _our_namespaces() == []
+    assert result.flows.height == 4
+    capacity_bytes = RATE_BPS / 8 * duration_s
+    delivered = result.flows.get_column("bytes_delivered").sum()
+    # Payload bytes can never exceed what the link carries in the run (1% for slice edges).
+    assert delivered <= 1.01 * capacity_bytes
+    # After the first slice (slow start), four backlogged flows keep the link busy.
+    steady = result.slices.filter(pl.col("slice") >= 1).get_column("bytes").sum()
+    assert steady >= 0.8 * RATE_BPS / 8 * (duration_s - 1.0)
+    # Slices add up to each flow's bytes.
+    per_flow = result.slices.group_by("flow_id").agg(pl.col("bytes").sum()).sort("flow_id")
+    assert per_flow.get_column("bytes").to_list() == result.flows.sort("flow_id").get_column("bytes_delivered").to_list()
+
+
+@needs_testbed
+def test_request_response_transfers_deliver_their_size_no_faster_than_the_link() -> None:
+    sizes = [5_000, 40_000, 150_000]
+    flows = [{"app": "transfer", "size_bytes": size, "rtt_ms": RTT_MS, "start_s": 0.2 * i} for i, size in enumerate(sizes)]
+    result = run_testbed(_scenario(flows, 4.0))
+    assert _our_namespaces() == []
+    flows_out = result.flows.sort("unit_id")
+    assert flows_out.get_column("bytes_delivered").to_list() == sizes
+    assert flows_out.get_column("size_bytes").to_list() == sizes
+    for row in flows_out.iter_rows(named=True):
+        assert row["end_ns"] is not None
+        # One RTT of handshake, and the payload at the link rate, at the very least.
+        lower_ns = RTT_MS * 1e6 + row["size_bytes"] * 8 / RATE_BPS * 1e9
+        assert row["end_ns"] - row["start_ns"] >= lower_ns
