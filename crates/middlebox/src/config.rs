@@ -59,15 +59,22 @@ pub enum LoadError {
 impl BoxConfig {
     pub fn load(path: &str) -> Result<Self, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|err| LoadError::Read { path: path.into(), err })?;
-        let de = &mut serde_json::Deserializer::from_str(&text);
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates `text`; `origin` names it in errors (the file's path).
+    pub fn parse(text: &str, origin: &str) -> Result<Self, LoadError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
         let cfg: BoxConfig = serde_path_to_error::deserialize(de).map_err(|e| LoadError::Parse {
-            path: path.into(),
+            path: origin.into(),
             field: e.path().to_string(),
             err: e.into_inner(),
         })?;
         // Building the disciplines is their validation (core's `build`): done once here so a
         // bad discipline value is a config error before any socket opens.
-        cfg.validate().and_then(|()| cfg.build_links().map(drop)).map_err(|err| LoadError::Invalid { path: path.into(), err })?;
+        cfg.validate()
+            .and_then(|()| cfg.build_links().map(drop))
+            .map_err(|err| LoadError::Invalid { path: origin.into(), err })?;
         Ok(cfg)
     }
 
@@ -132,11 +139,7 @@ mod tests {
     use super::*;
 
     fn load_str(text: &str) -> Result<BoxConfig, LoadError> {
-        let dir = std::env::temp_dir().join(format!("smallpipe-box-cfg-{}-{}", std::process::id(), text.len()));
-        std::fs::write(&dir, text).unwrap();
-        let r = BoxConfig::load(dir.to_str().unwrap());
-        std::fs::remove_file(&dir).unwrap();
-        r
+        BoxConfig::parse(text, "box.json")
     }
 
     const OK: &str = r#"{"seed": 1,
