@@ -66,6 +66,8 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("tcp.delayed_ack_ms", 100.0, "tcp.delayed_ack_ms"),
         ("link.drop_nth", [3], "link.drop_nth"),
         ("topology.kind", "diamond", "topology.kind"),
+        ("tcp.cubic_fast_convergence", False, "tcp.cubic_fast_convergence"),
+        ("trace_conn", 0, "trace_conn"),
     ],
 )
 def test_knobs_linux_cannot_honour_are_refused_naming_the_field(path: str, value: object, field: str) -> None:
@@ -88,6 +90,9 @@ def test_honoured_knobs_become_sysctls_and_route_attributes() -> None:
     assert "initcwnd 2" in settings.server_route and "quickack 1" in settings.client_route
     assert "rto_min 200ms" in settings.client_route
     assert settings.congestion_control == ["cubic"]
+    # Without --cc the scenario's tcp.congestion decides.
+    assert linux_settings(scenario.with_overrides({"tcp.congestion": "cubic"})).congestion_control == ["cubic"]
+    assert linux_settings(scenario).congestion_control == ["reno"]
 
 
 def test_cli_refuses_a_knob_before_touching_the_network(tmp_path) -> None:

@@ -153,7 +153,10 @@ def testbed(
         list[str] | None,
         typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
     ] = None,
-    cc: Annotated[str, typer.Option(help="Congestion control of every sender: reno, cubic or bbr.")] = "reno",
+    cc: Annotated[
+        str | None,
+        typer.Option(help="Congestion control of every sender: reno, cubic or bbr [default: the scenario's tcp.congestion]."),
+    ] = None,
     linux_tcp: Annotated[
         bool, typer.Option(help="Keep Linux's RACK, tail loss probes and F-RTO (default: off, as in the RFCs).")
     ] = False,

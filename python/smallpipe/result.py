@@ -30,6 +30,7 @@ __all__ = [
     "PROGRESS_SCHEMA",
     "QUEUE_STATES_SCHEMA",
     "SLICES_SCHEMA",
+    "TRACE_SCHEMA",
     "UNITS_SCHEMA",
     "Result",
     "overriding",

@@ -99,6 +99,9 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if tcp["clock_granularity_ms"] != _DEFAULT_GRANULARITY_MS:
         _refuse("tcp.clock_granularity_ms", tcp["clock_granularity_ms"],
                 f"{_DEFAULT_GRANULARITY_MS:g}: Linux's timer granularity is its jiffy, not a knob")
+    if not tcp["cubic_fast_convergence"]:
+        _refuse("tcp.cubic_fast_convergence", False,
+                "true: Linux's CUBIC fast convergence is a module parameter for the whole host, not per namespace")
     if tcp["overhead_max_ms"] is not None:
         _refuse("tcp.overhead_max_ms", tcp["overhead_max_ms"], "unset: real hosts have their own processing jitter")
     if tcp["delayed_ack"] and tcp["delayed_ack_ms"] != _LINUX_DELACK_MAX_MS:
@@ -116,20 +119,25 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     return sysctls
 
 
-def linux_settings(scenario: Scenario, congestion_control: str = "reno", rfc: bool = True) -> LinuxSettings:
+def linux_settings(scenario: Scenario, congestion_control: str | None = None, rfc: bool = True) -> LinuxSettings:
     """How to honour ``scenario`` on Linux; refuses what cannot be.
 
     Arguments:
-        congestion_control: ``TCP_CONGESTION`` of every data sender.
+        congestion_control: ``TCP_CONGESTION`` of every data sender; default: the scenario's
+            ``tcp.congestion`` (``bbr`` exists only here: the simulator has no BBR).
         rfc: switch off the Linux behaviours the RFCs (and the simulator) do not have
             (RACK, tail loss probes, F-RTO, linear SYN timeouts) where a sysctl can.
 
     Raises:
         ConfigError: a knob the testbed cannot honour is set, naming it and what it allows.
     """
+    if congestion_control is None:
+        congestion_control = scenario["tcp"]["congestion"]
     if congestion_control not in CONGESTION_CONTROLS:
         raise _config_error("congestion_control", repr(congestion_control), f"one of {', '.join(CONGESTION_CONTROLS)}")
     _check_link(scenario)
+    if scenario["trace_conn"] is not None:
+        _refuse("trace_conn", scenario["trace_conn"], "unset: the testbed records TCP_INFO per slice, not every segment")
     tcp = scenario["tcp"]
     sysctls = _tcp_sysctls(tcp, rfc)
     common = [f"rto_min {round(tcp['min_rto_ms'])}ms"]

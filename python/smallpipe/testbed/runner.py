@@ -152,14 +152,15 @@ class _Process:
 def run_testbed(
     scenario: Scenario | str | PathLike[str],
     *,
-    congestion_control: str = "reno",
+    congestion_control: str | None = None,
     rfc: bool = True,
     out: str | PathLike[str] | None = None,
 ) -> Result:
     """Run ``scenario`` on real Linux TCP in network namespaces, through ``smallpipe-box``.
 
     Arguments:
-        congestion_control: ``reno``, ``cubic`` or ``bbr`` for every data sender.
+        congestion_control: ``reno``, ``cubic`` or ``bbr`` for every data sender [default: the
+            scenario's ``tcp.congestion``].
         rfc: switch off Linux behaviours the RFCs lack where a sysctl can (see
             :func:`~smallpipe.testbed.knobs.linux_settings`).
         out: keep the raw records (box output, generator JSON, ``tcp_info.parquet``)
@@ -226,7 +227,7 @@ def run_testbed(
         meta_extra = {
             "runtime": "testbed",
             "wall_seconds": time.monotonic() - started,
-            "congestion_control": congestion_control,
+            "congestion_control": settings.congestion_control[0] if settings.congestion_control else None,
             "rfc": rfc,
             "kernel": platform.release(),
             "sysctls": sysctls_seen,

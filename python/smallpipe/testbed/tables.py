@@ -24,6 +24,7 @@ from smallpipe.result import (
     QUEUE_DELAYS_SCHEMA,
     QUEUE_STATES_SCHEMA,
     SLICES_SCHEMA,
+    TRACE_SCHEMA,
     UNITS_SCHEMA,
     Result,
 )
@@ -158,6 +159,7 @@ def to_result(scenario: Scenario, units: list[dict[str, Any]], workdir: Path, me
         bursts=_bursts(server),
         progress=_progress(client),
         queue_delays=pl.DataFrame(schema=QUEUE_DELAYS_SCHEMA),
+        trace=pl.DataFrame(schema=TRACE_SCHEMA),
         queue_states=_box_table(workdir / "box" / "queue_states.csv", QUEUE_STATES_SCHEMA, "link"),
         meta=meta,
         scenario=scenario,
