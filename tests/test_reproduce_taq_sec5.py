@@ -5,6 +5,8 @@ from our own output."""
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 
@@ -12,35 +14,53 @@ pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
 from smallpipe import metrics
 from smallpipe.experiments import (
-    taq_aqm,
     taq_fig8,
     taq_fig9,
     taq_fig10,
     taq_fig12,
     taq_hangs_queues,
 )
+from smallpipe.presets import taq_dumbbell
+from smallpipe.result import simulate
 
 # Figure 8 -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def fig8():
-    return taq_aqm.run(disciplines=("droptail", "taq"), rates_bps=(1_000_000,), fair_shares_bps=(5_000, 50_000),
-                       duration_s=1000.0, seed=2)
+    # The Figure 8 dumbbell at 1 Mbit/s (taq_aqm.run's runs), per 20 s slice, first skipped.
+    runs = {}
+    for kind in ("droptail", "taq"):
+        for share in (5_000, 50_000):
+            result = simulate(taq_dumbbell(flows=1_000_000 // share, rate_bps=1_000_000, duration_s=1000.0, seed=2,
+                                           queue={"kind": kind}))
+            per_slice = metrics.jain_per_slice(result.slices, flows=result.flows).filter(pl.col("slice") > 0)
+            runs[(kind, share)] = (per_slice["jain"], result.links.filter(pl.col("name") == "bottleneck"))
+    return runs
 
 
-def _jain(table: pl.DataFrame, kind: str, share: int) -> float:
-    return table.filter(pl.col("discipline") == kind, pl.col("fair_share_bps") == share)["short_term_jain"][0]
+def _taq_minus_droptail(fig8, share: int) -> tuple[float, float]:
+    """TAQ's mean 20 s index minus DropTail's, and twice the standard error of that difference."""
+    (taq, _), (dt, _) = fig8[("taq", share)], fig8[("droptail", share)]
+    se = math.hypot(taq.std() / math.sqrt(taq.len()), dt.std() / math.sqrt(dt.len()))
+    return taq.mean() - dt.mean(), 2 * se
 
 
 def test_fig8_taq_raises_short_term_fairness_deep_in_the_small_packet_regime(fig8) -> None:
-    # Paper §5.1: "TAQ improves fairness characteristics ... in comparison to DT".
-    assert _jain(fig8, "taq", 5_000) > _jain(fig8, "droptail", 5_000) + 0.1
+    # Paper §5.1: "TAQ improves fairness characteristics ... in comparison to DT"; it gives no
+    # number, so "higher" means beyond the noise: more than two standard errors of the difference.
+    gain, noise = _taq_minus_droptail(fig8, 5_000)
+    assert gain > noise, (gain, noise)
 
 
 def test_fig8_taq_is_fair_at_a_large_fair_share_and_keeps_the_link_busy(fig8) -> None:
-    # "higher than 0.8 in many cases"; "the link utilization is close to 1".
-    assert _jain(fig8, "taq", 50_000) > taq_fig8.PAPER["jain_often_above"]
-    assert fig8.filter(pl.col("discipline") == "taq")["utilization"].min() > 0.95
+    # "higher than 0.8 in many cases"; "the link utilization is close to 1". DropTail is fair
+    # here too (Figure 2), so the index alone does not single TAQ out: TAQ must also not fall
+    # below DropTail beyond the noise ("across the entire spectrum").
+    taq, _ = fig8[("taq", 50_000)]
+    assert taq.mean() > taq_fig8.PAPER["jain_often_above"]
+    gain, noise = _taq_minus_droptail(fig8, 50_000)
+    assert gain > -noise, (gain, noise)
+    assert min(fig8[("taq", share)][1]["utilization"][0] for share in (5_000, 50_000)) > 0.95
 
 
 # Figure 9 -------------------------------------------------------------------------------

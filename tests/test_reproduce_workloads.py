@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built")
 
+from smallpipe import metrics
 from smallpipe.experiments import (
     taq_aqm,
     taq_fig1,
@@ -16,22 +17,34 @@ from smallpipe.experiments import (
     thesis_fig53,
     thesis_fig54,
 )
+from smallpipe.presets import taq_dumbbell
+from smallpipe.result import simulate
 
 
-def test_taq_hangs_with_200_users_nearly_everyone_hangs_over_20_s() -> None:
-    table, units = taq_hangs.run(users_list=(200,), duration_s=600.0, seed=2)
-    row = table.row(0, named=True)
+def test_taq_hangs_200_users_all_hang_over_20_s_and_400_users_more_than_the_papers_half_over_60_s() -> None:
+    table, units = taq_hangs.run(users_list=(200, 400), duration_s=600.0, seed=2)
+    at = {row["users"]: row for row in table.iter_rows(named=True)}
     # The paper: all 200 users see a hang over 20 s; allow a few to escape.
-    assert row["share_hang_over_20s"] >= 0.9
-    assert row["utilization"] > 0.9
+    assert at[200]["share_hang_over_20s"] >= 0.9
+    assert at[200]["utilization"] > 0.9
     assert units[200].height == 200
+    # The paper: "almost 50%" of 400 users hang over a minute. Our web-user model does not
+    # reproduce it (docs/reproductions/taq.md, Diagnosis): 0.81-0.83 on seeds 1-2, pinned at
+    # 0.82 +- 0.1 so that a change of behaviour (or a model that reaches the paper) shows.
+    assert abs(at[400]["share_hang_over_60s"] - 0.82) < 0.1, at[400]
 
 
 def test_taq_fig1_download_times_spread_over_two_orders_of_magnitude() -> None:
-    _objects, summary = taq_fig1.run(clients=40, duration_s=400.0, seed=2)
-    small = summary.filter(summary["size_lo_bytes"] < 100_000)
-    assert small.height >= 3
-    assert (small["spread_max_over_min"] >= 100).any(), summary
+    # The paper (§2.1): "download times for objects vary by over two orders of magnitude",
+    # "most web pages and objects reside in the size region where variation is high". On the
+    # page's set-up (100 clients, 1200 s; a smaller log has too few objects per bucket for a
+    # max/min of 100 to be measurable), max/min is at least 100 in each bucket from 1 KB to
+    # 30 KB, which holds about 70% of the objects (seeds 1-3: 130-505).
+    _objects, summary = taq_fig1.run(seed=2)
+    body = summary.filter((pl.col("size_lo_bytes") >= 1_000) & (pl.col("size_lo_bytes") < 30_000))
+    assert body.height == 3
+    assert body["objects"].sum() > 0.6 * summary["objects"].sum()
+    assert (body["spread_max_over_min"] >= 100).all(), summary
     # Bigger objects take longer on average (bucket means increase).
     means = summary["mean_s"].to_list()
     assert means == sorted(means)
@@ -88,3 +101,18 @@ def test_taq_bigger_droptail_buffers_buy_short_term_fairness() -> None:
     delays = table.sort("buffer_pkts")["queue_delay_p99_s"].to_list()
     # A full DropTail queue delays by its drain time: 50 and 300 packets of 1000 B at 2 Mbit/s.
     assert delays == pytest.approx([0.2, 1.2], rel=0.02)
+
+
+def test_taq_fig3_800_flows_at_the_papers_8000_packets_are_fair_only_over_slices_longer_than_the_rtt() -> None:
+    # The paper: 800 flows, 2 Mbit/s, 1000-byte packets, 32 s (8000 packets) of DropTail buffer
+    # "achieve fairness". Its RTT is then about 32 s, longer than a 20 s slice, and a flow's
+    # window arrives as a burst per RTT. docs/reproductions/taq.md (Diagnosis of Figure 3):
+    # 20 s index 0.67 +- 0.1 (no TCP variant reaches 0.9), 60 s index 0.90 +- 0.05.
+    result = simulate(taq_dumbbell(flows=800, rate_bps=2_000_000, duration_s=1200.0, seed=2, buffer_pkts=8000,
+                                   packet_size_bytes=1000))
+    jain = {}
+    for slice_s in (20, 60):
+        per_slice = metrics.jain_per_slice(result.slices, slice_ns=slice_s * 10**9, flows=result.flows)
+        jain[slice_s] = per_slice.filter(pl.col("start_ns") >= taq_fig3.WARMUP_S * 1e9)["jain"].mean()
+    assert abs(jain[20] - 0.67) < 0.1, jain
+    assert abs(jain[60] - 0.90) < 0.05, jain

@@ -2,6 +2,8 @@
 paper's Figure 2/8 dumbbell it raises short-term fairness over DropTail (Section 5.1:
 "TAQ improves fairness characteristics across the entire spectrum")."""
 
+import math
+
 import polars as pl
 import pytest
 
@@ -15,7 +17,11 @@ from smallpipe.result import simulate
 def _short_term_jain(scenario):
     result = simulate(scenario)
     per_slice = metrics.jain_per_slice(result.slices, flows=result.flows).filter(pl.col("slice") > 0)
-    return per_slice["jain"].mean(), result
+    return per_slice["jain"], result
+
+
+def _mean_and_standard_error(values):
+    return values.mean(), values.std() / math.sqrt(values.len())
 
 
 def test_taq_knobs_are_validated_naming_the_field():
@@ -30,11 +36,15 @@ def test_taq_knobs_are_validated_naming_the_field():
 
 def test_taq_beats_droptail_short_term_fairness_in_the_sub_packet_regime():
     # 100 flows on 1 Mbit/s: 10 kbit/s each, 1 packet per 400 ms, below one per RTT.
-    dt = taq_dumbbell(flows=100, rate_bps=1_000_000, duration_s=200.0)
-    taq = taq_dumbbell(flows=100, rate_bps=1_000_000, duration_s=200.0, queue={"kind": "taq"})
-    jain_dt, _ = _short_term_jain(dt)
-    jain_taq, result = _short_term_jain(taq)
-    assert jain_taq > jain_dt + 0.1, (jain_taq, jain_dt)
+    # The paper (§5.1) says only "higher" (its Figure 8 has no numbers we can read), so the
+    # margin is the noise of the two means: TAQ's mean 20 s index must exceed DropTail's by
+    # more than twice the standard error of the difference over the run's 29 slices.
+    dt = taq_dumbbell(flows=100, rate_bps=1_000_000, duration_s=600.0)
+    taq = taq_dumbbell(flows=100, rate_bps=1_000_000, duration_s=600.0, queue={"kind": "taq"})
+    jain_dt, se_dt = _mean_and_standard_error(_short_term_jain(dt)[0])
+    slices_taq, result = _short_term_jain(taq)
+    jain_taq, se_taq = _mean_and_standard_error(slices_taq)
+    assert jain_taq - jain_dt > 2 * math.hypot(se_dt, se_taq), (jain_taq, jain_dt, se_taq, se_dt)
     link = result.links.filter(pl.col("name") == "bottleneck")
     assert link["utilization"][0] > 0.9  # the paper: "link utilization is close to 1"
     assert link["drop_admission"][0] == 0  # admission control is off by default
