@@ -17,7 +17,6 @@ import argparse
 
 import numpy as np
 import polars as pl
-
 from smallpipe import metrics
 from smallpipe.experiments import taq_fig3, taq_fig9, taq_hangs
 from smallpipe.presets import NS2_TCP, taq_dumbbell
