@@ -54,12 +54,13 @@ def test_fig8_taq_raises_short_term_fairness_deep_in_the_small_packet_regime(fig
 
 def test_fig8_taq_is_fair_at_a_large_fair_share_and_keeps_the_link_busy(fig8) -> None:
     # "higher than 0.8 in many cases"; "the link utilization is close to 1". DropTail is fair
-    # here too (Figure 2), so the index alone does not single TAQ out: TAQ must also not fall
-    # below DropTail beyond the noise ("across the entire spectrum").
+    # here too (Figure 2), so the index alone does not single TAQ out: TAQ must also be above
+    # DropTail beyond the noise, as "across the entire spectrum" says (page: 0.998 against
+    # 0.987 on this run, two standard errors 0.001).
     taq, _ = fig8[("taq", 50_000)]
     assert taq.mean() > taq_fig8.PAPER["jain_often_above"]
     gain, noise = _taq_minus_droptail(fig8, 50_000)
-    assert gain > -noise, (gain, noise)
+    assert gain > noise, (gain, noise)
     assert min(fig8[("taq", share)][1]["utilization"][0] for share in (5_000, 50_000)) > 0.95
 
 
