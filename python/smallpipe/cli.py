@@ -77,12 +77,13 @@ def summary_table(result: Result) -> Table:
     ).item()
     wall_seconds = meta["wall_seconds"]
 
-    table = Table(title="smallpipe run", show_header=False)
+    on_testbed = meta.get("runtime") == "testbed"
+    table = Table(title="smallpipe testbed (Linux TCP)" if on_testbed else "smallpipe run", show_header=False)
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right")
     rows = [
         ("flows", f"{result.flows.height}"),
-        ("simulated duration", f"{duration_s:g} s"),
+        ("duration" if on_testbed else "simulated duration", f"{duration_s:g} s"),
         ("bottleneck utilization", f"{metrics.utilization(result.links):.1%}"),
         ("bottleneck loss rate", f"{bottleneck.get_column('loss_rate')[0]:.2%}"),
         (
@@ -99,8 +100,11 @@ def summary_table(result: Result) -> Table:
         ),
         ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
         ("wall time", f"{wall_seconds:.2f} s"),
-        ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a"),
     ]
+    if not on_testbed:  # the testbed runs in real time: its packet rate says nothing of speed
+        rows.append(
+            ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a")
+        )
     for row in rows:
         table.add_row(*row)
     return table
@@ -175,8 +179,10 @@ def testbed(
     except TestbedError as error:
         error_console.print(f"[bold red]testbed failed:[/] {error}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
+    console.print(summary_table(result))
     result.write(out_dir)
-    console.print(f"{result.flows.height} flows; results written to [bold]{out_dir}[/]")
+    plot_run(result, out_dir / "run.png")
+    console.print(f"results written to [bold]{out_dir}[/]")
 
 
 @app.command()
