@@ -6,10 +6,17 @@ of docs/validation.md.
     python3 benches/validation/run.py --out docs/validation            # everything (~15 min)
     python3 benches/validation/run.py --out /tmp/v --quick             # 1 seed, short runs
     python3 benches/validation/run.py --out /tmp/v --only scripted     # one section
+    sudo python3 benches/validation/run.py --linux --out docs/validation   # the Linux column
 
 Needs smallpipe (``pip install -e .``) and the ns-3 bindings (``pip install 'smallpipe[bench]'``)
 in the same interpreter. ns-3 runs in one child process (its bindings take ~10-30 s to load),
 at the same time as the smallpipe runs.
+
+``--linux`` runs no ns-3: it runs the many-flow (N = 10, 50, 100), Bernoulli and web-pool
+specs in smallpipe and on real Linux TCP (``linux_side.py``: root, network namespaces, the
+testbed binaries; one run at a time, in real time), compares Linux with smallpipe on the same
+specs, writes ``linux_summary.csv``, ``linux_runs.jsonl`` and ``linux_meta.json`` and
+re-renders the page, which shows them as a Linux column (the ns-3 results are not touched).
 """
 
 import argparse
@@ -23,12 +30,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import render
 import specs
 
 SECTIONS = ("scripted", "bernoulli", "many", "fct")
+LINUX_SECTIONS = ("many", "bernoulli", "web")
+LINUX_MANY_FLOWS = (10, 50, 100)
+WEB_TAIL_S = 60.0
+"""Web objects opened in the last WEB_TAIL_S of a run are left out: the end cuts them, not slowness."""
 
 
 def build(args):
@@ -42,6 +55,31 @@ def build(args):
         out += [specs.many(n, s, duration_s=args.many_s) for n in specs.MANY_FLOWS for s in seeds]
     if "fct" in args.only:
         out += [specs.fct(s, args.fct_reps) for s in seeds]
+    return out
+
+
+def build_linux(args):
+    seeds = range(1, args.seeds + 1)
+    out = []
+    if "many" in args.only:
+        out += [specs.many(n, s, duration_s=args.many_s) for n in LINUX_MANY_FLOWS for s in seeds]
+    if "bernoulli" in args.only:
+        out += [specs.bernoulli(p, s, args.bernoulli_s) for p in specs.LOSS_RATES for s in seeds]
+    if "web" in args.only:
+        out += [specs.web(s, duration_s=args.web_s) for s in seeds]
+    return out
+
+
+def run_linux(spec_list):
+    """smallpipe and Linux on each spec, one after the other; returns {name: (smallpipe, linux)}."""
+    import linux_side
+    import sp_side
+
+    out = {}
+    for spec in spec_list:
+        t0 = time.perf_counter()
+        out[spec["name"]] = (sp_side.run(spec), linux_side.run(spec))
+        print(f"{spec['name']}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return out
 
 
@@ -66,7 +104,9 @@ def run_all(spec_list):
 
 
 def rel(a, b):
-    return (b - a) / a if a else float("inf")
+    if not a:
+        return 0.0 if b == a else float("inf")
+    return (b - a) / a
 
 
 def row(section, metric, ns3, sp, tol, ok, unit=""):
@@ -168,17 +208,85 @@ def compare(results, spec_list):
     return rows
 
 
+def web_rows(pairs):
+    """Median and p90 download time per size bucket (the TAQ Figure 12 buckets) of the objects
+    opened after the warm-up; an unfinished object is slower than any finished one."""
+    from smallpipe.experiments.taq_fig12 import BUCKET_EDGES_BYTES
+
+    rows = []
+    edges = list(BUCKET_EDGES_BYTES) + [float("inf")]
+    for lo, hi in itertools.pairwise(edges):
+        samples = ([], [])
+        for a, b, s in pairs:
+            first, last = s["warmup_s"], s["warmup_s"] + s["duration_s"] - WEB_TAIL_S
+            for side, r in enumerate((a, b)):
+                samples[side].extend(np.inf if t is None else t for size, start, t, _ in r["objects"]
+                                     if lo <= size < hi and first <= start <= last)
+        if not all(samples):
+            continue
+        label = f"{lo / 1e3:g}–{hi / 1e3:g} KB" if hi != float("inf") else f"≥ {lo / 1e3:g} KB"
+        for q, name in ((0.5, "median"), (0.9, "p90")):
+            # The lower empirical quantile: an actual sample (infinite if it is an unfinished object).
+            x, y = (float(np.quantile(np.asarray(v), q, method="inverted_cdf")) for v in samples)
+            rows.append(row("web", f"{label}: {name} download time (n = {len(samples[0])} / {len(samples[1])})",
+                            x, y, "±20%", np.isfinite(x) and abs(rel(x, y)) <= 0.20, "s"))
+    return rows
+
+
+def compare_linux(results, spec_list):
+    """Linux against smallpipe on the same specs, with the ns-3 comparison's rules and
+    tolerances (loss ±15%, mean queue ±3 packets, ...) and the web buckets at ±20%."""
+    by = {s["name"]: s for s in spec_list}
+    rows = compare(results, spec_list)
+    rows += web_rows([(*results[n], by[n]) for n in by if by[n].get("web")])
+    # compare() names its columns for ns-3 against smallpipe: here they are smallpipe and Linux.
+    return [{"section": r["section"], "metric": r["metric"], "smallpipe": r["ns3"], "linux": r["smallpipe"],
+             "tolerance": r["tolerance"], "verdict": r["verdict"], "unit": r["unit"]} for r in rows]
+
+
+def main_linux(args):
+    spec_list = build_linux(args)
+    t0 = time.perf_counter()
+    results = run_linux(spec_list)
+    wall = time.perf_counter() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "linux_runs.jsonl", "w") as f:
+        for a, b in results.values():
+            f.writelines(json.dumps(r) + "\n" for r in (a, b))
+    rows = compare_linux(results, spec_list)
+    with open(out / "linux_summary.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    meta = {"runs": len(spec_list), "wall_s": round(wall, 1), "args": dict(vars(args))}
+    (out / "linux_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    render.render(out, Path(args.doc))
+    failed = [r for r in rows if r["verdict"] != "pass"]
+    print(f"Linux: {len(rows) - len(failed)} passed, {len(failed)} failed")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/validation", help="directory for the CSVs [docs/validation]")
     ap.add_argument("--doc", default="docs/validation.md", help="markdown file whose tables are rewritten")
-    ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--only", nargs="+", choices=sorted(set(SECTIONS) | set(LINUX_SECTIONS)),
+                    help=f"sections [ns-3: {' '.join(SECTIONS)}; --linux: {' '.join(LINUX_SECTIONS)}]")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--many-s", type=float, default=200.0, help="measured seconds after the 10 s warm-up")
     ap.add_argument("--bernoulli-s", type=float, default=1000.0)
     ap.add_argument("--fct-reps", type=int, default=10, help="transfers of each size per seed")
+    ap.add_argument("--web-s", type=float, default=300.0, help="--linux: measured seconds of the web-pool runs")
     ap.add_argument("--quick", action="store_true", help="1 seed, 60 s runs, 4 transfers per size")
+    ap.add_argument("--linux", action="store_true", help="Linux against smallpipe (no ns-3): root, the testbed")
     args = ap.parse_args(argv)
+    if args.linux:
+        args.only = args.only or list(LINUX_SECTIONS)
+        if args.quick:
+            args.seeds, args.many_s, args.bernoulli_s, args.web_s = 1, 60.0, 120.0, 120.0
+        return main_linux(args)
+    args.only = args.only or list(SECTIONS)
     if args.quick:
         args.seeds, args.many_s, args.bernoulli_s, args.fct_reps = 1, 60.0, 300.0, 4
     spec_list = build(args)

@@ -17,6 +17,8 @@ def scenario(spec, duration_s, drop_nth=()):
         if f["size_pkts"] is not None:
             g["size_bytes"] = f["size_pkts"] * mss
         flows.append(g)
+    if spec.get("web"):
+        flows.append(dict(spec["web"]))
     sc = {
         "seed": spec["seed"],
         "duration_s": duration_s,
@@ -62,6 +64,13 @@ def forward_indices(spec):
     return [i + non_data for i in spec["drop_data"]]
 
 
+def objects(r):
+    """Every sized connection: [size_bytes, start_s, download_s or None if unfinished, rtt_ms]."""
+    f = r.flows.filter(pl.col("size_bytes").is_not_null())
+    return [[size, start / 1e9, None if end is None else (end - start) / 1e9, rtt]
+            for size, start, end, rtt in f.select("size_bytes", "start_ns", "end_ns", "rtt_ms").iter_rows()]
+
+
 def run(spec):
     warm, end = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]
     drops = forward_indices(spec)
@@ -98,6 +107,7 @@ def run(spec):
         "timeouts": timeouts,
         "rx_bytes": [per_flow.get(i, 0) for i in range(len(spec["flows"]))],
         "fct_s": [None if e is None else (e - s) / 1e9 for e, s in zip(r.flows["end_ns"], r.flows["start_ns"])],
+        "objects": objects(r),
     }
     if spec["trace"]:
         t = r.trace

@@ -6,7 +6,9 @@ A spec is a plain dict (JSON-safe, so the ns-3 side reads it in its own process)
 forward direction of the bottleneck), ``drop_data`` (1-based indices of the data packets
 that arrive over the bottleneck to lose: a scripted drop), ``trace`` (trace flow 0's sender),
 ``warmup_s``, ``duration_s`` (measured after the warm-up), ``flows`` (``start_s``,
-``rtt_ms``, ``size_pkts``: None for unlimited bulk, else full segments) and ``tcp``.
+``rtt_ms``, ``size_pkts``: None for unlimited bulk, else full segments) and ``tcp``; a
+``web`` spec (smallpipe and Linux only: ns-3 has no web application here) adds ``web``, a
+smallpipe ``web`` flow group.
 """
 
 import random
@@ -59,6 +61,14 @@ def bernoulli(p, seed, duration_s):
 def many(n, seed, warmup_s=10.0, duration_s=200.0):
     """N bulk flows on 1 Mbit/s, 200 ms RTT, 50-packet DropTail."""
     return base(f"many N={n} seed={seed}", seed, warmup_s=warmup_s, duration_s=duration_s, flows=bulk(n, seed))
+
+
+def web(seed, warmup_s=10.0, duration_s=300.0):
+    """A web-pool workload on the many-flows link: 10 users fetching pages of 4 SURGE-sized
+    objects over at most 4 parallel connections each, 2 s of thought between pages, 200 ms RTT."""
+    return base(f"web seed={seed}", seed, warmup_s=warmup_s, duration_s=duration_s,
+                web={"app": "web", "count": 10, "rtt_ms": 200.0, "start_s": [0.0, 1.0], "size": {"dist": "surge"},
+                     "objects_per_page": 4, "connections": 4, "think_s": 2.0})
 
 
 def fct(seed, reps, background=20, gap_s=1.5, warmup_s=10.0):
