@@ -14,7 +14,6 @@ at the same time as the smallpipe runs.
 
 import argparse
 import csv
-import itertools
 import json
 import statistics
 import subprocess
