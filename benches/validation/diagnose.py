@@ -6,6 +6,9 @@
     python3 benches/validation/diagnose.py rto N[,N...] [--ns3-patch P] [--measure-s S]
         # ns-3's many-flow RTOs: how many fire in fast recovery, and how many fire sooner than
         # the RTO after the last ACK of new data (impossible under RFC 6298 5.3)
+    python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
+        # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
+        # or a SYN retry: both wait at least 1 s), from run.py's raw results
 """
 
 import argparse
@@ -109,6 +112,25 @@ def noload(args):
             print(f"  {t:.4f} {seq} {n} {fl:#04x}")
 
 
+def fct_split(args):
+    # FCT of each size on an idle path (diagnose.py noload; the same on both sides to 0.5 ms).
+    idle_s = {1: 0.305, 2: 0.309, 5: 0.510, 10: 0.714, 20: 0.927, 50: 1.336, 100: 1.633}
+    for path in args.runs:
+        fcts = {}
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if not r["name"].startswith("fct "):
+                    continue
+                spec = specs.fct(int(r["name"].split("=")[1]), args.reps)
+                for flow, t in zip(spec["flows"], r["fct_s"]):
+                    if flow["size_pkts"] and t is not None:
+                        fcts.setdefault((r["simulator"], flow["size_pkts"]), []).append(t)
+        for (sim, size), ts in sorted(fcts.items()):
+            slow = sum(t > idle_s[size] + 1.0 for t in ts)
+            print(f"{path}: {sim}, {size} packets: {slow} of {len(ts)} over idle + 1 s")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -119,8 +141,11 @@ def main():
     b.add_argument("--seeds", type=int, default=1)
     b.add_argument("--measure-s", type=float, default=60.0)
     b.add_argument("--ns3-patch", choices=("flightsize", "deflate"))
+    c = sub.add_parser("fct-split")
+    c.add_argument("runs", nargs="+")
+    c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
     args = ap.parse_args()
-    {"rto": rto, "noload": noload}[args.cmd](args)
+    {"rto": rto, "noload": noload, "fct-split": fct_split}[args.cmd](args)
 
 
 if __name__ == "__main__":

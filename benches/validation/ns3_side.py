@@ -146,7 +146,7 @@ std::string PatchedNewRenoName(bool deflate)
     return deflate ? DeflateNewReno::GetTypeId().GetName() : FlightSizeNewReno::GetTypeId().GetName();
 }
 
-// Per-flow senders: RTO expiries (m_rto doubled), and for flow 0 optionally a full trace.
+// Per-flow senders: RTO expiries (m_rto doubled), and for the traced flow a full trace.
 static std::vector<uint64_t> g_timeouts;
 static std::vector<double> g_txT, g_cwT, g_ssT;
 static std::vector<uint32_t> g_txSeq, g_txLen, g_txFlags, g_cwV, g_ssV;

@@ -94,11 +94,14 @@ def scripted_rows(ns3, sp, spec):
             c, s = c1, s1
         return out
 
+    def when(event):
+        return "none" if event[0] is None else f"t={event[0]:.3f} s"
+
     a, b = events(ns3["trace"]), events(sp["trace"])
     for k in range(max(len(a), len(b))):
         ea = a[k] if k < len(a) else (None, None, None)
         eb = b[k] if k < len(b) else (None, None, None)
-        label = f"event {k + 1} (ns-3 t={ea[0] or 0:.3f} s, ours t={eb[0] or 0:.3f} s)".replace("t=0.000 s", "none")
+        label = f"event {k + 1} (ns-3 {when(ea)}, ours {when(eb)})"
         for i, name in ((2, "ssthresh"), (1, "cwnd")):
             ok = ea[i] is not None and eb[i] is not None and abs(ea[i] - eb[i]) <= 1.0
             rows.append(row(section, f"{label}: {name}", ea[i], eb[i], "±1 segment", ok, "segments"))
