@@ -21,7 +21,6 @@ re-renders the page, which shows them as a Linux column (the ns-3 results are no
 
 import argparse
 import csv
-import itertools
 import json
 import statistics
 import subprocess
@@ -48,7 +47,7 @@ def build(args):
     seeds = range(1, args.seeds + 1)
     out = []
     if "scripted" in args.only:
-        out.append(specs.scripted())
+        out += [specs.scripted(sack=True), specs.scripted(sack=False)]
     if "bernoulli" in args.only:
         out += [specs.bernoulli(p, s, args.bernoulli_s) for p in specs.LOSS_RATES for s in seeds]
     if "many" in args.only:
@@ -117,34 +116,38 @@ def row(section, metric, ns3, sp, tol, ok, unit=""):
 def scripted_rows(ns3, sp, spec):
     """cwnd/ssthresh after each loss event, and every segment's send time in 30 RTTs."""
     mss = sp["mss"]
+    section = spec["name"]
     rows = []
+    horizon = spec["flows"][0]["start_s"] + 30 * spec["flows"][0]["rtt_ms"] / 1000
 
     def events(tr):
-        # A loss event (fast retransmit or RTO) lowers cwnd: compare the last cwnd of each
-        # instant with the previous instant's, and report cwnd and ssthresh after it.
-        last = {}
-        for t, v in tr["cwnd"]:
-            last[t] = v
-        times = sorted(last)
-        out = []
-        for prev, t in itertools.pairwise(times):
-            if last[t] < last[prev]:
-                sst = [x for tx, x in tr["ssthresh"] if tx <= t][-1]
-                out.append((t, last[t] / mss, sst / mss))
+        # A loss event sets ssthresh (fast retransmit, RTO) or, for a repeated RTO that keeps
+        # ssthresh, collapses cwnd to one segment; NewReno's deflations are not events.
+        # Compare the last value of each instant with the previous instant's.
+        cw, ss = dict(tr["cwnd"]), dict(tr["ssthresh"])
+        out, c, s = [], None, None
+        for t in sorted(x for x in set(cw) | set(ss) if x <= horizon):
+            c1, s1 = cw.get(t, c), ss.get(t, s)
+            if c1 is not None and s1 is not None and c is not None and s is not None and (
+                    s1 != s or (c1 <= mss < c)):
+                out.append((t, c1 / mss, s1 / mss))
+            c, s = c1, s1
         return out
+
+    def when(event):
+        return "none" if event[0] is None else f"t={event[0]:.3f} s"
 
     a, b = events(ns3["trace"]), events(sp["trace"])
     for k in range(max(len(a), len(b))):
         ea = a[k] if k < len(a) else (None, None, None)
         eb = b[k] if k < len(b) else (None, None, None)
-        label = f"event {k + 1} (ns-3 t={ea[0] or 0:.3f} s, ours t={eb[0] or 0:.3f} s)"
+        label = f"event {k + 1} (ns-3 {when(ea)}, ours {when(eb)})"
         for i, name in ((2, "ssthresh"), (1, "cwnd")):
             ok = ea[i] is not None and eb[i] is not None and abs(ea[i] - eb[i]) <= 1.0
-            rows.append(row("scripted", f"{label}: {name}", ea[i], eb[i], "±1 segment", ok, "segments"))
-    horizon = spec["flows"][0]["start_s"] + 30 * spec["flows"][0]["rtt_ms"] / 1000
+            rows.append(row(section, f"{label}: {name}", ea[i], eb[i], "±1 segment", ok, "segments"))
     tx_a = [x for x in ns3["trace"]["tx"] if x[2] > 0 and x[0] <= horizon]
     tx_b = [x for x in sp["trace"]["tx"] if x[2] > 0 and x[0] <= horizon]
-    rows.append(row("scripted", "data segments sent in 30 RTTs", len(tx_a), len(tx_b), "±1",
+    rows.append(row(section, "data segments sent in 30 RTTs", len(tx_a), len(tx_b), "±1",
                     abs(len(tx_a) - len(tx_b)) <= 1, "segments"))
     one_seg_s = spec["tcp"]["packet_bytes"] * 8 / spec["rate_bps"]
     same = sum(1 for x, y in zip(tx_a, tx_b) if x[1] == y[1] and abs(x[0] - y[0]) <= one_seg_s)
@@ -153,9 +156,9 @@ def scripted_rows(ns3, sp, spec):
     before = sum(1 for x in tx_a if x[0] < first_event)
     same_before = sum(1 for x, y in zip(tx_a, tx_b) if x[0] < first_event and x[1] == y[1]
                       and abs(x[0] - y[0]) <= one_seg_s)
-    rows.append(row("scripted", "segments before the first loss event: same seq, send time within one segment time",
+    rows.append(row(section, "segments before the first loss event: same seq, send time within one segment time",
                     before, same_before, "all", before == same_before, "segments"))
-    rows.append(row("scripted", f"i-th segment: same seq, send time within one segment time ({one_seg_s * 1e3:g} ms)",
+    rows.append(row(section, f"i-th segment: same seq, send time within one segment time ({one_seg_s * 1e3:g} ms)",
                     n, same, "all", same == n, "segments"))
     return rows
 
@@ -172,9 +175,9 @@ def mean_over(pairs, f):
 def compare(results, spec_list):
     by = {s["name"]: s for s in spec_list}
     rows = []
-    if "scripted" in by:
-        a, b = results["scripted"]
-        rows += scripted_rows(a, b, by["scripted"])
+    for name in ("scripted", "scripted-newreno"):
+        if name in by:
+            rows += scripted_rows(*results[name], by[name])
     for p in specs.LOSS_RATES:
         pairs = [(*results[n], by[n]) for n in by if n.startswith(f"bernoulli p={p} ")]
         if pairs:
@@ -278,6 +281,9 @@ def main(argv=None):
     ap.add_argument("--bernoulli-s", type=float, default=1000.0)
     ap.add_argument("--fct-reps", type=int, default=10, help="transfers of each size per seed")
     ap.add_argument("--web-s", type=float, default=300.0, help="--linux: measured seconds of the web-pool runs")
+    ap.add_argument("--ns3-patch", choices=("flightsize", "deflate"),
+                    help="diagnosis (docs/validation.md): ns-3's ssthresh from FlightSize, not BytesInFlight; "
+                         "'deflate' also no window growth on the ACK that ends recovery")
     ap.add_argument("--quick", action="store_true", help="1 seed, 60 s runs, 4 transfers per size")
     ap.add_argument("--linux", action="store_true", help="Linux against smallpipe (no ns-3): root, the testbed")
     args = ap.parse_args(argv)
@@ -290,15 +296,17 @@ def main(argv=None):
     if args.quick:
         args.seeds, args.many_s, args.bernoulli_s, args.fct_reps = 1, 60.0, 300.0, 4
     spec_list = build(args)
+    for spec in spec_list:
+        spec["tcp"]["ns3_patch"] = args.ns3_patch
     results, sp_wall, ns3_wall = run_all(spec_list)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "runs.jsonl", "w") as f:
         for a, b in results.values():
             f.writelines(json.dumps({k: v for k, v in r.items() if k != "trace"}) + "\n" for r in (a, b))
-    if "scripted" in results:
-        for r in results["scripted"]:
-            with open(out / f"scripted_{r['simulator']}.csv", "w", newline="") as f:
+    for name in ("scripted", "scripted-newreno"):
+        for r in results.get(name, ()):
+            with open(out / f"{name}_{r['simulator']}.csv", "w", newline="") as f:
                 w = csv.writer(f)
                 w.writerow(["time_s", "kind", "seq", "payload_bytes", "cwnd_bytes", "ssthresh_bytes"])
                 for t, s, n, _ in r["trace"]["tx"]:

@@ -34,6 +34,9 @@ def scenario(spec, duration_s, drop_nth=()):
             "recovery": "sack" if tcp["sack"] else "newreno",
             "initial_window_pkts": tcp["iw"],
             "delayed_ack": tcp["delayed_ack"], "delayed_ack_ms": 200.0,
+            # ns-3's TcpSocketBase ACKs the first data segment after the handshake at once
+            # (hard-wired, no attribute): do the same.
+            "ack_first_data": True,
             "limited_transmit": True,
             "min_rto_ms": tcp["min_rto_s"] * 1000, "initial_rto_ms": tcp["initial_rto_s"] * 1000,
             "syn_retries": 6,
@@ -46,7 +49,7 @@ def scenario(spec, duration_s, drop_nth=()):
         "flows": flows,
     }
     if spec["trace"]:
-        sc["trace_conn"] = 0
+        sc["trace_conn"] = spec.get("trace_flow", 0)
     return smallpipe.Scenario.from_dict(sc), mss
 
 
