@@ -21,6 +21,7 @@ re-renders the page, which shows them as a Linux column (the ns-3 results are no
 
 import argparse
 import csv
+import itertools
 import json
 import statistics
 import subprocess
