@@ -125,17 +125,22 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
 
 
+SeedOption = Annotated[int | None, typer.Option(help="Override the scenario's seed.")]
+OverridesOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
+]
+"""The options `run` and `testbed` share: both load a scenario with `_load_scenario`."""
+
+
 @app.command()
 def run(
     scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
     out: Annotated[
         Path | None, typer.Option(help="Output directory [default: results/<scenario stem>/].")
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
-    ] = None,
+    seed: SeedOption = None,
+    overrides: OverridesOption = None,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png."""
     scenario = _load_scenario(scenario_path, seed, overrides)
@@ -152,11 +157,8 @@ def testbed(
     out: Annotated[
         Path | None, typer.Option(help="Output directory [default: results/<scenario stem>-testbed/].")
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
-    ] = None,
+    seed: SeedOption = None,
+    overrides: OverridesOption = None,
     cc: Annotated[
         str | None,
         typer.Option(help="Congestion control of every sender: reno, cubic or bbr [default: the scenario's tcp.congestion]."),
