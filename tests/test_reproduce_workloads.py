@@ -50,26 +50,42 @@ def test_taq_fig1_download_times_spread_over_two_orders_of_magnitude() -> None:
     assert means == sorted(means)
 
 
-def test_thesis_fct_never_beats_slow_start_and_fq_cuts_the_tail() -> None:
-    table = thesis_fig51.summary(thesis_fig51.run(protocols=("tcp", "fq"), runs=30, seed=2))
+def test_thesis_red_and_fq_make_small_flows_consistent() -> None:
+    table = thesis_fig51.summary(thesis_fig51.run(protocols=("tcp", "red", "fq"), runs=30, seed=2))
+    # Chapter 3's lower bound: no flow beats slow start, (1 + log2(k / IW)) RTT.
     assert (table["median_s"] >= table["slow_start_bound_s"]).all()
-    assert (table["p99_s"] >= table["median_s"]).all()
-    for (protocol,), group in table.group_by("protocol"):
-        medians = group.sort("packets")["median_s"].to_list()
-        assert medians == sorted(medians), protocol
-    # The thesis (§5): FQ protects a mouse's first packets from the elephants' queue, so its
-    # tail at 12 packets is far below DropTail's (where a lost SYN or first window costs an RTO).
-    p99 = {row["protocol"]: row["p99_s"] for row in table.filter(pl.col("packets") == 12).iter_rows(named=True)}
-    assert p99["fq"] < 0.5 * p99["tcp"], p99
+    p99 = {(row["protocol"], row["packets"]): row["p99_s"] for row in table.iter_rows(named=True)}
+    # The thesis (Chapter 5, Figure 5.1): "both RED and Fair Queueing provide significantly more
+    # consistency at small flow sizes". Read as (thesis.md): at 12 packets each p99 is at most
+    # half of standard TCP's.
+    for protocol in ("red", "fq"):
+        assert p99[protocol, 12] < 0.5 * p99["tcp", 12], p99
+    # The thesis (§5.3) says RED's p99 "is never better than Fair Queueing"; we measure the
+    # reverse from 64 packets up at 10 Mbit/s (thesis.md, Figure 5.4 diagnosis), asserted as
+    # measured with the page's margin: RED's p99 at most 0.9 of FQ's.
+    assert p99["red", 133] < 0.9 * p99["fq", 133], p99
 
 
 def test_thesis_mice_alone_fill_the_link_in_proportion_to_their_slow_start_rounds() -> None:
     # One generator of back-to-back 32-packet flows on an idle link: a flow takes the
     # handshake plus 3 rounds with IW 10 (10 + 20 + 2) and plus 5 with IW 2 (2+4+8+16+2),
-    # so IW 10 carries about 6/4 = 1.5 times as much.
+    # so IW 10 carries about 6/4 = 1.5 times as much. (The thesis, §5.2, says a larger initial
+    # window alone makes no appreciable difference; thesis.md diagnoses that.)
     table = thesis_fig53.summary(thesis_fig53.run(protocols=("tcp", "iw10"), generators=(1,), runs=2, seed=3))
     median = {row["protocol"]: row["median"] for row in table.iter_rows(named=True)}
     assert median["iw10"] / median["tcp"] == pytest.approx(1.5, rel=0.15), median
+
+
+def test_thesis_mice_with_many_generators_droptail_is_most_utilised() -> None:
+    # The thesis (§5.2): "Fair Queueing has the highest utilization in this simulation" and,
+    # as generators are added, "RED slowly begins to utilize the link more fully". We do not
+    # reproduce it (thesis.md, Figure 5.3 diagnosis): at 32 generators DropTail with IW 2 is
+    # the most utilised. Asserted as measured, with the page's margin of half the measured
+    # gap (0.05 of the link).
+    table = thesis_fig53.summary(thesis_fig53.run(generators=(32,), runs=2, seed=3))
+    median = {row["protocol"]: row["median"] for row in table.iter_rows(named=True)}
+    assert median["tcp"] > median["fq"] + 0.05, median
+    assert median["tcp"] > median["red"] + 0.05, median
 
 
 def test_thesis_uncongested_fct_is_the_slow_start_round_count() -> None:

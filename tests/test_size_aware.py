@@ -42,27 +42,40 @@ def test_drop_curve_forms() -> None:
         size_aware.transfer_time_s(10, 1.5, rtt_s=0.1)
 
 
+# Analysis / simulation over every size and p in the full runs of size-aware.md (1000
+# transfers per size, seed 1), rounded outward to two decimals.
+FIG5_RATIO = (0.85, 1.12)
+FIG7_RATIO = (0.83, 1.27)
+SAMPLING_SIGMAS = 3.0
+"""Margin for the tests' smaller samples: three standard errors of the simulated mean time."""
+
+
+def assert_ratio_in_page_range(row, page_range) -> None:
+    ratio = row["analysis_pkts_per_rtt"] / row["sim_pkts_per_rtt"]
+    margin = SAMPLING_SIGMAS * row["sim_rel_stderr"]
+    assert page_range[0] * (1 - margin) <= ratio <= page_range[1] * (1 + margin), (ratio, row)
+
+
 def test_figure5_quick_simulation_follows_the_analysis() -> None:
     from smallpipe.experiments import size_aware_fig5
 
-    table = size_aware_fig5.run(losses=(0.01,), sizes=(1, 10, 100, 500), per_size=60, seed=2)
+    table = size_aware_fig5.run(losses=(0.005, 0.01), sizes=(1, 10, 100, 500), per_size=300, seed=2)
     for row in table.iter_rows(named=True):
-        # The paper's Figure 5 shows its analysis within roughly ±30 % of ns-2.
-        assert row["sim_pkts_per_rtt"] == pytest.approx(row["analysis_pkts_per_rtt"], rel=0.35), row
-    sim = table["sim_pkts_per_rtt"].to_list()
+        assert_ratio_in_page_range(row, FIG5_RATIO)
+    sim = table.filter(table["p"] == 0.01)["sim_pkts_per_rtt"].to_list()
     assert sim[-1] > 10 * sim[0]  # the unfairness of Figure 2
 
 
 def test_figure7_quick_simulation_follows_the_analysis() -> None:
     from smallpipe.experiments import size_aware_fig7
 
-    table = size_aware_fig7.run(sizes=(10, 20, 100, 1000), per_size=60, seed=2)
+    table = size_aware_fig7.run(sizes=(10, 20, 100, 1000), per_size=300, seed=2)
     rows = {r["size_pkts"]: r for r in table.iter_rows(named=True)}
     # Up to 20 packets nothing is dropped: pure slow start, ceil(log2(d+1)) rounds in the
     # simulator (whole rounds), log2(d+1) in the analysis.
     assert rows[20]["sim_pkts_per_rtt"] == pytest.approx(20 / math.ceil(math.log2(21)), rel=0.02)
     for d in (100, 1000):
-        assert rows[d]["sim_pkts_per_rtt"] == pytest.approx(rows[d]["analysis_pkts_per_rtt"], rel=0.35)
+        assert_ratio_in_page_range(rows[d], FIG7_RATIO)
         # The 20-packet grace helps: more than with 0.03 throughout.
         assert rows[d]["sim_pkts_per_rtt"] > rows[d]["analysis_const_pkts_per_rtt"]
 

@@ -68,6 +68,7 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("topology.kind", "diamond", "topology.kind"),
         ("tcp.cubic_fast_convergence", False, "tcp.cubic_fast_convergence"),
         ("trace_conn", 0, "trace_conn"),
+        ("tcp.ack_first_data", True, "tcp.ack_first_data"),
     ],
 )
 def test_knobs_linux_cannot_honour_are_refused_naming_the_field(path: str, value: object, field: str) -> None:
@@ -152,3 +153,19 @@ def test_request_response_transfers_deliver_their_size_no_faster_than_the_link()
         # One RTT of handshake, and the payload at the link rate, at the very least.
         lower_ns = RTT_MS * 1e6 + row["size_bytes"] * 8 / RATE_BPS * 1e9
         assert row["end_ns"] - row["start_ns"] >= lower_ns
+
+
+@needs_testbed
+def test_cli_prints_the_summary_and_writes_the_tables_and_plot(tmp_path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'duration_s = 3.0\nslice_s = 1.0\n[link]\nrate_bps = 2000000\ndelay_ms = 5.0\n'
+        '[[flows]]\napp = "bulk"\ncount = 2\nrtt_ms = 60.0\n'
+    )
+    result = CliRunner().invoke(app, ["testbed", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "smallpipe testbed (Linux TCP)" in result.output and "bottleneck utilization" in result.output
+    assert "packets per wall second" not in result.output, "a real-time run says nothing of speed"
+    for name in ("flows.parquet", "slices.parquet", "links.parquet", "run.png"):
+        assert (tmp_path / "out" / name).is_file(), name
+    assert _our_namespaces() == []

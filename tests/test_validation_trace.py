@@ -1,6 +1,7 @@
 """The `trace_conn` hook (what benches/validation compares with ns-3), and the harness's
 scripted-drop case against ns-3 when the ns-3 bindings are installed."""
 
+import csv
 import importlib.util
 import subprocess
 import sys
@@ -48,13 +49,24 @@ def test_a_dropped_segment_halves_the_window_to_flightsize_over_two():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ns") is None, reason="ns-3 bindings not installed (smallpipe[bench])")
-def test_scripted_drops_send_as_many_segments_as_ns3(tmp_path):
+def test_scripted_drops_match_ns3_once_its_two_rfc_departures_are_patched(tmp_path):
+    # ns-3 3.44 departs from the RFCs twice on this path (docs/validation.md, diagnosis 1):
+    # ssthresh from BytesInFlight instead of FlightSize, and window growth on the ACK that
+    # ends fast recovery. With both patched (--ns3-patch deflate), the SACK case sends every
+    # segment of the first 30 RTTs at the same time within one segment time, and cwnd and
+    # ssthresh after each loss event agree within one segment in both cases.
     doc = tmp_path / "validation.md"
-    doc.write_text("<!-- summary -->\n<!-- /summary -->\n<!-- table:scripted -->\n<!-- /table:scripted -->\n")
-    subprocess.run([sys.executable, str(ROOT / "benches/validation/run.py"), "--only", "scripted",
-                    "--out", str(tmp_path), "--doc", str(doc)], check=True, timeout=300)
-    rows = (tmp_path / "summary.csv").read_text().splitlines()
-    # The same number of data segments (±1) in the first 30 RTTs despite the drops; the
-    # per-segment timing rows are known to differ (docs/validation.md, diagnoses 1 and 5).
-    sent = next(r for r in rows if "data segments sent in 30 RTTs" in r)
-    assert sent.split(",")[-2] == "pass", sent
+    doc.write_text("".join(f"<!-- table:{s} -->\n<!-- /table:{s} -->\n" for s in ("scripted", "scripted-newreno"))
+                   + "<!-- summary -->\n<!-- /summary -->\n")
+    subprocess.run([sys.executable, str(ROOT / "benches/validation/run.py"), "--only", "scripted", "--ns3-patch",
+                    "deflate", "--out", str(tmp_path), "--doc", str(doc)], check=True, timeout=300)
+    with open(tmp_path / "summary.csv") as f:
+        rows = list(csv.DictReader(f))
+    sack = [r for r in rows if r["section"] == "scripted"]
+    assert len(sack) >= 9 and all(r["verdict"] == "pass" for r in sack), sack
+    newreno = [r for r in rows if r["section"] == "scripted-newreno"]
+    # NewReno leaves recovery with cwnd = ssthresh in ns-3 and min(ssthresh, FlightSize + SMSS)
+    # in smallpipe (RFC 6582 §3.2 step 3 allows both): a few send times differ after that.
+    checked = [r for r in newreno if r["metric"].startswith("event") or "30 RTTs" in r["metric"]
+               or "before the first loss" in r["metric"]]
+    assert len(checked) >= 8 and all(r["verdict"] == "pass" for r in checked), checked

@@ -88,7 +88,65 @@ void AddDataDrops(Ptr<NetDevice> rxDev, std::vector<uint32_t> idx)
     rxDev->SetAttribute("ReceiveErrorModel", PointerValue(m));
 }
 
-// Per-flow senders: RTO expiries (m_rto doubled), and for flow 0 optionally a full trace.
+// Diagnosis only (run.py --ns3-patch flightsize): NewReno whose ssthresh at a loss is
+// max(FlightSize / 2, 2 SMSS) with FlightSize = SND.MAX - SND.UNA (RFC 5681 (4), RFC 6582
+// §3.2 step 2, RFC 6675 §5 (4.2)); ns-3 3.44 passes BytesInFlight (pipe) instead.
+class FlightSizeNewReno : public TcpNewReno
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid =
+            TypeId("spval::FlightSizeNewReno").SetParent<TcpNewReno>().AddConstructor<FlightSizeNewReno>();
+        return tid;
+    }
+    FlightSizeNewReno() = default;
+    FlightSizeNewReno(const FlightSizeNewReno& o) = default;
+    std::string GetName() const override { return "FlightSizeNewReno"; }
+    uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t) override
+    {
+        uint32_t flight = static_cast<uint32_t>(tcb->m_highTxMark.Get() - tcb->m_lastAckedSeq);
+        return std::max(2 * tcb->m_segmentSize, flight / 2);
+    }
+    Ptr<TcpCongestionOps> Fork() override { return CopyObject<FlightSizeNewReno>(this); }
+};
+// Diagnosis only (run.py --ns3-patch deflate): also leaves cwnd at ssthresh on the ACK that
+// ends fast recovery (RFC 5681 §3.2 step 6, RFC 6582 §3.2 step 3); ns-3 3.44 then also runs
+// congestion avoidance for the segments that ACK covers (TcpSocketBase::ProcessAck).
+class DeflateNewReno : public FlightSizeNewReno
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid =
+            TypeId("spval::DeflateNewReno").SetParent<FlightSizeNewReno>().AddConstructor<DeflateNewReno>();
+        return tid;
+    }
+    DeflateNewReno() = default;
+    DeflateNewReno(const DeflateNewReno& o) = default;
+    std::string GetName() const override { return "DeflateNewReno"; }
+    void CwndEvent(Ptr<TcpSocketState> tcb, const TcpSocketState::TcpCAEvent_t event) override
+    {
+        m_exitAck = event == TcpSocketState::CA_EVENT_COMPLETE_CWR;
+    }
+    void IncreaseWindow(Ptr<TcpSocketState> tcb, uint32_t segmentsAcked) override
+    {
+        if (m_exitAck) {
+            m_exitAck = false;
+            return;
+        }
+        TcpNewReno::IncreaseWindow(tcb, segmentsAcked);
+    }
+    Ptr<TcpCongestionOps> Fork() override { return CopyObject<DeflateNewReno>(this); }
+  private:
+    bool m_exitAck = false;
+};
+std::string PatchedNewRenoName(bool deflate)
+{
+    return deflate ? DeflateNewReno::GetTypeId().GetName() : FlightSizeNewReno::GetTypeId().GetName();
+}
+
+// Per-flow senders: RTO expiries (m_rto doubled), and for the traced flow a full trace.
 static std::vector<uint64_t> g_timeouts;
 static std::vector<double> g_txT, g_cwT, g_ssT;
 static std::vector<uint32_t> g_txSeq, g_txLen, g_txFlags, g_cwV, g_ssV;
@@ -106,21 +164,24 @@ static void OnTx(Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBas
 }
 static void OnCwnd(uint32_t, uint32_t v) { g_cwT.push_back(Simulator::Now().GetSeconds()); g_cwV.push_back(v); }
 static void OnSsthresh(uint32_t, uint32_t v) { g_ssT.push_back(Simulator::Now().GetSeconds()); g_ssV.push_back(v); }
-static void HookSender(Ptr<Application> app, uint32_t i, bool trace)
+// Without SACK the RFC 5681/6582 cwnd is the inflated one: ns-3 keeps it as m_cWndInfl (equal
+// to m_cWnd outside recovery), its m_cWnd is ssthresh during recovery.
+static void HookSender(Ptr<Application> app, uint32_t i, bool trace, bool inflated)
 {
     Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
     s->TraceConnectWithoutContext("RTO", MakeBoundCallback(&OnRto, i));
     if (trace) {
         s->TraceConnectWithoutContext("Tx", MakeCallback(&OnTx));
-        s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnCwnd));
+        s->TraceConnectWithoutContext(inflated ? "CongestionWindowInflated" : "CongestionWindow",
+                                      MakeCallback(&OnCwnd));
         s->TraceConnectWithoutContext("SlowStartThreshold", MakeCallback(&OnSsthresh));
     }
 }
 // The socket exists once the application has started (its SYN is then already sent and
 // the initial cwnd/ssthresh set: the trace starts from the first data segment).
-void ScheduleHook(Ptr<Application> app, uint32_t i, bool trace, double at)
+void ScheduleHook(Ptr<Application> app, uint32_t i, bool trace, bool inflated, double at)
 {
-    Simulator::Schedule(Seconds(at), &HookSender, app, i, trace);
+    Simulator::Schedule(Seconds(at), &HookSender, app, i, trace, inflated);
 }
 
 // Receivers: in-order bytes at the warm-up and at the end; completion time of sized transfers.
@@ -191,7 +252,9 @@ def set_defaults(ns, tcp):
     """TCP settings aligned with smallpipe's (docs/validation.md, 'Settings')."""
     sd = ns.Config.SetDefault
     mss = tcp["packet_bytes"] - 40 - (12 if tcp["timestamps"] else 0)
-    sd("ns3::TcpL4Protocol::SocketType", ns.StringValue("ns3::TcpNewReno"))
+    patch = tcp.get("ns3_patch")
+    cc = str(ns.cppyy.gbl.spval.PatchedNewRenoName(patch == "deflate")) if patch else "ns3::TcpNewReno"
+    sd("ns3::TcpL4Protocol::SocketType", ns.StringValue(cc))
     # Classic recovery sets cwnd = ssthresh and, with SACK, sends by RFC 6675's pipe
     # (BytesInFlight): ns-3's default PRR is not what smallpipe implements.
     sd("ns3::TcpL4Protocol::RecoveryType", ns.StringValue("ns3::TcpClassicRecovery"))
@@ -295,8 +358,8 @@ def run(ns, spec):
         bapps = bulk.Install(senders.Get(i))
         bapps.Start(ns.NanoSeconds(round(f["start_s"] * 1e9)))
         keep.append((sapps, bapps))
-        if not f["size_pkts"]:
-            cb.ScheduleHook(bapps.Get(0), i, spec["trace"] and i == 0, f["start_s"] + 1e-6)
+        traced = spec["trace"] and i == spec.get("trace_flow", 0)
+        cb.ScheduleHook(bapps.Get(0), i, traced, not tcp["sack"], f["start_s"] + 1e-6)
 
     ns.Simulator.Stop(ns.Seconds(end))
     t0 = time.perf_counter()

@@ -6,10 +6,17 @@ of docs/validation.md.
     python3 benches/validation/run.py --out docs/validation            # everything (~15 min)
     python3 benches/validation/run.py --out /tmp/v --quick             # 1 seed, short runs
     python3 benches/validation/run.py --out /tmp/v --only scripted     # one section
+    sudo python3 benches/validation/run.py --linux --out docs/validation   # the Linux column
 
 Needs smallpipe (``pip install -e .``) and the ns-3 bindings (``pip install 'smallpipe[bench]'``)
 in the same interpreter. ns-3 runs in one child process (its bindings take ~10-30 s to load),
 at the same time as the smallpipe runs.
+
+``--linux`` runs no ns-3: it runs the many-flow (N = 10, 50, 100), Bernoulli and web-pool
+specs in smallpipe and on real Linux TCP (``linux_side.py``: root, network namespaces, the
+testbed binaries; one run at a time, in real time), compares Linux with smallpipe on the same
+specs, writes ``linux_summary.csv``, ``linux_runs.jsonl`` and ``linux_meta.json`` and
+re-renders the page, which shows them as a Linux column (the ns-3 results are not touched).
 """
 
 import argparse
@@ -23,25 +30,56 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import render
 import specs
 
 SECTIONS = ("scripted", "bernoulli", "many", "fct")
+LINUX_SECTIONS = ("many", "bernoulli", "web")
+LINUX_MANY_FLOWS = (10, 50, 100)
+WEB_TAIL_S = 60.0
+"""Web objects opened in the last WEB_TAIL_S of a run are left out: the end cuts them, not slowness."""
 
 
 def build(args):
     seeds = range(1, args.seeds + 1)
     out = []
     if "scripted" in args.only:
-        out.append(specs.scripted())
+        out += [specs.scripted(sack=True), specs.scripted(sack=False)]
     if "bernoulli" in args.only:
         out += [specs.bernoulli(p, s, args.bernoulli_s) for p in specs.LOSS_RATES for s in seeds]
     if "many" in args.only:
         out += [specs.many(n, s, duration_s=args.many_s) for n in specs.MANY_FLOWS for s in seeds]
     if "fct" in args.only:
         out += [specs.fct(s, args.fct_reps) for s in seeds]
+    return out
+
+
+def build_linux(args):
+    seeds = range(1, args.seeds + 1)
+    out = []
+    if "many" in args.only:
+        out += [specs.many(n, s, duration_s=args.many_s) for n in LINUX_MANY_FLOWS for s in seeds]
+    if "bernoulli" in args.only:
+        out += [specs.bernoulli(p, s, args.bernoulli_s) for p in specs.LOSS_RATES for s in seeds]
+    if "web" in args.only:
+        out += [specs.web(s, duration_s=args.web_s) for s in seeds]
+    return out
+
+
+def run_linux(spec_list):
+    """smallpipe and Linux on each spec, one after the other; returns {name: (smallpipe, linux)}."""
+    import linux_side
+    import sp_side
+
+    out = {}
+    for spec in spec_list:
+        t0 = time.perf_counter()
+        out[spec["name"]] = (sp_side.run(spec), linux_side.run(spec))
+        print(f"{spec['name']}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return out
 
 
@@ -66,7 +104,9 @@ def run_all(spec_list):
 
 
 def rel(a, b):
-    return (b - a) / a if a else float("inf")
+    if not a:
+        return 0.0 if b == a else float("inf")
+    return (b - a) / a
 
 
 def row(section, metric, ns3, sp, tol, ok, unit=""):
@@ -77,34 +117,38 @@ def row(section, metric, ns3, sp, tol, ok, unit=""):
 def scripted_rows(ns3, sp, spec):
     """cwnd/ssthresh after each loss event, and every segment's send time in 30 RTTs."""
     mss = sp["mss"]
+    section = spec["name"]
     rows = []
+    horizon = spec["flows"][0]["start_s"] + 30 * spec["flows"][0]["rtt_ms"] / 1000
 
     def events(tr):
-        # A loss event (fast retransmit or RTO) lowers cwnd: compare the last cwnd of each
-        # instant with the previous instant's, and report cwnd and ssthresh after it.
-        last = {}
-        for t, v in tr["cwnd"]:
-            last[t] = v
-        times = sorted(last)
-        out = []
-        for prev, t in itertools.pairwise(times):
-            if last[t] < last[prev]:
-                sst = [x for tx, x in tr["ssthresh"] if tx <= t][-1]
-                out.append((t, last[t] / mss, sst / mss))
+        # A loss event sets ssthresh (fast retransmit, RTO) or, for a repeated RTO that keeps
+        # ssthresh, collapses cwnd to one segment; NewReno's deflations are not events.
+        # Compare the last value of each instant with the previous instant's.
+        cw, ss = dict(tr["cwnd"]), dict(tr["ssthresh"])
+        out, c, s = [], None, None
+        for t in sorted(x for x in set(cw) | set(ss) if x <= horizon):
+            c1, s1 = cw.get(t, c), ss.get(t, s)
+            if c1 is not None and s1 is not None and c is not None and s is not None and (
+                    s1 != s or (c1 <= mss < c)):
+                out.append((t, c1 / mss, s1 / mss))
+            c, s = c1, s1
         return out
+
+    def when(event):
+        return "none" if event[0] is None else f"t={event[0]:.3f} s"
 
     a, b = events(ns3["trace"]), events(sp["trace"])
     for k in range(max(len(a), len(b))):
         ea = a[k] if k < len(a) else (None, None, None)
         eb = b[k] if k < len(b) else (None, None, None)
-        label = f"event {k + 1} (ns-3 t={ea[0] or 0:.3f} s, ours t={eb[0] or 0:.3f} s)"
+        label = f"event {k + 1} (ns-3 {when(ea)}, ours {when(eb)})"
         for i, name in ((2, "ssthresh"), (1, "cwnd")):
             ok = ea[i] is not None and eb[i] is not None and abs(ea[i] - eb[i]) <= 1.0
-            rows.append(row("scripted", f"{label}: {name}", ea[i], eb[i], "±1 segment", ok, "segments"))
-    horizon = spec["flows"][0]["start_s"] + 30 * spec["flows"][0]["rtt_ms"] / 1000
+            rows.append(row(section, f"{label}: {name}", ea[i], eb[i], "±1 segment", ok, "segments"))
     tx_a = [x for x in ns3["trace"]["tx"] if x[2] > 0 and x[0] <= horizon]
     tx_b = [x for x in sp["trace"]["tx"] if x[2] > 0 and x[0] <= horizon]
-    rows.append(row("scripted", "data segments sent in 30 RTTs", len(tx_a), len(tx_b), "±1",
+    rows.append(row(section, "data segments sent in 30 RTTs", len(tx_a), len(tx_b), "±1",
                     abs(len(tx_a) - len(tx_b)) <= 1, "segments"))
     one_seg_s = spec["tcp"]["packet_bytes"] * 8 / spec["rate_bps"]
     same = sum(1 for x, y in zip(tx_a, tx_b) if x[1] == y[1] and abs(x[0] - y[0]) <= one_seg_s)
@@ -113,9 +157,9 @@ def scripted_rows(ns3, sp, spec):
     before = sum(1 for x in tx_a if x[0] < first_event)
     same_before = sum(1 for x, y in zip(tx_a, tx_b) if x[0] < first_event and x[1] == y[1]
                       and abs(x[0] - y[0]) <= one_seg_s)
-    rows.append(row("scripted", "segments before the first loss event: same seq, send time within one segment time",
+    rows.append(row(section, "segments before the first loss event: same seq, send time within one segment time",
                     before, same_before, "all", before == same_before, "segments"))
-    rows.append(row("scripted", f"i-th segment: same seq, send time within one segment time ({one_seg_s * 1e3:g} ms)",
+    rows.append(row(section, f"i-th segment: same seq, send time within one segment time ({one_seg_s * 1e3:g} ms)",
                     n, same, "all", same == n, "segments"))
     return rows
 
@@ -132,9 +176,9 @@ def mean_over(pairs, f):
 def compare(results, spec_list):
     by = {s["name"]: s for s in spec_list}
     rows = []
-    if "scripted" in by:
-        a, b = results["scripted"]
-        rows += scripted_rows(a, b, by["scripted"])
+    for name in ("scripted", "scripted-newreno"):
+        if name in by:
+            rows += scripted_rows(*results[name], by[name])
     for p in specs.LOSS_RATES:
         pairs = [(*results[n], by[n]) for n in by if n.startswith(f"bernoulli p={p} ")]
         if pairs:
@@ -168,29 +212,102 @@ def compare(results, spec_list):
     return rows
 
 
+def web_rows(pairs):
+    """Median and p90 download time per size bucket (the TAQ Figure 12 buckets) of the objects
+    opened after the warm-up; an unfinished object is slower than any finished one."""
+    from smallpipe.experiments.taq_fig12 import BUCKET_EDGES_BYTES
+
+    rows = []
+    edges = list(BUCKET_EDGES_BYTES) + [float("inf")]
+    for lo, hi in itertools.pairwise(edges):
+        samples = ([], [])
+        for a, b, s in pairs:
+            first, last = s["warmup_s"], s["warmup_s"] + s["duration_s"] - WEB_TAIL_S
+            for side, r in enumerate((a, b)):
+                samples[side].extend(np.inf if t is None else t for size, start, t, _ in r["objects"]
+                                     if lo <= size < hi and first <= start <= last)
+        if not all(samples):
+            continue
+        label = f"{lo / 1e3:g}–{hi / 1e3:g} KB" if hi != float("inf") else f"≥ {lo / 1e3:g} KB"
+        for q, name in ((0.5, "median"), (0.9, "p90")):
+            # The lower empirical quantile: an actual sample (infinite if it is an unfinished object).
+            x, y = (float(np.quantile(np.asarray(v), q, method="inverted_cdf")) for v in samples)
+            rows.append(row("web", f"{label}: {name} download time (n = {len(samples[0])} / {len(samples[1])})",
+                            x, y, "±20%", np.isfinite(x) and abs(rel(x, y)) <= 0.20, "s"))
+    return rows
+
+
+def compare_linux(results, spec_list):
+    """Linux against smallpipe on the same specs, with the ns-3 comparison's rules and
+    tolerances (loss ±15%, mean queue ±3 packets, ...) and the web buckets at ±20%."""
+    by = {s["name"]: s for s in spec_list}
+    rows = compare(results, spec_list)
+    rows += web_rows([(*results[n], by[n]) for n in by if by[n].get("web")])
+    # compare() names its columns for ns-3 against smallpipe: here they are smallpipe and Linux.
+    return [{"section": r["section"], "metric": r["metric"], "smallpipe": r["ns3"], "linux": r["smallpipe"],
+             "tolerance": r["tolerance"], "verdict": r["verdict"], "unit": r["unit"]} for r in rows]
+
+
+def main_linux(args):
+    spec_list = build_linux(args)
+    t0 = time.perf_counter()
+    results = run_linux(spec_list)
+    wall = time.perf_counter() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "linux_runs.jsonl", "w") as f:
+        for a, b in results.values():
+            f.writelines(json.dumps(r) + "\n" for r in (a, b))
+    rows = compare_linux(results, spec_list)
+    with open(out / "linux_summary.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    meta = {"runs": len(spec_list), "wall_s": round(wall, 1), "args": dict(vars(args))}
+    (out / "linux_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    render.render(out, Path(args.doc))
+    failed = [r for r in rows if r["verdict"] != "pass"]
+    print(f"Linux: {len(rows) - len(failed)} passed, {len(failed)} failed")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/validation", help="directory for the CSVs [docs/validation]")
     ap.add_argument("--doc", default="docs/validation.md", help="markdown file whose tables are rewritten")
-    ap.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    ap.add_argument("--only", nargs="+", choices=sorted(set(SECTIONS) | set(LINUX_SECTIONS)),
+                    help=f"sections [ns-3: {' '.join(SECTIONS)}; --linux: {' '.join(LINUX_SECTIONS)}]")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--many-s", type=float, default=200.0, help="measured seconds after the 10 s warm-up")
     ap.add_argument("--bernoulli-s", type=float, default=1000.0)
     ap.add_argument("--fct-reps", type=int, default=10, help="transfers of each size per seed")
+    ap.add_argument("--web-s", type=float, default=300.0, help="--linux: measured seconds of the web-pool runs")
+    ap.add_argument("--ns3-patch", choices=("flightsize", "deflate"),
+                    help="diagnosis (docs/validation.md): ns-3's ssthresh from FlightSize, not BytesInFlight; "
+                         "'deflate' also no window growth on the ACK that ends recovery")
     ap.add_argument("--quick", action="store_true", help="1 seed, 60 s runs, 4 transfers per size")
+    ap.add_argument("--linux", action="store_true", help="Linux against smallpipe (no ns-3): root, the testbed")
     args = ap.parse_args(argv)
+    if args.linux:
+        args.only = args.only or list(LINUX_SECTIONS)
+        if args.quick:
+            args.seeds, args.many_s, args.bernoulli_s, args.web_s = 1, 60.0, 120.0, 120.0
+        return main_linux(args)
+    args.only = args.only or list(SECTIONS)
     if args.quick:
         args.seeds, args.many_s, args.bernoulli_s, args.fct_reps = 1, 60.0, 300.0, 4
     spec_list = build(args)
+    for spec in spec_list:
+        spec["tcp"]["ns3_patch"] = args.ns3_patch
     results, sp_wall, ns3_wall = run_all(spec_list)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "runs.jsonl", "w") as f:
         for a, b in results.values():
             f.writelines(json.dumps({k: v for k, v in r.items() if k != "trace"}) + "\n" for r in (a, b))
-    if "scripted" in results:
-        for r in results["scripted"]:
-            with open(out / f"scripted_{r['simulator']}.csv", "w", newline="") as f:
+    for name in ("scripted", "scripted-newreno"):
+        for r in results.get(name, ()):
+            with open(out / f"{name}_{r['simulator']}.csv", "w", newline="") as f:
                 w = csv.writer(f)
                 w.writerow(["time_s", "kind", "seq", "payload_bytes", "cwnd_bytes", "ssthresh_bytes"])
                 for t, s, n, _ in r["trace"]["tx"]:

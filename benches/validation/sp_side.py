@@ -17,6 +17,8 @@ def scenario(spec, duration_s, drop_nth=()):
         if f["size_pkts"] is not None:
             g["size_bytes"] = f["size_pkts"] * mss
         flows.append(g)
+    if spec.get("web"):
+        flows.append(dict(spec["web"]))
     sc = {
         "seed": spec["seed"],
         "duration_s": duration_s,
@@ -32,6 +34,9 @@ def scenario(spec, duration_s, drop_nth=()):
             "recovery": "sack" if tcp["sack"] else "newreno",
             "initial_window_pkts": tcp["iw"],
             "delayed_ack": tcp["delayed_ack"], "delayed_ack_ms": 200.0,
+            # ns-3's TcpSocketBase ACKs the first data segment after the handshake at once
+            # (hard-wired, no attribute): do the same.
+            "ack_first_data": True,
             "limited_transmit": True,
             "min_rto_ms": tcp["min_rto_s"] * 1000, "initial_rto_ms": tcp["initial_rto_s"] * 1000,
             "syn_retries": 6,
@@ -44,7 +49,7 @@ def scenario(spec, duration_s, drop_nth=()):
         "flows": flows,
     }
     if spec["trace"]:
-        sc["trace_conn"] = 0
+        sc["trace_conn"] = spec.get("trace_flow", 0)
     return smallpipe.Scenario.from_dict(sc), mss
 
 
@@ -60,6 +65,13 @@ def forward_indices(spec):
     non_data = trace.filter(trace["sent"])["payload_len"].to_list().index(next(
         n for n in trace.filter(trace["sent"])["payload_len"].to_list() if n > 0))
     return [i + non_data for i in spec["drop_data"]]
+
+
+def objects(r):
+    """Every sized connection: [size_bytes, start_s, download_s or None if unfinished, rtt_ms]."""
+    f = r.flows.filter(pl.col("size_bytes").is_not_null())
+    return [[size, start / 1e9, None if end is None else (end - start) / 1e9, rtt]
+            for size, start, end, rtt in f.select("size_bytes", "start_ns", "end_ns", "rtt_ms").iter_rows()]
 
 
 def run(spec):
@@ -98,6 +110,7 @@ def run(spec):
         "timeouts": timeouts,
         "rx_bytes": [per_flow.get(i, 0) for i in range(len(spec["flows"]))],
         "fct_s": [None if e is None else (e - s) / 1e9 for e, s in zip(r.flows["end_ns"], r.flows["start_ns"])],
+        "objects": objects(r),
     }
     if spec["trace"]:
         t = r.trace

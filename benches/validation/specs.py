@@ -4,9 +4,12 @@ A spec is a plain dict (JSON-safe, so the ns-3 side reads it in its own process)
 ``name``, ``seed``, ``rate_bps``, ``access_rate_bps``, ``bottleneck_delay_ms``,
 ``queue_pkts`` (DropTail limit, the packet in service not counted), ``loss`` (Bernoulli,
 forward direction of the bottleneck), ``drop_data`` (1-based indices of the data packets
-that arrive over the bottleneck to lose: a scripted drop), ``trace`` (trace flow 0's sender),
+that arrive over the bottleneck to lose: a scripted drop), ``trace`` (trace the sender of flow
+``trace_flow``, 0 unless given),
 ``warmup_s``, ``duration_s`` (measured after the warm-up), ``flows`` (``start_s``,
-``rtt_ms``, ``size_pkts``: None for unlimited bulk, else full segments) and ``tcp``.
+``rtt_ms``, ``size_pkts``: None for unlimited bulk, else full segments) and ``tcp``; a
+``web`` spec (smallpipe and Linux only: ns-3 has no web application here) adds ``web``, a
+smallpipe ``web`` flow group.
 """
 
 import random
@@ -44,10 +47,12 @@ def bulk(n, seed, rtt_ms=200.0):
     return [{"start_s": rng.uniform(0.0, 1.0), "rtt_ms": rtt_ms, "size_pkts": None} for _ in range(n)]
 
 
-def scripted(duration_s=30 * 0.2 + 10):
-    """One flow, a buffer that never fills, the drops above; flow 0 traced."""
-    return base("scripted", 1, queue_pkts=1000, drop_data=SCRIPTED_DROPS, trace=True, duration_s=duration_s,
-                flows=[{"start_s": 0.0, "rtt_ms": 200.0, "size_pkts": None}])
+def scripted(sack=True, duration_s=30 * 0.2 + 10):
+    """One flow, a buffer that never fills, the drops above; flow 0 traced. ``sack=False``:
+    NewReno (RFC 6582) on both sides, named ``scripted-newreno``."""
+    return base("scripted" if sack else "scripted-newreno", 1, queue_pkts=1000, drop_data=SCRIPTED_DROPS,
+                trace=True, duration_s=duration_s, flows=[{"start_s": 0.0, "rtt_ms": 200.0, "size_pkts": None}],
+                tcp=dict(TCP, sack=sack))
 
 
 def bernoulli(p, seed, duration_s):
@@ -59,6 +64,14 @@ def bernoulli(p, seed, duration_s):
 def many(n, seed, warmup_s=10.0, duration_s=200.0):
     """N bulk flows on 1 Mbit/s, 200 ms RTT, 50-packet DropTail."""
     return base(f"many N={n} seed={seed}", seed, warmup_s=warmup_s, duration_s=duration_s, flows=bulk(n, seed))
+
+
+def web(seed, warmup_s=10.0, duration_s=300.0):
+    """A web-pool workload on the many-flows link: 10 users fetching pages of 4 SURGE-sized
+    objects over at most 4 parallel connections each, 2 s of thought between pages, 200 ms RTT."""
+    return base(f"web seed={seed}", seed, warmup_s=warmup_s, duration_s=duration_s,
+                web={"app": "web", "count": 10, "rtt_ms": 200.0, "start_s": [0.0, 1.0], "size": {"dist": "surge"},
+                     "objects_per_page": 4, "connections": 4, "think_s": 2.0})
 
 
 def fct(seed, reps, background=20, gap_s=1.5, warmup_s=10.0):

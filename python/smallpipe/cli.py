@@ -77,12 +77,13 @@ def summary_table(result: Result) -> Table:
     ).item()
     wall_seconds = meta["wall_seconds"]
 
-    table = Table(title="smallpipe run", show_header=False)
+    on_testbed = meta.get("runtime") == "testbed"
+    table = Table(title="smallpipe testbed (Linux TCP)" if on_testbed else "smallpipe run", show_header=False)
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right")
     rows = [
         ("flows", f"{result.flows.height}"),
-        ("simulated duration", f"{duration_s:g} s"),
+        ("duration" if on_testbed else "simulated duration", f"{duration_s:g} s"),
         ("bottleneck utilization", f"{metrics.utilization(result.links):.1%}"),
         ("bottleneck loss rate", f"{bottleneck.get_column('loss_rate')[0]:.2%}"),
         (
@@ -99,8 +100,11 @@ def summary_table(result: Result) -> Table:
         ),
         ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
         ("wall time", f"{wall_seconds:.2f} s"),
-        ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a"),
     ]
+    if not on_testbed:  # the testbed runs in real time: its packet rate says nothing of speed
+        rows.append(
+            ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a")
+        )
     for row in rows:
         table.add_row(*row)
     return table
@@ -121,17 +125,22 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
 
 
+SeedOption = Annotated[int | None, typer.Option(help="Override the scenario's seed.")]
+OverridesOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
+]
+"""The options `run` and `testbed` share: both load a scenario with `_load_scenario`."""
+
+
 @app.command()
 def run(
     scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
     out: Annotated[
         Path | None, typer.Option(help="Output directory [default: results/<scenario stem>/].")
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
-    ] = None,
+    seed: SeedOption = None,
+    overrides: OverridesOption = None,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png."""
     scenario = _load_scenario(scenario_path, seed, overrides)
@@ -148,11 +157,8 @@ def testbed(
     out: Annotated[
         Path | None, typer.Option(help="Output directory [default: results/<scenario stem>-testbed/].")
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", metavar="KEY=VALUE", help="Override a field, e.g. --set link.rate_bps=2e6."),
-    ] = None,
+    seed: SeedOption = None,
+    overrides: OverridesOption = None,
     cc: Annotated[
         str | None,
         typer.Option(help="Congestion control of every sender: reno, cubic or bbr [default: the scenario's tcp.congestion]."),
@@ -175,8 +181,10 @@ def testbed(
     except TestbedError as error:
         error_console.print(f"[bold red]testbed failed:[/] {error}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
+    console.print(summary_table(result))
     result.write(out_dir)
-    console.print(f"{result.flows.height} flows; results written to [bold]{out_dir}[/]")
+    plot_run(result, out_dir / "run.png")
+    console.print(f"results written to [bold]{out_dir}[/]")
 
 
 @app.command()

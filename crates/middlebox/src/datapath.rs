@@ -5,7 +5,7 @@
 
 use crate::config::BoxConfig;
 use crate::io::PacketSocket;
-use crate::link::{LinkEmu, LinkEvent};
+use crate::link::{LinkCumulative, LinkEmu, LinkEvent};
 use crate::parse::{parse_frame, set_ce, DropCause, Verdict};
 use crate::pcap::{Capture, Point};
 use crate::slab::Slab;
@@ -34,6 +34,8 @@ pub struct DataPath {
     /// Departure lateness (send time minus logical due time), ns.
     pub lateness_ns: Histogram<u64>,
     pub queue_states: Vec<QueueStateRow>,
+    /// Both directions' counters at each slice's end (index 0 = `a_to_b`).
+    pub link_slices: Vec<[LinkCumulative; 2]>,
     capture: Option<Capture>,
     clock: Clock,
     timer: Timer,
@@ -55,6 +57,7 @@ impl DataPath {
             flows: FlowTable::default(),
             lateness_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant bounds are valid"),
             queue_states: Vec::new(),
+            link_slices: Vec::new(),
             capture,
             clock,
             timer,
@@ -66,6 +69,11 @@ impl DataPath {
 
     pub fn now(&self) -> Instant {
         self.clock.now()
+    }
+
+    /// CLOCK_MONOTONIC at the run's time 0, so callers can place the box's times on theirs.
+    pub fn clock_start_monotonic_ns(&self) -> u64 {
+        self.clock.start_monotonic_ns()
     }
 
     /// Forward until `stop` is set or `until` (run time) passes. Publishes a snapshot into
@@ -94,6 +102,7 @@ impl DataPath {
             let now = self.clock.now();
             if now >= next_slice {
                 self.sample_queue_states(next_slice);
+                self.sample_links(now);
                 next_slice += Duration(self.slice_ns);
             }
             if now >= next_publish {
@@ -117,6 +126,7 @@ impl DataPath {
             self.timer.acknowledge();
         }
         let now = self.clock.now();
+        self.sample_links(now);
         for (side, s) in self.socks.iter_mut().enumerate() {
             self.stats.kernel[side] = s.kernel_stats()?;
         }
@@ -233,6 +243,18 @@ impl DataPath {
                 });
             }
         }
+    }
+
+    /// Counters at `now` (not at the slice boundary: the loop may be past it, and the
+    /// counters must include every event up to the time they are stamped with). Deliveries
+    /// this makes due are sent by the next flush.
+    fn sample_links(&mut self, now: Instant) {
+        let mut row = [None, None];
+        for (d, r) in row.iter_mut().enumerate() {
+            *r = Some(self.links[d].cumulative(now, &mut self.events));
+            self.handle_events(d, now);
+        }
+        self.link_slices.push(row.map(|r| r.expect("both directions sampled")));
     }
 
     pub fn snapshot(&mut self, now: Instant) -> Snapshot {

@@ -148,12 +148,14 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
     std::fs::write(out.join("links.csv"), stats::links_csv(&snap.links, end.as_nanos()))?;
     std::fs::write(out.join("queue_states.csv"), stats::queue_states_csv(&dp.queue_states))?;
     std::fs::write(out.join("lateness.csv"), stats::lateness_csv(&dp.lateness_ns))?;
+    std::fs::write(out.join("link_slices.csv"), stats::link_slices_csv(&dp.link_slices))?;
     let side = |f: &dyn Fn(usize) -> serde_json::Value| {
         serde_json::Value::Object(SIDES.iter().enumerate().map(|(i, s)| (s.to_string(), f(i))).collect())
     };
     let st = &dp.stats;
     let summary = serde_json::json!({
         "duration_ns": end.as_nanos(),
+        "clock_start_monotonic_ns": dp.clock_start_monotonic_ns(),
         "steal_ns": steal_ns,
         "steal_fraction": steal_ns.map(|s| s as f64 / end.as_nanos().max(1) as f64),
         "scheduling": sched,

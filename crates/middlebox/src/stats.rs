@@ -3,7 +3,7 @@
 //! (`links.csv`, `queue_states.csv`, `lateness.csv`, `box.json`) are written from them.
 
 use crate::io::KernelStats;
-use crate::link::LinkEmu;
+use crate::link::{LinkCumulative, LinkEmu};
 use crate::parse::DropCause;
 use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
@@ -211,6 +211,20 @@ pub fn queue_states_csv(rows: &[QueueStateRow]) -> String {
             write!(s, ",{n}").unwrap();
         }
         s.push('\n');
+    }
+    s
+}
+
+/// Both directions' counters since the run's start at each slice's end (and at the stop):
+/// the difference of two rows is a window's exact arrivals, drops, departures and backlog
+/// integral.
+pub fn link_slices_csv(rows: &[[LinkCumulative; 2]]) -> String {
+    let mut s = String::from("direction,time_ns,arrived_pkts,dropped_pkts,tx_pkts,tx_bytes,backlog_pkt_ns\n");
+    for row in rows {
+        for (d, c) in row.iter().enumerate() {
+            writeln!(s, "{},{},{},{},{},{},{}", DIRECTIONS[d], c.time_ns, c.arrived_pkts, c.dropped_pkts, c.tx_pkts,
+                     c.tx_bytes, c.backlog_pkt_ns).unwrap();
+        }
     }
     s
 }

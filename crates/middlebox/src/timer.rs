@@ -30,6 +30,9 @@ impl Clock {
     pub fn now(&self) -> Instant {
         Instant(monotonic_ns() - self.start_ns)
     }
+    pub fn start_monotonic_ns(&self) -> u64 {
+        self.start_ns
+    }
 }
 
 /// A one-shot timerfd on CLOCK_MONOTONIC, armed at absolute deadlines of a [`Clock`].

@@ -194,6 +194,11 @@ pub struct TcpConfig {
     pub delayed_ack: bool,
     #[serde(default = "d_delack_ms")]
     pub delayed_ack_ms: f64,
+    /// ACK the first data segment after the handshake at once, then delay as usual (ns-3's
+    /// `TcpSocketBase` does; RFC 5681 §4.2 allows either). Off: the first ACK covers two
+    /// full segments.
+    #[serde(default)]
+    pub ack_first_data: bool,
     /// Limited transmit (RFC 3042).
     #[serde(default = "d_true")]
     pub limited_transmit: bool,

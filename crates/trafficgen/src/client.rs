@@ -30,6 +30,9 @@ pub struct FlowRecord {
     pub flow_id: u32,
     pub unit_id: u32,
     pub start_ns: u64,
+    /// Replayed logs: when the client wanted the object (the unit's start plus its logged
+    /// time), as the simulator's `requested_ns`.
+    pub requested_ns: Option<u64>,
     pub end_ns: Option<u64>,
     /// None for unlimited bulk and interactive connections.
     pub size_bytes: Option<u64>,
@@ -125,18 +128,18 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
     sock::sleep_until(ctx.plan.t0_ns + spec.start_ns);
     match spec.app {
         AppKind::Bulk => {
-            connection(ctx, &spec, rec, g.size_bytes.unwrap_or(UNLIMITED));
+            connection(ctx, &spec, rec, g.size_bytes.unwrap_or(UNLIMITED), None);
         }
         AppKind::Transfer => {
-            connection(ctx, &spec, rec, g.size_bytes.expect("validated: transfers have a size"));
+            connection(ctx, &spec, rec, g.size_bytes.expect("validated: transfers have a size"), None);
         }
         AppKind::Interactive => {
-            connection(ctx, &spec, rec, 0);
+            connection(ctx, &spec, rec, 0, None);
         }
         AppKind::Session => {
             while ctx.now() < end {
                 let size = g.draw_size(&mut spec.rng);
-                connection(ctx, &spec, rec, size);
+                connection(ctx, &spec, rec, size, None);
                 let think = secs_to_ns(g.think_s.sample(&mut spec.rng));
                 sock::sleep_until(sock::monotonic_ns() + think);
             }
@@ -144,7 +147,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
         AppKind::Web => {
             while ctx.now() < end {
                 let objects = (g.objects_per_page.sample(&mut spec.rng).round() as u32).max(1);
-                let sizes: VecDeque<u64> = (0..objects).map(|_| g.draw_size(&mut spec.rng)).collect();
+                let sizes: VecDeque<_> = (0..objects).map(|_| (g.draw_size(&mut spec.rng), None)).collect();
                 if pool(ctx, &spec, rec, sizes, g.connections) {
                     rec.lock().unwrap().pages_done += 1;
                 }
@@ -163,7 +166,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
                 sock::sleep_until(ctx.plan.t0_ns + at);
                 at += secs_to_ns(spec.rng.exponential(mean_gap_s));
                 let size = g.draw_size(&mut spec.rng);
-                children.push(spawn_connection(ctx, &spec, rec, size));
+                children.push(spawn_connection(ctx, &spec, rec, size, None));
             }
         }
         AppKind::Replay => match spec.replay {
@@ -174,11 +177,11 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
                         break;
                     }
                     sock::sleep_until(ctx.plan.t0_ns + at);
-                    children.push(spawn_connection(ctx, &spec, rec, bytes));
+                    children.push(spawn_connection(ctx, &spec, rec, bytes, Some(at)));
                 }
             }
             ReplayMode::Asap => {
-                let sizes = spec.requests.iter().map(|&(_, b)| b).collect();
+                let sizes = spec.requests.iter().map(|&(t, b)| (b, Some(spec.start_ns + secs_to_ns(t)))).collect();
                 pool(ctx, &spec, rec, sizes, g.connections);
             }
         },
@@ -188,25 +191,25 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
     }
 }
 
-fn spawn_connection(ctx: &Arc<Ctx>, spec: &UnitSpec, rec: &Unit, size: u64) -> JoinHandle<()> {
+fn spawn_connection(ctx: &Arc<Ctx>, spec: &UnitSpec, rec: &Unit, size: u64, requested_ns: Option<u64>) -> JoinHandle<()> {
     let (ctx, spec, rec) = (ctx.clone(), spec.clone(), rec.clone());
     thread::spawn(move || {
-        connection(&ctx, &spec, &rec, size);
+        connection(&ctx, &spec, &rec, size, requested_ns);
     })
 }
 
-/// Fetches `sizes` over at most `connections` parallel connections, a new one as soon as
-/// one ends (the TAQ paper's flow pool). True when every object arrived whole.
-fn pool(ctx: &Arc<Ctx>, spec: &UnitSpec, rec: &Unit, sizes: VecDeque<u64>, connections: u32) -> bool {
-    let queue = Arc::new(Mutex::new(sizes));
+/// Fetches `objects` (size, when wanted) over at most `connections` parallel connections, a
+/// new one as soon as one ends (the TAQ paper's flow pool). True when every object arrived whole.
+fn pool(ctx: &Arc<Ctx>, spec: &UnitSpec, rec: &Unit, objects: VecDeque<(u64, Option<u64>)>, connections: u32) -> bool {
+    let queue = Arc::new(Mutex::new(objects));
     let workers: Vec<_> = (0..connections)
         .map(|_| {
             let (ctx, spec, rec, queue) = (ctx.clone(), spec.clone(), rec.clone(), queue.clone());
             thread::spawn(move || {
                 let mut all = true;
                 while ctx.now() < ctx.duration_ns() {
-                    let Some(size) = queue.lock().unwrap().pop_front() else { break };
-                    all &= connection(&ctx, &spec, &rec, size);
+                    let Some((size, requested_ns)) = queue.lock().unwrap().pop_front() else { break };
+                    all &= connection(&ctx, &spec, &rec, size, requested_ns);
                 }
                 all
             })
@@ -217,7 +220,7 @@ fn pool(ctx: &Arc<Ctx>, spec: &UnitSpec, rec: &Unit, sizes: VecDeque<u64>, conne
 }
 
 /// One connection, start to FIN or the end of the run. True when it finished.
-fn connection(ctx: &Ctx, spec: &UnitSpec, unit: &Unit, size: u64) -> bool {
+fn connection(ctx: &Ctx, spec: &UnitSpec, unit: &Unit, size: u64, requested_ns: Option<u64>) -> bool {
     let end = ctx.duration_ns();
     let start = ctx.now();
     if start >= end {
@@ -237,6 +240,7 @@ fn connection(ctx: &Ctx, spec: &UnitSpec, unit: &Unit, size: u64) -> bool {
         flow_id,
         unit_id: spec.unit_id,
         start_ns: start,
+        requested_ns,
         end_ns: None,
         size_bytes: (size != 0 && size != UNLIMITED).then_some(size),
         bytes_delivered: 0,

@@ -23,6 +23,8 @@ from smallpipe.experiments import (
     taq_fig12,
     taq_hangs,
     taq_hangs_queues,
+    taq_testbed_fig11,
+    taq_testbed_fig12,
     thesis_fig51,
     thesis_fig53,
     thesis_fig54,
@@ -47,19 +49,27 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "taq-fig12": taq_fig12,
     "taq-hangs": taq_hangs,
     "taq-hangs-queues": taq_hangs_queues,
+    "taq-testbed-fig11": taq_testbed_fig11,
+    "taq-testbed-fig12": taq_testbed_fig12,
     "thesis-fig5.1": thesis_fig51,
     "thesis-fig5.3": thesis_fig53,
     "thesis-fig5.4": thesis_fig54,
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
-PAGES = {"taq": "taq", "thesis": "thesis", "isolation": "class-isolation", "size-aware": "size-aware"}
-"""A figure name's first word → its page's folder under docs/reproductions/."""
+TESTBED = frozenset({"taq-testbed-fig11", "taq-testbed-fig12"})
+"""Reproductions on real Linux TCP (root, network namespaces, hours on quiet cores): run them
+with scripts/testbed-measurements.sh, not with the simulator's figures."""
+
+PAGES = {"taq": "taq", "taq-testbed": "taq-testbed", "thesis": "thesis", "isolation": "class-isolation",
+         "size-aware": "size-aware"}
+"""A figure name's prefix → its page's folder under docs/reproductions/ (the longest prefix wins)."""
 
 
 def page_of(figure: str) -> str:
-    """The folder of docs/reproductions/ that holds ``figure``'s CSVs (``taq-fig8`` → ``taq``)."""
-    prefix = next((p for p in PAGES if figure.startswith(p + "-")), None)
+    """The folder of docs/reproductions/ that holds ``figure``'s CSVs (``taq-fig8`` → ``taq``,
+    ``taq-testbed-fig11`` → ``taq-testbed``)."""
+    prefix = max((p for p in PAGES if figure.startswith(p + "-")), key=len, default=None)
     if prefix is None or figure not in REPRODUCTIONS:
         raise KeyError(f"{figure!r} is not a reproduction; expected one of: {', '.join(REPRODUCTIONS)}")
     return PAGES[prefix]
@@ -68,6 +78,7 @@ def page_of(figure: str) -> str:
 __all__ = [
     "PAGES",
     "REPRODUCTIONS",
+    "TESTBED",
     "isolation_fig3",
     "isolation_fig4",
     "isolation_fig5",
@@ -87,6 +98,8 @@ __all__ = [
     "taq_fig12",
     "taq_hangs",
     "taq_hangs_queues",
+    "taq_testbed_fig11",
+    "taq_testbed_fig12",
     "thesis_fig51",
     "thesis_fig53",
     "thesis_fig54",

@@ -12,6 +12,7 @@ recovery, initial window 1 and no delayed ACKs (footnote 5: a 10-packet connecti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,16 +139,18 @@ def pipe_scenario(
     }
 
 
-def class_metrics(result: Result, group: int, *, skip_slices: int = 1) -> dict[str, float]:
+def class_metrics(result: Result, group: int, *, warmup_s: float = 20.0) -> dict[str, float]:
     """Per-session goodput per 20 s slice for the sessions of ``group`` (connections summed
     per session, zeros included): the mean over slices of Jain's index across sessions,
-    and the mean class goodput in bit/s (payload delivered in order). The first
-    ``skip_slices`` slices are start-up and skipped. ``jain_min`` is the lowest slice's index
+    and the mean class goodput in bit/s (payload delivered in order). The slices covering
+    the first ``warmup_s`` are start-up and skipped (one 20 s slice; as many as the warm-up
+    spans when a variant shortens the slices). ``jain_min`` is the lowest slice's index
     (the paper's "as low as"). ``conn_jain`` is Jain's index over connections instead, each
     connection's goodput being its size over its completion time."""
     units = result.units.filter(pl.col("group") == group)["unit_id"].to_list()
     slice_s = result.meta["slice_ns"] / 1e9
     n_slices = round(result.meta["duration_ns"] / result.meta["slice_ns"])
+    skip_slices = math.ceil(warmup_s / slice_s - 1e-9)
     per = (
         result.slices.join(result.flows.select("flow_id", "unit_id", "group"), on="flow_id")
         .filter(pl.col("group") == group)

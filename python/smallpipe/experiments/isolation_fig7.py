@@ -120,6 +120,11 @@ def run(*, schemes: Sequence[str] = SCHEMES, duration_s: float = 1000.0, seed: i
         row["path2_utilization"] = links["bottleneck_path2"]["utilization"]
         row["path1_loss"] = links["bottleneck"]["loss_rate"]
         row["path2_loss"] = links["bottleneck_path2"]["loss_rate"]
+        # RED's probabilistic drops against buffer-full ones, both paths (RIO files its drops
+        # under another counter, so its row leaves these empty).
+        paths = ("bottleneck", "bottleneck_path2")
+        row["early_drops"] = None if scheme.endswith("rio") else sum(links[p]["drop_early"] for p in paths)
+        row["forced_drops"] = None if scheme.endswith("rio") else sum(links[p]["drop_overlimit"] for p in paths)
         rows.append(row)
     return pl.DataFrame(rows)
 

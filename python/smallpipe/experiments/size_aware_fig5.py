@@ -32,7 +32,7 @@ from smallpipe.models import size_aware as analysis
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["PAPER", "SIZES_PKTS", "plot", "reproduce", "run", "scenario"]
+__all__ = ["PAPER", "SIZES_PKTS", "plot", "reproduce", "run", "scenario", "simulated_throughput"]
 
 SIZES_PKTS: tuple[int, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
 RTT_MS = 200.0
@@ -67,10 +67,22 @@ def scenario(p: float, *, sizes: Sequence[int], per_size: int, seed: int,
     )
 
 
+def simulated_throughput(d: int, data_s: pl.Series, rtt_s: float) -> dict[str, float | None]:
+    """``sim_pkts_per_rtt``: d·RTT / E[T], the quantity the analysis computes (not the mean
+    of ratios), from the transfers' times ``data_s``; ``sim_rel_stderr``: the standard error
+    of that mean time relative to it (std / mean / √n), the sampling noise of the estimate."""
+    n = data_s.len()
+    if n == 0:
+        return {"sim_pkts_per_rtt": None, "sim_rel_stderr": None}
+    mean_s = float(data_s.mean())
+    stderr = float(data_s.std()) / mean_s / n**0.5 if n > 1 else None
+    return {"sim_pkts_per_rtt": d * rtt_s / mean_s, "sim_rel_stderr": stderr}
+
+
 def run(*, losses: Sequence[float] = (0.005, 0.01), sizes: Sequence[int] = SIZES_PKTS,
         per_size: int = 1000, seed: int = 1) -> pl.DataFrame:
     """Rows: p, size_pkts, transfers (finished, handshake clean), sim_pkts_per_rtt,
-    analysis_pkts_per_rtt, padhye_pkts_per_rtt."""
+    sim_rel_stderr, analysis_pkts_per_rtt, padhye_pkts_per_rtt."""
     rows = []
     rtt_s = RTT_MS / 1e3
     for p in losses:
@@ -86,8 +98,7 @@ def run(*, losses: Sequence[float] = (0.005, 0.01), sizes: Sequence[int] = SIZES
                 "p": p,
                 "size_pkts": d,
                 "transfers": grp.height,
-                # d·RTT / E[T], the quantity the analysis computes (not the mean of ratios).
-                "sim_pkts_per_rtt": d * rtt_s / float(data_s.mean()) if grp.height else None,
+                **simulated_throughput(d, data_s, rtt_s),
                 "analysis_pkts_per_rtt": analysis.throughput_pkts_per_rtt(d, p, rtt_s=rtt_s, t0_s=T0_S),
                 "padhye_pkts_per_rtt": steady,
             })

@@ -21,7 +21,13 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe.experiments.provenance import write_csv
-from smallpipe.experiments.size_aware_fig5 import RTT_MS, SIZES_PKTS, T0_S, scenario
+from smallpipe.experiments.size_aware_fig5 import (
+    RTT_MS,
+    SIZES_PKTS,
+    T0_S,
+    scenario,
+    simulated_throughput,
+)
 from smallpipe.models import size_aware as analysis
 from smallpipe.result import simulate
 
@@ -32,7 +38,7 @@ FIG7_DROP_P: list[float] = [0.0] * 20 + [0.03]
 
 
 def run(*, sizes: Sequence[int] = SIZES_PKTS, per_size: int = 1000, seed: int = 1) -> pl.DataFrame:
-    """Rows: size_pkts, transfers, sim_pkts_per_rtt, analysis_pkts_per_rtt,
+    """Rows: size_pkts, transfers, sim_pkts_per_rtt, sim_rel_stderr, analysis_pkts_per_rtt,
     analysis_const_pkts_per_rtt (0.03 for every packet, for contrast)."""
     queue = {"kind": "size_aware", "limit_pkts": 10_000, "fixed_drop_p": FIG7_DROP_P,
              "t_update_ns": 10**12}
@@ -46,7 +52,7 @@ def run(*, sizes: Sequence[int] = SIZES_PKTS, per_size: int = 1000, seed: int = 
         rows.append({
             "size_pkts": d,
             "transfers": grp.height,
-            "sim_pkts_per_rtt": d * rtt_s / float(data_s.mean()) if grp.height else None,
+            **simulated_throughput(d, data_s, rtt_s),
             "analysis_pkts_per_rtt": analysis.throughput_pkts_per_rtt(d, FIG7_DROP_P, rtt_s=rtt_s, t0_s=T0_S),
             "analysis_const_pkts_per_rtt": analysis.throughput_pkts_per_rtt(d, 0.03, rtt_s=rtt_s, t0_s=T0_S),
         })

@@ -21,13 +21,34 @@ import polars as pl
 from smallpipe import metrics
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.presets import taq_dumbbell
-from smallpipe.result import simulate
+from smallpipe.result import Result, simulate
 
-__all__ = ["DISCIPLINES", "FAIR_SHARES_BPS", "RATE_BPS", "plot", "reproduce", "run"]
+__all__ = ["DISCIPLINES", "FAIR_SHARES_BPS", "RATE_BPS", "fairness_row", "plot", "reproduce", "run"]
 
 RATE_BPS = 1_000_000
 FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 30_000, 50_000, 100_000)
 DISCIPLINES: tuple[str, ...] = ("droptail", "red", "sfq", "fq", "fq_codel", "host_fq")
+
+
+def fairness_row(result: Result) -> dict:
+    """A run's fairness and link numbers: the 20 s Jain index, zero-share fraction and top-40%
+    share averaged over the slices but the first (start-up; all of them when there is one),
+    the long-term index, and the bottleneck's utilization, loss and queue delay."""
+    per_slice = metrics.jain_per_slice(result.slices, flows=result.flows)
+    if per_slice.height > 1:
+        per_slice = per_slice.filter(pl.col("slice") > 0)
+    link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
+    return {
+        "short_term_jain": per_slice["jain"].mean(),
+        "zero_share": per_slice["zero_share"].mean(),
+        "long_term_jain": metrics.long_term_jain(result.flows),
+        "utilization": link["utilization"],
+        "loss_rate": link["loss_rate"],
+        "timeouts_per_flow": result.flows["timeouts"].mean(),
+        "queue_delay_p50_ms": link["queue_delay_p50_ms"],
+        "queue_delay_p99_ms": link["queue_delay_p99_ms"],
+        "top40_share": per_slice["top40_share"].mean(),
+    }
 
 
 def run(
@@ -49,23 +70,8 @@ def run(
         flows = max(2, round(rate_bps / share))
         scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, seed=seed, queue={"kind": kind})
         result = simulate(scenario)
-        per_slice = metrics.jain_per_slice(result.slices, flows=result.flows).filter(pl.col("slice") > 0)
-        link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
-        rows.append({
-            "discipline": kind,
-            "rate_bps": rate_bps,
-            "fair_share_bps": share,
-            "flows": flows,
-            "short_term_jain": per_slice["jain"].mean(),
-            "zero_share": per_slice["zero_share"].mean(),
-            "long_term_jain": metrics.long_term_jain(result.flows),
-            "utilization": link["utilization"],
-            "loss_rate": link["loss_rate"],
-            "timeouts_per_flow": result.flows["timeouts"].mean(),
-            "queue_delay_p50_ms": link["queue_delay_p50_ms"],
-            "queue_delay_p99_ms": link["queue_delay_p99_ms"],
-            "top40_share": per_slice["top40_share"].mean(),
-        })
+        rows.append({"discipline": kind, "rate_bps": rate_bps, "fair_share_bps": share, "flows": flows}
+                    | fairness_row(result))
     return pl.DataFrame(rows)
 
 

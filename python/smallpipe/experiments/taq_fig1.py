@@ -37,7 +37,7 @@ def replay_scenario(
     ``rate_bps`` bottleneck with ``buffer_pkts`` of buffer (one RTT: 100 packets at 2 Mbit/s)
     and ``queue`` (a ``[link.queue]`` table, DropTail by default), RTTs uniform in 150–300 ms."""
     return Scenario(
-        seed=seed, duration_s=duration_s, slice_s=20.0,
+        seed=seed, duration_s=duration_s, slice_s=min(20.0, duration_s),
         link={"rate_bps": rate_bps, "delay_ms": 1.0,
               "queue": {"kind": "droptail", **(queue or {}), "limit_pkts": buffer_pkts}},
         tcp=NS2_TCP,

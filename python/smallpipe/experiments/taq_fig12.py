@@ -26,7 +26,7 @@ ask again for an object whose connection failed, so TCP's SYN retries are raised
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +34,8 @@ import polars as pl
 
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.taq_fig1 import replay_scenario
-from smallpipe.result import simulate
+from smallpipe.result import Result, simulate
+from smallpipe.scenario import Scenario
 from smallpipe.workloads import write_synthetic_access_log
 
 __all__ = ["BUCKET_EDGES_BYTES", "PAPER", "QUEUES", "SCALES", "markdown", "plot", "reproduce", "run"]
@@ -77,22 +78,27 @@ def _quantile(sorted_times: np.ndarray, q: float) -> float:
     return float(sorted_times[min(sorted_times.size - 1, int(np.ceil(q * sorted_times.size)) - 1)])
 
 
-def _one(log: Path, scale: str, name: str, duration_s: float, seed: int) -> tuple[pl.DataFrame, dict]:
+def _one(log: Path, scale: str, name: str, duration_s: float, seed: int,
+         execute: Callable[[Scenario], Result]) -> tuple[pl.DataFrame, dict]:
     """Per-object times of one run and its link-level row."""
     scenario = replay_scenario(log, duration_s=duration_s, seed=seed, rate_bps=RATE_BPS,
                                buffer_pkts=BUFFER_PKTS, queue=QUEUES[name])
-    result = simulate(scenario.with_overrides({"tcp.syn_retries": SYN_RETRIES}))
+    result = execute(scenario.with_overrides({"tcp.syn_retries": SYN_RETRIES}))
     link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
     objects = result.flows.select(
-        pl.lit(scale).alias("scale"), pl.lit(name).alias("queue"), "unit_id", "size_bytes", "syn_timeouts",
+        pl.lit(scale).alias("scale"), pl.lit(name).alias("queue"), "unit_id", "size_bytes", "bytes_delivered",
+        "syn_timeouts", "requested_ns",
         wanted_ns=pl.min_horizontal("requested_ns", "start_ns"), end_ns="end_ns",
     ).with_columns(time_s=(pl.col("end_ns") - pl.col("wanted_ns")) / 1e9)
     return objects, link
 
 
 def run(*, scales: Sequence[str] = tuple(SCALES), queues: Sequence[str] = tuple(QUEUES), log_s: float = 1200.0,
-        duration_s: float = 1800.0, seed: int = 1) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Returns (per object; per scale, queue and size bucket: objects, unfinished, median, p90,
+        duration_s: float = 1800.0, seed: int = 1, execute: Callable[[Scenario], Result] = simulate,
+        log: Path | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """``execute`` runs a scenario (the simulator; the testbed's reproduction passes
+    :func:`smallpipe.testbed.run_testbed`); ``log`` is replayed at every scale instead of the
+    synthetic log (``log_s`` is then unused). Returns (per object; per scale, queue and size bucket: objects, unfinished, median, p90,
     max and mean time with unfinished objects infinitely slow; per scale and queue: mean time
     per object, client makespans, the share of objects with 0/1/2/>=3 SYN timeouts, loss rate,
     admission drops, and DropTail's time over this queue's for the paper's four claims)."""
@@ -100,11 +106,13 @@ def run(*, scales: Sequence[str] = tuple(SCALES), queues: Sequence[str] = tuple(
     with tempfile.TemporaryDirectory() as tmp:
         for scale in scales:
             clients = SCALES[scale]
-            log = Path(tmp) / f"{scale}.log"
-            write_synthetic_access_log(log, clients=clients, duration_s=log_s,
-                                       requests_per_client_per_s=LOG_REQUESTS_PER_S / clients, seed=seed)
+            replayed = log
+            if replayed is None:
+                replayed = Path(tmp) / f"{scale}.log"
+                write_synthetic_access_log(replayed, clients=clients, duration_s=log_s,
+                                           requests_per_client_per_s=LOG_REQUESTS_PER_S / clients, seed=seed)
             for name in queues:
-                objects, link = _one(log, scale, name, duration_s, seed)
+                objects, link = _one(replayed, scale, name, duration_s, seed, execute)
                 parts.append(objects)
                 t = objects["time_s"].fill_null(np.inf).to_numpy()
                 per_client = objects.group_by("unit_id").agg(
@@ -190,7 +198,7 @@ def markdown(buckets: pl.DataFrame, runs: pl.DataFrame) -> str:
     return "\n".join(out) + "\n"
 
 
-def plot(objects: pl.DataFrame, path: Path) -> None:
+def plot(objects: pl.DataFrame, path: Path, title: str = "TAQ Figure 12 in simulation: replayed log, 1 Mbit/s") -> None:
     """CDF of per-object time per size bucket and scale: DropTail (dashed), TAQ, TAQ+AC."""
     import matplotlib
 
@@ -215,7 +223,7 @@ def plot(objects: pl.DataFrame, path: Path) -> None:
             ax.set_xlabel("time from wanted to done (s)")
             ax.legend(fontsize=7)
         row[0].set_ylabel("CDF over objects")
-    fig.suptitle("TAQ Figure 12 in simulation: replayed log, 1 Mbit/s")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

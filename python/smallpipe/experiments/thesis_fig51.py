@@ -14,7 +14,8 @@ hashed queues, a shared buffer, overflow drops the last packet of the longest qu
 RCP is not implemented here.
 
 Choices where the thesis is silent (docs/reproductions/thesis.md): a 50-packet buffer
-(ns-2's default) for every discipline, 1000-byte packets on the wire (960 payload bytes, no
+(ns-2's default) for every discipline, which RED in byte mode holds as 50 mean-size
+packets' worth of bytes (25 000 bytes, as ns-2.34's RED defaults), 1000-byte packets on the wire (960 payload bytes, no
 timestamps), minimum RTO 200 ms (ns-2's), no delayed ACKs, a measuring flow of 500
 packets, a random offset uniform in one RTT, one run per seed.
 """

@@ -8,6 +8,7 @@ binaries (``cargo build --release -p smallpipe-middlebox -p smallpipe-trafficgen
 from smallpipe.testbed.knobs import LinuxSettings, linux_settings
 from smallpipe.testbed.netns import NetnsError, Network, ip_netns_available
 from smallpipe.testbed.runner import TestbedError, find_binary, run_testbed
+from smallpipe.testbed.tables import link_window
 
 __all__ = [
     "LinuxSettings",
@@ -16,6 +17,7 @@ __all__ = [
     "TestbedError",
     "find_binary",
     "ip_netns_available",
+    "link_window",
     "linux_settings",
     "run_testbed",
 ]

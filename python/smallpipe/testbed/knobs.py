@@ -102,6 +102,9 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if not tcp["cubic_fast_convergence"]:
         _refuse("tcp.cubic_fast_convergence", False,
                 "true: Linux's CUBIC fast convergence is a module parameter for the whole host, not per namespace")
+    if tcp["ack_first_data"]:
+        _refuse("tcp.ack_first_data", True,
+                "false: Linux starts every connection in quick-ACK mode, acknowledging its first segments at once")
     if tcp["overhead_max_ms"] is not None:
         _refuse("tcp.overhead_max_ms", tcp["overhead_max_ms"], "unset: real hosts have their own processing jitter")
     if tcp["delayed_ack"] and tcp["delayed_ack_ms"] != _LINUX_DELACK_MAX_MS:

@@ -30,7 +30,7 @@ from smallpipe.result import (
 )
 from smallpipe.scenario import Scenario
 
-__all__ = ["LINK_NAMES", "to_result"]
+__all__ = ["LINK_NAMES", "link_window", "to_result"]
 
 LINK_NAMES = {"b_to_a": "bottleneck", "a_to_b": "bottleneck_reverse"}
 """The box's directions under the simulator's link names (data flows from the servers)."""
@@ -50,6 +50,7 @@ def _flows(client: dict[str, Any], server: dict[str, Any], units: list[dict[str,
             "app": unit["app"],
             "rtt_ms": unit["rtt_ms"],
             "start_ns": flow["start_ns"],
+            "requested_ns": flow["requested_ns"],
             "end_ns": flow["end_ns"],
             "size_bytes": flow["size_bytes"],
             "bytes_delivered": flow["bytes_delivered"],
@@ -164,3 +165,33 @@ def to_result(scenario: Scenario, units: list[dict[str, Any]], workdir: Path, me
         meta=meta,
         scenario=scenario,
     )
+
+
+def link_window(workdir: str | Path, start_s: float, end_s: float, name: str = "bottleneck") -> dict[str, float]:
+    """The box's counters of link ``name`` over a window of the run's time (seconds since t0),
+    from ``workdir/box/link_slices.csv`` (cumulative counters at each slice's end and at the
+    stop): the window runs from the first sample at or after ``start_s`` to the last at or
+    before ``end_s``, so its counts are exact and it is at most a slice shorter at each end.
+
+    Returns ``start_s``, ``end_s`` (the samples'), ``arrived_pkts``, ``dropped_pkts``,
+    ``loss_rate``, ``mean_backlog_pkts`` (waiting packets, time-averaged) and ``tx_bytes``.
+    """
+    workdir = Path(workdir)
+    origin_ns = json.loads((workdir / "box" / "box.json").read_text())["clock_start_monotonic_ns"]
+    t0_ns = json.loads((workdir / "plan.json").read_text())["t0_ns"]
+    direction = {v: k for k, v in LINK_NAMES.items()}[name]
+    rows = pl.read_csv(workdir / "box" / "link_slices.csv").filter(pl.col("direction") == direction).with_columns(
+        run_s=(pl.col("time_ns") + origin_ns - t0_ns) / 1e9)
+    inside = rows.filter(pl.col("run_s").is_between(start_s, end_s))
+    if inside.height < 2:
+        raise ValueError(f"link_window: fewer than two samples of {name} in [{start_s}, {end_s}] s "
+                         f"(samples every slice_s; the run has {rows.height})")
+    first, last = inside.row(0, named=True), inside.row(-1, named=True)
+    arrived = last["arrived_pkts"] - first["arrived_pkts"]
+    dropped = last["dropped_pkts"] - first["dropped_pkts"]
+    return {
+        "start_s": first["run_s"], "end_s": last["run_s"], "arrived_pkts": arrived, "dropped_pkts": dropped,
+        "loss_rate": dropped / arrived if arrived else 0.0,
+        "mean_backlog_pkts": (last["backlog_pkt_ns"] - first["backlog_pkt_ns"]) / (last["time_ns"] - first["time_ns"]),
+        "tx_bytes": last["tx_bytes"] - first["tx_bytes"],
+    }

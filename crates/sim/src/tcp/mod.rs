@@ -53,6 +53,7 @@ pub struct TcpParams {
     pub congestion: Congestion,
     pub cubic_fast_convergence: bool,
     pub delayed_ack: Option<Duration>,
+    pub ack_first_data: bool,
     pub limited_transmit: bool,
     pub dupthresh: u32,
     pub rwnd: u64,
@@ -80,6 +81,7 @@ impl TcpParams {
             congestion: c.congestion,
             cubic_fast_convergence: c.cubic_fast_convergence,
             delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
+            ack_first_data: c.ack_first_data,
             limited_transmit: c.limited_transmit,
             dupthresh: c.dupack_threshold,
             rwnd: c.rwnd_bytes,
@@ -455,6 +457,7 @@ impl Endpoint {
                     if out.len() == sent {
                         self.send_ack(now, p, out);
                     }
+                    self.count_handshake_as_unacked(p);
                 }
             }
             State::SynReceived if seg.flags.syn() && !seg.flags.ack() => {
@@ -476,6 +479,14 @@ impl Endpoint {
                     self.on_data(seg, now, p, out);
                 }
             }
+        }
+    }
+
+    /// `ack_first_data`: the first full in-order data segment then completes a pair, so
+    /// it is acknowledged at once (until some segment of ours carries an ACK first).
+    fn count_handshake_as_unacked(&mut self, p: &TcpParams) {
+        if p.ack_first_data {
+            self.unacked_segs = 1;
         }
     }
 
@@ -514,6 +525,7 @@ impl Endpoint {
         }
         if self.state == State::SynReceived && ack >= 1 {
             self.state = State::Established; // the handshake's third segment
+            self.count_handshake_as_unacked(p);
         }
         let mut new_sack = false;
         if p.sack() {

@@ -129,6 +129,34 @@ fn delayed_ack_every_second_full_segment_or_after_the_timeout() {
 }
 
 #[test]
+fn ack_first_data_acknowledges_the_first_segment_at_once_then_every_second() {
+    // ns-3's receiver answers the first data segment after the handshake at once; later
+    // segments go in pairs again (RFC 5681 §4.2). Both ends: neither the server's SYN-ACK
+    // nor the client's handshake ACK spends the count (a data segment of its own would).
+    let p = params(|c| {
+        c.delayed_ack = true;
+        c.ack_first_data = true;
+        c.initial_window_pkts = 4;
+    });
+    let acks_for = |rx: &mut Endpoint, segs: &[Packet], at: u64| {
+        let mut acks = Vec::new();
+        segs.iter().enumerate().map(|(i, seg)| {
+            acks.clear();
+            rx.on_segment(seg, t(at + i as u64), &p, &mut acks);
+            acks.iter().map(|a| a.ack).collect::<Vec<_>>()
+        }).collect::<Vec<_>>()
+    };
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(3000, false, t(150), &p, &mut out);
+    assert_eq!(acks_for(&mut s, &out, 200), [vec![1001], vec![], vec![3001]], "server: 1st at once, then pairs");
+    let (mut c, mut s) = established(&p, 0, 0);
+    out.clear();
+    s.app_write(2000, false, t(150), &p, &mut out);
+    assert_eq!(acks_for(&mut c, &out, 200), [vec![1001], vec![]], "client: 1st at once");
+}
+
+#[test]
 fn sack_recovery_retransmits_every_lost_hole_within_the_window() {
     let p = params(|c| {
         c.recovery = Recovery::Sack;

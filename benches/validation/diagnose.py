@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Traces behind the diagnoses of docs/validation.md (not part of the tables).
+
+    python3 benches/validation/diagnose.py noload [SIZE]   # FCT per size on an idle path, both sides;
+                                                          # the sender of the SIZE-packet transfer traced
+    python3 benches/validation/diagnose.py rto N[,N...] [--ns3-patch P] [--measure-s S]
+        # ns-3's many-flow RTOs: how many fire in fast recovery, and how many fire sooner than
+        # the RTO after the last ACK of new data (impossible under RFC 6298 5.3)
+    python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
+        # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
+        # or a SYN retry: both wait at least 1 s), from run.py's raw results
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import specs
+
+RTO_CPP = r"""
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/applications-module.h"
+namespace spdiag {
+using namespace ns3;
+static double g_warm = 0;
+static std::vector<double> g_lastNewAck;
+uint64_t nRto = 0, nLossEntries = 0, nFromRecovery = 0, nEarly = 0;
+static bool Counting() { return Simulator::Now().GetSeconds() >= g_warm; }
+static void OnAck(uint32_t i, SequenceNumber32 o, SequenceNumber32 n)
+{
+    if (n > o) g_lastNewAck[i] = Simulator::Now().GetSeconds();
+}
+static void OnState(uint32_t, TcpSocketState::TcpCongState_t o, TcpSocketState::TcpCongState_t n)
+{
+    if (Counting() && n == TcpSocketState::CA_LOSS) {
+        ++nLossEntries;
+        if (o == TcpSocketState::CA_RECOVERY) ++nFromRecovery;
+    }
+}
+static void OnRto(uint32_t i, Time o, Time n)
+{
+    // ReTxTimeout doubles m_rto; a timer restarted on every ACK of new data (RFC 6298 5.3)
+    // cannot expire sooner than the old RTO after the last one.
+    if (!Counting() || !o.IsStrictlyPositive() || n.GetNanoSeconds() != 2 * o.GetNanoSeconds()) return;
+    ++nRto;
+    if (Simulator::Now().GetSeconds() - g_lastNewAck[i] < o.GetSeconds() - 1e-6) ++nEarly;
+}
+static void Hook(Ptr<Application> app, uint32_t i)
+{
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    s->TraceConnectWithoutContext("HighestRxAck", MakeBoundCallback(&OnAck, i));
+    s->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnState, i));
+    s->TraceConnectWithoutContext("RTO", MakeBoundCallback(&OnRto, i));
+}
+void Schedule(Ptr<Application> app, uint32_t i, double at)
+{
+    if (g_lastNewAck.size() <= i) g_lastNewAck.resize(i + 1, 0);
+    Simulator::Schedule(Seconds(at), &Hook, app, i);
+}
+void Reset(double warm) { g_warm = warm; g_lastNewAck.clear(); nRto = nLossEntries = nFromRecovery = nEarly = 0; }
+}
+"""
+
+
+def rto(args):
+    import ns3_side
+
+    ns = ns3_side.load_ns3()
+    ns.cppyy.cppdef(RTO_CPP)
+    d, val = ns.cppyy.gbl.spdiag, ns.cppyy.gbl.spval
+    hook = val.ScheduleHook
+
+    def both(app, i, traced, inflated, at):
+        hook(app, i, traced, inflated, at)
+        d.Schedule(app, i, at + 1e-6)
+
+    val.ScheduleHook = both
+    for n in args.n:
+        for seed in range(1, args.seeds + 1):
+            spec = specs.many(n, seed, duration_s=args.measure_s)
+            spec["tcp"]["ns3_patch"] = args.ns3_patch
+            d.Reset(spec["warmup_s"])
+            r = ns3_side.run(ns, spec)
+            print(f"N = {n}, seed {seed}, ns-3 patch {args.ns3_patch}: {sum(r['timeouts']) / n:.2f} timeouts per flow; "
+                  f"{int(d.nRto)} RTOs; {int(d.nLossEntries)} entries into CA_LOSS, {int(d.nFromRecovery)} of them "
+                  f"from CA_RECOVERY; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data",
+                  flush=True)
+
+
+def noload(args):
+    import sp_side
+
+    flows = [{"start_s": 1.0 + 10 * i, "rtt_ms": 200.0, "size_pkts": s} for i, s in enumerate(specs.FCT_SIZES)]
+    spec = specs.base("noload", 1, flows=flows, duration_s=10 * len(flows) + 5, trace=True,
+                      trace_flow=specs.FCT_SIZES.index(args.size))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump([spec], f)
+    out = subprocess.run([sys.executable, str(HERE / "ns3_side.py"), f.name], capture_output=True, text=True,
+                         check=True).stdout
+    results = (("ns-3", json.loads(out.splitlines()[0])), ("smallpipe", sp_side.run(spec)))
+    for k, size in enumerate(specs.FCT_SIZES):
+        print(f"{size:3d} packets: FCT ns-3 {results[0][1]['fct_s'][k]:.4f} s, smallpipe {results[1][1]['fct_s'][k]:.4f} s")
+    for name, r in results:
+        print(f"{name}, the {args.size}-packet sender (time s, seq, payload bytes, flags):")
+        for t, seq, n, fl in r["trace"]["tx"]:
+            print(f"  {t:.4f} {seq} {n} {fl:#04x}")
+
+
+def fct_split(args):
+    # FCT of each size on an idle path (diagnose.py noload; the same on both sides to 0.5 ms).
+    idle_s = {1: 0.305, 2: 0.309, 5: 0.510, 10: 0.714, 20: 0.927, 50: 1.336, 100: 1.633}
+    for path in args.runs:
+        fcts = {}
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if not r["name"].startswith("fct "):
+                    continue
+                spec = specs.fct(int(r["name"].split("=")[1]), args.reps)
+                for flow, t in zip(spec["flows"], r["fct_s"]):
+                    if flow["size_pkts"] and t is not None:
+                        fcts.setdefault((r["simulator"], flow["size_pkts"]), []).append(t)
+        for (sim, size), ts in sorted(fcts.items()):
+            slow = sum(t > idle_s[size] + 1.0 for t in ts)
+            print(f"{path}: {sim}, {size} packets: {slow} of {len(ts)} over idle + 1 s")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("noload")
+    a.add_argument("size", type=int, nargs="?", default=10, choices=specs.FCT_SIZES)
+    b = sub.add_parser("rto")
+    b.add_argument("n", type=lambda s: [int(x) for x in s.split(",")])
+    b.add_argument("--seeds", type=int, default=1)
+    b.add_argument("--measure-s", type=float, default=60.0)
+    b.add_argument("--ns3-patch", choices=("flightsize", "deflate"))
+    c = sub.add_parser("fct-split")
+    c.add_argument("runs", nargs="+")
+    c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
+    args = ap.parse_args()
+    {"rto": rto, "noload": noload, "fct-split": fct_split}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The testbed reproductions and the Linux side of the validation, end to end on short runs:
+they check the code paths (bounds any run must satisfy), not Linux's numbers, which need
+quiet cores (scripts/testbed-measurements.sh). Skipped unless root with ``ip netns`` and the
+testbed binaries; about 45 s in all.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from smallpipe.experiments import (
+    PAGES,
+    REPRODUCTIONS,
+    TESTBED,
+    page_of,
+    taq_testbed_fig11,
+    taq_testbed_fig12,
+)
+from test_testbed import needs_testbed
+
+VALIDATION = Path(__file__).resolve().parents[1] / "benches" / "validation"
+
+
+def test_testbed_figures_have_a_page_of_their_own():
+    # "taq" is also a prefix of "taq-testbed-…": the longest prefix must win.
+    assert page_of("taq-testbed-fig11") == "taq-testbed"
+    assert page_of("taq-testbed-fig12") == "taq-testbed"
+    assert page_of("taq-fig12") == "taq"
+    assert TESTBED <= set(REPRODUCTIONS)
+    assert PAGES["taq-testbed"] == "taq-testbed"
+
+
+@needs_testbed
+@pytest.mark.parametrize(("discipline", "rate_bps", "fair_share_bps"), [("taq", 600_000, 100_000),
+                                                                        ("droptail", 1_000_000, 50_000)])
+def test_fig11_point_has_jain_within_its_bounds_and_no_more_than_the_link(discipline, rate_bps, fair_share_bps):
+    row = taq_testbed_fig11.run_point(discipline=discipline, rate_bps=rate_bps, fair_share_bps=fair_share_bps,
+                                      congestion_control="reno", duration_s=5.0, slice_s=1.0)
+    n = rate_bps // fair_share_bps
+    assert row["flows"] == n
+    # Jain's index of n shares lies in [1/n, 1] (Jain, Chiu and Hawe 1984).
+    assert 1 / n - 1e-9 <= row["short_term_jain"] <= 1 + 1e-9
+    assert 1 / n - 1e-9 <= row["long_term_jain"] <= 1 + 1e-9
+    # The box cannot send faster than the link (1% for the run's edges).
+    assert 0 < row["utilization"] <= 1.01
+    assert row["failed_connections"] == 0
+
+
+LOG = [  # (seconds, client, bytes): two clients, a handful of objects with distinct sizes
+    (0.0, "10.0.0.1", 3000), (0.1, "10.0.0.2", 9000), (0.5, "10.0.0.1", 500),
+    (1.0, "10.0.0.2", 20000), (1.2, "10.0.0.1", 1200), (1.5, "10.0.0.1", 7000),
+]
+
+
+@needs_testbed
+def test_fig12_replay_fetches_every_object_whole_and_no_faster_than_two_round_trips(tmp_path):
+    log = tmp_path / "access.log"
+    log.write_text("".join(f"{1.7e9 + t:.3f} 5 {c} TCP_MISS/200 {b} GET http://x/{i} - DIRECT/198.18.255.1 text/html\n"
+                           for i, (t, c, b) in enumerate(LOG)))
+    objects, buckets, runs = taq_testbed_fig12.run(log=log, duration_s=8.0)
+    assert runs["queue"].to_list() == ["droptail", "taq+ac"]
+    for queue in ("droptail", "taq+ac"):
+        got = objects.filter(objects["queue"] == queue)
+        assert sorted(got["size_bytes"]) == sorted(b for _, _, b in LOG)
+        assert got["end_ns"].null_count() == 0, "every object completes"
+        assert (got["bytes_delivered"] == got["size_bytes"]).all()
+        # Requested at its logged time (the clients, units in order of first appearance, start
+        # at 0; 10 µs for the float epoch times of the log).
+        logged = {b: t for t, _, b in LOG}
+        for size, unit, requested_ns, wanted_ns, time_s in got.select(
+                "size_bytes", "unit_id", "requested_ns", "wanted_ns", "time_s").iter_rows():
+            assert unit == (0 if size in (3000, 500, 1200, 7000) else 1)
+            assert abs(requested_ns - logged[size] * 1e9) < 1e4
+            assert wanted_ns <= requested_ns
+            # SYN, SYN-ACK, request and data each cross the path once: two base RTTs at least
+            # (RTTs are drawn in [150, 300] ms).
+            assert time_s >= 2 * 0.150
+        assert buckets.filter(buckets["queue"] == queue)["objects"].sum() == len(LOG)
+
+
+@needs_testbed
+def test_linux_side_reports_the_window_after_the_warmup_within_the_links_bounds():
+    sys.path.insert(0, str(VALIDATION))
+    try:
+        import linux_side
+        import specs
+    finally:
+        sys.path.remove(str(VALIDATION))
+    spec = specs.many(10, 1, warmup_s=2.0, duration_s=4.0)
+    r = linux_side.run(spec)
+    start_s, end_s = r["window_s"]
+    # Samples every 1 s slice: the window starts at most a slice after the warm-up.
+    assert 2.0 <= start_s <= 3.0 + 1e-6 and end_s <= 6.0 + 1e-6 and end_s - start_s >= 2.0
+    assert 0 <= r["drops"] <= r["arrivals"] and r["loss_rate"] == pytest.approx(r["drops"] / r["arrivals"])
+    # A mean of waiting packets cannot exceed the 50-packet DropTail limit.
+    assert 0 <= r["mean_queue_pkts"] <= spec["queue_pkts"]
+    # Bytes read after the warm-up fit through 1 Mbit/s in the time since (plus one window of
+    # 64 KiB per flow that may have been in flight at the warm-up).
+    assert sum(r["rx_bytes"]) * 8 <= spec["rate_bps"] * spec["duration_s"] + 10 * 65535 * 8
+    assert len(r["timeouts"]) == 10 and min(r["timeouts"]) >= 0
