@@ -76,16 +76,9 @@ def parse_args(argv=None):
     p.add_argument("--routing", choices=["global", "nix"], default="global",
                    help="ns-3 routing: Ipv4GlobalRouting or Nix-vector routing [global]")
     p.add_argument("--seed", type=int, default=1, help="seed for start times and ns-3 RNG [1]")
-    p.add_argument("--slice-s", type=float, default=0.0,
-                   help="if > 0, also report the mean Jain index of per-flow received bytes over slices of "
-                        "this length (the TAQ paper's 20 s short-term index) [0: off]")
-    p.add_argument("--warmup-s", type=float, default=0.0,
-                   help="slices starting before this time are left out of the mean Jain index [0]")
     args = p.parse_args(argv)
     if args.flows < 1 or args.rate_bps <= 0 or args.sim_seconds <= 0:
         p.error("flows, rate and duration must be positive")
-    if args.slice_s < 0 or args.warmup_s < 0:
-        p.error(f"--slice-s and --warmup-s must be >= 0, got {args.slice_s} and {args.warmup_s}")
     return args
 
 
@@ -166,13 +159,6 @@ uint64_t BnDrops() { return g_bnDrops; }
 uint64_t OtherDrops() { return g_otherDrops; }
 }  // namespace smallpipe_bench
 """
-
-
-def jain(values):
-    """Jain's fairness index (sum x)^2 / (n sum x^2); None for an all-zero slice (left out of
-    the mean, as smallpipe.metrics.jain_per_slice does)."""
-    square_sum = sum(v * v for v in values)
-    return sum(values) ** 2 / (len(values) * square_sum) if square_sum else None
 
 
 def main(argv=None):
@@ -298,21 +284,6 @@ def main(argv=None):
     print(f"[ns-3] N={N} C={C:g} bit/s T={T:g} s queue={qlim} p RTT_prop={rtt_prop * 1000:g} ms; running...",
           file=sys.stderr)
     t0 = time.perf_counter()
-    slice_jains = []
-    if args.slice_s > 0:
-        # Run slice by slice (Stop is relative to now) and read each sink's byte count at
-        # every slice end; the slice's per-flow bytes are the differences.
-        def totals():
-            return [int(ns.DynamicCast[ns.PacketSink](s).GetTotalRx()) for s in sinks]
-        before, start = totals(), 0.0
-        while start + args.slice_s <= T + 1e-9:
-            ns.Simulator.Stop(ns.Seconds(args.slice_s))
-            ns.Simulator.Run()
-            after = totals()
-            index = jain([a - b for a, b in zip(after, before)])
-            if start >= args.warmup_s and index is not None:
-                slice_jains.append(index)
-            before, start = after, start + args.slice_s
     ns.Simulator.Run()
     wall = time.perf_counter() - t0
     events = int(ns.Simulator.GetEventCount())
@@ -338,10 +309,6 @@ def main(argv=None):
         "other_drops": int(cb.OtherDrops()),
         "events": events,
     }
-    if args.slice_s > 0:
-        result["slice_s"] = args.slice_s
-        result["warmup_s"] = args.warmup_s
-        result["short_term_jain"] = round(sum(slice_jains) / len(slice_jains), 4) if slice_jains else None
     ns.Simulator.Destroy()
     print(json.dumps(result), flush=True)
     if result["other_drops"]:
