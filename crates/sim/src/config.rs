@@ -186,6 +186,10 @@ pub struct TcpConfig {
     /// single flow without other traffic.
     #[serde(default = "d_true")]
     pub cubic_fast_convergence: bool,
+    /// HyStart++ (RFC 9406) in the initial slow start, Reno or CUBIC: leaves it on a rise
+    /// in delay. Off: RFC 5681 slow start until ssthresh or a loss.
+    #[serde(default)]
+    pub hystart: bool,
     /// Initial window in segments (RFC 3390: 4 for small MSS; RFC 6928: 10).
     #[serde(default = "d_iw")]
     pub initial_window_pkts: u32,

@@ -11,10 +11,12 @@
 //! Trade-offs and limits: the endpoint keeps slow start, fast retransmit and recovery
 //! (RFC 5681/6582/6675) shared with Reno; CUBIC only decides ssthresh on a congestion
 //! event and the growth outside recovery. Growth per ACK is scaled by the segments it
-//! acknowledges (as Linux does), so delayed ACKs do not halve it. Not modelled: HyStart++
-//! (RFC 9406), spurious-loss undo (§4.9), ECN, and the epoch shift Linux applies after an
-//! idle period (here any slow-start stretch, the idle restart included, ends the
-//! congestion-avoidance stage and the next one starts a new epoch).
+//! acknowledges (as Linux does), so delayed ACKs do not halve it. HyStart++ (RFC 9406,
+//! `hystart.rs`) may end the first slow start before any loss; W_max then starts at the
+//! window where it ended, with K = 0 (§4.10). Not modelled: spurious-loss undo (§4.9),
+//! ECN, and the epoch shift Linux applies after an idle period (here any slow-start
+//! stretch, the idle restart included, ends the congestion-avoidance stage and the next
+//! one starts a new epoch).
 //!
 //! Windows are bytes (`f64` for the fractional parts of the formulas, which are stated
 //! in segments: C is in segments per s³); time is the `Instant` passed in.
@@ -85,7 +87,7 @@ impl Cubic {
     pub fn on_ack(&mut self, cwnd: u64, ssthresh: u64, acked: u64, now: Instant, srtt: Duration, mss: u64) -> u64 {
         if cwnd < ssthresh {
             // §4.10: standard slow start, which ends any congestion-avoidance stage.
-            self.epoch = None;
+            self.end_epoch();
             return cwnd + acked.min(mss); // RFC 5681 (2)
         }
         let mss_f = mss as f64;
@@ -113,6 +115,11 @@ impl Cubic {
         let growth = (target - cwnd_f) / cwnd_f * acked as f64 + self.carry;
         self.carry = growth.fract();
         cwnd + growth as u64
+    }
+
+    /// Slow start (standard or HyStart++'s) ends the congestion-avoidance stage.
+    pub fn end_epoch(&mut self) {
+        self.epoch = None;
     }
 
     fn start_epoch(&mut self, cwnd: f64, now: Instant, mss: f64) -> Epoch {

@@ -3,7 +3,8 @@
 //! Read first: RFC 793 (states), RFC 5681 (slow start, congestion avoidance, fast
 //! retransmit), RFC 6582 (NewReno), RFC 6675 (SACK loss recovery) with RFC 2018 (SACK
 //! blocks), RFC 6298 (RTO, Karn, backoff), RFC 7323 (timestamps), RFC 3042 (limited
-//! transmit), RFC 3390/6928 (initial window); RFC 9438 (CUBIC, in `cubic.rs`).
+//! transmit), RFC 3390/6928 (initial window); RFC 9438 (CUBIC, in `cubic.rs`); RFC 9406
+//! (HyStart++, in `hystart.rs`, off by default).
 //!
 //! Both ends of a connection are `Endpoint`s: each has a send half and a receive half, so
 //! ACKs, FINs and their retransmissions follow one set of rules. Sequence numbers on the
@@ -16,6 +17,7 @@
 //! SACK scoreboard and skips what it covers (RFC 6675 §5.1: our receivers never renege).
 
 pub mod cubic;
+pub mod hystart;
 mod rtt;
 pub mod sack;
 
@@ -23,6 +25,7 @@ pub use rtt::RttEstimator;
 
 use crate::config::{Congestion, Recovery, TcpConfig};
 use cubic::Cubic;
+use hystart::HyStart;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
@@ -52,6 +55,7 @@ pub struct TcpParams {
     pub recovery: Recovery,
     pub congestion: Congestion,
     pub cubic_fast_convergence: bool,
+    pub hystart: bool,
     pub delayed_ack: Option<Duration>,
     pub ack_first_data: bool,
     pub limited_transmit: bool,
@@ -80,6 +84,7 @@ impl TcpParams {
             recovery: c.recovery,
             congestion: c.congestion,
             cubic_fast_convergence: c.cubic_fast_convergence,
+            hystart: c.hystart,
             delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
             ack_first_data: c.ack_first_data,
             limited_transmit: c.limited_transmit,
@@ -163,6 +168,8 @@ pub struct Endpoint {
     cwnd: u64,
     ssthresh: u64,
     cc: CongestionControl,
+    /// RFC 9406 state while the initial slow start lasts; `None` when off or over.
+    hystart: Option<HyStart>,
     dupacks: u32,
     recovery: Option<FastRecovery>,
     /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below it.
@@ -224,6 +231,7 @@ impl Endpoint {
             cwnd: p.initial_window,
             ssthresh: p.rwnd.max(2 * p.mss),
             cc: CongestionControl::new(p),
+            hystart: p.hystart.then(HyStart::default),
             dupacks: 0,
             recovery: None,
             recover_mark: 0,
@@ -402,6 +410,7 @@ impl Endpoint {
                     };
                 }
                 self.rto_una = Some(self.snd_una);
+                self.hystart = None; // RFC 9406 §4.2: only the initial slow start
                 self.cwnd = p.mss;
                 self.recovery = None;
                 self.dupacks = 0;
@@ -550,7 +559,7 @@ impl Endpoint {
     fn on_new_ack(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
-        self.take_rtt_sample(ack, seg, now, p);
+        let rtt_sample = self.take_rtt_sample(ack, seg, now, p);
         let syn_acked = self.snd_una == 0;
         if syn_acked {
             self.start_after_syn_timeout(p); // the listener's SYN-ACK timed out
@@ -605,7 +614,17 @@ impl Endpoint {
             None => {
                 self.dupacks = 0;
                 if acked_data > 0 {
-                    if let CongestionControl::Cubic(c) = &mut self.cc {
+                    if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
+                        let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
+                        self.cwnd += growth.bytes;
+                        if let CongestionControl::Cubic(c) = &mut self.cc {
+                            c.end_epoch(); // §4.10 of RFC 9438: slow start ends the epoch
+                        }
+                        if growth.css_done {
+                            self.ssthresh = self.cwnd;
+                            self.hystart = None;
+                        }
+                    } else if let CongestionControl::Cubic(c) = &mut self.cc {
                         let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
                         self.cwnd = c.on_ack(self.cwnd, self.ssthresh, acked_data, now, srtt, p.mss);
                     } else if self.cwnd < self.ssthresh {
@@ -627,16 +646,21 @@ impl Endpoint {
     }
 
     /// RFC 7323 samples from the echoed timestamp (retransmissions included); otherwise
-    /// Karn's rule: one timed segment that was never retransmitted.
-    fn take_rtt_sample(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams) {
-        if p.timestamps && seg.ts_ecr != 0 {
-            self.rtt.sample(Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64));
-        } else if let Some((end, sent)) = self.timed {
-            if ack >= end {
-                self.rtt.sample(now - sent);
-                self.timed = None;
+    /// Karn's rule: one timed segment that was never retransmitted. Returns the sample.
+    fn take_rtt_sample(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams) -> Option<Duration> {
+        let sample = if p.timestamps && seg.ts_ecr != 0 {
+            Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64)
+        } else {
+            match self.timed {
+                Some((end, sent)) if ack >= end => {
+                    self.timed = None;
+                    now - sent
+                }
+                _ => return None,
             }
-        }
+        };
+        self.rtt.sample(sample);
+        Some(sample)
     }
 
     fn on_dupack(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
@@ -672,6 +696,7 @@ impl Endpoint {
 
     fn enter_fast_recovery(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
+        self.hystart = None; // RFC 9406 §4.2: a loss ends slow start and CSS
         let flight = self.flight_size();
         self.ssthresh = match &mut self.cc {
             CongestionControl::Reno => (flight / 2).max(2 * p.mss),

@@ -807,3 +807,102 @@ fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
     c.on_segment(acks.last().unwrap(), rto_at + Duration::from_millis(101), &p, &mut sent);
     assert_eq!(c.dupacks, 4);
 }
+
+/// A sender with HyStart++ sending a long transfer from t = 100 ms over `run_path`.
+fn hystart_run(p: &TcpParams, gap: Duration, until: Instant) -> (Endpoint, Vec<(Instant, u64, bool)>) {
+    let (mut c, mut s) = established(p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(1 << 30, false, t(100), p, &mut out);
+    let trace = run_path(&mut c, &mut s, p, out, t(100), until, Duration::from_millis(100), gap, |_| false);
+    (c, trace)
+}
+
+#[test]
+fn hystart_with_a_constant_rtt_grows_by_every_byte_acked_so_the_window_doubles_each_round() {
+    // Delayed ACKs: each ACK covers two segments. RFC 9406 §4.2 adds min(N, L·SMSS) per
+    // ACK (L = 8), so cwnd = IW + bytes acknowledged and doubles per round, where RFC 5681
+    // (2) alone adds one SMSS per ACK (×1.5 per round).
+    let p = params(|c| {
+        c.hystart = true;
+        c.delayed_ack = true;
+        c.initial_window_pkts = 10;
+        c.rwnd_bytes = 1 << 24;
+    });
+    // No bottleneck (gap 0): every RTT sample is the path's 100 ms.
+    let (c, trace) = hystart_run(&p, Duration::ZERO, t(100 + 5 * 100 + 50));
+    assert_eq!(c.cwnd_bytes(), 10 * p.mss + c.bytes_acked());
+    assert_eq!(c.cwnd_bytes(), 10 * p.mss * 32, "five rounds: 10 segments × 2^5");
+    assert_eq!(c.ssthresh_bytes(), 1 << 24, "never left slow start");
+    assert!(trace.windows(2).all(|w| w[1].1 - w[0].1 == 2 * p.mss));
+    assert!(!c.hystart.as_ref().unwrap().in_css());
+    // Without HyStart++: one SMSS per two-segment ACK.
+    let p_off = TcpParams { hystart: false, ..p.clone() };
+    let (c, _) = hystart_run(&p_off, Duration::ZERO, t(100 + 5 * 100 + 50));
+    assert_eq!(c.cwnd_bytes(), 10 * p.mss + c.bytes_acked() / 2);
+}
+
+#[test]
+fn hystart_leaves_slow_start_through_css_when_the_queue_builds() {
+    for congestion in [crate::config::Congestion::Reno, crate::config::Congestion::Cubic] {
+        let p = params(|c| {
+            c.hystart = true;
+            c.congestion = congestion;
+            c.initial_window_pkts = 10;
+            c.rwnd_bytes = 1 << 24;
+        });
+        // A 1 ms-per-segment bottleneck with no limit on its queue: past 100 segments
+        // (the 100 ms path's BDP) the queue, and so the minimum RTT per round, grows.
+        let (c, trace) = hystart_run(&p, Duration::from_millis(1), t(4000));
+        assert_eq!(c.stats.fast_retransmits + c.stats.timeouts, 0);
+        let growth: Vec<u64> = trace.windows(2).map(|w| w[1].1 - w[0].1).collect();
+        // Slow start adds one SMSS per one-segment ACK, CSS a quarter (RFC 9406 §4.3).
+        let first_css = growth.iter().position(|&g| g != p.mss).unwrap();
+        assert_eq!(growth[first_css], p.mss / 4, "{congestion:?}");
+        let exit = first_css + growth[first_css..].iter().position(|&g| g != p.mss / 4 && g != p.mss).unwrap();
+        // After CSS_ROUNDS rounds ssthresh = cwnd: the window at the exit, far below rwnd.
+        assert!(c.hystart.is_none());
+        assert_eq!(c.ssthresh_bytes(), trace[exit].1, "{congestion:?}");
+        // Flights of 10·2^k segments leave at two per ACK; an ACK comes back per ms. The
+        // 6th flight's first segment leaves when the 5th's (160 segments, 160 ms to send)
+        // first ACK returns after 101 ms, behind the 59 still queued: round minimum 160 ms
+        // against 101 ms before, over 101 + 101/8. So CSS begins at the 6th flight's 8th ACK
+        // (N_RTT_SAMPLE), the 318th overall: cwnd (10 + 318) segments.
+        assert_eq!(first_css, 318 - 1, "{congestion:?}"); // growth[i] is ACK i + 2's
+        assert_eq!(trace[first_css].1, (10 + 318) * p.mss, "{congestion:?}");
+        // Five flights in CSS: the rest of the 6th (312 ACKs, each releasing 1.25 segments
+        // at a quarter of slow start's growth), then four each 1.25 times the last.
+        let mut flight = 8.0 * 2.0 + 312.0 * 1.25;
+        let mut css_acks = 312.0;
+        for _ in 0..4 {
+            css_acks += flight;
+            flight *= 1.25;
+        }
+        assert!(((exit - first_css) as f64 - css_acks).abs() <= 3.0, "{congestion:?}: {} CSS ACKs, {css_acks:.1} expected",
+            exit - first_css);
+        assert!(growth[first_css..exit].iter().all(|&g| g == p.mss / 4), "{congestion:?}: no spurious exit");
+        // Congestion avoidance from there: less than a quarter SMSS per ACK.
+        assert!(growth[exit..].iter().all(|&g| g < p.mss / 4), "{congestion:?}");
+    }
+}
+
+#[test]
+fn a_loss_ends_hystart_for_the_rest_of_the_connection() {
+    let p = params(|c| {
+        c.hystart = true;
+        c.recovery = Recovery::Sack;
+        c.initial_window_pkts = 10;
+        c.rwnd_bytes = 1 << 24;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(1 << 30, false, t(100), &p, &mut out);
+    // The 30th data segment is lost: fast retransmit in the second round.
+    let trace = run_path(&mut c, &mut s, &p, out, t(100), t(2000), Duration::from_millis(100), Duration::ZERO,
+        |seq| seq == 1 + 29 * p.mss as u32);
+    assert_eq!(c.stats.fast_retransmits, 1);
+    assert!(c.hystart.is_none());
+    // SACK recovery ends at cwnd = ssthresh = FlightSize / 2; Reno CA after, never slow start.
+    let exit = trace.iter().rposition(|&(_, _, rec)| rec).unwrap() + 1;
+    assert_eq!(trace[exit].1, c.ssthresh_bytes());
+    assert!(trace[exit..].windows(2).all(|w| w[1].1 - w[0].1 < p.mss));
+}
