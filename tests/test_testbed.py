@@ -69,6 +69,7 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("tcp.cubic_fast_convergence", False, "tcp.cubic_fast_convergence"),
         ("trace_conn", 0, "trace_conn"),
         ("tcp.ack_first_data", True, "tcp.ack_first_data"),
+        ("tcp.hystart", True, "tcp.hystart"),
     ],
 )
 def test_knobs_linux_cannot_honour_are_refused_naming_the_field(path: str, value: object, field: str) -> None:

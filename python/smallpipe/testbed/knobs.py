@@ -102,6 +102,10 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if not tcp["cubic_fast_convergence"]:
         _refuse("tcp.cubic_fast_convergence", False,
                 "true: Linux's CUBIC fast convergence is a module parameter for the whole host, not per namespace")
+    if tcp["hystart"]:
+        _refuse("tcp.hystart", True,
+                "false: Linux has no RFC 9406 HyStart++; its CUBIC's own HyStart is a module parameter "
+                "(hystart) for the whole host, not per namespace, and Reno has none")
     if tcp["ack_first_data"]:
         _refuse("tcp.ack_first_data", True,
                 "false: Linux starts every connection in quick-ACK mode, acknowledging its first segments at once")
