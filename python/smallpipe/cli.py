@@ -125,6 +125,14 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
 
 
+def _show_and_write(result: Result, out_dir: Path) -> None:
+    """What `run` and `testbed` end with: the summary table, the tables and run.png."""
+    console.print(summary_table(result))
+    result.write(out_dir)
+    plot_run(result, out_dir / "run.png")
+    console.print(f"results written to [bold]{out_dir}[/]")
+
+
 SeedOption = Annotated[int | None, typer.Option(help="Override the scenario's seed.")]
 OverridesOption = Annotated[
     list[str] | None,
@@ -145,10 +153,7 @@ def run(
     """Run a scenario, print a summary, write the results and run.png."""
     scenario = _load_scenario(scenario_path, seed, overrides)
     result = _run_with_status(scenario, f"simulating {scenario_path.name}…")
-    console.print(summary_table(result))
-    out_dir = result.write(out if out is not None else Path("results") / scenario_path.stem)
-    plot_run(result, out_dir / "run.png")
-    console.print(f"results written to [bold]{out_dir}[/]")
+    _show_and_write(result, out if out is not None else Path("results") / scenario_path.stem)
 
 
 @app.command()
@@ -181,10 +186,7 @@ def testbed(
     except TestbedError as error:
         error_console.print(f"[bold red]testbed failed:[/] {error}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
-    console.print(summary_table(result))
-    result.write(out_dir)
-    plot_run(result, out_dir / "run.png")
-    console.print(f"results written to [bold]{out_dir}[/]")
+    _show_and_write(result, out_dir)
 
 
 @app.command()

@@ -248,6 +248,13 @@ def active_overrides() -> Mapping[str, Any]:
     return _OVERRIDES.get()
 
 
+def with_active_overrides(scenario: Scenario) -> Scenario:
+    """``scenario`` with the enclosing :func:`overriding` blocks applied: what every runtime
+    (the simulator, the testbed) runs."""
+    overrides = _OVERRIDES.get()
+    return scenario.with_overrides(overrides) if overrides else scenario
+
+
 def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Result:
     """Run a scenario in the simulator.
 
@@ -263,6 +270,5 @@ def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Resul
         scenario = Scenario.from_dict(scenario)
     elif not isinstance(scenario, Scenario):
         scenario = Scenario.from_toml(scenario)
-    if overrides := _OVERRIDES.get():
-        scenario = scenario.with_overrides(overrides)
+    scenario = with_active_overrides(scenario)
     return Result.from_native(_smallpipe.simulate(scenario.to_json()), scenario)

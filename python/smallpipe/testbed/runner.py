@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from smallpipe._smallpipe import SimulationError
-from smallpipe.result import Result, active_overrides
+from smallpipe.result import Result, with_active_overrides
 from smallpipe.scenario import Scenario, _config_error
 from smallpipe.testbed.knobs import MAX_UNITS, linux_settings
 from smallpipe.testbed.netns import COMMAND_TIMEOUT_S, SERVER_ADDR, Network, client_addr
@@ -173,8 +173,7 @@ def run_testbed(
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_toml(scenario)
     # As simulate does, so `smallpipe reproduce taq-testbed-* --set ...` runs the variant.
-    if overrides := active_overrides():
-        scenario = scenario.with_overrides(overrides)
+    scenario = with_active_overrides(scenario)
     settings = linux_settings(scenario, congestion_control, rfc)
     box, gen = find_binary("smallpipe-box"), find_binary("smallpipe-gen")
     with tempfile.TemporaryDirectory(prefix="smallpipe-testbed-") as tmp:
