@@ -7,8 +7,10 @@
 #
 # Measures, into OUTDIR/results.csv (and prints it):
 #  - one bulk TCP flow at 1 and 10 Mbit/s (DropTail, 20 ms each way), with and without
-#    SCHED_FIFO: delivered IP rate over the bulk window (from the box's Prometheus counters)
-#    vs the set rate; one-way delay added by the box on the idle link (TCP handshake RTT / 2,
+#    SCHED_FIFO, and 4 flows that overload the link (SCHED_FIFO): delivered IP rate over the
+#    bulk window vs the set rate, twice: from the box's Prometheus counters, and from the
+#    receiving interface's own counters in the server namespace (rx bytes less 14 bytes of
+#    Ethernet header per frame, on the host clock), which nothing of the box computes; one-way delay added by the box on the idle link (TCP handshake RTT / 2,
 #    p50/p99 of 50 connects) vs the set delay; departure lateness p50/p99/max; steal time;
 #  - box speed: 1514-byte frames offered as fast as a raw socket sends them, rate_bps
 #    100 Gbit/s (unlimited), DropTail, TAQ, and TAQ with 100 000 flows in its table: frames
@@ -92,33 +94,46 @@ b = re.search(r"smallpipe_box_queue_bytes_total\{direction=\"a_to_b\",event=\"de
 ns = re.search(r"smallpipe_box_runtime\{what=\"time_ns\"\} ([0-9.e+]+)", t).group(1)
 print(b, float(ns) * 1e-9)
 '
-measure_bulk() {  # RATE FIFOFLAG RUNDIR -> "rate_set rate_delivered p50 p99 late50 late99 latemax steal"
-  local rate=$1 fifo=$2 dir=$3
+# The server's interface counters and the host clock, read in the server namespace.
+PY_RX='
+import time
+r = lambda f: int(open("/sys/class/net/eth0/statistics/" + f).read())
+print(r("rx_bytes"), r("rx_packets"), time.monotonic())
+'
+measure_bulk() {  # RATE FIFOFLAG FLOWS RUNDIR -> "rate_set box_rate rx_rate p50 p99 late50 late99 latemax steal sched"
+  local rate=$1 fifo=$2 flows=$3 dir=$4
   start_box "{\"seed\": 1, \"a_to_b\": $(link $rate 20000000 '{"kind": "droptail", "limit_pkts": 100}'), \"b_to_a\": $(link $rate 20000000 '{"kind": "droptail", "limit_pkts": 100}')}" "$dir" $fifo
   ip netns exec $S python3 -c "$PY_SERVER" & local srv=$!
   sleep 0.3
   read -r rtt50 rtt99 < <(ip netns exec $C python3 -c "$PY_RTT" $CONNECTS)
-  local b0 b1 t0 t1
-  # The sender runs for BULK_S + 2 s; the rate is read over the middle BULK_S - 1 s, when
-  # slow start is over and the DropTail queue keeps the transmitter busy.
-  ip netns exec $C timeout $((BULK_S + 20)) python3 -c "
+  local b0 b1 t0 t1 x0 p0 s0 x1 p1 s1 snd=()
+  # The senders run for BULK_S + 2 s; the rate is read over the middle BULK_S - 1 s, when
+  # slow start is over. One flow may leave the link idle at times (window-limited); FLOWS
+  # flows into a 100-packet DropTail queue keep it busy, so that run checks the box's rate.
+  for _ in $(seq "$flows"); do
+    ip netns exec $C timeout $((BULK_S + 20)) python3 -c "
 import socket, time
 c = socket.create_connection(('198.18.0.2', 5001)); end = time.monotonic() + $BULK_S + 2; buf = b'x' * 65536
 while time.monotonic() < end: c.sendall(buf)
-c.close()" & local snd=$!
+c.close()" & snd+=($!)
+  done
   sleep 2
   read -r b0 t0 < <(ip netns exec $B python3 -c "$PY_BULK")
+  read -r x0 p0 s0 < <(ip netns exec $S python3 -c "$PY_RX")
   sleep $((BULK_S - 1)).5
   read -r b1 t1 < <(ip netns exec $B python3 -c "$PY_BULK")
-  wait $snd || true
+  read -r x1 p1 s1 < <(ip netns exec $S python3 -c "$PY_RX")
+  for p in "${snd[@]}"; do wait "$p" || true; done
   kill $srv 2>/dev/null || true
   stop_box
-  python3 - "$dir/box.json" "$rate" "$b0" "$b1" "$t0" "$t1" "$rtt50" "$rtt99" <<'EOF'
+  python3 - "$dir/box.json" "$rate" "$b0" "$b1" "$t0" "$t1" "$rtt50" "$rtt99" "$x0" "$p0" "$s0" "$x1" "$p1" "$s1" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1])); rate = int(sys.argv[2])
 b0, b1, t0, t1 = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
+x0, p0, s0, x1, p1, s1 = (float(v) for v in sys.argv[9:15])
+rx_ip_bps = ((x1 - x0) - 14 * (p1 - p0)) * 8 / (s1 - s0)
 late = j["lateness_ns"]
-print(rate, round((b1 - b0) * 8 / (t1 - t0)), float(sys.argv[7]) / 2, float(sys.argv[8]) / 2,
+print(rate, round((b1 - b0) * 8 / (t1 - t0)), round(rx_ip_bps), float(sys.argv[7]) / 2, float(sys.argv[8]) / 2,
       late["p50"], late["p99"], late["max"], j["steal_ns"], j["scheduling"].replace(" ", "_"))
 EOF
 }
@@ -141,12 +156,13 @@ EOF
 }
 
 RES=$OUT/results.csv
-echo "measurement,rate_bps,delivered_ip_bps,added_delay_p50_ms,added_delay_p99_ms,set_delay_ms,lateness_p50_ns,lateness_p99_ns,lateness_max_ns,steal_ns,scheduling" > "$RES"
+echo "measurement,flows,rate_bps,box_departed_ip_bps,server_rx_ip_bps,added_delay_p50_ms,added_delay_p99_ms,set_delay_ms,lateness_p50_ns,lateness_p99_ns,lateness_max_ns,steal_ns,scheduling" > "$RES"
 server_ip on
 for rate in 1000000 10000000; do
-  for fifo in "" "--no-fifo"; do
-    read -r r d a50 a99 l50 l99 lmax steal sched < <(measure_bulk $rate "$fifo" "$OUT/bulk-$rate${fifo}")
-    echo "bulk,$r,$d,$a50,$a99,20,$l50,$l99,$lmax,$steal,$sched" >> "$RES"
+  for spec in "|1" "--no-fifo|1" "|4"; do
+    IFS='|' read -r fifo flows <<< "$spec"
+    read -r r d rx a50 a99 l50 l99 lmax steal sched < <(measure_bulk $rate "$fifo" "$flows" "$OUT/bulk-$rate${fifo}-$flows")
+    echo "bulk,$flows,$r,$d,$rx,$a50,$a99,20,$l50,$l99,$lmax,$steal,$sched" >> "$RES"
   done
 done
 # Speed: the server has no address, so its kernel drops the frames silently (no RSTs back).

@@ -5,6 +5,8 @@
 # with smallpipe installed (PYTHON=/path/to/venv/bin/python, default python3).
 #
 #   sudo scripts/testbed-measurements.sh [OUTDIR]     about 8 h 40 min (estimates below)
+#   sudo SESSION=1 scripts/testbed-measurements.sh    about 1 h: every step at a scale that fits
+#                                                     one working session, written to the pages
 #   sudo QUICK=1 scripts/testbed-measurements.sh      about 50 min: checks the steps, not Linux
 #
 # Steps (wall time on an idle 2-core machine, estimated from run lengths plus ~7 s of set-up
@@ -22,12 +24,13 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "testbed-measurements: needs root (network namespaces)"; exit 2; }
 OUT=${1:-target/testbed-measurements}
 QUICK=${QUICK:-0}
+SESSION=${SESSION:-0}
 PY=${PYTHON:-python3}
 "$PY" -c "import smallpipe.testbed" || { echo "testbed-measurements: $PY cannot import smallpipe (set PYTHON)"; exit 2; }
 mkdir -p "$OUT"
 cargo build --release -q -p smallpipe-middlebox -p smallpipe-trafficgen
 
-QFLAG=""; [ "$QUICK" = 1 ] && QFLAG="--quick"
+SCALE=full; [ "$SESSION" = 1 ] && SCALE=session; [ "$QUICK" = 1 ] && SCALE=quick
 FIGS=docs/reproductions/taq-testbed; [ "$QUICK" = 1 ] && FIGS=$OUT/taq-testbed-quick
 VAL=docs/validation; VALDOC=docs/validation.md
 if [ "$QUICK" = 1 ]; then  # never overwrite the page with a quick run
@@ -67,13 +70,22 @@ step() {
   [ "$rc" = 0 ] || { echo "testbed-measurements: $name failed (exit $rc), see $OUT/$name.log"; exit "$rc"; }
 }
 
-SP=(env PYTHONUNBUFFERED=1 "$PY" -c 'from smallpipe.cli import app; app()')
-if [ "$QUICK" = 1 ]; then L1=300; L2=2400; L3=2400; L4=2400; else L1=600; L2=41000; L3=7500; L4=14000; fi
+case $SCALE in
+  quick) L1=300; L2=2400; L3=2400; L4=2400 ;;
+  session) L1=600; L2=4000; L3=1500; L4=2400 ;;
+  *) L1=600; L2=41000; L3=7500; L4=14000 ;;
+esac
+# FIGURE OUT SCALE: the figure's module at a scale (the CLI's reproduce knows full and quick only).
+REPRODUCE='import sys; from pathlib import Path; from smallpipe.experiments import REPRODUCTIONS
+print(REPRODUCTIONS[sys.argv[1]].reproduce(Path(sys.argv[2]), seed=1, scale=sys.argv[3]))'
+mkdir -p "$FIGS"
 step box-accuracy $L1 env QUICK="$QUICK" scripts/box-accuracy.sh "$OUT/box-accuracy"
-step taq-testbed-fig11 $L2 "${SP[@]}" reproduce taq-testbed-fig11 --out "$FIGS" --seed 1 $QFLAG
-step taq-testbed-fig12 $L3 "${SP[@]}" reproduce taq-testbed-fig12 --out "$FIGS" --seed 1 $QFLAG
+step taq-testbed-fig11 $L2 env PYTHONUNBUFFERED=1 "$PY" -c "$REPRODUCE" taq-testbed-fig11 "$FIGS" "$SCALE"
+step taq-testbed-fig12 $L3 env PYTHONUNBUFFERED=1 "$PY" -c "$REPRODUCE" taq-testbed-fig12 "$FIGS" "$SCALE"
 if [ "$QUICK" = 1 ]; then
   step validation-linux $L4 "$PY" benches/validation/run.py --linux --out "$VAL" --doc "$VALDOC" --quick
+elif [ "$SESSION" = 1 ]; then
+  step validation-linux $L4 "$PY" benches/validation/run.py --linux --out "$VAL" --doc "$VALDOC" --seeds 1 --many-s 60 --bernoulli-s 120 --web-s 120
 else
   step validation-linux $L4 "$PY" benches/validation/run.py --linux --out "$VAL" --doc "$VALDOC" --seeds 3 --bernoulli-s 300
 fi

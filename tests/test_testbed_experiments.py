@@ -32,6 +32,13 @@ def test_testbed_figures_have_a_page_of_their_own():
     assert PAGES["taq-testbed"] == "taq-testbed"
 
 
+@pytest.mark.parametrize("module", [taq_testbed_fig11, taq_testbed_fig12])
+def test_an_unknown_scale_is_refused_before_any_run(module, tmp_path):
+    # Raised before the first testbed run, so it needs no root.
+    with pytest.raises(ValueError, match="scale: 'hour' is not a scale; expected full, session"):
+        module.reproduce(tmp_path, scale="hour")
+
+
 @needs_testbed
 @pytest.mark.parametrize(("discipline", "rate_bps", "fair_share_bps"), [("taq", 600_000, 100_000),
                                                                         ("droptail", 1_000_000, 50_000)])

@@ -40,6 +40,14 @@ SLICE_S = 20.0
 DURATION_S = 200.0
 """Ten 20 s slices per run, nine measured."""
 QUICK = {"fair_shares_bps": (10_000, 50_000), "congestion_controls": ("reno",), "duration_s": 60.0}
+SESSION: tuple[dict, ...] = (
+    {"fair_shares_bps": (10_000, 30_000, 100_000), "congestion_controls": ("reno",), "duration_s": 60.0},
+    {"disciplines": ("taq", "droptail"), "rates_bps": (1_000_000,), "fair_shares_bps": (10_000, 100_000),
+     "congestion_controls": ("cubic",), "duration_s": 60.0},
+)
+"""What fits an hour of quiet cores (28 runs of 60 s, two 20 s slices measured each): reno
+over both rates, three fair shares and every discipline; cubic at 1 Mbit/s for TAQ and
+DropTail at the two ends of the axis."""
 
 
 def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion_control: str, duration_s: float,
@@ -105,10 +113,16 @@ def plot(table: pl.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
-    """All runs (96 of 200 s; with ``quick`` reno only, 10 and 50 kbit/s, 60 s: 16 runs);
-    writes taq-testbed-fig11.csv and a PNG. Needs root and the testbed binaries."""
-    table = run(seed=seed, **(QUICK if quick else {}))
+def reproduce(out: Path, *, quick: bool = False, seed: int = 1, scale: str = "full") -> pl.DataFrame:
+    """All runs (96 of 200 s; with ``quick`` reno only, 10 and 50 kbit/s, 60 s: 16 runs; with
+    ``scale="session"`` the 28 runs of :data:`SESSION`); writes taq-testbed-fig11.csv and a PNG.
+    Needs root and the testbed binaries."""
+    if quick:
+        scale = "quick"
+    parts = {"full": ({},), "quick": (QUICK,), "session": SESSION}.get(scale)
+    if parts is None:
+        raise ValueError(f"scale: {scale!r} is not a scale; expected full, session or quick")
+    table = pl.concat([run(seed=seed, **part) for part in parts], how="vertical")
     write_csv(table, out / "taq-testbed-fig11.csv")
     plot(table, out / "taq-testbed-fig11.png")
     return table.select("congestion_control", "discipline", "rate_bps", "fair_share_bps", "short_term_jain",

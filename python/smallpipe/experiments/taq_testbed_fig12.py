@@ -32,6 +32,9 @@ QUEUES: tuple[str, ...] = ("droptail", "taq+ac")
 PAPER = taq_fig12.PAPER
 LOG_S, DURATION_S = 1200.0, 1800.0
 QUICK_LOG_S, QUICK_DURATION_S = 300.0, 450.0
+SCALES = {"full": (LOG_S, DURATION_S), "session": (200.0, 300.0), "quick": (QUICK_LOG_S, QUICK_DURATION_S)}
+"""(log seconds replayed, run seconds); ``session`` (what fits an hour of quiet cores with the
+rest of the testbed measurements): a 200 s log replayed for 300 s."""
 
 
 def run(*, queues: Sequence[str] = QUEUES, log_s: float = LOG_S, duration_s: float = DURATION_S,
@@ -48,11 +51,13 @@ def run(*, queues: Sequence[str] = QUEUES, log_s: float = LOG_S, duration_s: flo
     return objects.with_columns(cc), buckets.with_columns(cc), runs.with_columns(cc)
 
 
-def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
+def reproduce(out: Path, *, quick: bool = False, seed: int = 1, scale: str = "full") -> pl.DataFrame:
     """DropTail and TAQ+AC over the 1200 s log for 1800 s each (300 s log, 450 s runs with
     ``quick``); writes taq-testbed-fig12.csv (buckets), taq-testbed-fig12-runs.csv,
     taq-testbed-fig12-tables.md and a PNG. Needs root and the testbed binaries."""
-    log_s, duration_s = (QUICK_LOG_S, QUICK_DURATION_S) if quick else (LOG_S, DURATION_S)
+    if scale not in SCALES:
+        raise ValueError(f"scale: {scale!r} is not a scale; expected {', '.join(SCALES)}")
+    log_s, duration_s = SCALES["quick" if quick else scale]
     objects, buckets, runs = run(log_s=log_s, duration_s=duration_s, seed=seed)
     write_csv(buckets, out / "taq-testbed-fig12.csv")
     write_csv(runs, out / "taq-testbed-fig12-runs.csv")
