@@ -29,7 +29,8 @@ from smallpipe.experiments import taq_aqm
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.presets import taq_dumbbell
 
-__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "plot", "reproduce", "run", "run_point"]
+__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "plot", "reproduce", "run", "run_point",
+           "with_simulator"]
 
 RATES_BPS: tuple[int, ...] = (600_000, 1_000_000)
 FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 30_000, 50_000, 100_000)
@@ -87,6 +88,22 @@ def run(*, disciplines: Sequence[str] = DISCIPLINES, rates_bps: Sequence[int] = 
     return pl.DataFrame(rows)
 
 
+def with_simulator(table: pl.DataFrame, *, seed: int = 1) -> pl.DataFrame:
+    """The testbed's table with the simulator's numbers on the same scenario beside it
+    (``sim_`` columns): each row's point run by :func:`smallpipe.simulate`, with the testbed's
+    congestion control (``tcp.congestion``), so Linux checks the simulator point by point."""
+    from smallpipe import simulate
+
+    sim_rows = []
+    for row in table.iter_rows(named=True):
+        scenario = taq_dumbbell(flows=row["flows"], rate_bps=row["rate_bps"], duration_s=row["duration_s"], seed=seed,
+                                slice_s=SLICE_S, queue={"kind": row["discipline"]})
+        scenario = scenario.with_overrides({"tcp.congestion": row["congestion_control"]})
+        sim = taq_aqm.fairness_row(simulate(scenario))
+        sim_rows.append({f"sim_{k}": sim[k] for k in ("short_term_jain", "utilization", "loss_rate", "timeouts_per_flow")})
+    return pl.concat([table, pl.DataFrame(sim_rows)], how="horizontal")
+
+
 def plot(table: pl.DataFrame, path: Path) -> None:
     """One panel per (congestion control, rate): Jain index against fair share per discipline."""
     import matplotlib
@@ -99,8 +116,11 @@ def plot(table: pl.DataFrame, path: Path) -> None:
     for ax, (cc, rate) in zip(axes[0], panels, strict=True):
         sub = table.filter(pl.col("congestion_control") == cc, pl.col("rate_bps") == rate).sort("fair_share_bps")
         for (kind,), group in sub.group_by("discipline", maintain_order=True):
-            ax.plot(group["fair_share_bps"] / 1000, group["short_term_jain"], marker="o",
-                    linewidth=2 if kind == "taq" else 1, label=kind)
+            line, = ax.plot(group["fair_share_bps"] / 1000, group["short_term_jain"], marker="o",
+                            linewidth=2 if kind == "taq" else 1, label=f"{kind}, Linux")
+            if "sim_short_term_jain" in group.columns:
+                ax.plot(group["fair_share_bps"] / 1000, group["sim_short_term_jain"], marker="x", linestyle="--",
+                        color=line.get_color(), linewidth=1, label=f"{kind}, simulator")
         ax.set_xscale("log")
         ax.set_xlabel("ideal per-flow fair share (kbit/s)")
         ax.set_title(f"{cc}, {rate / 1e3:g} kbit/s")
@@ -122,8 +142,8 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1, scale: str = "fu
     parts = {"full": ({},), "quick": (QUICK,), "session": SESSION}.get(scale)
     if parts is None:
         raise ValueError(f"scale: {scale!r} is not a scale; expected full, session or quick")
-    table = pl.concat([run(seed=seed, **part) for part in parts], how="vertical")
+    table = with_simulator(pl.concat([run(seed=seed, **part) for part in parts], how="vertical"), seed=seed)
     write_csv(table, out / "taq-testbed-fig11.csv")
     plot(table, out / "taq-testbed-fig11.png")
     return table.select("congestion_control", "discipline", "rate_bps", "fair_share_bps", "short_term_jain",
-                        "utilization", "loss_rate")
+                        "sim_short_term_jain", "utilization", "loss_rate", "sim_loss_rate")
