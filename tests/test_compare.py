@@ -11,9 +11,15 @@ from typer.testing import CliRunner
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built (run `maturin develop`)")
 
-from smallpipe import store
+from smallpipe import ConfigError, store
 from smallpipe.cli import app
-from smallpipe.compare import comparison_grid, run_compare, switch_queue, workload_metrics
+from smallpipe.compare import (
+    CompareError,
+    plan_comparison,
+    run_compare,
+    switch_queue,
+    workload_metrics,
+)
 from smallpipe.presets import taq_dumbbell
 from smallpipe.scenario import Scenario
 from smallpipe.stats import mean_ci, t_quantile, t_two_sided_probability
@@ -79,10 +85,12 @@ def test_switch_does_not_carry_the_old_kinds_defaults():
 
 def test_grid_rejects_repeated_kinds_and_unknown_kinds():
     base = taq_dumbbell(flows=4, rate_bps=1_000_000, duration_s=5.0)
-    with pytest.raises(ValueError, match="droptail more than once"):
-        comparison_grid(base, ["droptail", "droptail"], [1, 2], path="x.toml")
-    grid, _ = comparison_grid(base, ["droptail", "taq"], [1, 2, 3], path="x.toml")
-    assert len({p.point_id for p in grid.points}) == 6
+    with pytest.raises(CompareError, match="droptail more than once"):
+        plan_comparison(base, ["droptail", "droptail"], [1, 2], path="x.toml")
+    with pytest.raises(ConfigError, match="link.queue.kind"):
+        plan_comparison(base, ["droptail", "nope"], [1, 2], path="x.toml")
+    plan = plan_comparison(base, ["droptail", "taq"], [1, 2, 3], path="x.toml")
+    assert len({p.point_id for p in plan.grid.points}) == 6
 
 
 def test_metrics_follow_the_workload():
@@ -107,7 +115,7 @@ def taq_vs_droptail(tmp_path_factory):
     regime. Four seeds per discipline, on two worker processes."""
     out = tmp_path_factory.mktemp("compare")
     base = taq_dumbbell(flows=30, rate_bps=500_000, duration_s=60.0, slice_s=5.0)
-    return run_compare(base, ["droptail", "taq"], SEEDS, out, scenario_path="taq-dumbbell.toml", workers=2)
+    return run_compare(plan_comparison(base, ["droptail", "taq"], SEEDS, path="taq-dumbbell.toml"), out, workers=2)
 
 
 def test_taq_and_droptail_short_term_jain_intervals_do_not_overlap(taq_vs_droptail):
@@ -143,6 +151,7 @@ def test_outputs_exist_with_one_row_per_discipline(taq_vs_droptail):
 
 def test_resume_after_interrupt_does_not_recompute_finished_runs(tmp_path):
     base = taq_dumbbell(flows=4, rate_bps=1_000_000, duration_s=5.0)
+    plan = plan_comparison(base, ["droptail", "fq_codel"], [1, 2, 3], path="b.toml")
     finished = []
 
     def interrupt_after_two(record):
@@ -151,14 +160,12 @@ def test_resume_after_interrupt_does_not_recompute_finished_runs(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_compare(base, ["droptail", "fq_codel"], [1, 2, 3], tmp_path, scenario_path="b.toml",
-                    workers=0, on_point=interrupt_after_two)
+        run_compare(plan, tmp_path, workers=0, on_point=interrupt_after_two)
     before = store.read_points(tmp_path / "compare.duckdb").select("point_id", "finished_at")
     assert sorted(before["point_id"]) == sorted(finished)
 
     again = []
-    comparison = run_compare(base, ["droptail", "fq_codel"], [1, 2, 3], tmp_path, scenario_path="b.toml",
-                             workers=0, on_point=lambda record: again.append(record["point_id"]))
+    comparison = run_compare(plan, tmp_path, workers=0, on_point=lambda record: again.append(record["point_id"]))
     assert (comparison.outcome.skipped_ok, comparison.outcome.ran) == (2, 4)
     assert not set(again) & set(finished)
     after = store.read_points(tmp_path / "compare.duckdb").select("point_id", "finished_at")
@@ -214,3 +221,28 @@ def test_command_rejects_bad_disciplines(tmp_path, queue, message):
     result = runner.invoke(app, ["compare", str(scenario), "--queue", queue, "--out", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_transfer_metrics_match_the_runs_tables(tmp_path):
+    # 40 transfers of 20 kB arriving over 20 s on 0.5 Mbit/s: FCT quantiles, unfinished
+    # and hang shares recomputed here from each run's Parquet tables with NumPy.
+    base = taq_dumbbell(flows=40, rate_bps=500_000, duration_s=30.0).with_overrides(
+        {"flows.0.app": "transfer", "flows.0.size_bytes": 20_000, "flows.0.start_s": [0.0, 20.0]}
+    )
+    comparison = run_compare(plan_comparison(base, ["droptail", "fq_codel"], [1, 2], path="t.toml"), tmp_path, workers=0)
+    assert {"fct_median_s", "fct_p90_s", "fct_p99_s", "unfinished_share", "hang_share"} <= set(comparison.metrics)
+    points = store.read_points(comparison.db)
+    for row in comparison.table.iter_rows(named=True):
+        p90s, unfinished, hangs = [], [], []
+        for run_dir in points.filter(pl.col("link.queue.kind") == row["discipline"])["run_dir"]:
+            flows = pl.read_parquet(f"{run_dir}/flows.parquet")
+            done = flows.filter(pl.col("end_ns").is_not_null())
+            p90s.append(np.percentile((done["end_ns"] - done["start_ns"]).to_numpy() / 1e9, 90))
+            unfinished.append(1 - done.height / flows.height)
+            units = pl.read_parquet(f"{run_dir}/units.parquet")
+            hangs.append(np.mean(units["longest_hang_ns"].to_numpy() > 20e9))
+        assert row["fct_p90_s_mean"] == pytest.approx(np.mean(p90s), rel=1e-9)
+        assert row["unfinished_share_mean"] == pytest.approx(np.mean(unfinished), abs=1e-12)
+        assert row["hang_share_mean"] == pytest.approx(np.mean(hangs), abs=1e-12)
+        assert 0 < row["fct_median_s_mean"] <= row["fct_p90_s_mean"] <= row["fct_p99_s_mean"]
+    assert comparison.png.is_file()

@@ -415,9 +415,15 @@ def compare(
 
     from rich.markup import escape
     from rich.measure import Measurement
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
-    from smallpipe.compare import METRICS, run_compare
+    from smallpipe.compare import METRICS, CompareError, plan_comparison, run_compare
     from smallpipe.store import StoreError
 
     kinds = [kind.strip() for kind in queue.split(",")]
@@ -426,6 +432,14 @@ def compare(
         raise typer.Exit(EXIT_CONFIG_ERROR)
     base = _load_scenario(scenario_path, None, overrides)
     first_seed = base["seed"]
+    try:
+        plan = plan_comparison(base, kinds, range(first_seed, first_seed + seeds), path=scenario_path)
+    except (ConfigError, CompareError) as error:
+        error_console.print(f"[bold red]cannot compare:[/] {escape(str(error))}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    for kind, fields in plan.dropped.items():
+        if fields:
+            console.print(f"note: {kind} does not take {', '.join(fields)}; dropped for it", markup=False)
     out_dir = out if out is not None else Path("results") / f"compare-{scenario_path.stem}"
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -435,13 +449,12 @@ def compare(
     try:
         with progress:
             comparison = run_compare(
-                base, kinds, range(first_seed, first_seed + seeds), out_dir,
-                scenario_path=scenario_path, workers=workers,
+                plan, out_dir, workers=workers,
                 on_start=lambda n: progress.update(task, total=n),
                 on_point=lambda _: progress.update(task, advance=1),
             )
-    except (ConfigError, ValueError, StoreError) as error:
-        error_console.print(f"[bold red]cannot compare:[/] {escape(str(error))}")
+    except StoreError as error:
+        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
     except BrokenProcessPool as error:
         error_console.print(f"[bold red]compare stopped:[/] {escape(str(error))}")
@@ -449,9 +462,6 @@ def compare(
     except KeyboardInterrupt:
         error_console.print("[yellow]interrupted[/]; finished runs are kept: run the same command to resume")
         raise typer.Exit(130) from None
-    for kind, fields in comparison.dropped.items():
-        if fields:
-            console.print(f"note: {kind} does not take {', '.join(fields)}; dropped for it", markup=False)
     table = Table(title=f"{scenario_path.name}: mean ± 95% CI over {seeds} seeds")
     table.add_column("discipline", no_wrap=True)
     table.add_column("runs", justify="right", no_wrap=True)
@@ -473,7 +483,7 @@ def compare(
         f"runs {comparison.db} (smallpipe report {comparison.db})",
         markup=False, soft_wrap=True,
     )
-    for overrides_, error in outcome.errors:
-        error_console.print(f"run {overrides_} failed: {error}", markup=False)
+    for failed, message in outcome.errors:
+        error_console.print(f"run {failed} failed: {message}", markup=False)
     if outcome.error or outcome.skipped_error:
         raise typer.Exit(EXIT_SIMULATION_ERROR)

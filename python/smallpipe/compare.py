@@ -28,15 +28,25 @@ import polars as pl
 from smallpipe import metrics, store
 from smallpipe.result import Result
 from smallpipe.scenario import Scenario
-from smallpipe.stats import mean_ci, t_quantile
-from smallpipe.sweep import Grid, Point, ProgressCallback, SweepOutcome, point_id, run_sweep, summarize
+from smallpipe.stats import mean_ci
+from smallpipe.sweep import (
+    Grid,
+    Point,
+    ProgressCallback,
+    SweepOutcome,
+    point_id,
+    run_sweep,
+    summarize,
+)
 
 __all__ = [
     "HANG_THRESHOLD_S",
     "METRICS",
+    "CompareError",
     "Comparison",
     "Metric",
-    "comparison_grid",
+    "Plan",
+    "plan_comparison",
     "plot_comparison",
     "run_compare",
     "switch_queue",
@@ -52,6 +62,10 @@ HANG_THRESHOLD_S = 20.0
 
 SIZED_APPS = frozenset({"transfer", "session", "web", "poisson", "replay"})
 """Apps whose flows have a size, so a completion time."""
+
+
+class CompareError(ValueError):
+    """The comparison asked for is invalid (a discipline or seed listed twice)."""
 
 
 @dataclass(frozen=True)
@@ -141,20 +155,35 @@ def switch_queue(scenario: Scenario, kind: str) -> tuple[Scenario, list[str]]:
     return Scenario.from_dict(config), [f"link.queue.{key}" for key in dropped]
 
 
-def comparison_grid(
+@dataclass(frozen=True)
+class Plan:
+    """A validated comparison: the sweep of kinds × seeds over ``base``, and per kind the
+    fields :func:`switch_queue` dropped."""
+
+    base: Scenario
+    grid: Grid
+    dropped: dict[str, list[str]]
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(self.grid.values[KIND_KEY])
+
+
+def plan_comparison(
     base: Scenario, kinds: Sequence[str], seeds: Sequence[int], *, path: str | PathLike[str]
-) -> tuple[Grid, dict[str, list[str]]]:
-    """The sweep of ``kinds`` × ``seeds`` over ``base``, and per kind the fields dropped
-    by :func:`switch_queue`. ``path`` is recorded as the grid file (the scenario file).
+) -> Plan:
+    """Check and expand a comparison of ``kinds`` over ``seeds`` (every scenario is
+    validated before any run). ``path`` is the scenario file, recorded as the grid file.
 
     Raises:
         ConfigError: a kind is not a discipline.
-        ValueError: a kind or seed is listed twice.
+        CompareError: a kind or seed is listed twice.
     """
-    for name, listed in (("--queue", list(kinds)), ("--seeds", list(seeds))):
+    listings: tuple[tuple[str, list[Any]], ...] = (("--queue", list(kinds)), ("--seeds", list(seeds)))
+    for name, listed in listings:
         repeated = sorted({str(v) for v in listed if listed.count(v) > 1})
         if repeated:
-            raise ValueError(f"{name} lists {', '.join(repeated)} more than once")
+            raise CompareError(f"{name} lists {', '.join(repeated)} more than once")
     points, dropped = [], {}
     for kind in kinds:
         switched, dropped[kind] = switch_queue(base, kind)
@@ -164,7 +193,7 @@ def comparison_grid(
     grid = Grid(
         path=Path(path), base=base.to_dict(), values={KIND_KEY: list(kinds), SEED_KEY: list(seeds)}, points=points
     )
-    return grid, dropped
+    return Plan(base, grid, dropped)
 
 
 @dataclass(frozen=True)
@@ -184,7 +213,7 @@ def point_metrics(result: Result) -> tuple[dict[str, float], Curves]:
     flows, units, duration_ns = result.flows, result.units, result.meta["duration_ns"]
     sized = flows.filter(pl.col("size_bytes").is_not_null())
     fct_s = sized.filter(pl.col("end_ns").is_not_null()).select((pl.col("end_ns") - pl.col("start_ns")) / 1e9)
-    sized_units = units.filter(pl.col("app").is_in(list(SIZED_APPS)) | pl.col("unit_id").is_in(sized["unit_id"]))
+    sized_units = units.filter(pl.col("app").is_in(list(SIZED_APPS)) | pl.col("unit_id").is_in(sized["unit_id"].implode()))
     values: dict[str, Any] = {name: summary.get(name) for name in METRICS}
     values["goodput_bps"] = flows.get_column("bytes_delivered").sum() * 8 / (duration_ns / 1e9)
     values["fct_p90_s"] = fct_s.to_series().quantile(0.9, interpolation="linear") if fct_s.height else None
@@ -209,14 +238,11 @@ class Comparison:
     """The outcome of :func:`run_compare`."""
 
     scenario_name: str
-    kinds: list[str]
-    seeds: list[int]
     metrics: list[str]
     table: pl.DataFrame
     """One row per discipline: ``discipline``, ``seeds`` (runs that finished), and per
     metric ``<name>_mean`` and ``<name>_ci95`` (the half-width of the 95% interval)."""
     curves: dict[str, list[Curves]]
-    dropped: dict[str, list[str]]
     outcome: SweepOutcome
     db: Path
     csv: Path
@@ -238,26 +264,21 @@ def summary_table(per_run: dict[str, list[dict[str, float]]], names: Sequence[st
 
 
 def run_compare(
-    base: Scenario,
-    kinds: Sequence[str],
-    seeds: Sequence[int],
+    plan: Plan,
     out: str | PathLike[str],
     *,
-    scenario_path: str | PathLike[str],
     workers: int | None = None,
     on_start: Callable[[int], None] | None = None,
     on_point: ProgressCallback | None = None,
 ) -> Comparison:
-    """Run (or resume) the comparison of ``kinds`` over ``seeds`` into ``out``:
-    ``compare.duckdb``, ``compare_runs/``, the table ``compare.csv`` and ``compare.png``.
+    """Run (or resume) a planned comparison into ``out``: ``compare.duckdb``,
+    ``compare_runs/``, the table ``compare.csv`` and ``compare.png``.
 
     Raises:
-        ConfigError: a kind is not a discipline.
-        ValueError: a kind or seed is listed twice.
         store.StoreError: ``out/compare.duckdb`` holds a sweep over other keys.
     """
     out = Path(out)
-    grid, dropped = comparison_grid(base, kinds, seeds, path=scenario_path)
+    grid, kinds = plan.grid, plan.kinds
     db = out / "compare.duckdb"
     outcome = run_sweep(grid, db, run_root=out / "compare_runs", workers=workers, on_start=on_start, on_point=on_point)
     ours = {point.point_id: point for point in grid.points}
@@ -270,25 +291,28 @@ def run_compare(
             values, run_curves = point_metrics(Result.read(run_dirs[point.point_id]))
             per_run[point.overrides[KIND_KEY]].append(values)
             curves[point.overrides[KIND_KEY]].append(run_curves)
-    names = workload_metrics(base)
+    names = workload_metrics(plan.base)
     table = summary_table(per_run, names)
     csv = out / "compare.csv"
     table.write_csv(csv)
-    name = Path(scenario_path).stem
-    png = plot_comparison(curves, base, name, out / "compare.png")
-    return Comparison(name, list(kinds), list(seeds), names, table, curves, dropped, outcome, db, csv, png)
+    name = grid.path.stem
+    png = plot_comparison(curves, plan.base, name, out / "compare.png")
+    return Comparison(name, names, table, curves, outcome, db, csv, png)
 
 
 def _band(matrix: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Per column of ``matrix`` (one row per seed, NaN where a seed has no value): the mean
     and the half-width of its 95% Student-t interval (NaN below two values)."""
-    counts = np.sum(~np.isnan(matrix), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.nansum(matrix, axis=0) / counts
-        deviations = np.where(np.isnan(matrix), 0.0, matrix - means) ** 2
-        std = np.sqrt(deviations.sum(axis=0) / (counts - 1))
-    quantiles = np.array([t_quantile(0.975, int(n) - 1) if n >= 2 else math.nan for n in counts])
-    return means, quantiles * std / np.sqrt(np.maximum(counts, 1))
+    intervals = np.array([mean_ci(column) for column in matrix.T.tolist()]).reshape(-1, 2)
+    return intervals[:, 0], intervals[:, 1]
+
+
+def _plot_band(axes: Any, xs: npt.NDArray[np.float64], matrix: npt.NDArray[np.float64], **line: Any) -> None:
+    """The mean over the rows (seeds) of ``matrix`` against ``xs``, and its 95% band
+    (clipped to [0, 1]: both the Jain index and a CDF live there)."""
+    mean, half = _band(matrix)
+    (drawn,) = axes.plot(xs, mean, **line)
+    axes.fill_between(xs, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), color=drawn.get_color(), alpha=0.2)
 
 
 def _ecdf_at(values: npt.NDArray[np.float64], xs: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -297,10 +321,17 @@ def _ecdf_at(values: npt.NDArray[np.float64], xs: npt.NDArray[np.float64]) -> np
     return np.searchsorted(np.sort(values), xs, side="right") / values.size
 
 
+BAND_MIN_VALUES = 10
+"""A CDF gets a band over seeds only when every seed has at least this many values;
+with fewer (one interactive flow per run, say) the seeds' values are pooled into one CDF."""
+
+
 def _cdf_panel(axes: Any, runs: dict[str, list[npt.NDArray[np.float64]]], *, log_x: bool, xlabel: str) -> None:
-    """One CDF per discipline: the mean over seeds of each seed's empirical CDF, with
-    the 95% band, on a common grid of x values."""
-    pooled = np.concatenate([v for vs in runs.values() for v in vs]) if runs else np.array([])
+    """One CDF per discipline on a common grid of x values: the mean over seeds of each
+    seed's empirical CDF with its 95% band, or the pooled CDF when seeds have too few
+    values for a per-seed CDF to mean much."""
+    every = [v for vs in runs.values() for v in vs]
+    pooled = np.concatenate(every) if every else np.array([])
     if log_x:
         pooled = pooled[pooled > 0]
     if pooled.size == 0:
@@ -309,10 +340,11 @@ def _cdf_panel(axes: Any, runs: dict[str, list[npt.NDArray[np.float64]]], *, log
     low, high = float(pooled.min()), float(pooled.max())
     xs = np.geomspace(low, high, 300) if log_x and high > low else np.linspace(low, high if high > low else low + 1, 300)
     for kind, seeds in runs.items():
-        matrix = np.array([_ecdf_at(v, xs) for v in seeds]) if seeds else np.full((1, xs.size), np.nan)
-        mean, half = _band(matrix)
-        (line,) = axes.plot(xs, mean, label=kind)
-        axes.fill_between(xs, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), color=line.get_color(), alpha=0.2)
+        if seeds and min(v.size for v in seeds) >= BAND_MIN_VALUES:
+            _plot_band(axes, xs, np.array([_ecdf_at(v, xs) for v in seeds]), label=kind)
+        else:
+            pooled_kind = np.concatenate(seeds) if seeds else np.array([])
+            axes.plot(xs, _ecdf_at(pooled_kind, xs), label=f"{kind} (seeds pooled)")
     axes.set(xlabel=xlabel, ylabel="fraction", ylim=(0.0, 1.02))
     if log_x:
         axes.set_xscale("log")
@@ -342,14 +374,9 @@ def plot_comparison(curves: dict[str, list[Curves]], scenario: Scenario, name: s
                 matrix = np.full((len(runs), width), np.nan)
                 for row, run in enumerate(runs):
                     matrix[row, : run.jain.size] = run.jain
-                mean, half = _band(matrix)
                 starts = max((run.jain_start_s for run in runs), key=len)
                 ends = np.append(starts[1:], scenario["duration_s"])
-                centres = (starts + ends) / 2
-                (line,) = axes.plot(centres, mean, marker="o", markersize=3, label=kind)
-                axes.fill_between(
-                    centres, np.clip(mean - half, 0, 1), np.clip(mean + half, 0, 1), color=line.get_color(), alpha=0.2
-                )
+                _plot_band(axes, (starts + ends) / 2, matrix, label=kind, marker="o", markersize=3)
             axes.set(xlabel="time (s), slice centres", ylabel="Jain index", ylim=(0.0, 1.05),
                      title=f"per-slice Jain ({scenario['slice_s']:g} s slices)")
         elif panel == "goodput":

@@ -204,8 +204,7 @@ def _replications(ok: pl.DataFrame, sweep: dict[str, Any], metrics: list[str]) -
     groups = ok.group_by(others).agg(*columns).sort(others) if others else ok.select(*(c.implode() for c in columns[1:]), _seeds=pl.len())
     parts = [
         "<h2>Replications: mean ± 95% CI over seeds</h2>",
-        '<p class="muted">Student-t interval of the mean over the ok seeds of each combination; '
-        "a single seed gives no interval.</p>",
+        '<p class="muted">Student-t interval of the mean over the ok seeds of each combination; a single seed gives no interval.</p>',
         '<table id="replications"><tr>',
         *(f"<th><code>{_e(k)}</code></th>" for k in others),
         "<th>seeds</th>",

@@ -8,6 +8,7 @@ closed form of Student's distribution for an integer number of degrees of freedo
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -40,6 +41,7 @@ def t_two_sided_probability(t: float, dof: int) -> float:
     return sin * total
 
 
+@functools.cache  # a comparison's bands ask for the same few quantiles many times
 def t_quantile(probability: float, dof: int) -> float:
     """The ``probability`` quantile of Student's T (``probability`` in [0.5, 1)),
     e.g. ``t_quantile(0.975, 9) = 2.2622`` for a 95% interval over 10 samples."""
