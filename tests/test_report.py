@@ -119,6 +119,20 @@ def test_report_shows_t_intervals_over_seeds(sweep_db, report_text):
             assert half_text == "nan"
 
 
+def test_report_intervals_when_only_seeds_vary(tmp_path):
+    grid_path = tmp_path / "seeds.toml"
+    grid_path.write_text(GRID.split("[grid]")[0] + "[grid]\nseed = [1, 2, 3]\n")
+    run_sweep(load_grid(grid_path), tmp_path / "s.duckdb", workers=0)
+    table = render_report(tmp_path / "s.duckdb").split('<table id="replications">')[1].split("</table>")[0]
+    assert table.count("<tr>") == 2  # the header and one row: all three seeds
+    values = store.read_points(tmp_path / "s.duckdb")["long_term_jain"].to_numpy()
+    found = re.search(r'data-metric="long_term_jain" data-mean="([^"]+)" data-ci95="([^"]+)"', table)
+    assert found
+    assert float(found.group(1)) == pytest.approx(values.mean(), rel=1e-12)
+    # t(0.975, 2) = 4.303 (printed t table)
+    assert float(found.group(2)) == pytest.approx(4.303 * values.std(ddof=1) / np.sqrt(3), rel=1e-3)
+
+
 def test_report_is_self_contained(report_text):
     text = report_text
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text, re.IGNORECASE)

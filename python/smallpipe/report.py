@@ -200,8 +200,10 @@ def _replications(ok: pl.DataFrame, sweep: dict[str, Any], metrics: list[str]) -
     (also in ``data-mean`` / ``data-ci95``, at full precision)."""
     types = sweep["types"]
     others = [k for k in sweep["keys"] if k != SEED_KEY]
-    columns = (pl.len().alias("_seeds"), *(pl.col(m) for m in metrics))
-    groups = ok.group_by(others).agg(*columns).sort(others) if others else ok.select(*(c.implode() for c in columns[1:]), _seeds=pl.len())
+    if others:
+        groups = ok.group_by(others).agg(pl.len().alias("_seeds"), *(pl.col(m) for m in metrics)).sort(others)
+    else:  # only seeds vary: one row
+        groups = ok.select(*(pl.col(m).implode() for m in metrics), _seeds=pl.len())
     parts = [
         "<h2>Replications: mean ± 95% CI over seeds</h2>",
         '<p class="muted">Student-t interval of the mean over the ok seeds of each combination; a single seed gives no interval.</p>',
