@@ -8,12 +8,14 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 pytest.importorskip("smallpipe._smallpipe", reason="native module not built (run `maturin develop`)")
 
 import smallpipe
+from smallpipe import store
 from smallpipe import sweep as sweep_module
 from smallpipe.cli import app
 from smallpipe.report import render_report, write_report
@@ -91,6 +93,44 @@ def test_report_lists_grid_points_and_errors(report_text):
     failed = text.split('<table id="failed">')[1]
     assert failed.count("injected failure &lt;b&gt;not markup&lt;/b&gt;") == 2
     assert "<b>not markup</b>" not in text
+
+
+def test_report_shows_t_intervals_over_seeds(sweep_db, report_text):
+    # One row per (buffer, recovery) pair; the interval of two seeds is
+    # t(0.975, 1) · s / √2 with t(0.975, 1) = 12.706 (printed t table); the pairs whose
+    # second seed failed have one seed and no interval.
+    table = report_text.split('<table id="replications">')[1].split("</table>")[0]
+    found = re.findall(r'data-metric="short_term_jain" data-mean="([^"]+)" data-ci95="([^"]+)"', table)
+    ok = store.read_points(sweep_db).filter(pl.col("status") == "ok")
+    expected = []
+    for limit in (5, 20, 80):
+        for recovery in ("reno", "sack"):
+            values = ok.filter(
+                (pl.col("link.queue.limit_pkts") == limit) & (pl.col("tcp.recovery") == recovery)
+            )["short_term_jain"].to_numpy()
+            half = 12.706 * values.std(ddof=1) / np.sqrt(2) if values.size == 2 else float("nan")
+            expected.append((values.mean(), half, values.size))
+    assert len(found) == len(expected) == 6
+    for (mean_text, half_text), (mean, half, seeds) in zip(found, expected, strict=True):
+        assert float(mean_text) == pytest.approx(mean, rel=1e-12)
+        if seeds == 2:
+            assert float(half_text) == pytest.approx(half, rel=1e-4)
+        else:
+            assert half_text == "nan"
+
+
+def test_report_intervals_when_only_seeds_vary(tmp_path):
+    grid_path = tmp_path / "seeds.toml"
+    grid_path.write_text(GRID.split("[grid]")[0] + "[grid]\nseed = [1, 2, 3]\n")
+    run_sweep(load_grid(grid_path), tmp_path / "s.duckdb", workers=0)
+    table = render_report(tmp_path / "s.duckdb").split('<table id="replications">')[1].split("</table>")[0]
+    assert table.count("<tr>") == 2  # the header and one row: all three seeds
+    values = store.read_points(tmp_path / "s.duckdb")["long_term_jain"].to_numpy()
+    found = re.search(r'data-metric="long_term_jain" data-mean="([^"]+)" data-ci95="([^"]+)"', table)
+    assert found
+    assert float(found.group(1)) == pytest.approx(values.mean(), rel=1e-12)
+    # t(0.975, 2) = 4.303 (printed t table)
+    assert float(found.group(2)) == pytest.approx(4.303 * values.std(ddof=1) / np.sqrt(3), rel=1e-3)
 
 
 def test_report_is_self_contained(report_text):

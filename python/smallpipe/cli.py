@@ -389,3 +389,101 @@ def report(
         error_console.print(f"[bold red]error:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
     console.print(f"report written to [bold]{out_path}[/]")
+
+
+@app.command()
+def compare(
+    scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
+    queue: Annotated[
+        str, typer.Option(help="Disciplines to compare, comma-separated `kind`s, e.g. droptail,fq_codel,taq.")
+    ],
+    seeds: Annotated[
+        int, typer.Option(min=2, help="Replications per discipline: seeds s, s+1, … from the scenario's seed.")
+    ] = 10,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=0, help="Worker processes [default: CPU count]; 0 runs in this process."),
+    ] = None,
+    overrides: OverridesOption = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Output directory [default: results/compare-<scenario stem>/].")
+    ] = None,
+) -> None:
+    """Run every discipline over seeds in parallel; print mean ± 95% CI per metric, plot
+    overlaid curves. Resumable: re-run the same command to finish an interrupted one."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from rich.markup import escape
+    from rich.measure import Measurement
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from smallpipe.compare import METRICS, CompareError, plan_comparison, run_compare
+    from smallpipe.store import StoreError
+
+    kinds = [kind.strip() for kind in queue.split(",")]
+    if not all(kinds):
+        error_console.print(f"[bold red]invalid --queue[/] {escape(queue)!r}: expected comma-separated kinds")
+        raise typer.Exit(EXIT_CONFIG_ERROR)
+    base = _load_scenario(scenario_path, None, overrides)
+    first_seed = base["seed"]
+    try:
+        plan = plan_comparison(base, kinds, range(first_seed, first_seed + seeds), path=scenario_path)
+    except (ConfigError, CompareError) as error:
+        error_console.print(f"[bold red]cannot compare:[/] {escape(str(error))}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    for kind, fields in plan.dropped.items():
+        if fields:
+            console.print(f"note: {kind} does not take {', '.join(fields)}; dropped for it", markup=False)
+    out_dir = out if out is not None else Path("results") / f"compare-{scenario_path.stem}"
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=error_console,
+    )
+    task = progress.add_task(f"compare {scenario_path.name}", total=None)
+    try:
+        with progress:
+            comparison = run_compare(
+                plan, out_dir, workers=workers,
+                on_start=lambda n: progress.update(task, total=n),
+                on_point=lambda _: progress.update(task, advance=1),
+            )
+    except StoreError as error:
+        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except BrokenProcessPool as error:
+        error_console.print(f"[bold red]compare stopped:[/] {escape(str(error))}")
+        raise typer.Exit(EXIT_SIMULATION_ERROR) from None
+    except KeyboardInterrupt:
+        error_console.print("[yellow]interrupted[/]; finished runs are kept: run the same command to resume")
+        raise typer.Exit(130) from None
+    table = Table(title=f"{scenario_path.name}: mean ± 95% CI over {seeds} seeds")
+    table.add_column("discipline", no_wrap=True)
+    table.add_column("runs", justify="right", no_wrap=True)
+    for name in comparison.metrics:
+        table.add_column(METRICS[name].label, justify="right", no_wrap=True)
+    for row in comparison.table.iter_rows(named=True):
+        cells = [
+            f"{METRICS[name].show(row[f'{name}_mean'])} ± {METRICS[name].show(row[f'{name}_ci95'])}"
+            for name in comparison.metrics
+        ]
+        table.add_row(row["discipline"], str(row["seeds"]), *cells)
+    # As wide as it needs: a terminal folds a long line, but Rich never splits a number.
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    Console(width=max(console.width, natural)).print(table)
+    outcome = comparison.outcome
+    console.print(
+        f"{outcome.total} runs: {outcome.ok} ran, {outcome.skipped_ok} already done, {outcome.error} failed; "
+        f"{outcome.wall_seconds:.1f} s wall. Table {comparison.csv}, curves {comparison.png}, "
+        f"runs {comparison.db} (smallpipe report {comparison.db})",
+        markup=False, soft_wrap=True,
+    )
+    for failed, message in outcome.errors:
+        error_console.print(f"run {failed} failed: {message}", markup=False)
+    if outcome.error or outcome.skipped_error:
+        raise typer.Exit(EXIT_SIMULATION_ERROR)

@@ -7,9 +7,10 @@ through a headless browser.
 
 Contents: the grid (keys and values) and base scenario; for every swept key with more
 than one value (except ``seed``), one figure with a panel per summary metric against that
-key, one line per combination of the other keys' values (seeds averaged, bars from the
-minimum to the maximum over seeds); the table of points with their summary metrics; the
-points that failed, with their errors.
+key, one line per combination of the other keys' values (seeds averaged, bars the 95%
+Student-t interval of the mean over seeds); when the grid has several seeds, the table of
+replications (mean ± 95% interval per combination of the other keys); the table of points
+with their summary metrics; the points that failed, with their errors.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import polars as pl
 
 from smallpipe import store
 from smallpipe._smallpipe import __version__
+from smallpipe.stats import mean_ci
 
 __all__ = ["PLOTTED_METRICS", "TABLE_METRICS", "plot_key", "render_report", "write_report"]
 
@@ -125,7 +127,8 @@ def _decode(value: Any, sql_type: str) -> Any:
 
 def plot_key(points: pl.DataFrame, key: str, sweep: dict[str, Any], metrics: list[str]) -> bytes:
     """A PNG with one panel per metric against ``key``, one line per combination of the
-    other swept keys (``seed`` averaged; error bars span the seeds' minimum to maximum)."""
+    other swept keys (``seed`` averaged; error bars: the 95% Student-t interval of the mean
+    over seeds, none for a single seed)."""
     types, grid_values = sweep["types"], sweep["keys"]
     others = [k for k, values in grid_values.items() if k not in (key, SEED_KEY) and len(values) > 1]
     numeric_x = types[key] in NUMERIC_TYPES
@@ -149,17 +152,14 @@ def plot_key(points: pl.DataFrame, key: str, sweep: dict[str, Any], metrics: lis
             subset = points
             for other, value in zip(others, line, strict=True):
                 subset = subset.filter(pl.col(other) == value)
-            stats = (
-                subset.filter(pl.col(metric).is_not_null())
-                .group_by(key)
-                .agg(
-                    mean=pl.col(metric).mean(),
-                    low=pl.col(metric).min(),
-                    high=pl.col(metric).max(),
-                )
-            )
+            stats = subset.filter(pl.col(metric).is_not_null()).group_by(key).agg(pl.col(metric).alias("seeds"))
             if stats.height == 0:
                 continue
+            intervals = [mean_ci(values) for values in stats.get_column("seeds").to_list()]
+            stats = stats.with_columns(
+                mean=pl.Series([mean for mean, _ in intervals], dtype=pl.Float64),
+                half=pl.Series([0.0 if math.isnan(half) else half for _, half in intervals], dtype=pl.Float64),
+            )
             if numeric_x:
                 stats = stats.sort(key)
                 xs = stats.get_column(key).to_list()
@@ -168,7 +168,7 @@ def plot_key(points: pl.DataFrame, key: str, sweep: dict[str, Any], metrics: lis
                 stats = stats.with_columns(_order=pl.Series([x_order.index(d) for d in decoded])).sort("_order")
                 xs = stats.get_column("_order").to_list()
             means = stats.get_column("mean").to_numpy()
-            errors = [means - stats.get_column("low").to_numpy(), stats.get_column("high").to_numpy() - means]
+            errors = stats.get_column("half").to_numpy()
             label = ", ".join(_label(o, _decode(v, types[o])) for o, v in zip(others, line, strict=True))
             axes.errorbar(xs, means, yerr=errors, marker="o", markersize=4, capsize=3, label=label or None)
         axes.set_title(metric.replace("_", " "), fontsize=10)
@@ -185,13 +185,44 @@ def plot_key(points: pl.DataFrame, key: str, sweep: dict[str, Any], metrics: lis
         axes_grid[panel // columns][panel % columns].set_visible(False)
     seeds = len(grid_values.get(SEED_KEY, [None]))
     figure.suptitle(
-        f"summary metrics against {key}" + (f" (mean over {seeds} seeds, bars: min to max)" if seeds > 1 else ""),
+        f"summary metrics against {key}" + (f" (mean over {seeds} seeds, bars: 95% CI)" if seeds > 1 else ""),
         fontsize=11,
     )
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=90)
     plt.close(figure)
     return buffer.getvalue()
+
+
+def _replications(ok: pl.DataFrame, sweep: dict[str, Any], metrics: list[str]) -> list[str]:
+    """The HTML of the replications table: per combination of the keys other than
+    ``seed``, the number of ok seeds and each metric's mean ± 95% Student-t half-width
+    (also in ``data-mean`` / ``data-ci95``, at full precision)."""
+    types = sweep["types"]
+    others = [k for k in sweep["keys"] if k != SEED_KEY]
+    if others:
+        groups = ok.group_by(others).agg(pl.len().alias("_seeds"), *(pl.col(m) for m in metrics)).sort(others)
+    else:  # only seeds vary: one row
+        groups = ok.select(*(pl.col(m).implode() for m in metrics), _seeds=pl.len())
+    parts = [
+        "<h2>Replications: mean ± 95% CI over seeds</h2>",
+        '<p class="muted">Student-t interval of the mean over the ok seeds of each combination; a single seed gives no interval.</p>',
+        '<table id="replications"><tr>',
+        *(f"<th><code>{_e(k)}</code></th>" for k in others),
+        "<th>seeds</th>",
+        *(f"<th>{_e(m)}</th>" for m in metrics),
+        "</tr>",
+    ]
+    for row in groups.iter_rows(named=True):
+        cells = [f"<td>{_e(_format(_decode(row[k], types[k])))}</td>" for k in others]
+        cells.append(f"<td>{row['_seeds']}</td>")
+        for metric in metrics:
+            mean, half = mean_ci(row[metric])
+            shown = _format(mean) if math.isnan(half) else f"{_format(mean)} ± {_format(half)}"
+            cells.append(f'<td data-metric="{_e(metric)}" data-mean="{mean!r}" data-ci95="{half!r}">{_e(shown)}</td>')
+        parts.append(f"<tr>{''.join(cells)}</tr>")
+    parts.append("</table>")
+    return parts
 
 
 def render_report(db: str | PathLike[str]) -> str:
@@ -253,6 +284,8 @@ def render_report(db: str | PathLike[str]) -> str:
     parts.append('<p class="muted" id="image-status"></p>')
 
     table_metrics = [m for m in TABLE_METRICS if m in points.columns]
+    if len(grid_values.get(SEED_KEY, [])) > 1 and ok.height:
+        parts += _replications(ok, sweep, [m for m in table_metrics if ok.get_column(m).drop_nulls().len() > 0])
     parts += [
         "<h2>Points</h2>",
         "<table><tr>",
