@@ -121,9 +121,10 @@ def plot(runs: list[dict], fits: dict, out: Path) -> None:
             continue
         x = [r["flows"] for r in rows]
         per_flow = fits[kind]["peak_bytes_per_flow"]
-        ax.loglog(x, [r["peak_kb"] / 1024 for r in rows], marker=marker, label=f"{kind}: peak ({per_flow:.0f} B/flow)")
-        ax.loglog(x, [r["sim_kb"] / 1024 for r in rows], marker=marker, linestyle=":", alpha=0.6,
-                  label=f"{kind}: during the run ({fits[kind]['sim_bytes_per_flow']:.0f} B/flow)")
+        (line,) = ax.loglog(x, [r["peak_kb"] / 1024 for r in rows], marker=marker,
+                            label=f"{kind}: peak ({per_flow:.0f} B/flow)")
+        ax.loglog(x, [r["sim_kb"] / 1024 for r in rows], marker=marker, linestyle=":", color=line.get_color(),
+                  fillstyle="none", label=f"{kind}: during the run ({fits[kind]['sim_bytes_per_flow']:.0f} B/flow)")
     ax.set_xlabel("flows in the run")
     ax.set_ylabel("resident memory (MiB)")
     ax.set_title("Peak RSS against flows (one process per run)")
@@ -141,11 +142,17 @@ def main() -> None:
                         help="largest `active` run [default: 3e5; 10^6 takes over 4 minutes on this machine]")
     parser.add_argument("--plot", type=Path, default=Path(__file__).parents[1] / "docs" / "memory.png")
     parser.add_argument("--json", type=Path, help="also write the runs and fits here")
+    parser.add_argument("--from-json", type=Path, help="report and plot the runs of an earlier --json; run nothing")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]))))
         return
+    runs = json.loads(args.from_json.read_text())["runs"] if args.from_json else measure(args)
+    report(runs, args)
 
+
+def measure(args: argparse.Namespace) -> list[dict]:
+    """Every run, each in its own process."""
     sizes = [n for n in (1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000) if n <= args.max_flows]
     runs = []
     for kind in KINDS:
@@ -161,6 +168,11 @@ def main() -> None:
             run = json.loads(out.stdout)
             runs.append(run)
             print(json.dumps(run), file=sys.stderr, flush=True)
+    return runs
+
+
+def report(runs: list[dict], args: argparse.Namespace) -> None:
+    """The table and the fits on stdout, the plot, and the JSON if asked."""
     fits = {}
     for kind in KINDS:
         rows = [r for r in runs if r["kind"] == kind]
