@@ -131,10 +131,17 @@ def test_interrupted_ray_sweep_keeps_finished_points_and_resumes(tmp_path, clust
     assert flows.equals(expected_flows, null_equal=True)
 
 
-def test_address_needs_the_ray_backend(tmp_path):
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--address", "auto"], "--address auto is not allowed with --backend local"),
+        (["--backend", "ray", "--workers", "0"], "--workers 0 (run in this process) is not allowed with --backend ray"),
+    ],
+)
+def test_options_that_do_not_fit_the_backend_are_refused(tmp_path, options, message):
     grid_path = tmp_path / "grid.toml"
     grid_path.write_text(GRID)
-    result = CliRunner().invoke(app, ["sweep", str(grid_path), "--db", str(tmp_path / "x.duckdb"), "--address", "auto"])
+    result = CliRunner().invoke(app, ["sweep", str(grid_path), "--db", str(tmp_path / "x.duckdb"), *options])
     assert result.exit_code == 2
-    assert "--address auto is not allowed with --backend local" in result.output
+    assert message in " ".join(result.output.split())
     assert not (tmp_path / "x.duckdb").exists()

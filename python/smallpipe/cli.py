@@ -332,6 +332,11 @@ def sweep(
             "it names a Ray cluster (--backend ray)"
         )
         raise typer.Exit(EXIT_CONFIG_ERROR)
+    if workers == 0 and backend is SweepBackend.ray:
+        error_console.print(
+            "[bold red]error:[/] --workers 0 (run in this process) is not allowed with --backend ray; expected at least 1"
+        )
+        raise typer.Exit(EXIT_CONFIG_ERROR)
     try:
         grid = load_grid(grid_path)
     except (GridError, FileNotFoundError) as error:

@@ -71,7 +71,13 @@ def ray_runner(address: str | None = None, workers: int | None = None) -> Runner
         workers: with ``address`` None, the CPUs of the local instance [default: CPU
             count]; with a cluster, at most this many points run at once [default: as
             many as the cluster's CPUs].
+
+    Raises:
+        ValueError: ``workers`` is below 1 (0 means "in this process" to the local backend).
     """
+
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers = {workers} is not allowed with Ray; expected at least 1 (or unset)")
 
     def run(todo: list[Point], root: Path, record: Callable[[list[dict[str, Any]]], None]) -> None:
         ray = import_ray()
@@ -99,8 +105,7 @@ def _run_on_ray(
     interrupt cancels little; record points as they finish, the ones finishing together
     in one write. Ctrl-C or a failed write cancels the tasks still running."""
     task = ray.remote(max_retries=TASK_RETRIES)(run_point_task)
-    running = limit if limit is not None else max(1, int(ray.cluster_resources().get("CPU", 1)))
-    queued = limit if limit is not None else 2 * running
+    queued = limit if limit is not None else 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
     pending = list(reversed(todo))
     in_flight: dict[Any, Point] = {}
     try:
