@@ -1,5 +1,6 @@
 """Parameter sweeps: the Cartesian product of a grid of overrides, run on local
-processes into a DuckDB results store, resumable.
+processes (or another :data:`Runner`, e.g. Ray tasks: :mod:`smallpipe.sweep_ray`) into a
+DuckDB results store, resumable.
 
 A grid file (TOML) names a base scenario and, under ``[grid]``, lists of values for
 dotted override paths (the keys :meth:`Scenario.with_overrides` takes)::
