@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -282,6 +283,11 @@ def version() -> None:
     typer.echo(__version__)
 
 
+class SweepBackend(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 @app.command()
 def sweep(
     grid_path: Annotated[Path, typer.Argument(metavar="GRID.toml", help="Grid file: a base scenario and [grid].")],
@@ -296,6 +302,13 @@ def sweep(
         Path | None, typer.Option(help="Per-point Parquet folders [default: <db stem>_runs/ beside the db].")
     ] = None,
     retry_errors: Annotated[bool, typer.Option(help="Re-run points recorded as errors.")] = False,
+    backend: Annotated[
+        SweepBackend, typer.Option(help="Run points on local processes or as Ray tasks.")
+    ] = SweepBackend.local,
+    address: Annotated[
+        str | None,
+        typer.Option(help="Ray cluster to join (HOST:PORT of `ray start --head`) [default: a Ray instance on this machine]."),
+    ] = None,
 ) -> None:
     """Run the Cartesian product of a grid into DuckDB; re-run the same command to resume."""
     from concurrent.futures.process import BrokenProcessPool
@@ -313,11 +326,32 @@ def sweep(
     from smallpipe.store import StoreError
     from smallpipe.sweep import GridError, load_grid, run_sweep
 
+    if address is not None and backend is not SweepBackend.ray:
+        error_console.print(
+            f"[bold red]error:[/] --address {escape(address)} is not allowed with --backend {backend.value}; "
+            "it names a Ray cluster (--backend ray)"
+        )
+        raise typer.Exit(EXIT_CONFIG_ERROR)
+    if workers == 0 and backend is SweepBackend.ray:
+        error_console.print(
+            "[bold red]error:[/] --workers 0 (run in this process) is not allowed with --backend ray; expected at least 1"
+        )
+        raise typer.Exit(EXIT_CONFIG_ERROR)
     try:
         grid = load_grid(grid_path)
     except (GridError, FileNotFoundError) as error:
         error_console.print(f"[bold red]invalid grid:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    runner = None
+    if backend is SweepBackend.ray:
+        from smallpipe.sweep_ray import RayUnavailableError, import_ray, ray_runner
+
+        try:
+            import_ray()  # fail before the store is touched
+        except RayUnavailableError as error:
+            error_console.print(f"[bold red]error:[/] {escape(str(error))}")
+            raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        runner = ray_runner(address=address, workers=workers)
     db_path = db if db is not None else Path("results") / f"{grid_path.stem}.duckdb"
     counts = {"ok": 0, "error": 0}
     progress = Progress(
@@ -347,6 +381,7 @@ def sweep(
                 retry_errors=retry_errors,
                 on_start=lambda n: progress.update(task, total=n),
                 on_point=on_point,
+                runner=runner,
             )
     except StoreError as error:
         error_console.print(f"[bold red]error:[/] {escape(str(error))}")

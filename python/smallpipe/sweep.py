@@ -1,5 +1,6 @@
 """Parameter sweeps: the Cartesian product of a grid of overrides, run on local
-processes into a DuckDB results store, resumable.
+processes (or another :data:`Runner`, e.g. Ray tasks: :mod:`smallpipe.sweep_ray`) into a
+DuckDB results store, resumable.
 
 A grid file (TOML) names a base scenario and, under ``[grid]``, lists of values for
 dotted override paths (the keys :meth:`Scenario.with_overrides` takes)::
@@ -48,7 +49,7 @@ from smallpipe.scenario import Scenario, _set_path
 #: folder is renamed into place; whatever a killed sweep left there is cleared on resume.
 STAGING_DIR = ".staging"
 
-__all__ = ["Grid", "GridError", "Point", "SweepOutcome", "load_grid", "run_sweep", "summarize"]
+__all__ = ["Grid", "GridError", "Point", "Runner", "SweepOutcome", "load_grid", "run_sweep", "summarize"]
 
 
 class GridError(ValueError):
@@ -264,6 +265,20 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
+def publish_point(run_root: Path, pid: str, write: Callable[[Path], Any]) -> Path:
+    """Have ``write`` fill a staging folder, then rename it to ``run_root/pid`` (returned),
+    so a point's folder is either complete or absent."""
+    final = run_root / pid
+    # Staged one level deeper than the finished points, so a writer killed mid-write
+    # leaves nothing the views' ``*/table.parquet`` glob can pick up.
+    staging = run_root / STAGING_DIR / f"{pid}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    write(staging)
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+    return final
+
+
 def run_point(pid: str, scenario_json: str, run_root: str) -> dict[str, Any]:
     """Run one point (in a worker process): simulate, write its Parquet folder
     ``run_root/pid/``, summarise. Never raises for a failing run: the error is returned."""
@@ -272,14 +287,7 @@ def run_point(pid: str, scenario_json: str, run_root: str) -> dict[str, Any]:
     try:
         result = simulate(Scenario.from_dict(json.loads(scenario_json)))
         summary = summarize(result)
-        final = Path(run_root) / pid
-        # Staged one level deeper than the finished points, so a worker killed mid-write
-        # leaves nothing the views' ``*/table.parquet`` glob can pick up.
-        staging = Path(run_root) / STAGING_DIR / f"{pid}-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        result.write(staging)
-        shutil.rmtree(final, ignore_errors=True)
-        staging.rename(final)
+        final = publish_point(Path(run_root), pid, result.write)
         record.update(status="ok", error=None, summary=summary, run_dir=str(final))
     except Exception as error:  # noqa: BLE001  (a simulator panic arrives as SimulationError)
         record.update(status="error", error=f"{type(error).__name__}: {error}")
@@ -302,6 +310,10 @@ class SweepOutcome:
 
 
 ProgressCallback = Callable[[dict[str, Any]], None]
+#: Runs the points and hands each batch of finished records to the callback (which
+#: writes them to the store): another backend than the local pool, e.g.
+#: :func:`smallpipe.sweep_ray.ray_runner`.
+Runner = Callable[[list[Point], Path, Callable[[list[dict[str, Any]]], None]], None]
 
 
 def run_sweep(
@@ -313,6 +325,7 @@ def run_sweep(
     retry_errors: bool = False,
     on_start: Callable[[int], None] | None = None,
     on_point: ProgressCallback | None = None,
+    runner: Runner | None = None,
 ) -> SweepOutcome:
     """Run the points of ``grid`` not yet in ``db`` and record each as it finishes.
 
@@ -326,6 +339,8 @@ def run_sweep(
         retry_errors: re-run points recorded as ``'error'`` (skipped otherwise).
         on_start: called with the number of points to run.
         on_point: called with each finished point's record.
+        runner: runs the points instead of the local processes (``workers`` is then
+            the runner's business).
 
     Raises:
         store.StoreError: ``db`` holds a sweep over other keys.
@@ -374,7 +389,9 @@ def run_sweep(
                 on_point(result)
 
     try:
-        if workers == 0:
+        if runner is not None:
+            runner(todo, root, record)
+        elif workers == 0:
             for point in todo:
                 record([run_point(point.point_id, point.scenario.to_json(), str(root))])
         else:
