@@ -30,7 +30,7 @@ namespace spdiag {
 using namespace ns3;
 static double g_warm = 0;
 static std::vector<double> g_lastNewAck;
-uint64_t nRto = 0, nLossEntries = 0, nFromRecovery = 0, nEarly = 0, nRecoveryEntries = 0;
+uint64_t nRto = 0, nLossEntries = 0, nFromRecovery = 0, nFromDisorder = 0, nEarly = 0, nRecoveryEntries = 0;
 static bool Counting() { return Simulator::Now().GetSeconds() >= g_warm; }
 static void OnAck(uint32_t i, SequenceNumber32 o, SequenceNumber32 n)
 {
@@ -41,6 +41,7 @@ static void OnState(uint32_t, TcpSocketState::TcpCongState_t o, TcpSocketState::
     if (Counting() && n == TcpSocketState::CA_LOSS) {
         ++nLossEntries;
         if (o == TcpSocketState::CA_RECOVERY) ++nFromRecovery;
+        if (o == TcpSocketState::CA_DISORDER) ++nFromDisorder;
     }
     if (Counting() && n == TcpSocketState::CA_RECOVERY) ++nRecoveryEntries;
 }
@@ -64,7 +65,7 @@ void Schedule(Ptr<Application> app, uint32_t i, double at)
     if (g_lastNewAck.size() <= i) g_lastNewAck.resize(i + 1, 0);
     Simulator::Schedule(Seconds(at), &Hook, app, i);
 }
-void Reset(double warm) { g_warm = warm; g_lastNewAck.clear(); nRto = nLossEntries = nFromRecovery = nEarly = nRecoveryEntries = 0; }
+void Reset(double warm) { g_warm = warm; g_lastNewAck.clear(); nRto = nLossEntries = nFromRecovery = nFromDisorder = nEarly = nRecoveryEntries = 0; }
 }
 """
 
@@ -90,7 +91,7 @@ def rto(args):
             r = ns3_side.run(ns, spec)
             print(f"N = {n}, seed {seed}, ns-3 patch {args.ns3_patch}: {sum(r['timeouts']) / n:.2f} timeouts per flow; "
                   f"{int(d.nRto)} RTOs; {int(d.nLossEntries)} entries into CA_LOSS, {int(d.nFromRecovery)} of them "
-                  f"from CA_RECOVERY; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data; "
+                  f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data; "
                   f"{int(d.nRecoveryEntries)} entries into fast recovery",
                   flush=True)
 
