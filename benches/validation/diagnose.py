@@ -4,8 +4,9 @@
     python3 benches/validation/diagnose.py noload [SIZE]   # FCT per size on an idle path, both sides;
                                                           # the sender of the SIZE-packet transfer traced
     python3 benches/validation/diagnose.py rto N[,N...] [--ns3-patch P] [--measure-s S]
-        # ns-3's many-flow RTOs: how many fire in fast recovery, and how many fire sooner than
-        # the RTO after the last ACK of new data (impossible under RFC 6298 5.3)
+        # many-flow RTOs by where they fire, in ns-3 (entries into CA_LOSS from CA_RECOVERY,
+        # CA_DISORDER or CA_OPEN, repeats, and those sooner than the RTO after the last ACK of
+        # new data, impossible under RFC 6298 5.3) and in smallpipe (flows.timeouts_* columns)
     python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
         # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
         # or a SYN retry: both wait at least 1 s), from run.py's raw results
@@ -70,6 +71,21 @@ void Reset(double warm) { g_warm = warm; g_lastNewAck.clear(); nRto = nLossEntri
 """
 
 
+def smallpipe_rtos(spec):
+    """smallpipe's RTOs and fast retransmits over [warm-up, end] of a many-flow spec, by where
+    they fired: the run to the warm-up's end is the same run cut short (deterministic)."""
+    import polars as pl
+    import smallpipe
+    import sp_side
+
+    cols = ("timeouts", "timeouts_in_recovery", "timeouts_after_dupacks", "timeouts_repeated", "fast_retransmits")
+    totals = []
+    for end in (spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]):
+        sc, _ = sp_side.scenario(spec, end)
+        totals.append(smallpipe.simulate(sc).flows.select(pl.col(c).sum() for c in cols).row(0))
+    return dict(zip(cols, (b - a for a, b in zip(*totals))))
+
+
 def rto(args):
     import ns3_side
 
@@ -94,6 +110,12 @@ def rto(args):
                   f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data; "
                   f"{int(d.nRecoveryEntries)} entries into fast recovery",
                   flush=True)
+            sp = smallpipe_rtos(spec)
+            print(f"N = {n}, seed {seed}, smallpipe: {sp['timeouts'] / n:.2f} timeouts per flow; {sp['timeouts']} RTOs; "
+                  f"{sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} after duplicate ACKs "
+                  f"without fast retransmit, {sp['timeouts_repeated']} repeated, "
+                  f"{sp['timeouts'] - sp['timeouts_in_recovery'] - sp['timeouts_after_dupacks'] - sp['timeouts_repeated']} "
+                  f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery", flush=True)
 
 
 def noload(args):

@@ -68,7 +68,9 @@ def simulate(config_json: str) -> dict[str, Any]:
           propagation RTT), ``start_ns``, ``end_ns`` (receiver has all data; None if
           unfinished), ``size_bytes`` (None = unlimited), ``bytes_delivered``
           (in-order bytes to the receiving app), ``segments_sent``, ``retransmits``,
-          ``timeouts``, ``syn_timeouts``, ``fast_retransmits``, ``longest_silence_ns``.
+          ``timeouts`` (and its parts by where they fired: ``timeouts_in_recovery``,
+          ``timeouts_after_dupacks``, ``timeouts_repeated``), ``syn_timeouts``,
+          ``fast_retransmits``, ``longest_silence_ns``.
         - slices: ``flow_id``, ``slice``, ``start_ns``, ``bytes`` (in-order bytes
           delivered in the slice); dense over each flow's lifetime, zeros included.
         - units (one row per flow, session, web user or Poisson host pair):

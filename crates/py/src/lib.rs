@@ -69,6 +69,9 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     flows.set_item("segments_sent", f.iter().map(|x| x.segments_sent).collect::<Vec<_>>())?;
     flows.set_item("retransmits", f.iter().map(|x| x.retransmits).collect::<Vec<_>>())?;
     flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
+    flows.set_item("timeouts_in_recovery", f.iter().map(|x| x.timeouts_in_recovery).collect::<Vec<_>>())?;
+    flows.set_item("timeouts_after_dupacks", f.iter().map(|x| x.timeouts_after_dupacks).collect::<Vec<_>>())?;
+    flows.set_item("timeouts_repeated", f.iter().map(|x| x.timeouts_repeated).collect::<Vec<_>>())?;
     flows.set_item("syn_timeouts", f.iter().map(|x| x.syn_timeouts).collect::<Vec<_>>())?;
     flows.set_item("fast_retransmits", f.iter().map(|x| x.fast_retransmits).collect::<Vec<_>>())?;
     flows.set_item("backoff_ns", f.iter().map(|x| x.backoff_ns).collect::<Vec<_>>())?;

@@ -25,6 +25,10 @@ pub struct FlowRow {
     pub segments_sent: u64,
     pub retransmits: u64,
     pub timeouts: u64,
+    /// The parts of `timeouts` by where they fired (see `EndpointStats::timeouts_in_recovery`).
+    pub timeouts_in_recovery: u64,
+    pub timeouts_after_dupacks: u64,
+    pub timeouts_repeated: u64,
     pub syn_timeouts: u64,
     pub fast_retransmits: u64,
     /// Time the sender spent in retransmission-timeout episodes (see `EndpointStats::backoff_ns`);

@@ -229,3 +229,28 @@ mod properties {
         }
     }
 }
+
+/// Where each timeout fired, from scripts whose loss pattern fixes the answer.
+#[test]
+fn timeouts_are_split_by_where_they_fired() {
+    let parts = |f: &FlowRow| (f.timeouts, f.timeouts_in_recovery, f.timeouts_after_dupacks, f.timeouts_repeated);
+    let tcp = r#""delayed_ack":false,"timestamps":false,"initial_window_pkts":2,"limited_transmit":false"#;
+    // A one-segment transfer loses its segment, then its resend: no duplicate ACK can come,
+    // the first RTO has none, the second is a backed-off repeat.
+    let tail = one_flow(tcp, r#""drop_nth":[2,3]"#, r#""size_bytes":1000,"rtt_ms":100"#, 30.0);
+    assert_eq!(parts(&tail), (2, 0, 0, 1));
+    // IW 2, the first segment lost: the second draws one duplicate ACK, too few to start fast
+    // retransmit, and nothing more can be sent (limited transmit off).
+    let small = one_flow(tcp, r#""drop_nth":[2]"#, r#""size_bytes":2896,"rtt_ms":100"#, 30.0);
+    assert_eq!(parts(&small), (1, 0, 1, 0));
+    // A window of 10 loses data segment 5 and then its fast retransmission: NewReno without
+    // SACK has nothing else to resend it, so the RTO fires in fast recovery.
+    let recovery = one_flow(
+        r#""recovery":"newreno","initial_window_pkts":10,"delayed_ack":false,"timestamps":false"#,
+        r#""drop_nth":[6,12]"#,
+        r#""size_bytes":14480,"rtt_ms":100"#,
+        30.0,
+    );
+    assert_eq!(recovery.fast_retransmits, 1);
+    assert_eq!(parts(&recovery), (1, 1, 0, 0));
+}

@@ -112,6 +112,13 @@ pub struct EndpointStats {
     pub retransmits: u64,
     /// Retransmission timeouts while sending data or FIN.
     pub timeouts: u64,
+    /// Of `timeouts`, by where they fired: during fast recovery (a resend lost, or the
+    /// partial ACKs dried up); after duplicate ACKs too few to start fast retransmit (a
+    /// small window); and backed-off repeats for a segment a timeout already resent. The
+    /// rest came with no duplicate ACK at all (the whole window or its tail lost).
+    pub timeouts_in_recovery: u64,
+    pub timeouts_after_dupacks: u64,
+    pub timeouts_repeated: u64,
     pub syn_timeouts: u64,
     pub fast_retransmits: u64,
     /// In-order payload bytes handed to the receiving application.
@@ -401,6 +408,13 @@ impl Endpoint {
             }
             _ => {
                 self.stats.timeouts += 1;
+                if self.rto_una == Some(self.snd_una) {
+                    self.stats.timeouts_repeated += 1;
+                } else if self.recovery.is_some() {
+                    self.stats.timeouts_in_recovery += 1;
+                } else if self.dupacks > 0 {
+                    self.stats.timeouts_after_dupacks += 1;
+                }
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
                 if self.rto_una != Some(self.snd_una) {
                     let flight = self.flight_size();
