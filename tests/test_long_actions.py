@@ -92,7 +92,7 @@ def test_an_interrupted_run_keeps_the_slices_it_completed():
 
 def _run_with_small_chunks():
     """`simulate` with chunks of 500 events, so the callback sees 12 s closely."""
-    from smallpipe.result import Result, _PROGRESS
+    from smallpipe.result import _PROGRESS, Result
 
     scenario = Scenario.from_dict(SMALL)
     native = _smallpipe.simulate(scenario.to_json(), progress=_PROGRESS.get()(scenario), chunk_events=500)
@@ -183,10 +183,12 @@ def test_reproduce_quick_writes_beside_not_over_the_full_run(tmp_path, monkeypat
 
 def test_progress_bar_counts_the_runs_of_a_reproduction():
     console = Console(file=io.StringIO(), force_terminal=True, width=150)
-    with SimulationProgress(console, "reproducing fig", show_after_s=0.0, count_runs=True) as progress:
-        with reporting_progress(progress.start):
-            for _ in range(2):
-                _run_with_small_chunks()
+    with (
+        SimulationProgress(console, "reproducing fig", show_after_s=0.0, count_runs=True) as progress,
+        reporting_progress(progress.start),
+    ):
+        for _ in range(2):
+            _run_with_small_chunks()
     shown = console.file.getvalue()
     assert "reproducing fig · run 2" in shown and "s simulated" in shown
 

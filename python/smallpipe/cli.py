@@ -18,7 +18,13 @@ from smallpipe import metrics
 from smallpipe._smallpipe import ConfigError, SimulationError, __version__
 from smallpipe.presets import taq_dumbbell
 from smallpipe.progress import PLAIN_EVERY_S, SimulationProgress, eta_s
-from smallpipe.result import Interrupted, Result, overriding, reporting_progress, simulate
+from smallpipe.result import (
+    Interrupted,
+    Result,
+    overriding,
+    reporting_progress,
+    simulate,
+)
 from smallpipe.rundir import OutputExists, claim_output_directory, new_run_directory
 from smallpipe.scenario import Scenario
 from smallpipe.summary import setup_rows, workload_rows
@@ -127,7 +133,9 @@ def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     console.print(summary_table(result))
     result.write(out_dir)
     if not result.meta.get("partial"):
-        from smallpipe.plots import plot_run  # matplotlib takes a second to load: only when drawing
+        from smallpipe.plots import (
+            plot_run,  # matplotlib takes a second to load: only when drawing
+        )
 
         plot_run(result, out_dir / "run.png", name=name)
     console.print(f"results written to [bold]{out_dir}[/]")

@@ -6,9 +6,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Self
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from smallpipe.result import ProgressCallback
 from smallpipe.scenario import Scenario
@@ -56,7 +63,7 @@ class SimulationProgress:
         self._bar: Progress | None = None
         self._task = 0
 
-    def __enter__(self) -> SimulationProgress:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

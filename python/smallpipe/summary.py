@@ -49,9 +49,11 @@ def setup_rows(scenario: Scenario) -> list[tuple[str, str]]:
         ("bottleneck", f"{link['rate_bps'] / 1e6:g} Mbit/s, {link['delay_ms']:g} ms one-way, loss {link['loss']:g}"),
         (
             "TCP",
-            f"{tcp['congestion']}/{tcp['recovery']}, {tcp['packet_size_bytes']} B packets, "
-            f"IW {tcp['initial_window_pkts']}, min RTO {tcp['min_rto_ms']:g} ms"
-            f"{', delayed ACKs' if tcp['delayed_ack'] else ''}",
+            (
+                f"{tcp['congestion']}/{tcp['recovery']}, {tcp['packet_size_bytes']} B packets, "
+                f"IW {tcp['initial_window_pkts']}, min RTO {tcp['min_rto_ms']:g} ms"
+                f"{', delayed ACKs' if tcp['delayed_ack'] else ''}"
+            ),
         ),
     ]
 
@@ -82,8 +84,10 @@ def workload_rows(result: Result) -> list[tuple[str, str]]:
             rows.append(
                 (
                     f"  FCT of {size}",
-                    f"median {_or_na(bucket['fct_median_s'], '.3g')} s, p90 {_or_na(bucket['fct_p90_s'], '.3g')} s "
-                    f"({bucket['flows']} flows, {bucket['unfinished']} unfinished)",
+                    (
+                        f"median {_or_na(bucket['fct_median_s'], '.3g')} s, p90 {_or_na(bucket['fct_p90_s'], '.3g')} s "
+                        f"({bucket['flows']} flows, {bucket['unfinished']} unfinished)"
+                    ),
                 )
             )
         units = result.units.filter(pl.col("app").is_in(SIZED_APPS))
