@@ -234,7 +234,23 @@ def test_interactive_summary_shows_response_times_not_jain(tmp_path):
     values = dict(part.split() for part in row.split("│")[2].strip().removesuffix(" s").split(" s · "))
     assert 0.10 <= float(values["p50"]) <= 0.11
     assert float(values["p99"]) > 1.1
+    # The mean against the paper's Eq. 3, p / (1 - 2p) · RTO + RTT = 0.156 s; ~290 bursts
+    # of standard deviation ~0.23 s give a standard error of ~0.014 s: three of them.
+    mean_row = next(line for line in result.output.splitlines() if "mean response time" in line)
+    assert float(mean_row.split("│")[2].split()[0]) == pytest.approx(0.05 / 0.9 * 1.0 + 0.1, abs=0.042)
     assert "droptail" in result.output and "1 Mbit/s" in result.output and "newreno" in result.output
+
+
+def test_run_plot_has_a_panel_per_workload_metric(tmp_path):
+    """Bulk, web and interactive flows: Jain and goodput, plus response CDF, FCT against
+    size and hang CDF; each panel is 5 in wide at 120 dpi, so the PNG is 5 · 600 px wide."""
+    from smallpipe.plots import plot_run
+
+    png = plot_run(simulate(SMALL), tmp_path / "run.png", name="small").read_bytes()
+    assert int.from_bytes(png[16:20], "big") == 5 * 600
+    bulk_only = {**SMALL, "flows": SMALL["flows"][:1]}
+    png = plot_run(simulate(bulk_only), tmp_path / "bulk.png", name="bulk").read_bytes()
+    assert int.from_bytes(png[16:20], "big") == 2 * 600
 
 
 def test_workers_above_the_core_count_warn(tmp_path):
@@ -308,3 +324,23 @@ def test_killing_the_sweep_parent_kills_its_workers(tmp_path):
     for w in alive:  # leave nothing behind even when the test fails
         os.kill(w, signal.SIGKILL)
     assert alive == [], f"workers {alive} outlived their parent"
+
+
+def test_interrupted_survives_pickling():
+    """A sweep worker interrupted by Ctrl-C sends the exception to the sweep process."""
+    import pickle
+
+    from smallpipe.result import Result
+
+    def stop_at_once(scenario):
+        def update(now_ns, end_ns):
+            raise KeyboardInterrupt
+
+        return update
+
+    with reporting_progress(stop_at_once), pytest.raises(Interrupted) as caught:
+        _run_with_small_chunks()
+    copy = pickle.loads(pickle.dumps(caught.value))
+    assert isinstance(copy, Interrupted) and isinstance(copy.result, Result)
+    assert copy.result.meta == caught.value.result.meta
+    assert copy.result.flows.equals(caught.value.result.flows)

@@ -54,7 +54,7 @@ def validate_config(config_json: str) -> str:
     """
 
 def simulate(
-    config_json: str, progress: Callable[[int, int], object] | None = None, chunk_events: int = 100_000
+    config_json: str, progress: Callable[[int, int], object] | None = None, chunk_events: int = 20_000
 ) -> dict[str, Any]:
     """Run one simulation, ``chunk_events`` events at a time (the results do not depend on
     it). Between chunks Python's signal handlers run and ``progress(now_ns, end_ns)`` is

@@ -133,9 +133,8 @@ def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     console.print(summary_table(result))
     result.write(out_dir)
     if not result.meta.get("partial"):
-        from smallpipe.plots import (
-            plot_run,  # matplotlib takes a second to load: only when drawing
-        )
+        # Imported here: matplotlib takes a second to load, which an interrupted run skips.
+        from smallpipe.plots import plot_run
 
         plot_run(result, out_dir / "run.png", name=name)
     console.print(f"results written to [bold]{out_dir}[/]")

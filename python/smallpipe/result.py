@@ -267,6 +267,10 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(f"interrupted at {result.meta['stopped_at_ns'] / 1e9:g} s of simulated time")
         self.result = result
 
+    def __reduce__(self) -> tuple[type[Interrupted], tuple[Result]]:
+        # A sweep worker sends it back to the sweep: rebuild it from the result, not the message.
+        return (type(self), (self.result,))
+
 
 ProgressCallback = Callable[[int, int], None]
 """Called during a run with the simulated time reached and the run's end (ns)."""

@@ -30,9 +30,15 @@ def _seconds(values_s: pl.Series, quantiles: tuple[float, ...] = (0.5, 0.9, 0.99
 
 
 def _queue_settings(queue: dict[str, Any]) -> str:
-    """``kind`` and the settings that were given (not null), e.g. ``droptail, limit_pkts 50``."""
-    settings = [f"{key} {value}" for key, value in queue.items() if key != "kind" and value not in (None, [], {})]
-    return ", ".join([str(queue["kind"]), *settings])
+    """``kind`` (if any) and the settings that are set (not null), nested queues in
+    parentheses: ``droptail, limit_pkts 50``, ``class_isolation, short (weight 1, queue
+    (droptail, limit_pkts 50)), ...``."""
+    settings = [
+        f"{key} ({_queue_settings(value)})" if isinstance(value, dict) else f"{key} {value}"
+        for key, value in queue.items()
+        if key != "kind" and value not in (None, [], {})
+    ]
+    return ", ".join([str(queue["kind"]), *settings] if "kind" in queue else settings)
 
 
 def discipline(scenario: Scenario) -> str:
