@@ -63,7 +63,9 @@ def test_run_default_output_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["run", str(EXAMPLES / "dumbbell.toml"), "--set", "duration_s=20"])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "results" / "dumbbell" / "flows.parquet").is_file()
+    (run_dir,) = (tmp_path / "results").iterdir()  # a new directory per run: results/dumbbell-<date>-<time>
+    assert run_dir.name.startswith("dumbbell-")
+    assert (run_dir / "flows.parquet").is_file()
 
 
 def test_run_invalid_field_exits_2_without_traceback(tmp_path):

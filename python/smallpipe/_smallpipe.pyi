@@ -5,6 +5,7 @@ This module is private: use :mod:`smallpipe` instead, which wraps it in
 contract between the Rust bindings and the Python package.
 """
 
+from collections.abc import Callable
 from typing import Any, final
 
 __version__: str
@@ -52,8 +53,13 @@ def validate_config(config_json: str) -> str:
             ``field`` names its dotted path.
     """
 
-def simulate(config_json: str) -> dict[str, Any]:
-    """Run one simulation.
+def simulate(
+    config_json: str, progress: Callable[[int, int], object] | None = None, chunk_events: int = 20_000
+) -> dict[str, Any]:
+    """Run one simulation, ``chunk_events`` events at a time (the results do not depend on
+    it). Between chunks Python's signal handlers run and ``progress(now_ns, end_ns)`` is
+    called; a KeyboardInterrupt from either stops the run and returns what was computed so
+    far, with ``meta["partial"]`` true and ``meta["stopped_at_ns"]``.
 
     Arguments:
         config_json: the scenario as JSON (validated again on the Rust side).
@@ -96,7 +102,8 @@ def simulate(config_json: str) -> dict[str, Any]:
           ``cwnd_bytes``, ``ssthresh_bytes``; one row per packet emitted, or one with
           ``sent`` False when an event only changed cwnd or ssthresh.
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-          (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``.
+          (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
+          ``partial`` (and ``stopped_at_ns`` when true).
 
     Raises:
         ConfigError: the scenario is invalid.

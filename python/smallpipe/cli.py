@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-import math
+import os
+import time
 import tomllib
 from enum import Enum
 from pathlib import Path
@@ -16,10 +17,18 @@ from rich.table import Table
 
 from smallpipe import metrics
 from smallpipe._smallpipe import ConfigError, SimulationError, __version__
-from smallpipe.plots import plot_run
 from smallpipe.presets import taq_dumbbell
-from smallpipe.result import Result, overriding, simulate
+from smallpipe.progress import PLAIN_EVERY_S, SimulationProgress, eta_s
+from smallpipe.result import (
+    Interrupted,
+    Result,
+    overriding,
+    reporting_progress,
+    simulate,
+)
+from smallpipe.rundir import OutputExists, claim_output_directory, new_run_directory
 from smallpipe.scenario import Scenario
+from smallpipe.summary import setup_rows, workload_rows
 
 __all__ = ["app"]
 
@@ -36,6 +45,8 @@ error_console = Console(stderr=True, soft_wrap=True)
 EXIT_CONFIG_ERROR = 2
 """Exit code for an invalid scenario (as for a usage error)."""
 EXIT_SIMULATION_ERROR = 1
+EXIT_INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
 
 
 def parse_override(assignment: str) -> tuple[str, Any]:
@@ -62,43 +73,33 @@ def _run_with_status(scenario: Scenario, message: str) -> Result:
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
 
 
-def _format_or_na(value: float | None, spec: str) -> str:
-    """``format(value, spec)``, or ``n/a`` for a missing value (e.g. no slice carried data)."""
-    return "n/a" if value is None or math.isnan(value) else format(value, spec)
-
-
 def summary_table(result: Result) -> Table:
-    """The headline numbers of a run, as a Rich table."""
+    """The headline numbers of a run, as a Rich table: the setup, the link, and the
+    metrics of the scenario's workload (see :mod:`smallpipe.summary`)."""
     meta = result.meta
     duration_s = meta["duration_ns"] / 1e9
     bottleneck = result.links.filter(pl.col("name") == "bottleneck")
-    per_slice = metrics.jain_per_slice(result.slices, flows=result.flows)
-    zero_byte_share = per_slice.select(
-        (pl.col("zero_share") * pl.col("n_flows")).sum() / pl.col("n_flows").sum()
-    ).item()
     wall_seconds = meta["wall_seconds"]
 
     on_testbed = meta.get("runtime") == "testbed"
-    table = Table(title="smallpipe testbed (Linux TCP)" if on_testbed else "smallpipe run", show_header=False)
+    title = "smallpipe testbed (Linux TCP)" if on_testbed else "smallpipe run"
+    if meta.get("partial"):
+        title += " (PARTIAL: interrupted)"
+    table = Table(title=title, show_header=False)
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right")
+    if meta.get("partial"):
+        planned_s = result.scenario["duration_s"]
+        simulated = f"{duration_s:g} of {planned_s:g} s (stopped by Ctrl-C)"
+    else:
+        simulated = f"{duration_s:g} s"
     rows = [
+        *setup_rows(result.scenario),
         ("flows", f"{result.flows.height}"),
-        ("duration" if on_testbed else "simulated duration", f"{duration_s:g} s"),
+        ("duration" if on_testbed else "simulated duration", simulated),
         ("bottleneck utilization", f"{metrics.utilization(result.links):.1%}"),
         ("bottleneck loss rate", f"{bottleneck.get_column('loss_rate')[0]:.2%}"),
-        (
-            "long-term Jain index",
-            f"{metrics.long_term_jain(result.flows, duration_ns=meta['duration_ns']):.3f}",
-        ),
-        (
-            f"mean per-slice Jain ({meta['slice_ns'] / 1e9:g} s slices)",
-            _format_or_na(per_slice.select(pl.col("jain").mean()).item(), ".3f"),
-        ),
-        (
-            "zero-byte flow-slices",
-            _format_or_na(zero_byte_share, ".1%"),
-        ),
+        *workload_rows(result),
         ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
         ("wall time", f"{wall_seconds:.2f} s"),
     ]
@@ -106,8 +107,8 @@ def summary_table(result: Result) -> Table:
         rows.append(
             ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a")
         )
-    for row in rows:
-        table.add_row(*row)
+    for name, value in rows:
+        table.add_row(name, value)
     return table
 
 
@@ -126,11 +127,17 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
 
 
-def _show_and_write(result: Result, out_dir: Path) -> None:
-    """What `run` and `testbed` end with: the summary table, the tables and run.png."""
+def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
+    """What `run` and `testbed` end with: the summary table, the tables and run.png
+    (titled ``name``, the scenario). An interrupted run gets no plot: drawing takes
+    longer than writing the tables, and Ctrl-C asked to stop now."""
     console.print(summary_table(result))
     result.write(out_dir)
-    plot_run(result, out_dir / "run.png")
+    if not result.meta.get("partial"):
+        # Imported here: matplotlib takes a second to load, which an interrupted run skips.
+        from smallpipe.plots import plot_run
+
+        plot_run(result, out_dir / "run.png", name=name)
     console.print(f"results written to [bold]{out_dir}[/]")
 
 
@@ -146,15 +153,46 @@ OverridesOption = Annotated[
 def run(
     scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
     out: Annotated[
-        Path | None, typer.Option(help="Output directory [default: results/<scenario stem>/].")
+        Path | None,
+        typer.Option(help="Output directory [default: a new results/<scenario stem>-<date>-<time>/ per run]."),
     ] = None,
+    force: Annotated[bool, typer.Option(help="Write into --out even if it holds files already.")] = False,
     seed: SeedOption = None,
     overrides: OverridesOption = None,
 ) -> None:
-    """Run a scenario, print a summary, write the results and run.png."""
+    """Run a scenario, print a summary, write the results and run.png.
+
+    Ctrl-C stops the run within a second: the tables so far are written, flagged
+    partial (meta.json), and the exit code is 130."""
     scenario = _load_scenario(scenario_path, seed, overrides)
-    result = _run_with_status(scenario, f"simulating {scenario_path.name}…")
-    _show_and_write(result, out if out is not None else Path("results") / scenario_path.stem)
+    try:  # before simulating: a refused directory must not cost the run
+        out_dir = (
+            claim_output_directory(out, force=force)
+            if out is not None
+            else new_run_directory(Path("results"), scenario_path.stem)
+        )
+    except OutputExists as error:
+        error_console.print(f"error: {error}", markup=False)
+        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    interrupted = False
+    try:
+        with SimulationProgress(error_console, f"simulating {scenario_path.name}") as progress, reporting_progress(
+            progress.start
+        ):
+            result = simulate(scenario)
+    except Interrupted as stop:
+        result, interrupted = stop.result, True
+    except SimulationError as error:
+        error_console.print(f"[bold red]simulation failed:[/] {error}")
+        raise typer.Exit(EXIT_SIMULATION_ERROR) from None
+    _show_and_write(result, out_dir, scenario_path.stem)
+    if interrupted:
+        error_console.print(
+            f"interrupted: the tables cover the first {result.meta['stopped_at_ns'] / 1e9:g} s "
+            f"(meta.json: partial = true)",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 @app.command()
@@ -187,7 +225,7 @@ def testbed(
     except TestbedError as error:
         error_console.print(f"[bold red]testbed failed:[/] {error}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
-    _show_and_write(result, out_dir)
+    _show_and_write(result, out_dir, f"{scenario_path.stem} (testbed)")
 
 
 @app.command()
@@ -235,9 +273,13 @@ def bench(
 @app.command()
 def reproduce(
     figure: Annotated[str, typer.Argument(help="A figure name; `smallpipe reproduce list` lists them.")],
-    out: Annotated[Path, typer.Option(help="Directory for the table (CSV) and the plot (PNG).")] = Path(
-        "results/reproductions"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory for the table (CSV) and the plot (PNG) "
+            "[default: results/reproductions/, with --quick results/reproductions/quick/]."
+        ),
+    ] = None,
     quick: Annotated[bool, typer.Option(help="Shorter runs (as the test suite uses).")] = False,
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
     overrides: Annotated[
@@ -261,13 +303,21 @@ def reproduce(
         error_console.print(f"[bold red]unknown figure[/] {figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
         raise typer.Exit(EXIT_CONFIG_ERROR)
     changes = dict(parse_override(assignment) for assignment in overrides or [])
+    if out is None:  # a quick run never overwrites the full reproduction's files
+        out = Path("results/reproductions") / ("quick" if quick else "")
     out.mkdir(parents=True, exist_ok=True)
+    label = f"reproducing {figure}{' (quick)' if quick else ''}"
     try:
-        with overriding(changes), console.status(f"reproducing {figure}{' (quick)' if quick else ''}…"):
+        with overriding(changes), SimulationProgress(
+            error_console, label, show_after_s=0.0, count_runs=True
+        ) as progress, reporting_progress(progress.start):
             table = REPRODUCTIONS[figure].reproduce(out, quick=quick, seed=seed)
     except ConfigError as error:
         error_console.print(f"[bold red]invalid override[/] for {figure}: {error}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except KeyboardInterrupt:
+        error_console.print(f"interrupted: {figure} wrote no table", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     shown = Table(title=figure)
     for column in table.columns:
         shown.add_column(column, justify="right", overflow="fold")
@@ -353,7 +403,16 @@ def sweep(
             raise typer.Exit(EXIT_CONFIG_ERROR) from None
         runner = ray_runner(address=address, workers=workers)
     db_path = db if db is not None else Path("results") / f"{grid_path.stem}.duckdb"
+    cores = os.cpu_count() or 1
+    if workers is not None and workers > cores:
+        error_console.print(
+            f"warning: --workers {workers} is more than the {cores} cores here; "
+            "the extra workers only share the cores (and their memory)",
+            markup=False,
+        )
     counts = {"ok": 0, "error": 0}
+    plain = not error_console.is_terminal  # logs and pipes get a line every few seconds
+    started_s = last_line_s = time.monotonic()
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -365,11 +424,30 @@ def sweep(
     )
     task = progress.add_task(f"sweep {grid_path.name}", total=None, ok=0, error=0)
 
+    def on_start(total: int) -> None:
+        progress.update(task, total=total)
+        if plain:
+            error_console.print(f"sweep {grid_path.name}: {total} points to run", markup=False, highlight=False)
+
     def on_point(record: dict[str, Any]) -> None:
+        nonlocal last_line_s
         counts[record["status"]] += 1
         progress.update(task, advance=1, ok=counts["ok"], error=counts["error"])
         if record["status"] == "error":
             progress.console.print(f"[red]point {record['point_id']} failed:[/] {escape(record['error'])}")
+        now_s = time.monotonic()
+        total = progress.tasks[0].total
+        done = counts["ok"] + counts["error"]
+        if plain and (now_s - last_line_s >= PLAIN_EVERY_S or done == total):
+            last_line_s = now_s
+            left = eta_s(now_s - started_s, done, total or done)
+            error_console.print(
+                f"sweep {grid_path.name}: {done} of {total} points (ok {counts['ok']}, errors {counts['error']}), "
+                f"{now_s - started_s:.0f} s wall, ETA {'?' if left is None else f'{left:.0f} s'}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
 
     try:
         with progress:
@@ -379,7 +457,7 @@ def sweep(
                 run_root=parquet_dir,
                 workers=workers,
                 retry_errors=retry_errors,
-                on_start=lambda n: progress.update(task, total=n),
+                on_start=on_start,
                 on_point=on_point,
                 runner=runner,
             )

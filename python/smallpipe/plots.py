@@ -14,12 +14,16 @@ import polars as pl
 
 from smallpipe import metrics
 from smallpipe.result import Result
+from smallpipe.summary import SIZED_APPS, discipline
 
 __all__ = ["plot_fairness_vs_fair_share", "plot_run"]
 
 
-def plot_run(result: Result, path: str | PathLike[str]) -> Path:
-    """Two panels: per-slice Jain index over time, and the CDF of per-flow goodput.
+def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") -> Path:
+    """Per-slice Jain index over time and the CDF of per-flow goodput, and for
+    interactive flows the CDF of response times, for sized transfers their completion
+    time against size and the CDF of each user's longest hang. Titled with ``name`` (the
+    scenario) and the discipline.
 
     Writes a PNG to ``path`` and returns it.
     """
@@ -29,7 +33,26 @@ def plot_run(result: Result, path: str | PathLike[str]) -> Path:
         metrics.goodput_bps(result.flows, result.meta["duration_ns"]).get_column("goodput_bps").drop_nulls()
     )
 
-    figure, (fairness_axes, goodput_axes) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    response_s = result.bursts.get_column("response_ns").drop_nulls().to_numpy() / 1e9
+    sized = result.flows.filter(
+        pl.col("app").is_in(SIZED_APPS), pl.col("size_bytes").is_not_null(), pl.col("end_ns").is_not_null()
+    )
+    hangs_s = result.units.filter(pl.col("app").is_in(SIZED_APPS)).get_column("longest_hang_ns").to_numpy() / 1e9
+    extra = [panel for panel, data in (("response", response_s.size), ("fct", sized.height), ("hang", hangs_s.size)) if data]
+    figure, axes = plt.subplots(1, 2 + len(extra), figsize=(5 * (2 + len(extra)), 4), layout="constrained")
+    fairness_axes, goodput_axes = axes[0], axes[1]
+    figure.suptitle(f"{name} · {discipline(result.scenario)}")
+    for panel, panel_axes in zip(extra, axes[2:], strict=True):
+        if panel == "response":
+            panel_axes.ecdf(response_s)
+            panel_axes.set(xlabel="response time (s)", ylabel="fraction of bursts", title="Interactive response")
+        elif panel == "hang":
+            panel_axes.ecdf(hangs_s)
+            panel_axes.set(xlabel="longest hang (s)", ylabel="fraction of users", title="User-perceived hangs")
+        else:
+            fct_s = (sized.get_column("end_ns") - sized.get_column("start_ns")).to_numpy() / 1e9
+            panel_axes.scatter(sized.get_column("size_bytes").to_numpy(), fct_s, s=6)
+            panel_axes.set(xscale="log", yscale="log", xlabel="size (bytes)", ylabel="FCT (s)", title="Completion time")
     starts_s = per_slice.get_column("start_ns").to_numpy() / 1e9
     run_end_s = result.meta["duration_ns"] / 1e9
     fairness_axes.stairs(per_slice.get_column("jain").to_numpy(), [*starts_s, run_end_s], baseline=None)

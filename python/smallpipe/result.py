@@ -8,7 +8,7 @@ The schemas are explicit so that an empty table still has the right column types
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -32,8 +32,10 @@ __all__ = [
     "SLICES_SCHEMA",
     "TRACE_SCHEMA",
     "UNITS_SCHEMA",
+    "Interrupted",
     "Result",
     "overriding",
+    "reporting_progress",
     "simulate",
 ]
 
@@ -166,7 +168,9 @@ class Result:
     """The output of one run: nine tables, run metadata and the scenario that made it.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-    (link transmissions on all links), ``wall_seconds`` and ``skipped_log_lines``.
+    (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines`` and
+    ``partial``: true when Ctrl-C stopped the run, whose tables then cover only its first
+    ``stopped_at_ns`` (also its ``duration_ns``; the scenario keeps the planned duration).
     """
 
     flows: pl.DataFrame
@@ -258,6 +262,38 @@ def with_active_overrides(scenario: Scenario) -> Scenario:
     return scenario.with_overrides(overrides) if overrides else scenario
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`simulate`; ``result`` holds the tables computed until then
+    (``result.meta["partial"]`` is true)."""
+
+    def __init__(self, result: Result) -> None:
+        super().__init__(f"interrupted at {result.meta['stopped_at_ns'] / 1e9:g} s of simulated time")
+        self.result = result
+
+    def __reduce__(self) -> tuple[type[Interrupted], tuple[Result]]:
+        # A sweep worker sends it back to the sweep: rebuild it from the result, not the message.
+        return (type(self), (self.result,))
+
+
+ProgressCallback = Callable[[int, int], None]
+"""Called during a run with the simulated time reached and the run's end (ns)."""
+
+_PROGRESS: ContextVar[Callable[[Scenario], ProgressCallback] | None] = ContextVar("smallpipe_progress", default=None)
+
+
+@contextmanager
+def reporting_progress(start: Callable[[Scenario], ProgressCallback]) -> Iterator[None]:
+    """Within the block, every :func:`simulate` calls ``start(scenario)`` as it begins
+    and the callback it returns every chunk of events (a few tens of milliseconds) with
+    the simulated time reached and the end, in nanoseconds. The CLI draws its progress
+    bars with this, also for the many runs of a reproduction."""
+    token = _PROGRESS.set(start)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Result:
     """Run a scenario in the simulator.
 
@@ -268,10 +304,16 @@ def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Resul
     Raises:
         ConfigError: the scenario is invalid.
         SimulationError: the run failed.
+        Interrupted: Ctrl-C (SIGINT) stopped the run; it carries the partial result.
     """
     if isinstance(scenario, dict):
         scenario = Scenario.from_dict(scenario)
     elif not isinstance(scenario, Scenario):
         scenario = Scenario.from_toml(scenario)
     scenario = with_active_overrides(scenario)
-    return Result.from_native(_smallpipe.simulate(scenario.to_json()), scenario)
+    start = _PROGRESS.get()
+    native = _smallpipe.simulate(scenario.to_json(), progress=start(scenario) if start else None)
+    result = Result.from_native(native, scenario)
+    if result.meta["partial"]:
+        raise Interrupted(result)
+    return result

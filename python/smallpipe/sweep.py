@@ -20,6 +20,7 @@ reordered or extended grid, recognises the points already done. See ``docs/sweep
 from __future__ import annotations
 
 import copy
+import ctypes
 import datetime as dt
 import hashlib
 import itertools
@@ -28,6 +29,8 @@ import math
 import multiprocessing
 import os
 import shutil
+import signal
+import sys
 import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -421,7 +424,12 @@ def _run_in_pool(
     context = multiprocessing.get_context("spawn")
     barren_breaks = 0
     while pending:
-        executor = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context)
+        executor = ProcessPoolExecutor(
+            max_workers=min(workers, len(pending)),
+            mp_context=context,
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        )
         in_flight: dict[Future[dict[str, Any]], Point] = {}
         broken: BrokenProcessPool | None = None
         finished_here = 0
@@ -467,6 +475,24 @@ def _run_in_pool(
             raise
         executor.shutdown(wait=broken is None, cancel_futures=True)
         barren_breaks = barren_breaks + 1 if broken is not None and finished_here == 0 else 0
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal this process gets when its parent dies (linux/prctl.h)."""
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: the kernel sends this worker SIGKILL when the process that
+    started it dies, even when that one is killed with SIGKILL and cleans up nothing, so
+    no worker keeps running a point nobody will record. Linux only (prctl); elsewhere a
+    no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def default_run_root(db: str | PathLike[str]) -> Path:

@@ -9,6 +9,8 @@ use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
 use smallpipe_sim::{Results, Scenario};
 
+mod run;
+
 create_exception!(_smallpipe, SimulationError, PyRuntimeError);
 
 create_exception!(_smallpipe, ConfigError, PyValueError, "A bad scenario: `field`, `value` and `allowed` say what and why.");
@@ -31,24 +33,17 @@ fn validate_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
 }
 
 /// Runs a scenario given as JSON; returns columns of flows, slices, links, bursts and meta.
+/// See `run::simulate_in_chunks` for `progress`, `chunk_events` and interruption.
 #[pyfunction]
-fn simulate<'py>(py: Python<'py>, config_json: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (config_json, progress=None, chunk_events=run::CHUNK_EVENTS))]
+fn simulate<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    progress: Option<Bound<'py, PyAny>>,
+    chunk_events: u64,
+) -> PyResult<Bound<'py, PyDict>> {
     let scenario = Scenario::from_json(config_json).map_err(|e| config_error(py, e))?;
-    // A panic is a broken invariant of the simulator (accounting, event order): report it
-    // as SimulationError with its message rather than as pyo3's PanicException.
-    let run = py.allow_threads(|| std::panic::catch_unwind(|| smallpipe_sim::simulate(&scenario)));
-    let results = match run {
-        Ok(result) => result.map_err(|e| config_error(py, e))?,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("unknown panic");
-            return Err(SimulationError::new_err(format!("the simulator failed: {message}")));
-        }
-    };
-    results_to_dict(py, &results)
+    run::simulate_in_chunks(py, &scenario, progress.as_ref(), chunk_events)
 }
 
 fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyDict>> {

@@ -119,6 +119,10 @@ pub struct Simulator {
     edge_seen: FxHashMap<FlowKey, u32>,
     queue_states: Vec<QueueStateRow>,
     trace: Option<Trace>,
+    /// Slices whose end has been passed and sampled (see `advance`).
+    sampled_slices: u32,
+    /// When `advance` was first called: the run's wall time excludes building it.
+    wall_start: Option<std::time::Instant>,
 }
 
 fn ms(v: f64) -> Duration {
@@ -166,6 +170,8 @@ impl Simulator {
             edge_seen: FxHashMap::default(),
             queue_states: Vec::new(),
             trace: sc.trace_conn.map(|conn| Trace { conn, iss: None, rows: Vec::new() }),
+            sampled_slices: 0,
+            wall_start: None,
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -322,26 +328,59 @@ impl Simulator {
 
     /// Runs to the end of the scenario and collects the results.
     pub fn run(mut self) -> Results {
-        let wall = std::time::Instant::now();
-        let mut slice = 0;
-        while let Some(t) = self.events.peek_time() {
-            if t >= self.end {
-                break;
-            }
-            while slice < self.n_slices && t >= self.slice_end(slice) {
-                self.sample_queue_states(slice);
-                slice += 1;
+        while !self.advance(u64::MAX) {}
+        self.finish()
+    }
+
+    /// Processes at most `max_events` more events (in the same order as one uninterrupted
+    /// run: pausing keeps all state); returns whether the scenario's end was reached. A
+    /// caller that runs in chunks can check for signals and report progress in between.
+    pub fn advance(&mut self, max_events: u64) -> bool {
+        self.wall_start.get_or_insert_with(std::time::Instant::now);
+        for _ in 0..max_events {
+            let Some(t) = self.events.peek_time().filter(|&t| t < self.end) else {
+                return true;
+            };
+            while self.sampled_slices < self.n_slices && t >= self.slice_end(self.sampled_slices) {
+                self.sample_queue_states(self.sampled_slices);
+                self.sampled_slices += 1;
             }
             let (t, ev) = self.events.pop().expect("peeked");
             debug_assert!(t >= self.now, "causality");
             self.now = t;
             self.handle(ev);
         }
-        for k in slice..self.n_slices {
+        false
+    }
+
+    /// Simulated time reached: the time of the last event processed.
+    pub fn now_ns(&self) -> u64 {
+        self.now.as_nanos()
+    }
+
+    /// The scenario's end.
+    pub fn end_ns(&self) -> u64 {
+        self.end.as_nanos()
+    }
+
+    /// Collects the results after `advance` returned true.
+    pub fn finish(mut self) -> Results {
+        for k in self.sampled_slices..self.n_slices {
             self.sample_queue_states(k);
         }
         self.now = self.end;
-        self.collect(wall.elapsed().as_secs_f64())
+        let wall = self.wall_start.map_or(0.0, |w| w.elapsed().as_secs_f64());
+        self.collect(wall)
+    }
+
+    /// Collects the results of a run stopped before its end: they cover simulated time up
+    /// to `now_ns()` (the duration and the last slice end there), as if the scenario had
+    /// been that long.
+    pub fn finish_early(mut self) -> Results {
+        // At least 1 ns, so that rates over the duration stay defined.
+        self.end = self.now.max(Instant::ZERO + Duration(1));
+        self.n_slices = self.n_slices.min((self.now.as_nanos() / self.slice.as_nanos()) as u32 + 1);
+        self.finish()
     }
 
     fn slice_end(&self, k: u32) -> Instant {
@@ -922,5 +961,69 @@ mod tests {
         let (coarse, coarse_rows) = run(30.0);
         assert_eq!((fine_rows, coarse_rows), (60, 2));
         assert_eq!(fine, coarse);
+    }
+
+    /// A mix of workloads (bulk, web, interactive, sessions) over TAQ with a traced flow:
+    /// every table of the results is non-empty.
+    const MIXED: &str = r#"{"duration_s":40,"slice_s":3,"trace_conn":0,
+        "link":{"rate_bps":400000,"queue":{"kind":"taq","limit_pkts":30}},
+        "tcp":{"delayed_ack":false,"packet_size_bytes":500},
+        "flows":[{"app":"bulk","count":6,"rtt_ms":[100,300],"record_progress":true},
+                 {"app":"web","count":3,"rtt_ms":150,"size_bytes":20000},
+                 {"app":"interactive","count":2,"rtt_ms":120,"burst_bytes":100,"mean_gap_s":1.0},
+                 {"app":"session","count":3,"rtt_ms":200,"size_bytes":30000}]}"#;
+
+    /// The results without the wall time, which no two runs share.
+    fn comparable(mut r: Results) -> String {
+        r.wall_seconds = 0.0;
+        format!("{r:?}")
+    }
+
+    /// Running in chunks (as the Python bindings do, to see Ctrl-C) must not change the
+    /// run: chunks of 1, 7, 13 and 997 events in turn give the results of one `run`.
+    #[test]
+    fn running_in_chunks_of_odd_sizes_gives_the_same_results() {
+        let sc = Scenario::from_json(MIXED).unwrap();
+        let whole = simulate(&sc).unwrap();
+        assert!(!whole.bursts.is_empty() && !whole.queue_states.is_empty() && !whole.trace.is_empty());
+        let mut sim = Simulator::new(&sc).unwrap();
+        let mut chunks = [1, 7, 13, 997].into_iter().cycle();
+        let mut calls = 0;
+        while !sim.advance(chunks.next().unwrap()) {
+            calls += 1;
+        }
+        assert!(calls > 100, "{calls} chunks");
+        assert_eq!(comparable(sim.finish()), comparable(whole));
+    }
+
+    /// A run stopped early covers the time up to where it stopped: its duration is that
+    /// time, and every slice that ended before the stop holds the bytes the full run
+    /// delivered in it (the simulation is causal: later events cannot change them).
+    #[test]
+    fn a_run_stopped_early_is_a_prefix_of_the_full_run() {
+        let sc = Scenario::from_json(MIXED).unwrap();
+        let whole = simulate(&sc).unwrap();
+        let mut sim = Simulator::new(&sc).unwrap();
+        while sim.now_ns() < 17_500_000_000 {
+            assert!(!sim.advance(1));
+        }
+        let stopped_ns = sim.now_ns();
+        let part = sim.finish_early();
+        assert_eq!(part.duration_ns, stopped_ns);
+        let complete_slices = (stopped_ns / part.slice_ns) as u32; // slices 0 to 4 end by 15 s
+        assert_eq!(complete_slices, 5);
+        let bytes = |r: &Results| -> Vec<(u32, u32, u64)> {
+            r.flows
+                .iter()
+                .flat_map(|f| f.slice_bytes.iter().enumerate().map(move |(i, &b)| (f.flow_id, f.first_slice + i as u32, b)))
+                .filter(|&(_, k, _)| k < complete_slices)
+                .collect()
+        };
+        assert!(!bytes(&part).is_empty());
+        assert_eq!(bytes(&part), bytes(&whole));
+        assert!(part.flows.iter().all(|f| f.first_slice + f.slice_bytes.len() as u32 <= complete_slices + 1));
+        assert!(part.flows.len() <= whole.flows.len());
+        let states = |r: &Results| r.queue_states.iter().filter(|q| q.slice < complete_slices).map(|q| format!("{q:?}")).collect::<Vec<_>>();
+        assert_eq!(states(&part), states(&whole));
     }
 }

@@ -1,0 +1,36 @@
+"""Where `smallpipe run` writes: a new directory per run, so that no run overwrites
+another's results without being asked to."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+__all__ = ["OutputExists", "claim_output_directory", "new_run_directory"]
+
+
+class OutputExists(Exception):
+    """The output directory holds files already and overwriting was not asked for."""
+
+
+def new_run_directory(root: Path, stem: str, now: datetime | None = None) -> Path:
+    """Create and return ``root/<stem>-<YYYYmmdd-HHMMSS>``, or ``...-2``, ``-3``, ... when
+    that exists (two runs in one second). ``mkdir`` without ``exist_ok`` claims the name
+    atomically, so concurrent runs never share a directory."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    root.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 10_000):
+        candidate = root / (f"{stem}-{stamp}" if attempt == 1 else f"{stem}-{stamp}-{attempt}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise OutputExists(f"{root}: 9 999 runs of {stem} started at {stamp}; pass --out")
+
+
+def claim_output_directory(out: Path, *, force: bool) -> Path:
+    """``out``, if it is absent or an empty directory, or with ``force``."""
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise OutputExists(f"--out {out} holds files already (an earlier run?); pass --force to write into it")
+    return out

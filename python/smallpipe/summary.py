@@ -1,0 +1,120 @@
+"""What `smallpipe run` reports besides the link: the setup that made the run, and the
+metrics of the scenario's workload (response times for interactive flows, completion
+times and hangs for sized transfers, per-slice fairness for bulk flows)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+
+from smallpipe import metrics
+from smallpipe.result import Result
+from smallpipe.scenario import Scenario
+
+__all__ = ["discipline", "setup_rows", "workload_rows"]
+
+SIZED_APPS = ("transfer", "web", "session", "poisson", "replay")
+"""Apps whose connections carry a known number of bytes: they have a completion time."""
+
+
+def _or_na(value: float | None, spec: str) -> str:
+    """``format(value, spec)``, or ``n/a`` for a missing value (e.g. no slice carried data)."""
+    return "n/a" if value is None or math.isnan(value) else format(value, spec)
+
+
+def _seconds(values_s: pl.Series, quantiles: tuple[float, ...] = (0.5, 0.9, 0.99)) -> str:
+    """``p50 0.12 s · p90 ...`` of a series in seconds."""
+    return " · ".join(f"p{round(q * 100)} {_or_na(values_s.quantile(q, 'linear'), '.3g')} s" for q in quantiles)
+
+
+def _queue_settings(queue: dict[str, Any]) -> str:
+    """``kind`` (if any) and the settings that are set (not null), nested queues in
+    parentheses: ``droptail, limit_pkts 50``, ``class_isolation, short (weight 1, queue
+    (droptail, limit_pkts 50)), ...``."""
+    settings = [
+        f"{key} ({_queue_settings(value)})" if isinstance(value, dict) else f"{key} {value}"
+        for key, value in queue.items()
+        if key != "kind" and value not in (None, [], {})
+    ]
+    return ", ".join([str(queue["kind"]), *settings] if "kind" in queue else settings)
+
+
+def discipline(scenario: Scenario) -> str:
+    """The bottleneck's queue discipline (its ``kind``)."""
+    return str(scenario["link"]["queue"]["kind"])
+
+
+def setup_rows(scenario: Scenario) -> list[tuple[str, str]]:
+    """The settings a reader needs to interpret the numbers: discipline, rate, delay,
+    buffer and TCP."""
+    link, tcp = scenario["link"], scenario["tcp"]
+    return [
+        ("discipline", _queue_settings(link["queue"])),
+        ("bottleneck", f"{link['rate_bps'] / 1e6:g} Mbit/s, {link['delay_ms']:g} ms one-way, loss {link['loss']:g}"),
+        (
+            "TCP",
+            (
+                f"{tcp['congestion']}/{tcp['recovery']}, {tcp['packet_size_bytes']} B packets, "
+                f"IW {tcp['initial_window_pkts']}, min RTO {tcp['min_rto_ms']:g} ms"
+                f"{', delayed ACKs' if tcp['delayed_ack'] else ''}"
+            ),
+        ),
+    ]
+
+
+def workload_rows(result: Result) -> list[tuple[str, str]]:
+    """Headline metrics of each kind of app in the run."""
+    apps = set(result.flows.get_column("app").unique().to_list())
+    rows: list[tuple[str, str]] = []
+    if "interactive" in apps:
+        response_s = result.bursts.get_column("response_ns").drop_nulls() / 1e9
+        unanswered = result.bursts.get_column("response_ns").null_count()
+        rows += [
+            ("interactive bursts", f"{result.bursts.height} ({unanswered} unanswered)"),
+            ("response time", _seconds(response_s)),
+            ("mean response time", f"{_or_na(response_s.mean(), '.3g')} s"),  # type: ignore[arg-type]
+        ]
+    sized = result.flows.filter(pl.col("app").is_in(SIZED_APPS), pl.col("size_bytes").is_not_null())
+    if sized.height:
+        finished = sized.filter(pl.col("end_ns").is_not_null())
+        fct_s = (finished.get_column("end_ns") - finished.get_column("start_ns")) / 1e9
+        rows += [
+            ("sized transfers finished", f"{finished.height} of {sized.height}"),
+            ("completion time (FCT)", _seconds(fct_s)),
+        ]
+        for bucket in metrics.fct_summary(sized).iter_rows(named=True):
+            hi = bucket["size_hi_bytes"]
+            size = f"{bucket['size_lo_bytes']:,}–{hi - 1:,} B" if hi is not None else f"≥ {bucket['size_lo_bytes']:,} B"
+            rows.append(
+                (
+                    f"  FCT of {size}",
+                    (
+                        f"median {_or_na(bucket['fct_median_s'], '.3g')} s, p90 {_or_na(bucket['fct_p90_s'], '.3g')} s "
+                        f"({bucket['flows']} flows, {bucket['unfinished']} unfinished)"
+                    ),
+                )
+            )
+        units = result.units.filter(pl.col("app").is_in(SIZED_APPS))
+        if units.height:
+            rows.append(("longest hang per user", _seconds(units.get_column("longest_hang_ns") / 1e9)))
+    if "bulk" in apps:
+        bulk_ids = result.flows.filter(pl.col("app") == "bulk").select("flow_id")
+        bulk = result.flows.join(bulk_ids, on="flow_id")
+        per_slice = metrics.jain_per_slice(result.slices.join(bulk_ids, on="flow_id"), flows=bulk)
+        zero_byte_share = per_slice.select(
+            (pl.col("zero_share") * pl.col("n_flows")).sum() / pl.col("n_flows").sum()
+        ).item()
+        rows += [
+            (
+                "long-term Jain index (bulk)",
+                f"{metrics.long_term_jain(bulk, duration_ns=result.meta['duration_ns']):.3f}",
+            ),
+            (
+                f"mean per-slice Jain ({result.meta['slice_ns'] / 1e9:g} s slices, bulk)",
+                _or_na(per_slice.select(pl.col("jain").mean()).item(), ".3f"),
+            ),
+            ("zero-byte flow-slices (bulk)", _or_na(zero_byte_share, ".1%")),
+        ]
+    return rows
