@@ -1,5 +1,6 @@
 """Closed-form and Markov models of TCP from the papers.
 
+- :mod:`~smallpipe.models.fct_bounds`: the thesis's slow-start bound and processor-sharing ideal for FCT;
 - :mod:`~smallpipe.models.padhye`: bulk TCP throughput with timeouts (Padhye et al. 1998);
 - :mod:`~smallpipe.models.interactive`: response time of interactive flows;
 - :mod:`~smallpipe.models.taq_markov`: the TAQ paper's small-packet-regime Markov chain;
@@ -9,6 +10,6 @@
   and the size-aware drop curves (Tokuda et al. 2002).
 """
 
-from smallpipe.models import interactive, matta_guo, padhye, size_aware, taq_full, taq_markov
+from smallpipe.models import fct_bounds, interactive, matta_guo, padhye, size_aware, taq_full, taq_markov
 
-__all__ = ["interactive", "matta_guo", "padhye", "size_aware", "taq_full", "taq_markov"]
+__all__ = ["fct_bounds", "interactive", "matta_guo", "padhye", "size_aware", "taq_full", "taq_markov"]
