@@ -2,7 +2,6 @@
 simulator's own TCP on an empty path."""
 
 import pytest
-
 from smallpipe import simulate
 from smallpipe.models import fct_bounds
 

@@ -3,7 +3,6 @@ eigenvalues of their state matrices computed with numpy."""
 
 import numpy as np
 import pytest
-
 from smallpipe.models import matta_guo
 
 B, C = 20.0, 10.0

@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 import polars as pl
 import pytest
-
 from smallpipe import simulate
 from smallpipe.experiments import taq_fig6
 from smallpipe.presets import taq_dumbbell

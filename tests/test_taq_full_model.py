@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from smallpipe.models import taq_full
 
 

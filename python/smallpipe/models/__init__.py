@@ -10,6 +10,14 @@
   and the size-aware drop curves (Tokuda et al. 2002).
 """
 
-from smallpipe.models import fct_bounds, interactive, matta_guo, padhye, size_aware, taq_full, taq_markov
+from smallpipe.models import (
+    fct_bounds,
+    interactive,
+    matta_guo,
+    padhye,
+    size_aware,
+    taq_full,
+    taq_markov,
+)
 
 __all__ = ["fct_bounds", "interactive", "matta_guo", "padhye", "size_aware", "taq_full", "taq_markov"]

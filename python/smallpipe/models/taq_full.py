@@ -43,10 +43,10 @@ __all__ = [
     "TaqFullChain",
     "TaqFullStationary",
     "build_chain",
+    "loss_at_timeout_probability",
     "stationary_distribution",
     "timeout_probability_curve",
     "tipping_point",
-    "loss_at_timeout_probability",
 ]
 
 
@@ -160,7 +160,7 @@ class TaqFullStationary:
         """Probability that a flow is in a timeout (idle, or retransmitting after a
         timer expiry) in an epoch: the partial model's ``S1``, ``b0`` and ``b*``."""
         return sum(
-            self.probabilities[s] for s in self.chain.states if s.startswith("b") or s.startswith("S1^")
+            self.probabilities[s] for s in self.chain.states if s.startswith(("b", "S1^"))
         )
 
 
