@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from smallpipe.models.taq_markov import stationary_vector
+
 __all__ = [
     "TaqFullChain",
     "TaqFullStationary",
@@ -171,13 +173,7 @@ def stationary_distribution(p: float, w_max: int = 6, max_backoff_stage: int = 3
     ``p = 0``; the stage-``K`` cycle at ``p = 1``), so the solution is unique.
     """
     chain = build_chain(p, w_max, max_backoff_stage)
-    size = len(chain.states)
-    # Balance equations (Pᵀ − I)·π = 0, one of them (redundant) replaced by Σπ = 1.
-    system = chain.matrix.T - np.eye(size)
-    system[-1, :] = 1.0
-    rhs = np.zeros(size)
-    rhs[-1] = 1.0
-    pi = np.linalg.solve(system, rhs)
+    pi = stationary_vector(chain.matrix)
     return TaqFullStationary(chain, dict(zip(chain.states, (float(x) for x in pi), strict=True)))
 
 
