@@ -15,10 +15,10 @@ pub struct SenderEpochRow {
     pub slice: u32,
     /// Segments (data, SYN or FIN; first sends and resends) emitted during the slice.
     pub segments_sent: u64,
-    /// cwnd at the slice's end in whole segments (rounded down; at least 1 once sending).
+    /// cwnd at the slice's end in whole segments (rounded down).
     pub cwnd_segments: u64,
-    /// Times the retransmission timer has doubled since the last valid RTT sample
-    /// (RFC 6298 5.5/5.7): the idealized model's backoff stage.
+    /// Times the retransmission timer has doubled (RFC 6298 5.5) since the last valid RTT
+    /// sample collapsed it: the idealized model's backoff stage.
     pub rto_backoff: u32,
     /// In a retransmission-timeout episode: from the expiry until new data is acknowledged.
     pub in_timeout: bool,
