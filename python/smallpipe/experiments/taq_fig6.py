@@ -8,9 +8,8 @@ well with our model, especially for p > 0.05". It gives the figure, not its numb
 
 We run the Figure 2 dumbbell (:func:`smallpipe.presets.taq_dumbbell`: bulk flows,
 500-byte packets, one 200 ms RTT of DropTail buffer) with propagation RTTs drawn from
-100-300 ms, SACK and
-``record_sender_epochs``, at 0.25, 0.5 and 1 Mbit/s with as many flows as the fair
-shares below give, so the loss rate spans the paper's range. An epoch is 400 ms, the
+100-300 ms, SACK and ``record_sender_epochs``, at 0.25, 0.5 and 1 Mbit/s with as many
+flows as the fair shares below give, so the loss rate spans the paper's range. An epoch is 400 ms, the
 loaded RTT of this set-up (Section 2.3: "about 3 packets per RTT at a 400 ms loaded
 RTT"). Per run, over the flow-epochs after a 20 s warm-up, from each sender's own state:
 
@@ -46,7 +45,8 @@ from smallpipe.models import taq_full
 from smallpipe.presets import taq_dumbbell
 from smallpipe.result import Result, simulate
 
-__all__ = ["EPOCH_S", "FAIR_SHARES_BPS", "RATES_BPS", "epoch_classes", "plot", "reproduce", "run", "taq_agreement"]
+__all__ = ["EPOCH_S", "FAIR_SHARES_BPS", "RATES_BPS", "RTT_MS", "epoch_classes", "occupancy_row", "plot", "reproduce",
+           "run", "taq_agreement"]
 
 RATES_BPS: tuple[int, ...] = (250_000, 500_000, 1_000_000)
 FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 40_000)
