@@ -101,6 +101,9 @@ def simulate(
           ``sent``, ``seq`` (relative to the ISS), ``payload_len``, ``flags``,
           ``cwnd_bytes``, ``ssthresh_bytes``; one row per packet emitted, or one with
           ``sent`` False when an event only changed cwnd or ssthresh.
+        - sender_epochs (with the scenario's ``record_sender_epochs``; empty without
+          it): ``flow_id``, ``slice``, ``segments_sent``, ``cwnd_segments``,
+          ``rto_backoff``, ``in_timeout``, ``taq_state`` (a TAQ state name or None).
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
           (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
           ``partial`` (and ``stopped_at_ns`` when true).

@@ -150,6 +150,18 @@ row per packet it emitted (``sent``; ``seq`` relative to its ISS, so the SYN is 
 first data byte 1; ``flags`` the TCP flag bits) or one row with ``sent`` false when the event
 only changed ``cwnd_bytes`` or ``ssthresh_bytes``. Empty without ``trace_conn``."""
 
+SENDER_EPOCHS_SCHEMA = pl.Schema(
+    {"flow_id": pl.Int64, "slice": pl.Int64, "segments_sent": pl.Int64, "cwnd_segments": pl.Int64,
+     "rto_backoff": pl.Int64, "in_timeout": pl.Boolean, "taq_state": pl.String}
+)
+"""With the scenario's ``record_sender_epochs``: every open connection's data sender at the
+end of each slice, from its own view: ``segments_sent`` in the slice, ``cwnd_segments``
+(cwnd in whole MSS), ``rto_backoff`` (doublings of the retransmission timer since the
+last RTT sample) and ``in_timeout`` (from a timer expiry until new data is acknowledged);
+``taq_state`` is the state TAQ inferred for the flow from the wire (its flow model's
+state names, see ``queue_states``) when the bottleneck is TAQ, else null. A connection
+appears while open and in the slice it closed in. Empty without ``record_sender_epochs``."""
+
 _TABLES = {
     "flows": FLOWS_SCHEMA,
     "slices": SLICES_SCHEMA,
@@ -160,12 +172,13 @@ _TABLES = {
     "queue_delays": QUEUE_DELAYS_SCHEMA,
     "queue_states": QUEUE_STATES_SCHEMA,
     "trace": TRACE_SCHEMA,
+    "sender_epochs": SENDER_EPOCHS_SCHEMA,
 }
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: nine tables, run metadata and the scenario that made it.
+    """The output of one run: ten tables, run metadata and the scenario that made it.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines`` and
@@ -182,6 +195,7 @@ class Result:
     queue_delays: pl.DataFrame
     queue_states: pl.DataFrame
     trace: pl.DataFrame
+    sender_epochs: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
 
@@ -210,7 +224,7 @@ class Result:
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
         ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
-        ``trace.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
+        ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
         scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
         """
         directory = Path(directory)

@@ -178,6 +178,18 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     trace.set_item("ssthresh_bytes", t.iter().map(|x| x.ssthresh_bytes).collect::<Vec<_>>())?;
     out.set_item("trace", trace)?;
 
+    let epochs = PyDict::new(py);
+    let e = &r.sender_epochs;
+    epochs.set_item("flow_id", e.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    epochs.set_item("slice", e.iter().map(|x| x.slice).collect::<Vec<_>>())?;
+    epochs.set_item("segments_sent", e.iter().map(|x| x.segments_sent).collect::<Vec<_>>())?;
+    epochs.set_item("cwnd_segments", e.iter().map(|x| x.cwnd_segments).collect::<Vec<_>>())?;
+    epochs.set_item("rto_backoff", e.iter().map(|x| x.rto_backoff).collect::<Vec<_>>())?;
+    epochs.set_item("in_timeout", e.iter().map(|x| x.in_timeout).collect::<Vec<_>>())?;
+    let taq_state = |x: &smallpipe_sim::epochs::SenderEpochRow| x.taq_state.map(|s| TaqState::ALL[s as usize].name());
+    epochs.set_item("taq_state", e.iter().map(taq_state).collect::<Vec<_>>())?;
+    out.set_item("sender_epochs", epochs)?;
+
     let meta = PyDict::new(py);
     meta.set_item("seed", r.seed)?;
     meta.set_item("duration_ns", r.duration_ns)?;

@@ -33,6 +33,11 @@ pub struct Scenario {
     /// and every change of its cwnd or ssthresh (`Results::trace`), for validation scripts.
     #[serde(default)]
     pub trace_conn: Option<u32>,
+    /// Record every open connection's sender state (cwnd, RTO backoff, in a timeout) and,
+    /// with a TAQ bottleneck, TAQ's inferred state of it, at each slice's end
+    /// (`Results::sender_epochs`).
+    #[serde(default)]
+    pub record_sender_epochs: bool,
 }
 
 /// The edge's DSCP marking rule, applied to every packet a data sender emits (SYN, data,

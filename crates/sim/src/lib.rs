@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod epochs;
 pub mod workload;
 pub mod event;
 pub mod link;

@@ -178,6 +178,8 @@ pub struct Results {
     pub queue_states: Vec<QueueStateRow>,
     /// The `trace_conn` sender's packets and window changes, in event order.
     pub trace: Vec<TraceRow>,
+    /// With `record_sender_epochs`: every open connection's sender at each slice's end.
+    pub sender_epochs: Vec<crate::epochs::SenderEpochRow>,
     /// Malformed lines of replayed logs skipped (with `skip_malformed`).
     pub skipped_log_lines: u64,
 }

@@ -8,6 +8,7 @@
 //! process. Connections are opened by the data sender (the server pushes the object the
 //! client implicitly asked for) and recorded one row each.
 
+use crate::epochs::EpochRecorder;
 use crate::config::{AppKind, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, GapFrom, ReplayMode, Routing, Scenario,
     Spread, TopologyConfig};
 use crate::event::{Event, EventQueue};
@@ -123,6 +124,7 @@ pub struct Simulator {
     sampled_slices: u32,
     /// When `advance` was first called: the run's wall time excludes building it.
     wall_start: Option<std::time::Instant>,
+    epochs: Option<EpochRecorder>,
 }
 
 fn ms(v: f64) -> Duration {
@@ -172,6 +174,7 @@ impl Simulator {
             trace: sc.trace_conn.map(|conn| Trace { conn, iss: None, rows: Vec::new() }),
             sampled_slices: 0,
             wall_start: None,
+            epochs: sc.record_sender_epochs.then(EpochRecorder::default),
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -387,9 +390,18 @@ impl Simulator {
         (Instant::ZERO + Duration(self.slice.as_nanos() * (k as u64 + 1))).min(self.end)
     }
 
-    /// TAQ queues: flows by state and packets by queue at the end of slice `k`.
+    /// At the end of slice `k`: TAQ queues' flows by state and packets by queue, and the
+    /// senders' own states with `record_sender_epochs`.
     fn sample_queue_states(&mut self, k: u32) {
         let at = self.slice_end(k);
+        if let Some(rec) = self.epochs.as_mut() {
+            let taq = match self.links[0].queue.inner() {
+                AnyQdisc::Taq(taq) => Some(taq),
+                _ => None,
+            };
+            let senders = self.conns.iter().enumerate().map(|(c, conn)| (c as u32, &self.endpoints[2 * c], !conn.done));
+            rec.record(k, at, senders, self.params.mss, taq);
+        }
         for l in &self.links {
             if let AnyQdisc::Taq(taq) = l.queue.inner() {
                 let s = taq.taq_snapshot(at);
@@ -818,6 +830,7 @@ impl Simulator {
             progress,
             queue_states: std::mem::take(&mut self.queue_states),
             trace: self.trace.take().map_or_else(Vec::new, |t| t.rows),
+            sender_epochs: self.epochs.take().map_or_else(Vec::new, |r| r.rows),
             skipped_log_lines: self.skipped_log_lines,
         }
     }

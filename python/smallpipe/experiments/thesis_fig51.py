@@ -31,10 +31,11 @@ import polars as pl
 
 from smallpipe import metrics
 from smallpipe.experiments.provenance import write_csv
+from smallpipe.models import fct_bounds
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["PROTOCOLS", "SIZES_PKTS", "reproduce", "run", "scenario", "summary"]
+__all__ = ["PROTOCOLS", "SIZES_PKTS", "draw_reference_lines", "reproduce", "run", "scenario", "summary"]
 
 SIZES_PKTS = (1, 2, 4, 8, 12, 16, 32, 64, 133, 256, 500)
 BUFFER_PKTS = 50
@@ -130,6 +131,21 @@ def summary(fcts: pl.DataFrame, *, latency_ms: float = 10.0) -> pl.DataFrame:
     return pl.concat(frames).sort("protocol", "packets")
 
 
+BACKGROUND_FLOWS = 4
+
+
+def draw_reference_lines(ax: Any, sizes_pkts: Sequence[int], *, rate_bps: float, rtt_s: float) -> None:
+    """The thesis's reference lines (:mod:`smallpipe.models.fct_bounds`): slow start's lower
+    bound at IW 2 and IW 10, and processor sharing beside the 4 background flows."""
+    sizes = sorted(sizes_pkts)
+    for iw_pkts, style in ((2, ":"), (10, "-.")):
+        ax.plot(sizes, [fct_bounds.slow_start_fct_s(k, rtt_s, rate_bps, PACKET_SIZE_BYTES, iw_pkts) for k in sizes],
+                linestyle=style, color="grey", label=f"slow start bound, IW {iw_pkts}")
+    ps = [fct_bounds.processor_sharing_fct_s(k, rtt_s, rate_bps, PACKET_SIZE_BYTES, background_flows=BACKGROUND_FLOWS)
+          for k in sizes]
+    ax.plot(sizes, ps, linestyle="--", color="black", label=f"processor sharing, 1 of {BACKGROUND_FLOWS + 1}")
+
+
 def plot(fcts: pl.DataFrame, table: pl.DataFrame, path: Path, *, title: str) -> None:
     """Median and p99 FCT against size per protocol, and FCT CDFs at 12 and 133 packets."""
     import matplotlib
@@ -145,9 +161,8 @@ def plot(fcts: pl.DataFrame, table: pl.DataFrame, path: Path, *, title: str) -> 
             values = np.sort(fcts.filter(pl.col("protocol") == protocol, pl.col("packets") == k)["fct_s"].to_numpy())
             cdf.plot(values, np.arange(1, values.size + 1) / values.size, linestyle=style,
                      color=line.get_color(), label=f"{protocol}, {k} pkts")
-    bound = table.filter(pl.col("protocol") == "tcp")
     for ax, name in ((median, "median"), (p99, "99th percentile")):
-        ax.plot(bound["packets"], bound["slow_start_bound_s"], linestyle=":", color="grey", label="slow start, IW 2")
+        draw_reference_lines(ax, SIZES_PKTS, rate_bps=10_000_000, rtt_s=rtt_ms(10.0) / 1000)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("flow size (packets of 1 KB)")

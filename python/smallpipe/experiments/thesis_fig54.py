@@ -28,6 +28,7 @@ from smallpipe.experiments.thesis_fig51 import (
     PACKET_SIZE_BYTES,
     PROTOCOLS,
     SIZES_PKTS,
+    draw_reference_lines,
     rtt_ms,
 )
 from smallpipe.experiments.thesis_fig51 import (
@@ -80,8 +81,7 @@ def plot(table: pl.DataFrame, path: Path) -> None:
             for protocol in PROTOCOLS:
                 group = part.filter(pl.col("protocol") == protocol)
                 ax.plot(group["packets"], group[column], marker="o", markersize=3, label=protocol)
-            bound = part.filter(pl.col("protocol") == "tcp")
-            ax.plot(bound["packets"], bound["slow_start_bound_s"], linestyle=":", color="grey", label="slow start, IW 2")
+            draw_reference_lines(ax, SIZES_PKTS, rate_bps=rate_bps, rtt_s=path_rtt_ms / 1000)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_title(f"{rate_bps / 1e6:g} Mbit/s, RTT {path_rtt_ms:g} ms: {name}", fontsize=9)

@@ -1,12 +1,23 @@
 """Closed-form and Markov models of TCP from the papers.
 
+- :mod:`~smallpipe.models.fct_bounds`: the thesis's slow-start bound and processor-sharing ideal for FCT;
 - :mod:`~smallpipe.models.padhye`: bulk TCP throughput with timeouts (Padhye et al. 1998);
 - :mod:`~smallpipe.models.interactive`: response time of interactive flows;
 - :mod:`~smallpipe.models.taq_markov`: the TAQ paper's small-packet-regime Markov chain;
+- :mod:`~smallpipe.models.taq_full`: its full model with exponential-backoff stages;
+- :mod:`~smallpipe.models.matta_guo`: aggregate against individual PID control (Matta & Guo);
 - :mod:`~smallpipe.models.size_aware`: TCP throughput with per-packet loss probabilities
   and the size-aware drop curves (Tokuda et al. 2002).
 """
 
-from smallpipe.models import interactive, padhye, size_aware, taq_markov
+from smallpipe.models import (
+    fct_bounds,
+    interactive,
+    matta_guo,
+    padhye,
+    size_aware,
+    taq_full,
+    taq_markov,
+)
 
-__all__ = ["interactive", "padhye", "size_aware", "taq_markov"]
+__all__ = ["fct_bounds", "interactive", "matta_guo", "padhye", "size_aware", "taq_full", "taq_markov"]

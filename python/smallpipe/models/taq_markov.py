@@ -40,6 +40,7 @@ __all__ = [
     "W_MAX",
     "TaqStationary",
     "stationary_distribution",
+    "stationary_vector",
     "transition_matrix",
 ]
 
@@ -97,18 +98,22 @@ class TaqStationary:
         return sum(self.probabilities[state] for state in TIMEOUT_STATES)
 
 
+def stationary_vector(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``π`` with ``π = π·P`` and ``Σπ = 1`` for a chain with a single recurrent class."""
+    size = matrix.shape[0]
+    # Balance equations (Pᵀ − I)·π = 0, with one of them (redundant) replaced by Σπ = 1.
+    system = matrix.T - np.eye(size)
+    system[-1, :] = 1.0
+    rhs = np.zeros(size)
+    rhs[-1] = 1.0
+    return np.linalg.solve(system, rhs)
+
+
 def stationary_distribution(p: float) -> TaqStationary:
     """Solve ``π = π·P``, ``Σπ = 1`` for the chain of :func:`transition_matrix`.
 
     The chain has a single recurrent class for every ``p`` in ``[0, 0.5)`` (at
     ``p = 0`` it is ``{S6}``), so the solution is unique.
     """
-    matrix = transition_matrix(p)
-    size = len(STATES)
-    # Balance equations (Pᵀ − I)·π = 0, with one of them (redundant) replaced by Σπ = 1.
-    system = matrix.T - np.eye(size)
-    system[-1, :] = 1.0
-    rhs = np.zeros(size)
-    rhs[-1] = 1.0
-    pi = np.linalg.solve(system, rhs)
+    pi = stationary_vector(transition_matrix(p))
     return TaqStationary(p=p, probabilities=dict(zip(STATES, (float(x) for x in pi), strict=True)))

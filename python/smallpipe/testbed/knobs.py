@@ -145,6 +145,8 @@ def linux_settings(scenario: Scenario, congestion_control: str | None = None, rf
     _check_link(scenario)
     if scenario["trace_conn"] is not None:
         _refuse("trace_conn", scenario["trace_conn"], "unset: the testbed records TCP_INFO per slice, not every segment")
+    if scenario["record_sender_epochs"]:
+        _refuse("record_sender_epochs", True, "false: the testbed does not record the senders' per-slice state")
     tcp = scenario["tcp"]
     sysctls = _tcp_sysctls(tcp, rfc)
     common = [f"rto_min {round(tcp['min_rto_ms'])}ms"]

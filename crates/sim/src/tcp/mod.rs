@@ -331,6 +331,14 @@ impl Endpoint {
     pub fn rtt_estimator(&self) -> &RttEstimator {
         &self.rtt
     }
+    /// Doublings of the retransmission timer since the last valid RTT sample.
+    pub fn rto_backoff(&self) -> u32 {
+        self.rtt.backoff()
+    }
+    /// In a retransmission-timeout episode (see `EndpointStats::backoff_ns`).
+    pub fn in_timeout(&self) -> bool {
+        self.backoff_since.is_some()
+    }
     /// Application bytes acknowledged by the peer.
     pub fn bytes_acked(&self) -> u64 {
         self.snd_una.saturating_sub(1).min(self.app_written)

@@ -46,6 +46,11 @@ impl RttEstimator {
         Duration(shifted.min(self.max_rto.as_nanos()))
     }
 
+    /// Doublings of the RTO since the last valid sample.
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
     /// RFC 6298 (5.5): the timer expired; double the RTO.
     pub fn back_off(&mut self) {
         self.backoff += 1;
