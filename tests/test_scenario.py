@@ -213,3 +213,13 @@ def test_write_and_read_round_trip(small_result, tmp_path):
     assert back.bursts.schema == BURSTS_SCHEMA
     assert back.meta == small_result.meta
     assert back.scenario == small_result.scenario
+
+
+def test_a_run_written_before_a_table_or_column_existed_still_reads(small_result, tmp_path):
+    directory = small_result.write(tmp_path / "old")
+    (directory / "sender_epochs.parquet").unlink()
+    small_result.flows.drop("timeouts_repeated").write_parquet(directory / "flows.parquet")
+    back = Result.read(directory)
+    assert back.sender_epochs.is_empty()
+    assert back.flows["timeouts_repeated"].null_count() == back.flows.height
+    assert back.flows.drop("timeouts_repeated").equals(small_result.flows.drop("timeouts_repeated"))

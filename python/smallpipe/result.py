@@ -237,15 +237,21 @@ class Result:
 
     @classmethod
     def read(cls, directory: str | PathLike[str]) -> Result:
-        """Read a run written by :meth:`write`."""
+        """Read a run written by :meth:`write`. A run written by an older smallpipe lacks the
+        tables and columns added since: they read as empty tables and null columns."""
         directory = Path(directory)
-        frames = {
-            table: pl.read_parquet(directory / f"{table}.parquet").cast(schema)
-            for table, schema in _TABLES.items()
-        }
+        frames = {table: _read_table(directory / f"{table}.parquet", schema) for table, schema in _TABLES.items()}
         meta = json.loads((directory / "meta.json").read_text())
         scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
         return cls(**frames, meta=meta, scenario=scenario)
+
+
+def _read_table(path: Path, schema: pl.Schema) -> pl.DataFrame:
+    if not path.exists():
+        return pl.DataFrame(schema=schema)
+    frame = pl.read_parquet(path)
+    missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in frame.columns]
+    return frame.with_columns(missing).select(schema.names()).cast(schema)  # type: ignore[arg-type]
 
 
 _OVERRIDES: ContextVar[Mapping[str, Any]] = ContextVar("smallpipe_overrides", default=MappingProxyType({}))
