@@ -15,7 +15,14 @@ from rich.table import Table
 
 from smallpipe import metrics
 from smallpipe._smallpipe import ConfigError, SimulationError, __version__
-from smallpipe.plots import plot_run
+from smallpipe.errors import (
+    EXIT_USER_ERROR,
+    check_database,
+    check_output_dir,
+    fail,
+    printing_notes,
+    show_error,
+)
 from smallpipe.presets import taq_dumbbell
 from smallpipe.result import Result, overriding, simulate
 from smallpipe.scenario import Scenario
@@ -32,8 +39,8 @@ app = typer.Typer(
 console = Console()
 error_console = Console(stderr=True, soft_wrap=True)
 
-EXIT_CONFIG_ERROR = 2
-"""Exit code for an invalid scenario (as for a usage error)."""
+EXIT_CONFIG_ERROR = EXIT_USER_ERROR
+"""Exit code for an invalid scenario or any other user error (as for a usage error)."""
 EXIT_SIMULATION_ERROR = 1
 
 
@@ -56,8 +63,10 @@ def _run_with_status(scenario: Scenario, message: str) -> Result:
     try:
         with console.status(message):
             return simulate(scenario)
+    except ConfigError as error:  # found at set-up, e.g. a malformed replayed log
+        fail("invalid scenario:", str(error))
     except SimulationError as error:
-        error_console.print(f"[bold red]simulation failed:[/] {error}")
+        show_error("simulation failed:", str(error))
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
 
 
@@ -80,7 +89,7 @@ def summary_table(result: Result) -> Table:
     on_testbed = meta.get("runtime") == "testbed"
     table = Table(title="smallpipe testbed (Linux TCP)" if on_testbed else "smallpipe run", show_header=False)
     table.add_column("metric", style="bold")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", no_wrap=True)
     rows = [
         ("flows", f"{result.flows.height}"),
         ("duration" if on_testbed else "simulated duration", f"{duration_s:g} s"),
@@ -116,17 +125,20 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
     if seed is not None:
         changes["seed"] = seed
     try:
-        return Scenario.from_toml(scenario_path).with_overrides(changes)
+        with printing_notes():
+            return Scenario.from_toml(scenario_path).with_overrides(changes)
     except ConfigError as error:
-        error_console.print(f"[bold red]invalid scenario[/] {scenario_path}: {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid scenario", f"{scenario_path}: {error}")
     except FileNotFoundError as error:
-        error_console.print(f"[bold red]error:[/] {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("error:", str(error))
 
 
 def _show_and_write(result: Result, out_dir: Path) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png."""
+    from smallpipe.plots import (
+        plot_run,  # Matplotlib loads in a second: not before a refusal
+    )
+
     console.print(summary_table(result))
     result.write(out_dir)
     plot_run(result, out_dir / "run.png")
@@ -151,6 +163,8 @@ def run(
     overrides: OverridesOption = None,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png."""
+    if out is not None:
+        check_output_dir(out)
     scenario = _load_scenario(scenario_path, seed, overrides)
     result = _run_with_status(scenario, f"simulating {scenario_path.name}…")
     _show_and_write(result, out if out is not None else Path("results") / scenario_path.stem)
@@ -177,14 +191,14 @@ def testbed(
 
     scenario = _load_scenario(scenario_path, seed, overrides)
     out_dir = out if out is not None else Path("results") / f"{scenario_path.stem}-testbed"
+    check_output_dir(out_dir)
     try:
         with console.status(f"running {scenario_path.name} on the testbed…"):
             result = run_testbed(scenario, congestion_control=cc, rfc=not linux_tcp, out=out_dir / "raw")
     except ConfigError as error:
-        error_console.print(f"[bold red]not runnable on the testbed[/] {scenario_path}: {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("not runnable on the testbed", f"{scenario_path}: {error}")
     except TestbedError as error:
-        error_console.print(f"[bold red]testbed failed:[/] {error}")
+        show_error("testbed failed:", str(error))
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
     _show_and_write(result, out_dir)
 
@@ -201,8 +215,7 @@ def bench(
     try:
         scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
     except ConfigError as error:
-        error_console.print(f"[bold red]invalid benchmark parameters:[/] {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid benchmark parameters:", str(error))
     meta = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…").meta
     wall_seconds = meta["wall_seconds"]
     report = {
@@ -223,7 +236,7 @@ def bench(
         return
     table = Table(title=f"smallpipe bench: {flows} flows, {rate_bps / 1e6:g} Mbit/s, {queue}, {duration_s:g} s")
     table.add_column("metric", style="bold")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", no_wrap=True)
     table.add_row("wall time", f"{wall_seconds:.2f} s")
     table.add_row("simulated packets per wall second", f"{report['packets_per_second']:,.0f}")
     table.add_row("events per wall second", f"{report['events_per_second']:,.0f}")
@@ -256,20 +269,21 @@ def reproduce(
         for name, module in REPRODUCTIONS.items():
             typer.echo(f"{name}: {(module.__doc__ or '').strip().splitlines()[0]}")
         return
+    if not 0 <= seed < 2**64:
+        fail("invalid option", f"--seed {seed} is not allowed; expected a whole number from 0 to {2**64 - 1}")
     if figure not in REPRODUCTIONS:
-        error_console.print(f"[bold red]unknown figure[/] {figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
-        raise typer.Exit(EXIT_CONFIG_ERROR)
+        fail("unknown figure", f"{figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
     changes = dict(parse_override(assignment) for assignment in overrides or [])
+    check_output_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        with overriding(changes), console.status(f"reproducing {figure}{' (quick)' if quick else ''}…"):
+        with printing_notes(), overriding(changes), console.status(f"reproducing {figure}{' (quick)' if quick else ''}…"):
             table = REPRODUCTIONS[figure].reproduce(out, quick=quick, seed=seed)
     except ConfigError as error:
-        error_console.print(f"[bold red]invalid override[/] for {figure}: {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid override", f"for {figure}: {error}")
     shown = Table(title=figure)
     for column in table.columns:
-        shown.add_column(column, justify="right", overflow="fold")
+        shown.add_column(column, justify="right", no_wrap=True)
     for row in table.iter_rows():
         shown.add_row(*(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
     console.print(shown)
@@ -314,11 +328,14 @@ def sweep(
     from smallpipe.sweep import GridError, load_grid, run_sweep
 
     try:
-        grid = load_grid(grid_path)
+        with printing_notes():
+            grid = load_grid(grid_path)
     except (GridError, FileNotFoundError) as error:
-        error_console.print(f"[bold red]invalid grid:[/] {escape(str(error))}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid grid:", str(error))
     db_path = db if db is not None else Path("results") / f"{grid_path.stem}.duckdb"
+    check_database(db_path, "--db", writable=True)
+    if parquet_dir is not None:
+        check_output_dir(parquet_dir, "--parquet-dir")
     counts = {"ok": 0, "error": 0}
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -349,8 +366,7 @@ def sweep(
                 on_point=on_point,
             )
     except StoreError as error:
-        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("error:", str(error))
     except BrokenProcessPool as error:
         error_console.print(f"[bold red]sweep stopped:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
@@ -376,16 +392,14 @@ def report(
     out: Annotated[Path | None, typer.Option(help="HTML file [default: DB with .html].")] = None,
 ) -> None:
     """Render a self-contained HTML report (tables and plots) of a sweep's results."""
-    from rich.markup import escape
-
     from smallpipe.report import write_report
     from smallpipe.store import StoreError
 
     out_path = out if out is not None else db.with_suffix(".html")
+    check_database(db, "DB", writable=False)
     try:
         with console.status(f"rendering {db}…"):
             write_report(db, out_path)
     except (FileNotFoundError, StoreError) as error:
-        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("error:", str(error))
     console.print(f"report written to [bold]{out_path}[/]")
