@@ -308,7 +308,8 @@ def read_points(path: str | PathLike[str]) -> pl.DataFrame:
     with connect(path, read_only=True) as connection:
         keys = list(read_sweep_keys(connection))
         order = ", ".join([*(quote(key) for key in keys), "point_id"])
-        return connection.sql(
+        table: pl.DataFrame = connection.sql(
             f"SELECT p.* EXCLUDE (scenario), s.* EXCLUDE (point_id) FROM points p "
             f"LEFT JOIN summary s USING (point_id) ORDER BY {order}"
         ).pl()
+        return table

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -39,11 +40,11 @@ CONGESTION_CONTROLS: tuple[str, ...] = ("reno", "cubic")
 SLICE_S = 20.0
 DURATION_S = 200.0
 """Ten 20 s slices per run, nine measured."""
-QUICK = {"fair_shares_bps": (10_000, 50_000), "congestion_controls": ("reno",), "duration_s": 60.0}
+QUICK: dict[str, Any] = {"fair_shares_bps": (10_000, 50_000), "congestion_controls": ("reno",), "duration_s": 60.0}
 
 
 def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion_control: str, duration_s: float,
-              slice_s: float = SLICE_S, seed: int = 1) -> dict:
+              slice_s: float = SLICE_S, seed: int = 1) -> dict[str, Any]:
     """One testbed run; its row (Jain per slice averaged over all slices but the first)."""
     from smallpipe.testbed import run_testbed  # needs nothing at import; runs need root
 
