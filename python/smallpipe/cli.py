@@ -75,6 +75,20 @@ def _format_or_na(value: float | None, spec: str) -> str:
     return "n/a" if value is None or math.isnan(value) else format(value, spec)
 
 
+def print_unwrapped(table: Table) -> None:
+    """Print a table whose cells never wrap: wider than the terminal when it must be, rather
+    than folding a number over two lines or cutting it short."""
+    from rich.measure import Measurement
+
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    width = console.width
+    console.width = max(width, natural)  # print(width=...) cannot exceed the console's width
+    try:
+        console.print(table, crop=False)
+    finally:
+        console.width = width
+
+
 def summary_table(result: Result) -> Table:
     """The headline numbers of a run, as a Rich table."""
     meta = result.meta
@@ -286,7 +300,7 @@ def reproduce(
         shown.add_column(column, justify="right", no_wrap=True)
     for row in table.iter_rows():
         shown.add_row(*(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
-    console.print(shown)
+    print_unwrapped(shown)
     console.print(f"written to [bold]{out}[/]")
 
 

@@ -123,7 +123,7 @@ def check_database(path: Path, option: str, *, writable: bool) -> None:
         fail("error:", f"{option} {path} is a directory; expected a DuckDB database file")
     if not path.exists():
         if not writable:
-            fail("error:", f"{option} {path} does not exist; expected a database written by `smallpipe sweep`")
+            fail("error:", f"{option} {path} not found; expected a database written by `smallpipe sweep`")
         check_output_dir(path.parent, f"{option} {path}: the folder")
         return
     # The mode bits too: root may write a file its owner marked read-only.

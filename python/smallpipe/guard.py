@@ -80,7 +80,8 @@ def _dist_mean(dist: Any) -> float | None:
     if kind in ("exponential", "pareto"):
         return float(dist["mean"])
     if kind == "lognormal":
-        exponent = float(dist["mu"]) + float(dist["sigma"]) ** 2 / 2
+        sigma = float(dist["sigma"])
+        exponent = float(dist["mu"]) + sigma * sigma / 2  # `**` would raise on overflow
         return math.exp(exponent) if exponent < 700 else math.inf
     if kind == "empirical":
         values = [float(v) for v in dist["values"]]

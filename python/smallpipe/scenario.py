@@ -52,17 +52,26 @@ def _finite_stand_ins(node: Any) -> Any:
     return node
 
 
+def _to_json(config: Mapping[str, Any]) -> str:
+    """``config`` as JSON for the core: NaN and infinities as the stand-in, TOML dates and
+    times as strings (the core then names the field that does not take one)."""
+    return json.dumps(_finite_stand_ins(config), default=str)
+
+
 def validate(config: Mapping[str, Any]) -> dict[str, Any]:
     """The canonical form of ``config`` (every default filled in), checked by the core and
     by the memory guard; raises ConfigError naming the field (a NaN or infinity by name)."""
     non_finite = _non_finite_paths(config)
     try:
-        canonical: dict[str, Any] = json.loads(_smallpipe.validate_config(json.dumps(_finite_stand_ins(config))))
+        canonical: dict[str, Any] = json.loads(_smallpipe.validate_config(_to_json(config)))
     except ConfigError as error:
         field = getattr(error, "field", "")
         for path, value in non_finite:
             if path == field or path.startswith((f"{field}[", f"{field}.")):
                 raise _non_finite_error(field, value, getattr(error, "allowed", "a finite number")) from None
+        if getattr(error, "value", "") == "this value":  # serde could not say which: show it
+            shown = json.dumps(_get_path(dict(config), _dotted(field)), default=str)
+            raise _config_error(field, shown, getattr(error, "allowed", "")) from None
         raise
     if non_finite:  # a field without a range check took the stand-in
         path, value = non_finite[0]
@@ -135,26 +144,42 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
         table_path, _, key = _dotted(dotted_path).rpartition(".")
         if table_path in switched:
             switched[table_path][2].discard(key)
+    dropped: dict[str, dict[str, Any]] = {table_path: {} for table_path in switched}
     while True:
         try:
-            _smallpipe.validate_config(json.dumps(_finite_stand_ins(config)))
-            return
+            _smallpipe.validate_config(_to_json(config))
+            break
         except ConfigError as error:
             table_path, _, key = _dotted(getattr(error, "field", "")).rpartition(".")
             if getattr(error, "value", "") != "an unknown field" or key not in switched.get(table_path, ("", "", set()))[2]:
-                return  # another error: the caller's validation reports it
-            old_kind, new_kind, old_keys = switched[table_path]
-            old_keys.discard(key)
+                break  # another error: the caller's validation reports it
+            switched[table_path][2].discard(key)
             table = _get_path(config, table_path)
             assert isinstance(table, dict)
-            dropped = table.pop(key)
-            if dropped is not None:  # an unset option of the old kind needs no note
-                warnings.warn(
-                    f"{table_path}.kind = {json.dumps(new_kind)}: dropped {table_path}.{key} = {json.dumps(dropped)}, "
-                    f"a key of {old_kind} that {new_kind} does not take",
-                    OverrideNote,
-                    stacklevel=2,
-                )
+            dropped[table_path][key] = table.pop(key)
+    for table_path, keys in dropped.items():
+        old_kind, new_kind, _ = switched[table_path]
+        # The old kind's defaults (the canonical form has them all) were no one's choice.
+        defaults = _queue_defaults(old_kind)
+        chosen = {key: value for key, value in keys.items() if value is not None and defaults.get(key) != value}
+        if chosen:
+            listed = ", ".join(f"{key} = {json.dumps(value)}" for key, value in chosen.items())
+            warnings.warn(
+                f"{table_path}.kind = {json.dumps(new_kind)}: dropped {old_kind}'s {listed} "
+                f"({new_kind} does not take {'it' if len(chosen) == 1 else 'them'})",
+                OverrideNote,
+                stacklevel=2,
+            )
+
+
+def _queue_defaults(kind: str) -> dict[str, Any]:
+    """Every key of the discipline ``kind`` with its default ({} if it has no defaults alone)."""
+    try:
+        minimal = json.dumps({"flows": [{"app": "bulk"}], "link": {"queue": {"kind": kind}}})
+        queue: dict[str, Any] = json.loads(_smallpipe.validate_config(minimal))["link"]["queue"]
+        return queue
+    except ConfigError:
+        return {}
 
 
 def _get_path(config: dict[str, Any], dotted_path: str) -> Any:
