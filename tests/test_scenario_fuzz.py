@@ -56,26 +56,42 @@ junk = st.one_of(
 )
 
 
+# Mostly values of the right kind (so that many trees validate and reach the memory
+# guard), now and then junk.
+plausible = st.one_of(st.integers(1, 100), st.floats(0.001, 1000.0), st.booleans())
+
+
+def mostly(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``strategy`` three times in four, junk otherwise."""
+    return st.integers(0, 3).flatmap(lambda pick: junk if pick == 0 else strategy)
+
+
+value = mostly(plausible)
+
+
 def table(keys: list[str], extra: dict[str, st.SearchStrategy[Any]] | None = None) -> st.SearchStrategy[Any]:
-    """A table of some of ``keys`` with junk values (or ``extra``'s), now and then an unknown key."""
-    values = {key: (extra or {}).get(key, junk) for key in [*keys, "bogus_key"]}
+    """A table of a few of ``keys`` (now and then an unknown key) with values of ``extra``,
+    or mostly plausible ones."""
+    values = {key: (extra or {}).get(key, value) for key in [*keys, "bogus_key"]}
     # A few (key, value) pairs rather than a coin per key: the fuzz draws far less per case.
-    pairs = st.one_of([st.tuples(st.just(key), value) for key, value in values.items()])
-    return st.lists(pairs, max_size=4).map(dict)
+    pairs = st.one_of([st.tuples(st.just(key), strategy) for key, strategy in values.items()])
+    return st.lists(pairs, max_size=3).map(dict)
 
 
-queue = table(QUEUE_KEYS, {"kind": st.sampled_from(KINDS) | junk})
-flow = table(FLOW_KEYS, {"app": st.sampled_from(APPS) | junk, "count": st.integers(0, 70_000) | junk})
-scenario_tree = st.tuples(st.lists(flow, max_size=3) | junk, table(
+queue = table(QUEUE_KEYS, {"kind": mostly(st.sampled_from(KINDS))})
+flow = st.tuples(mostly(st.sampled_from(APPS)), mostly(st.integers(1, 70_000)), table(FLOW_KEYS)).map(
+    lambda parts: {**parts[2], "app": parts[0], "count": parts[1]}
+)
+scenario_tree = st.tuples(mostly(st.lists(flow, min_size=1, max_size=3)), table(
     TOP_KEYS,
     {
-        "duration_s": st.floats(min_value=0.0, max_value=1e7) | junk,
-        "slice_s": st.floats(min_value=0.0, max_value=100.0) | junk,
-        "link": table(LINK_KEYS, {"queue": queue | junk, "reverse_queue": queue}) | junk,
-        "tcp": table(TCP_KEYS) | junk,
-        "edge": table(EDGE_KEYS) | junk,
-        "topology": table(["kind", "routing", "lifetime_pkts", "path2_queue", "path2_rate_bps"],
-                          {"kind": st.sampled_from(["dumbbell", "diamond"]) | junk, "path2_queue": queue}) | junk,
+        "duration_s": mostly(st.floats(min_value=0.001, max_value=1e7)),
+        "slice_s": mostly(st.floats(min_value=1e-4, max_value=100.0)),
+        "link": mostly(table(LINK_KEYS, {"queue": mostly(queue), "reverse_queue": queue})),
+        "tcp": mostly(table(TCP_KEYS)),
+        "edge": mostly(table(EDGE_KEYS)),
+        "topology": mostly(table(["kind", "routing", "lifetime_pkts", "path2_queue", "path2_rate_bps"],
+                          {"kind": mostly(st.sampled_from(["dumbbell", "diamond"])), "path2_queue": queue})),
     },
 )).map(lambda parts: {"flows": parts[0], **{k: v for k, v in parts[1].items() if k != "flows"}})
 overrides = st.dictionaries(
@@ -83,7 +99,7 @@ overrides = st.dictionaries(
         [f"link.{k}" for k in LINK_KEYS] + [f"link.queue.{k}" for k in QUEUE_KEYS] + [f"tcp.{k}" for k in TCP_KEYS]
         + [f"flows.0.{k}" for k in FLOW_KEYS] + TOP_KEYS + ["flows.1.count", "flows[0].app", "link..x", "seed.x"]
     ),
-    junk | st.sampled_from(KINDS),
+    mostly(st.sampled_from(KINDS) | plausible),
     max_size=3,
 )
 BASE = Scenario.from_dict(
@@ -96,8 +112,9 @@ def check_fits(scenario: Scenario) -> None:
     assert estimate_memory(scenario.to_dict()).total_bytes <= limit
 
 
+@pytest.mark.filterwarnings("ignore::smallpipe.errors.OverrideNote")
 # A low limit, so the guard refuses many generated scenarios (it must do so as a ConfigError).
-@mock.patch.dict(os.environ, {LIMIT_ENV: "2GB"})
+@mock.patch.dict(os.environ, {LIMIT_ENV: "400MB"})
 @settings(max_examples=10_000, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(tree=scenario_tree, changes=overrides)

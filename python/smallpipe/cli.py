@@ -149,9 +149,8 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
 
 def _show_and_write(result: Result, out_dir: Path) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png."""
-    from smallpipe.plots import (
-        plot_run,  # Matplotlib loads in a second: not before a refusal
-    )
+    # Imported here: Matplotlib takes a second to load, which a refused run should not wait for.
+    from smallpipe.plots import plot_run
 
     console.print(summary_table(result))
     result.write(out_dir)

@@ -146,11 +146,12 @@ def estimate_memory(config: Mapping[str, Any]) -> Estimate:
                 arrivals_per_s = float(group["rate_per_s"])
             else:
                 arrivals_per_s = float(group["load"]) * float(link["rate_bps"]) / 8 / max(float(mean_size or 1), 1.0)
+            # Connections are short unless the link is overloaded: two slice rows each.
             churn_connections += arrivals_per_s * duration_s
-            churn_concurrent += count
             continue
         # Sessions and web users open a connection after the previous ones ended: at most
-        # one per RTT and think time, and no more than the bottleneck can carry.
+        # one per RTT and think time, and no more than the bottleneck can carry. Their
+        # lifetimes add up to at most the run per parallel connection: n_slices rows each.
         think_s = _dist_mean(group["think_s"]) or 0.0
         per_cycle = (_dist_mean(group["objects_per_page"]) or 1.0) if app == "web" else 1.0
         parallel = int(group["connections"]) if app == "web" else 1

@@ -127,8 +127,9 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
 
     Where an override changes a table's ``kind`` (a discipline), the keys the table had
     before that the new kind does not take are removed (as the core reports them
-    unknown), each with an :class:`OverrideNote` warning; keys the overrides set
-    themselves are never removed. Raises ConfigError for a bad path.
+    unknown), with one :class:`OverrideNote` warning per table naming those that differed
+    from the old kind's defaults; keys the overrides set themselves are never removed.
+    Raises ConfigError for a bad path.
     """
     switched: dict[str, tuple[str, str, set[str]]] = {}  # table path -> old kind, new kind, its old keys
     for dotted_path, value in overrides.items():
@@ -168,7 +169,7 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
                 f"{table_path}.kind = {json.dumps(new_kind)}: dropped {old_kind}'s {listed} "
                 f"({new_kind} does not take {'it' if len(chosen) == 1 else 'them'})",
                 OverrideNote,
-                stacklevel=2,
+                stacklevel=3,  # the caller of with_overrides or load_grid
             )
 
 
