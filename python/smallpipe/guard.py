@@ -43,6 +43,8 @@ ROW_BYTES = 128.0
 """A burst, progress or queue-state row (a few columns, as a slice row)."""
 TRACE_ROW_BYTES = 256.0
 """A traced packet (7 columns)."""
+MAX_UNITS = 65_000
+"""Units per run (`MAX_UNITS` in crates/sim/src/config.rs): a replayed log's clients beyond it are refused."""
 MIN_CONNECTION_WIRE_BYTES = 120.0
 """Bytes a connection puts on the bottleneck at least (SYN, one data segment, FIN: 40-byte
 headers each): bounds how many connections sessions and web users can open."""
@@ -134,9 +136,9 @@ def estimate_memory(config: Mapping[str, Any]) -> Estimate:
             continue
         if app == "replay":
             lines = _log_lines(str(group.get("log_path") or ""))
-            units += min(lines, 65_000)
+            units += min(lines, MAX_UNITS)
             churn_connections += lines
-            churn_concurrent += min(lines, 65_000) * int(group["connections"])
+            churn_concurrent += min(lines, MAX_UNITS) * int(group["connections"])
             continue
         units += count
         mean_size = _dist_mean(group["size"]) if group.get("size") is not None else group.get("size_bytes")
@@ -158,7 +160,7 @@ def estimate_memory(config: Mapping[str, Any]) -> Estimate:
         by_time = count * per_cycle * (duration_s / (think_s + rtt_s) + 1)
         churn_connections += min(by_time, bottleneck_bytes / MIN_CONNECTION_WIRE_BYTES + count * parallel)
         churn_concurrent += count * parallel
-    units = min(units, 65_000)
+    units = min(units, MAX_UNITS)
 
     slice_rows = whole_run_flows * n_slices + 2 * churn_connections + churn_concurrent * n_slices
     queues = [link.get("queue"), link.get("reverse_queue"), topology.get("path2_queue")]
