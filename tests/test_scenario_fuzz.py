@@ -75,14 +75,14 @@ def table(keys: list[str], extra: dict[str, st.SearchStrategy[Any]] | None = Non
     values = {key: (extra or {}).get(key, value) for key in [*keys, "bogus_key"]}
     # A few (key, value) pairs rather than a coin per key: the fuzz draws far less per case.
     pairs = st.one_of([st.tuples(st.just(key), strategy) for key, strategy in values.items()])
-    return st.lists(pairs, max_size=3).map(dict)
+    return st.lists(pairs, max_size=2).map(dict)
 
 
 queue = table(QUEUE_KEYS, {"kind": mostly(st.sampled_from(KINDS))})
 flow = st.tuples(mostly(st.sampled_from(APPS)), mostly(st.integers(1, 70_000)), table(FLOW_KEYS)).map(
     lambda parts: {**parts[2], "app": parts[0], "count": parts[1]}
 )
-scenario_tree = st.tuples(mostly(st.lists(flow, min_size=1, max_size=3)), table(
+scenario_tree = st.tuples(mostly(st.lists(flow, min_size=1, max_size=2)), table(
     TOP_KEYS,
     {
         "duration_s": mostly(st.floats(min_value=0.001, max_value=1e7)),
