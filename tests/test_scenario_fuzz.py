@@ -49,6 +49,7 @@ junk = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.floats(min_value=1e-6, max_value=1e7),
     st.text(max_size=8),
+    st.dates() | st.times(),  # TOML has dates and times; JSON has not
     st.sampled_from(KINDS + APPS + ["fixed", "uniform", "exponential", "pareto", "empirical", "diamond"]),
     st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=3),
     st.dictionaries(st.sampled_from(["dist", "mean", "min", "max", "value", "values", "shape"]),
