@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs smallpipe with its test extras (building the Rust core in release once) and runs
-# every test: Rust unit, property and behaviour tests, then the Python suite. The HTML
+# every test: ruff and mypy --strict on the package, Rust unit, property and behaviour
+# tests, then the Python suite. The HTML
 # report is tested in a real headless Chromium, installed from Debian when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,9 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
         || echo "warning: could not install chromium; the browser tests will skip" >&2
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# Static checks first: they take seconds and name the line.
+python3 -m ruff check python tests
+python3 -m mypy --strict python/smallpipe
 # The testbed tests (root, namespaces) run the release binaries.
 cargo build --release -p smallpipe-middlebox -p smallpipe-trafficgen
 cargo test --release --workspace --exclude smallpipe-py

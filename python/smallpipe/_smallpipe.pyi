@@ -32,7 +32,6 @@ class ConfigError(ValueError):
 
     def __init__(self, *args: object) -> None: ...
 
-@final
 class SimulationError(RuntimeError):
     """The simulator failed while running a valid scenario: an internal invariant broke
     (the message carries the panic's). Nothing of the run is returned."""

@@ -17,6 +17,14 @@ from rich.table import Table
 
 from smallpipe import metrics
 from smallpipe._smallpipe import ConfigError, SimulationError, __version__
+from smallpipe.errors import (
+    EXIT_USER_ERROR,
+    check_database,
+    check_output_dir,
+    fail,
+    printing_notes,
+    show_error,
+)
 from smallpipe.presets import taq_dumbbell
 from smallpipe.progress import PLAIN_EVERY_S, SimulationProgress, eta_s
 from smallpipe.result import (
@@ -42,8 +50,8 @@ app = typer.Typer(
 console = Console()
 error_console = Console(stderr=True, soft_wrap=True)
 
-EXIT_CONFIG_ERROR = 2
-"""Exit code for an invalid scenario (as for a usage error)."""
+EXIT_CONFIG_ERROR = EXIT_USER_ERROR
+"""Exit code for an invalid scenario or any other user error (as for a usage error)."""
 EXIT_SIMULATION_ERROR = 1
 EXIT_INTERRUPTED = 130
 """Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
@@ -68,9 +76,25 @@ def _run_with_status(scenario: Scenario, message: str) -> Result:
     try:
         with console.status(message):
             return simulate(scenario)
+    except ConfigError as error:  # found at set-up, e.g. a malformed replayed log
+        fail("invalid scenario:", str(error))
     except SimulationError as error:
-        error_console.print(f"[bold red]simulation failed:[/] {error}")
+        show_error("simulation failed:", str(error))
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
+
+
+def print_unwrapped(table: Table) -> None:
+    """Print a table whose cells never wrap: wider than the terminal when it must be, rather
+    than folding a number over two lines or cutting it short."""
+    from rich.measure import Measurement
+
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    width = console.width
+    console.width = max(width, natural)  # print(width=...) cannot exceed the console's width
+    try:
+        console.print(table, crop=False)
+    finally:
+        console.width = width
 
 
 def summary_table(result: Result) -> Table:
@@ -87,7 +111,7 @@ def summary_table(result: Result) -> Table:
         title += " (PARTIAL: interrupted)"
     table = Table(title=title, show_header=False)
     table.add_column("metric", style="bold")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", no_wrap=True)
     if meta.get("partial"):
         planned_s = result.scenario["duration_s"]
         simulated = f"{duration_s:g} of {planned_s:g} s (stopped by Ctrl-C)"
@@ -118,13 +142,12 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
     if seed is not None:
         changes["seed"] = seed
     try:
-        return Scenario.from_toml(scenario_path).with_overrides(changes)
+        with printing_notes():
+            return Scenario.from_toml(scenario_path).with_overrides(changes)
     except ConfigError as error:
-        error_console.print(f"[bold red]invalid scenario[/] {scenario_path}: {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid scenario", f"{scenario_path}: {error}")
     except FileNotFoundError as error:
-        error_console.print(f"[bold red]error:[/] {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("error:", str(error))
 
 
 def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
@@ -164,6 +187,8 @@ def run(
 
     Ctrl-C stops the run within a second: the tables so far are written, flagged
     partial (meta.json), and the exit code is 130."""
+    if out is not None:
+        check_output_dir(out)
     scenario = _load_scenario(scenario_path, seed, overrides)
     try:  # before simulating: a refused directory must not cost the run
         out_dir = (
@@ -216,14 +241,14 @@ def testbed(
 
     scenario = _load_scenario(scenario_path, seed, overrides)
     out_dir = out if out is not None else Path("results") / f"{scenario_path.stem}-testbed"
+    check_output_dir(out_dir)
     try:
         with console.status(f"running {scenario_path.name} on the testbed…"):
             result = run_testbed(scenario, congestion_control=cc, rfc=not linux_tcp, out=out_dir / "raw")
     except ConfigError as error:
-        error_console.print(f"[bold red]not runnable on the testbed[/] {scenario_path}: {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("not runnable on the testbed", f"{scenario_path}: {error}")
     except TestbedError as error:
-        error_console.print(f"[bold red]testbed failed:[/] {error}")
+        show_error("testbed failed:", str(error))
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
     _show_and_write(result, out_dir, f"{scenario_path.stem} (testbed)")
 
@@ -240,8 +265,7 @@ def bench(
     try:
         scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
     except ConfigError as error:
-        error_console.print(f"[bold red]invalid benchmark parameters:[/] {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid benchmark parameters:", str(error))
     meta = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…").meta
     wall_seconds = meta["wall_seconds"]
     report = {
@@ -262,7 +286,7 @@ def bench(
         return
     table = Table(title=f"smallpipe bench: {flows} flows, {rate_bps / 1e6:g} Mbit/s, {queue}, {duration_s:g} s")
     table.add_column("metric", style="bold")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", no_wrap=True)
     table.add_row("wall time", f"{wall_seconds:.2f} s")
     table.add_row("simulated packets per wall second", f"{report['packets_per_second']:,.0f}")
     table.add_row("events per wall second", f"{report['events_per_second']:,.0f}")
@@ -299,31 +323,32 @@ def reproduce(
         for name, module in REPRODUCTIONS.items():
             typer.echo(f"{name}: {(module.__doc__ or '').strip().splitlines()[0]}")
         return
+    if not 0 <= seed < 2**64:
+        fail("invalid option", f"--seed {seed} is not allowed; expected a whole number from 0 to {2**64 - 1}")
     if figure not in REPRODUCTIONS:
-        error_console.print(f"[bold red]unknown figure[/] {figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
-        raise typer.Exit(EXIT_CONFIG_ERROR)
+        fail("unknown figure", f"{figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
     changes = dict(parse_override(assignment) for assignment in overrides or [])
     if out is None:  # a quick run never overwrites the full reproduction's files
         out = Path("results/reproductions") / ("quick" if quick else "")
+    check_output_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     label = f"reproducing {figure}{' (quick)' if quick else ''}"
     try:
-        with overriding(changes), SimulationProgress(
+        with printing_notes(), overriding(changes), SimulationProgress(
             error_console, label, show_after_s=0.0, count_runs=True
         ) as progress, reporting_progress(progress.start):
             table = REPRODUCTIONS[figure].reproduce(out, quick=quick, seed=seed)
     except ConfigError as error:
-        error_console.print(f"[bold red]invalid override[/] for {figure}: {error}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid override", f"for {figure}: {error}")
     except KeyboardInterrupt:
         error_console.print(f"interrupted: {figure} wrote no table", markup=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     shown = Table(title=figure)
     for column in table.columns:
-        shown.add_column(column, justify="right", overflow="fold")
+        shown.add_column(column, justify="right", no_wrap=True)
     for row in table.iter_rows():
         shown.add_row(*(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
-    console.print(shown)
+    print_unwrapped(shown)
     console.print(f"written to [bold]{out}[/]")
 
 
@@ -388,10 +413,10 @@ def sweep(
         )
         raise typer.Exit(EXIT_CONFIG_ERROR)
     try:
-        grid = load_grid(grid_path)
+        with printing_notes():
+            grid = load_grid(grid_path)
     except (GridError, FileNotFoundError) as error:
-        error_console.print(f"[bold red]invalid grid:[/] {escape(str(error))}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("invalid grid:", str(error))
     runner = None
     if backend is SweepBackend.ray:
         from smallpipe.sweep_ray import RayUnavailableError, import_ray, ray_runner
@@ -403,6 +428,9 @@ def sweep(
             raise typer.Exit(EXIT_CONFIG_ERROR) from None
         runner = ray_runner(address=address, workers=workers)
     db_path = db if db is not None else Path("results") / f"{grid_path.stem}.duckdb"
+    check_database(db_path, "--db", writable=True)
+    if parquet_dir is not None:
+        check_output_dir(parquet_dir, "--parquet-dir")
     cores = os.cpu_count() or 1
     if workers is not None and workers > cores:
         error_console.print(
@@ -462,8 +490,7 @@ def sweep(
                 runner=runner,
             )
     except StoreError as error:
-        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("error:", str(error))
     except BrokenProcessPool as error:
         error_console.print(f"[bold red]sweep stopped:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
@@ -489,18 +516,16 @@ def report(
     out: Annotated[Path | None, typer.Option(help="HTML file [default: DB with .html].")] = None,
 ) -> None:
     """Render a self-contained HTML report (tables and plots) of a sweep's results."""
-    from rich.markup import escape
-
     from smallpipe.report import write_report
     from smallpipe.store import StoreError
 
     out_path = out if out is not None else db.with_suffix(".html")
+    check_database(db, "DB", writable=False)
     try:
         with console.status(f"rendering {db}…"):
             write_report(db, out_path)
     except (FileNotFoundError, StoreError) as error:
-        error_console.print(f"[bold red]error:[/] {escape(str(error))}")
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+        fail("error:", str(error))
     console.print(f"report written to [bold]{out_path}[/]")
 
 

@@ -13,6 +13,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +36,7 @@ __all__ = [
     "queue_delay_quantiles",
     "slow_start_bound_s",
     "timeout_summary",
+    "to_float",
     "utilization",
 ]
 
@@ -386,9 +388,9 @@ def timeout_summary(flows: pl.DataFrame) -> dict[str, float]:
     hit = ((flows["timeouts"] > 0) | (flows["syn_timeouts"] > 0)).mean()
     backoff_s = flows.get_column("backoff_ns").to_numpy() / 1e9
     return {
-        "share_with_timeout": float(hit),
-        "timeouts_per_flow": float(flows["timeouts"].mean()),
-        "syn_timeouts_per_flow": float(flows["syn_timeouts"].mean()),
+        "share_with_timeout": to_float(hit),
+        "timeouts_per_flow": to_float(flows["timeouts"].mean()),
+        "syn_timeouts_per_flow": to_float(flows["syn_timeouts"].mean()),
         "backoff_mean_s": float(backoff_s.mean()),
         "backoff_max_s": float(backoff_s.max()),
         "longest_silence_median_s": float(np.median(silence_s)),
@@ -414,3 +416,8 @@ def modified_fairness_index(
     throughput = packets.to_numpy() / (done["fct_s"].to_numpy() / (done["rtt_ms"].to_numpy() / 1e3))
     ideal = np.minimum(packets.to_numpy() / rounds, target_pkts_per_rtt)
     return jain(throughput / ideal)
+
+
+def to_float(value: Any) -> float:
+    """A Polars aggregate (``Series.mean()`` and kin, typed as any Python value) as a float."""
+    return float(value)

@@ -14,7 +14,7 @@ TAQ_PACKET_SIZE_BYTES = 500
 TAQ_RTT_MS = 200.0
 """Propagation RTT of the TAQ paper's dumbbell."""
 
-NS2_TCP = {
+NS2_TCP: dict[str, Any] = {
     "packet_size_bytes": TAQ_PACKET_SIZE_BYTES,
     "recovery": "newreno",
     "delayed_ack": False,

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import tomllib
+import warnings
 from collections.abc import Mapping
 from os import PathLike
 from pathlib import Path
@@ -18,14 +20,70 @@ from typing import Any
 
 from smallpipe import _smallpipe
 from smallpipe._smallpipe import ConfigError
+from smallpipe.errors import OverrideNote
+from smallpipe.errors import config_error as _config_error
+from smallpipe.guard import check_memory
 
-__all__ = ["Scenario"]
+__all__ = ["Scenario", "apply_overrides", "validate"]
+
+_NON_FINITE_STAND_IN = -1e308
+"""What a NaN or infinity is validated as (JSON has neither): a finite number below
+every range, so the field's own check names what it allows."""
 
 
-def _config_error(field: str, value: str, allowed: str) -> ConfigError:
-    """Build a ConfigError in the native message format."""
-    error = ConfigError(f"{field}: {value} is not allowed; expected {allowed}")
-    error.field, error.value, error.allowed = field, value, allowed
+def _non_finite_paths(node: Any, path: str = "") -> list[tuple[str, float]]:
+    """Paths (in the core's ``flows[0].rtt_ms`` form) of every NaN and infinity in ``node``."""
+    if isinstance(node, float) and not math.isfinite(node):
+        return [(path, node)]
+    if isinstance(node, Mapping):
+        return [found for key, value in node.items() for found in _non_finite_paths(value, f"{path}.{key}" if path else str(key))]
+    if isinstance(node, list):
+        return [found for i, value in enumerate(node) for found in _non_finite_paths(value, f"{path}[{i}]")]
+    return []
+
+
+def _finite_stand_ins(node: Any) -> Any:
+    if isinstance(node, float) and not math.isfinite(node):
+        return _NON_FINITE_STAND_IN
+    if isinstance(node, Mapping):
+        return {key: _finite_stand_ins(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_finite_stand_ins(value) for value in node]
+    return node
+
+
+def _to_json(config: Mapping[str, Any]) -> str:
+    """``config`` as JSON for the core: NaN and infinities as the stand-in, TOML dates and
+    times as strings (the core then names the field that does not take one)."""
+    return json.dumps(_finite_stand_ins(config), default=str)
+
+
+def validate(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical form of ``config`` (every default filled in), checked by the core and
+    by the memory guard; raises ConfigError naming the field (a NaN or infinity by name)."""
+    non_finite = _non_finite_paths(config)
+    try:
+        canonical: dict[str, Any] = json.loads(_smallpipe.validate_config(_to_json(config)))
+    except ConfigError as error:
+        field = getattr(error, "field", "")
+        for path, value in non_finite:
+            if path == field or path.startswith((f"{field}[", f"{field}.")):
+                raise _non_finite_error(field, value, getattr(error, "allowed", "a finite number")) from None
+        if getattr(error, "value", "") == "this value":  # serde could not say which: show it
+            shown = json.dumps(_get_path(dict(config), _dotted(field)), default=str)
+            raise _config_error(field, shown, getattr(error, "allowed", "")) from None
+        raise
+    if non_finite:  # a field without a range check took the stand-in
+        path, value = non_finite[0]
+        raise _non_finite_error(path, value, "a finite number")
+    check_memory(canonical)
+    return canonical
+
+
+def _non_finite_error(field: str, value: float, allowed: str) -> ConfigError:
+    name = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    error = ConfigError(f"{field}: {name} is not a number; expected {allowed}")
+    error.field, error.value, error.allowed = field, name, allowed
     return error
 
 
@@ -59,6 +117,85 @@ def _set_path(config: dict[str, Any], dotted_path: str, value: Any) -> None:
             node = node[index]
 
 
+def _dotted(path: str) -> str:
+    """``flows[0].x`` (the core's form) as ``flows.0.x`` (the overrides' form)."""
+    return re.sub(r"\[(\d+)\]", r".\1", path)
+
+
+def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Set every dotted path of ``overrides`` in ``config``, in place.
+
+    Where an override changes a table's ``kind`` (a discipline), the keys the table had
+    before that the new kind does not take are removed (as the core reports them
+    unknown), with one :class:`OverrideNote` warning per table naming those that differed
+    from the old kind's defaults; keys the overrides set themselves are never removed.
+    Raises ConfigError for a bad path.
+    """
+    switched: dict[str, tuple[str, str, set[str]]] = {}  # table path -> old kind, new kind, its old keys
+    for dotted_path, value in overrides.items():
+        table_path, _, last = _dotted(dotted_path).rpartition(".")
+        if last == "kind" and table_path:
+            table = _get_path(config, table_path)
+            if isinstance(table, dict) and "kind" in table and table["kind"] != value:
+                switched[table_path] = (str(table["kind"]), str(value), set(table) - {"kind"})
+        _set_path(config, dotted_path, value)
+    if not switched:
+        return
+    for dotted_path in overrides:
+        table_path, _, key = _dotted(dotted_path).rpartition(".")
+        if table_path in switched:
+            switched[table_path][2].discard(key)
+    dropped: dict[str, dict[str, Any]] = {table_path: {} for table_path in switched}
+    while True:
+        try:
+            _smallpipe.validate_config(_to_json(config))
+            break
+        except ConfigError as error:
+            table_path, _, key = _dotted(getattr(error, "field", "")).rpartition(".")
+            if getattr(error, "value", "") != "an unknown field" or key not in switched.get(table_path, ("", "", set()))[2]:
+                break  # another error: the caller's validation reports it
+            switched[table_path][2].discard(key)
+            table = _get_path(config, table_path)
+            assert isinstance(table, dict)
+            dropped[table_path][key] = table.pop(key)
+    for table_path, keys in dropped.items():
+        old_kind, new_kind, _ = switched[table_path]
+        # The old kind's defaults (the canonical form has them all) were no one's choice.
+        defaults = _queue_defaults(old_kind)
+        chosen = {key: value for key, value in keys.items() if value is not None and defaults.get(key) != value}
+        if chosen:
+            listed = ", ".join(f"{key} = {json.dumps(value)}" for key, value in chosen.items())
+            warnings.warn(
+                f"{table_path}.kind = {json.dumps(new_kind)}: dropped {old_kind}'s {listed} "
+                f"({new_kind} does not take {'it' if len(chosen) == 1 else 'them'})",
+                OverrideNote,
+                stacklevel=3,  # the caller of with_overrides or load_grid
+            )
+
+
+def _queue_defaults(kind: str) -> dict[str, Any]:
+    """Every key of the discipline ``kind`` with its default ({} if it has no defaults alone)."""
+    try:
+        minimal = json.dumps({"flows": [{"app": "bulk"}], "link": {"queue": {"kind": kind}}})
+        queue: dict[str, Any] = json.loads(_smallpipe.validate_config(minimal))["link"]["queue"]
+        return queue
+    except ConfigError:
+        return {}
+
+
+def _get_path(config: dict[str, Any], dotted_path: str) -> Any:
+    """The value at ``dotted_path`` (``flows.0.x``), or None where the path does not lead."""
+    node: Any = config
+    for key in dotted_path.split("."):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
 class Scenario:
     """A validated simulation scenario.
 
@@ -74,8 +211,7 @@ class Scenario:
     """
 
     def __init__(self, **config: Any) -> None:
-        canonical_json = _smallpipe.validate_config(json.dumps(config))
-        self._config: dict[str, Any] = json.loads(canonical_json)
+        self._config: dict[str, Any] = validate(config)
 
     @classmethod
     def from_dict(cls, config: Mapping[str, Any]) -> Scenario:
@@ -97,6 +233,13 @@ class Scenario:
                 config = tomllib.load(file)
         except FileNotFoundError:
             raise FileNotFoundError(f"scenario file not found: {path}") from None
+        except IsADirectoryError:
+            raise _config_error("<file>", f"{path} (a directory)", "a scenario .toml file") from None
+        except PermissionError:
+            raise _config_error("<file>", f"{path} (not readable)", "a readable scenario .toml file") from None
+        except UnicodeDecodeError as error:
+            where = f"byte 0x{error.object[error.start]:02x} at offset {error.start}"
+            raise _config_error("<file>", f"{path} (not text: {where})", "a UTF-8 TOML file") from None
         except tomllib.TOMLDecodeError as error:
             raise _config_error("<file>", f"{path} ({error})", "a valid TOML file") from None
         # A replayed log's path is relative to the scenario file, not to the working directory.
@@ -122,10 +265,13 @@ class Scenario:
             scenario.with_overrides({"link.rate_bps": 2_000_000,
                                      "tcp.recovery": "sack",
                                      "flows.0.count": 100})
+
+        Setting a discipline's ``kind`` (``link.queue.kind = "fq_codel"``) drops the old
+        kind's keys the new kind does not take, with an :class:`~smallpipe.errors.OverrideNote`
+        warning naming them.
         """
         config = self.to_dict()
-        for dotted_path, value in overrides.items():
-            _set_path(config, dotted_path, value)
+        apply_overrides(config, overrides)
         return Scenario.from_dict(config)
 
     def __getitem__(self, key: str) -> Any:

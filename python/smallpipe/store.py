@@ -114,6 +114,7 @@ def connect(path: str | PathLike[str], *, read_only: bool = False) -> Iterator[d
 
     Raises:
         FileNotFoundError: ``read_only`` and the file does not exist.
+        StoreError: the file is not a DuckDB database, or cannot be written.
         duckdb.IOException: the lock was not released within :data:`LOCK_TIMEOUT_S`.
     """
     path = Path(path)
@@ -128,7 +129,9 @@ def connect(path: str | PathLike[str], *, read_only: bool = False) -> Iterator[d
             connection = duckdb.connect(str(path), read_only=read_only)
             break
         except duckdb.IOException as error:
-            if "lock" not in str(error).lower() or time.monotonic() > deadline:
+            if "lock" not in str(error).lower():
+                raise StoreError(f"{path} cannot be opened as a DuckDB database ({error})") from None
+            if time.monotonic() > deadline:
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
@@ -202,6 +205,8 @@ def read_sweep(path: str | PathLike[str]) -> dict[str, Any]:
     """The grid of a results database: ``keys`` (key -> values, in grid order),
     ``types``, ``grid_file``, ``base`` (the base scenario as written) and ``run_root``."""
     with connect(path, read_only=True) as connection:
+        if not _table_exists(connection, "sweep"):
+            raise StoreError(f"{path} has no sweep table: not a smallpipe sweep database")
         rows = connection.execute(
             "SELECT key, sql_type, grid_values, grid_file, base, run_root FROM sweep ORDER BY position"
         ).fetchall()
@@ -303,7 +308,8 @@ def read_points(path: str | PathLike[str]) -> pl.DataFrame:
     with connect(path, read_only=True) as connection:
         keys = list(read_sweep_keys(connection))
         order = ", ".join([*(quote(key) for key in keys), "point_id"])
-        return connection.sql(
+        table: pl.DataFrame = connection.sql(
             f"SELECT p.* EXCLUDE (scenario), s.* EXCLUDE (point_id) FROM points p "
             f"LEFT JOIN summary s USING (point_id) ORDER BY {order}"
         ).pl()
+        return table

@@ -46,7 +46,7 @@ import polars as pl
 from smallpipe import metrics, store
 from smallpipe._smallpipe import ConfigError, __version__
 from smallpipe.result import Result, simulate
-from smallpipe.scenario import Scenario, _set_path
+from smallpipe.scenario import Scenario, apply_overrides
 
 #: Sub-folder of the run root where a point's Parquet files are written before the
 #: folder is renamed into place; whatever a killed sweep left there is cleared on resume.
@@ -191,8 +191,7 @@ def load_grid(path: str | PathLike[str]) -> Grid:
         overrides = dict(zip(values, combination, strict=True))
         config = copy.deepcopy(base)
         try:
-            for key, value in overrides.items():
-                _set_path(config, key, value)
+            apply_overrides(config, overrides)  # a `kind` switch drops the old kind's keys, with a note
             scenario = Scenario.from_dict(config)
         except ConfigError as error:
             raise GridError(f"grid point {_describe(overrides)}: {error}") from None

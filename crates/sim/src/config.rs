@@ -5,6 +5,10 @@ use serde::{Deserialize, Serialize};
 use crate::workload::Dist;
 use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
+/// Units per run (flows, sessions, users, host pairs, log clients): each has two addresses
+/// in a /16 of the benchmarking range.
+pub const MAX_UNITS: usize = 65_000;
+
 /// A whole simulation: topology, TCP knobs, and flow groups.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -493,6 +497,11 @@ impl Scenario {
         for (i, g) in self.flows.iter().enumerate() {
             g.validate(min_rtt_ms, self.tcp.mss_bytes()).map_err(|e| e.within(&format!("flows[{i}]")))?;
         }
+        // Checked here, not when the units are built: a run that would stop at unit 65 001
+        // has allocated hundreds of MB first. A replayed log's clients are counted at set-up.
+        let units: u64 = self.flows.iter().filter(|g| g.app != AppKind::Replay).map(|g| u64::from(g.count)).sum();
+        check(units <= MAX_UNITS as u64, "flows", format!("{units} units in all"),
+            &format!("at most {MAX_UNITS} units per run (the sum of every group's count)"))?;
         Ok(())
     }
 }
@@ -601,7 +610,7 @@ impl FlowGroup {
     }
 
     fn validate(&self, min_rtt_ms: f64, mss: u32) -> Result<(), ConfigError> {
-        check((1..=1_000_000).contains(&self.count), "count", self.count, "1 to 1000000 flows")?;
+        check((1..=MAX_UNITS as u32).contains(&self.count), "count", self.count, &format!("1 to {MAX_UNITS} units"))?;
         check(self.size_bytes != Some(0), "size_bytes", 0, "a positive size, or unset")?;
         check(!(self.size_bytes.is_some() && self.size.is_some()), "size", "set with size_bytes",
             "either size_bytes or size, not both")?;
@@ -689,14 +698,57 @@ fn serde_error(field: String, msg: &str) -> ConfigError {
         let path = if field == "scenario" { name.to_string() } else { format!("{field}.{name}") };
         return ConfigError::new(path, "missing", "a value (this field has no default)");
     }
-    for prefix in ["invalid type: ", "invalid value: ", "unknown variant "] {
+    for prefix in ["invalid type: ", "invalid value: ", "unknown variant ", "invalid length "] {
         if let Some(rest) = msg.strip_prefix(prefix) {
             if let Some((value, expected)) = rest.split_once(", expected ") {
-                return ConfigError::new(field, value, expected);
+                let value = if prefix == "invalid length " { format!("a list of {value}") } else { plain_value(value) };
+                return ConfigError::new(field, value, plain_expected(expected));
             }
         }
     }
-    ConfigError::new(field, "this input", msg)
+    ConfigError::new(field, "this value", plain_expected(msg))
+}
+
+/// serde's rendering of a rejected value (``integer `5` ``, `map`) in the TOML user's words.
+fn plain_value(value: &str) -> String {
+    for prefix in ["integer ", "floating point ", "boolean ", "character "] {
+        if let Some(v) = value.strip_prefix(prefix) {
+            return v.trim_matches('`').to_string();
+        }
+    }
+    match value {
+        "map" => "a table".into(),
+        "sequence" => "a list".into(),
+        "unit value" | "null" | "Option value" => "no value (null)".into(),
+        _ => value.strip_prefix("string ").unwrap_or(value).to_string(),
+    }
+}
+
+/// serde's "expected" in the user's words: no Rust type names (`u32`, `struct LinkConfig`).
+fn plain_expected(expected: &str) -> String {
+    let whole = |max: &str| format!("a whole number from 0 to {max}");
+    match expected {
+        "u8" => whole("255"),
+        "u16" => whole("65535"),
+        "u32" => whole("4294967295"),
+        "u64" => whole("18446744073709551615"),
+        "f32" | "f64" => "a number".into(),
+        "a boolean" => "true or false".into(),
+        "a sequence" => "a list".into(),
+        "a map" => "a table".into(),
+        "variant identifier" => "a name in quotes".into(),
+        _ if expected.starts_with("struct ") => "a table".into(),
+        _ if expected.starts_with("internally tagged enum ") => "a table with a `kind` key".into(),
+        _ if expected.starts_with("an array of length ") => {
+            format!("a list of {} values", expected.trim_start_matches("an array of length "))
+        }
+        _ if expected.ends_with("untagged enum Spread") => "a number, or a [min, max] list of two numbers".into(),
+        _ if expected.ends_with("untagged enum Dist") => {
+            "a number, or a distribution table such as { dist = \"exponential\", mean = 1.0 }".into()
+        }
+        _ if expected.contains("enum ") => "a value of one of the forms docs/scenario.md lists".into(),
+        _ => expected.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -761,6 +813,38 @@ mod tests {
 
         let e = err(r#"{"seed":1}"#);
         assert_eq!(e.field, "flows");
+    }
+
+    #[test]
+    fn type_errors_use_toml_words_not_rust_types() {
+        let rust_names = ["u8", "u32", "u64", "f64", "struct ", "enum ", "Spread", "Dist", "LinkConfig"];
+        for (json, field) in [
+            (r#"{"tcp":{"initial_window_pkts":1.5},"flows":[{"app":"bulk"}]}"#, "tcp.initial_window_pkts"),
+            (r#"{"link":5,"flows":[{"app":"bulk"}]}"#, "link"),
+            (r#"{"link":{"rate_bps":"fast"},"flows":[{"app":"bulk"}]}"#, "link.rate_bps"),
+            (r#"{"flows":[{"app":"bulk","rtt_ms":"x"}]}"#, "flows[0].rtt_ms"),
+            (r#"{"flows":[{"app":"web","size":"x"}]}"#, "flows[0].size"),
+            (r#"{"flows":[{"app":"bulk","count":-1}]}"#, "flows[0].count"),
+            (r#"{"flows":[{"app":"bulk","rtt_ms":[1,2,3]}]}"#, "flows[0].rtt_ms"),
+            (r#"{"edge":{"dscp":300},"flows":[{"app":"bulk"}]}"#, "edge.dscp"),
+        ] {
+            let e = err(json);
+            assert_eq!(e.field, field, "{e}");
+            for name in rust_names {
+                assert!(!e.to_string().contains(name), "{name} in {e}");
+            }
+        }
+        let e = err(r#"{"flows":[{"app":"bulk","count":-1}]}"#);
+        assert_eq!((e.value.as_str(), e.allowed.as_str()), ("-1", "a whole number from 0 to 4294967295"));
+    }
+
+    #[test]
+    fn units_are_limited_in_all_before_any_is_built() {
+        let e = err(r#"{"flows":[{"app":"bulk","count":65001}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows[0].count", "65001"));
+        let e = err(r#"{"flows":[{"app":"bulk","count":65000},{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows", "65001 units in all"));
+        assert!(Scenario::from_json(r#"{"flows":[{"app":"bulk","count":64999},{"app":"bulk"}]}"#).is_ok());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! client implicitly asked for) and recorded one row each.
 
 use crate::epochs::EpochRecorder;
-use crate::config::{AppKind, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, GapFrom, ReplayMode, Routing, Scenario,
+use crate::config::{AppKind, MAX_UNITS, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, GapFrom, ReplayMode, Routing, Scenario,
     Spread, TopologyConfig};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
@@ -92,8 +92,6 @@ const SENDER_NET: u32 = 0xC612_0000; // 198.18.0.0
 const RECEIVER_NET: u32 = 0xC613_0000; // 198.19.0.0
 const SERVER_PORT: u16 = 80;
 const FIRST_CLIENT_PORT: u16 = 1024;
-/// Units per run: each has two addresses in a /16 of the benchmarking range.
-const MAX_UNITS: usize = 65_000;
 
 pub struct Simulator {
     now: Instant,
@@ -277,7 +275,10 @@ impl Simulator {
         let path = g.log_path.as_deref().unwrap_or_default();
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::new(&field, path, format!("a readable UTF-8 file ({e})")))?;
-        let log = crate::squid::parse_access_log(&text, &field, g.skip_malformed)?;
+        let log = crate::squid::parse_access_log(&text, &field, g.skip_malformed).map_err(|mut e| {
+            e.value = format!("{path}: {}", e.value);
+            e
+        })?;
         self.skipped_log_lines += log.skipped;
         let mut clients: Vec<(String, VecDeque<(Instant, u64)>)> = Vec::new();
         let mut index: FxHashMap<&str, usize> = FxHashMap::default();

@@ -41,7 +41,7 @@ pub fn parse_access_log(text: &str, field: &str, skip_malformed: bool) -> Result
                 return Err(ConfigError::new(
                     field,
                     format!("line {}: {why}", i + 1),
-                    "Squid native access.log lines: time elapsed client code/status bytes method URL ... (or set skip_malformed = true)",
+                    "Squid native access.log lines: time (seconds >= 0) elapsed client code/status bytes (a whole number) method URL ... (or set skip_malformed = true)",
                 ))
             }
         }
@@ -60,16 +60,16 @@ pub fn parse_access_log(text: &str, field: &str, skip_malformed: bool) -> Result
 fn parse_line(line: &str) -> Result<Request, String> {
     let fields: Vec<&str> = line.split_whitespace().collect();
     if fields.len() < 7 {
-        return Err(format!("{} fields, expected at least 7", fields.len()));
+        let shown: String = line.chars().take(60).collect();
+        return Err(format!("{shown:?} ({} fields)", fields.len()));
     }
-    let time_s: f64 = fields[0].parse().map_err(|_| format!("time {:?} is not a number", fields[0]))?;
-    if !time_s.is_finite() || time_s < 0.0 {
-        return Err(format!("time {time_s} is not a non-negative number"));
-    }
+    // `parse` takes "nan" and "inf": only a finite time is one.
+    let time_s: f64 = fields[0].parse().ok().filter(|t: &f64| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| format!("time {:?}", fields[0]))?;
     if !fields[3].contains('/') {
-        return Err(format!("result {:?} is not code/status", fields[3]));
+        return Err(format!("result {:?}", fields[3]));
     }
-    let bytes: u64 = fields[4].parse().map_err(|_| format!("bytes {:?} is not a whole number", fields[4]))?;
+    let bytes: u64 = fields[4].parse().map_err(|_| format!("bytes {:?}", fields[4]))?;
     Ok(Request { time_s, client: fields[2].to_string(), bytes })
 }
 
@@ -103,5 +103,15 @@ mod tests {
         assert!(e.value.contains("lots"), "{e}");
         let log = parse_access_log(&bad, "log_path", true).unwrap();
         assert_eq!((log.requests.len(), log.skipped), (3, 1));
+    }
+
+    #[test]
+    fn nan_infinite_and_garbage_lines_are_malformed() {
+        for (line, shown) in [("nan 5 10.0.0.3 TCP_MISS/200 9 GET http://x/d", "time \"nan\""),
+                              ("inf 5 10.0.0.3 TCP_MISS/200 9 GET http://x/d", "time \"inf\""),
+                              ("\u{1}\u{2} garbage", "\"\\u{1}\\u{2} garbage\" (2 fields)")] {
+            let e = parse_access_log(&format!("{LOG}{line}\n"), "log_path", false).unwrap_err();
+            assert_eq!(e.value, format!("line 6: {shown}"), "{e}");
+        }
     }
 }

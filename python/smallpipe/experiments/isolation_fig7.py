@@ -58,7 +58,8 @@ def bounded_pareto_pkts(n: int, *, low: float = 4.0, high: float = 2e5, shape: f
     ``F(x) = (1 − (L/x)^a) / (1 − (L/H)^a)`` on ``[L, H]``."""
     u = np.random.default_rng(seed).uniform(size=n)
     x = low / (1.0 - u * (1.0 - (low / high) ** shape)) ** (1.0 / shape)
-    return np.rint(x)
+    rounded: np.ndarray = np.rint(x)
+    return rounded
 
 
 def scenario(scheme: str, *, duration_s: float, seed: int, web_samples: int = 20_000) -> dict[str, Any]:

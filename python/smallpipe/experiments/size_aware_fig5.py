@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from smallpipe import metrics
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.models import padhye
 from smallpipe.models import size_aware as analysis
@@ -74,8 +75,8 @@ def simulated_throughput(d: int, data_s: pl.Series, rtt_s: float) -> dict[str, f
     n = data_s.len()
     if n == 0:
         return {"sim_pkts_per_rtt": None, "sim_rel_stderr": None}
-    mean_s = float(data_s.mean())
-    stderr = float(data_s.std()) / mean_s / n**0.5 if n > 1 else None
+    mean_s = metrics.to_float(data_s.mean())
+    stderr = metrics.to_float(data_s.std()) / mean_s / n**0.5 if n > 1 else None
     return {"sim_pkts_per_rtt": d * rtt_s / mean_s, "sim_rel_stderr": stderr}
 
 

@@ -209,7 +209,7 @@ def plot(table: pl.DataFrame, curves: pl.DataFrame, path: Path) -> None:
             ax.plot(d, np.minimum(d / (1 + np.log2(d)), target), style, label=f"ideal at target {target:.1f}")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_ylim(0.2, 2.0 * float(curves["thr"].max()))
+        ax.set_ylim(0.2, 2.0 * metrics.to_float(curves["thr"].max()))
         ax.set_xlabel("transfer size (packets, bin start)")
         ax.set_ylabel("throughput (packets per RTT)")
         ax.set_title(f"τ = {tau:g} ms")

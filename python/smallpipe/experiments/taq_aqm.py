@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -30,7 +31,7 @@ FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 30_000, 50_000, 100_0
 DISCIPLINES: tuple[str, ...] = ("droptail", "red", "sfq", "fq", "fq_codel", "host_fq")
 
 
-def fairness_row(result: Result) -> dict:
+def fairness_row(result: Result) -> dict[str, Any]:
     """A run's fairness and link numbers: the 20 s Jain index, zero-share fraction and top-40%
     share averaged over the slices but the first (start-up; all of them when there is one),
     the long-term index, and the bottleneck's utilization, loss and queue delay."""

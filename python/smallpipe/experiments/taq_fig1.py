@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -31,7 +32,7 @@ BUCKET_EDGES_BYTES = (0, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_0
 
 def replay_scenario(
     log: Path, *, duration_s: float, seed: int, rate_bps: int = 2_000_000, buffer_pkts: int = 100,
-    queue: dict | None = None,
+    queue: dict[str, Any] | None = None,
 ) -> Scenario:
     """A replay of ``log`` (each client as fast as its 4 connections allow) over a
     ``rate_bps`` bottleneck with ``buffer_pkts`` of buffer (one RTT: 100 packets at 2 Mbit/s)

@@ -24,6 +24,7 @@ import polars as pl
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.presets import NS2_TCP, taq_dumbbell
 from smallpipe.result import simulate
+from smallpipe.scenario import Scenario
 
 __all__ = ["DISCIPLINES", "SHORT_PACKETS", "fit", "plot", "reproduce", "run"]
 
@@ -35,7 +36,7 @@ SHORT_START_S = (60.0, 240.0)
 DISCIPLINES: tuple[str, ...] = ("droptail", "taq", "red", "sfq", "fq", "fq_codel", "host_fq")
 
 
-def scenario(kind: str, *, duration_s: float, seed: int):
+def scenario(kind: str, *, duration_s: float, seed: int) -> Scenario:
     base = taq_dumbbell(flows=LONG_FLOWS, rate_bps=RATE_BPS, duration_s=duration_s, seed=seed, queue={"kind": kind})
     short = [{"app": "transfer", "count": 1, "size_bytes": packets * PAYLOAD_BYTES, "rtt_ms": 200.0,
               "start_s": list(SHORT_START_S)} for packets in SHORT_PACKETS]

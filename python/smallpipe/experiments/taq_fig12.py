@@ -28,10 +28,12 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from smallpipe import metrics
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.taq_fig1 import replay_scenario
 from smallpipe.result import Result, simulate
@@ -51,7 +53,7 @@ SHORT, LARGE = 0, 100_000
 SCALES: dict[str, int] = {"paper": 2, "stress": 50}
 """Clients per scale, each with four connections."""
 _AC = {"kind": "taq", "admission_control": True}
-QUEUES: dict[str, dict] = {
+QUEUES: dict[str, dict[str, Any]] = {
     "droptail": {"kind": "droptail"},
     "taq": {"kind": "taq"},
     # Admission control at its defaults (the reading of Section 4.3 argued in docs/taq.md),
@@ -79,7 +81,7 @@ def _quantile(sorted_times: np.ndarray, q: float) -> float:
 
 
 def _one(log: Path, scale: str, name: str, duration_s: float, seed: int,
-         execute: Callable[[Scenario], Result]) -> tuple[pl.DataFrame, dict]:
+         execute: Callable[[Scenario], Result]) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Per-object times of one run and its link-level row."""
     scenario = replay_scenario(log, duration_s=duration_s, seed=seed, rate_bps=RATE_BPS,
                                buffer_pkts=BUFFER_PKTS, queue=QUEUES[name])
@@ -124,10 +126,10 @@ def run(*, scales: Sequence[str] = tuple(SCALES), queues: Sequence[str] = tuple(
                 runs.append({"scale": scale, "queue": name, "objects": objects.height,
                              "unfinished": int(objects["end_ns"].is_null().sum()),
                              "gave_up": int((objects["end_ns"].is_null() & (syn > 0)).sum()),
-                             "mean_s": float(t.mean()), "makespan_mean_s": float(makespans.mean()),
-                             "makespan_max_s": float(makespans.max()),
-                             "syn0": float((syn == 0).mean()), "syn1": float((syn == 1).mean()),
-                             "syn2": float((syn == 2).mean()), "syn3plus": float((syn >= 3).mean()),
+                             "mean_s": metrics.to_float(t.mean()), "makespan_mean_s": metrics.to_float(makespans.mean()),
+                             "makespan_max_s": metrics.to_float(makespans.max()),
+                             "syn0": metrics.to_float((syn == 0).mean()), "syn1": metrics.to_float((syn == 1).mean()),
+                             "syn2": metrics.to_float((syn == 2).mean()), "syn3plus": metrics.to_float((syn >= 3).mean()),
                              "loss_rate": link["loss_rate"], "admission_drops": link.get("drop_admission"),
                              "utilization": link["utilization"]})
     objects = pl.concat(parts)
@@ -143,8 +145,7 @@ def run(*, scales: Sequence[str] = tuple(SCALES), queues: Sequence[str] = tuple(
                      "median_s": _quantile(times, 0.5), "p90_s": _quantile(times, 0.9), "max_s": float(times[-1]),
                      "mean_s": float(times.mean())})
     buckets = pl.DataFrame(rows).sort("scale", "queue", "size_lo_bytes")
-    runs = pl.DataFrame(runs)
-    return objects, buckets, _with_gains(runs, buckets)
+    return objects, buckets, _with_gains(pl.DataFrame(runs), buckets)
 
 
 def _with_gains(runs: pl.DataFrame, buckets: pl.DataFrame) -> pl.DataFrame:
@@ -153,7 +154,7 @@ def _with_gains(runs: pl.DataFrame, buckets: pl.DataFrame) -> pl.DataFrame:
         row = buckets.filter(pl.col("scale") == scale, pl.col("queue") == queue, pl.col("size_lo_bytes") == lo)
         return float(row[col][0]) if row.height else float("nan")
 
-    gains = {k: [] for k in PAPER}
+    gains: dict[str, list[float]] = {k: [] for k in PAPER}
     for scale, queue in runs.select("scale", "queue").iter_rows():
         for key, lo, col in (("short_median_gain", SHORT, "median_s"), ("short_max_gain", SHORT, "max_s"),
                              ("large_median_gain", LARGE, "median_s"), ("large_max_gain", LARGE, "max_s")):
@@ -189,12 +190,12 @@ def markdown(buckets: pl.DataFrame, runs: pl.DataFrame) -> str:
     out.append("| scale | queue | mean per object, s | makespan mean / max, s | SYN timeouts 0 / 1 / 2 / ≥3 "
                "| loss | admission drops | short median / max gain | large median / max gain |")
     out.append("|---|---|---|---|---|---|---|---|---|")
-    for r in runs.iter_rows(named=True):
-        syn = " / ".join(f"{100 * r[k]:.0f}%" for k in ("syn0", "syn1", "syn2", "syn3plus"))
-        out.append(f"| {r['scale']} | {r['queue']} | {_s(r['mean_s'])} | {_s(r['makespan_mean_s'])} / "
-                   f"{_s(r['makespan_max_s'])} | {syn} | {r['loss_rate']:.3f} | {r['admission_drops']} | "
-                   f"{r['short_median_gain']:.2f} / {r['short_max_gain']:.2f} | "
-                   f"{r['large_median_gain']:.2f} / {r['large_max_gain']:.2f} |")
+    for row in runs.iter_rows(named=True):
+        syn = " / ".join(f"{100 * row[k]:.0f}%" for k in ("syn0", "syn1", "syn2", "syn3plus"))
+        out.append(f"| {row['scale']} | {row['queue']} | {_s(row['mean_s'])} | {_s(row['makespan_mean_s'])} / "
+                   f"{_s(row['makespan_max_s'])} | {syn} | {row['loss_rate']:.3f} | {row['admission_drops']} | "
+                   f"{row['short_median_gain']:.2f} / {row['short_max_gain']:.2f} | "
+                   f"{row['large_median_gain']:.2f} / {row['large_max_gain']:.2f} |")
     return "\n".join(out) + "\n"
 
 

@@ -13,6 +13,7 @@ those of :func:`smallpipe.experiments.taq_aqm.run`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -29,7 +30,7 @@ OTHERS: tuple[str, ...] = ("red", "sfq", "fq", "fq_codel", "host_fq")
 PAPER = {"jain_often_above": 0.8, "utilization_close_to": 1.0}
 
 
-def run(*, duration_s: float = 10_000.0, seed: int = 1, fair_shares_bps=taq_aqm.FAIR_SHARES_BPS) -> pl.DataFrame:
+def run(*, duration_s: float = 10_000.0, seed: int = 1, fair_shares_bps: Sequence[int] = taq_aqm.FAIR_SHARES_BPS) -> pl.DataFrame:
     """TAQ and DropTail at every rate, the other disciplines at 1 Mbit/s; one row per run."""
     main = taq_aqm.run(disciplines=("droptail", "taq"), rates_bps=RATES_BPS, fair_shares_bps=fair_shares_bps,
                        duration_s=duration_s, seed=seed)

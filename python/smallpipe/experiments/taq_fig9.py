@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -97,7 +98,7 @@ def plot(evolutions: dict[tuple[str, float], pl.DataFrame], summary: pl.DataFram
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for ax, kind in zip(axes[:2], ("droptail", "taq"), strict=True):
         evo = evolutions[(kind, EPOCH_S)]
-        window = evo.filter(pl.col("slice") < evo["slice"].min() + int(60 / EPOCH_S))
+        window = evo.filter(pl.col("slice") < cast(int, evo["slice"].min()) + int(60 / EPOCH_S))
         for state in metrics.EVOLUTION_STATES:
             ax.plot(window["slice"] * EPOCH_S, window[state], color=colours[state], linewidth=0.9, label=state)
         ax.set_xlabel("time (s)")

@@ -71,7 +71,7 @@ def run(
             "our_share": shares[threshold],
             "share_hang_over_20s": shares[20.0],
             "share_hang_over_60s": shares[60.0],
-            "median_longest_hang_s": float(result.units["longest_hang_ns"].median()) / 1e9,
+            "median_longest_hang_s": metrics.to_float(result.units["longest_hang_ns"].median()) / 1e9,
             "utilization": bottleneck["utilization"][0],
             "loss_rate": bottleneck["loss_rate"][0],
             "connections": result.flows.height,

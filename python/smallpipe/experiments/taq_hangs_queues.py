@@ -24,7 +24,8 @@ DISCIPLINES: tuple[str, ...] = ("droptail", "taq", "red", "sfq", "fq", "fq_codel
 def run(*, disciplines: Sequence[str] = DISCIPLINES, users_list: tuple[int, ...] = (200, 400),
         duration_s: float = 600.0, seed: int = 1) -> tuple[pl.DataFrame, dict[tuple[str, int], pl.DataFrame]]:
     """One :func:`taq_hangs.run` per discipline. Returns the summary rows and each run's units."""
-    tables, units = [], {}
+    tables: list[pl.DataFrame] = []
+    units: dict[tuple[str, int], pl.DataFrame] = {}
     for kind in disciplines:
         table, per_users = taq_hangs.run(users_list=users_list, duration_s=duration_s, seed=seed, queue=kind)
         tables.append(table)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -40,8 +41,8 @@ CONGESTION_CONTROLS: tuple[str, ...] = ("reno", "cubic")
 SLICE_S = 20.0
 DURATION_S = 200.0
 """Ten 20 s slices per run, nine measured."""
-QUICK = {"fair_shares_bps": (10_000, 50_000), "congestion_controls": ("reno",), "duration_s": 60.0}
-SESSION: tuple[dict, ...] = (
+QUICK: dict[str, Any] = {"fair_shares_bps": (10_000, 50_000), "congestion_controls": ("reno",), "duration_s": 60.0}
+SESSION: tuple[dict[str, Any], ...] = (
     {"fair_shares_bps": (10_000, 30_000, 100_000), "congestion_controls": ("reno",), "duration_s": 60.0},
     {"disciplines": ("taq", "droptail"), "rates_bps": (1_000_000,), "fair_shares_bps": (10_000, 100_000),
      "congestion_controls": ("cubic",), "duration_s": 60.0},
@@ -52,7 +53,7 @@ DropTail at the two ends of the axis."""
 
 
 def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion_control: str, duration_s: float,
-              slice_s: float = SLICE_S, seed: int = 1) -> dict:
+              slice_s: float = SLICE_S, seed: int = 1) -> dict[str, Any]:
     """One testbed run; its row (Jain per slice averaged over all slices but the first)."""
     from smallpipe.testbed import run_testbed  # needs nothing at import; runs need root
 

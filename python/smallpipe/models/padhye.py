@@ -65,7 +65,7 @@ def timeout_probability(w: float, p: float) -> float:
         return 1.0
     q = 1.0 - p
     value = (1.0 - q**3) * (1.0 + q**3 * (1.0 - q ** (w - 3.0))) / (1.0 - q**w)
-    return min(1.0, value)
+    return min(1.0, float(value))
 
 
 def backoff_factor(p: float) -> float:

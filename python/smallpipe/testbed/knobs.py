@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from smallpipe.scenario import Scenario, _config_error
+from smallpipe.errors import config_error as _config_error
+from smallpipe.scenario import Scenario
 
 __all__ = ["MAX_UNITS", "LinuxSettings", "linux_settings"]
 
@@ -85,9 +86,9 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if not low <= tcp["dupack_threshold"] <= high:
         _refuse("tcp.dupack_threshold", tcp["dupack_threshold"], f"{low} to {high} (net.ipv4.tcp_reordering)")
     sysctls["net.ipv4.tcp_reordering"] = str(tcp["dupack_threshold"])
-    low, high = _LINUX_RTO_MAX_MS
-    if not low <= tcp["max_rto_ms"] <= high:
-        _refuse("tcp.max_rto_ms", tcp["max_rto_ms"], f"{low:g} to {high:g} ms (net.ipv4.tcp_rto_max_ms)")
+    rto_low_ms, rto_high_ms = _LINUX_RTO_MAX_MS
+    if not rto_low_ms <= tcp["max_rto_ms"] <= rto_high_ms:
+        _refuse("tcp.max_rto_ms", tcp["max_rto_ms"], f"{rto_low_ms:g} to {rto_high_ms:g} ms (net.ipv4.tcp_rto_max_ms)")
     sysctls["net.ipv4.tcp_rto_max_ms"] = str(round(tcp["max_rto_ms"]))
     if tcp["initial_rto_ms"] != _LINUX_INITIAL_RTO_MS:
         _refuse("tcp.initial_rto_ms", tcp["initial_rto_ms"], f"{_LINUX_INITIAL_RTO_MS:g}: Linux's initial RTO is fixed")

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from smallpipe._smallpipe import SimulationError
+from smallpipe.errors import config_error as _config_error
 from smallpipe.result import Result, with_active_overrides
-from smallpipe.scenario import Scenario, _config_error
+from smallpipe.scenario import Scenario
 from smallpipe.testbed.knobs import MAX_UNITS, linux_settings
 from smallpipe.testbed.netns import COMMAND_TIMEOUT_S, SERVER_ADDR, Network, client_addr
 from smallpipe.testbed.tables import to_result
