@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -61,7 +62,7 @@ class SimulationProgress:
         self._runs = 0
         self._last_line_s = clock()
         self._bar: Progress | None = None
-        self._task = 0
+        self._task = TaskID(0)
 
     def __enter__(self) -> Self:
         return self

@@ -251,7 +251,7 @@ def _read_table(path: Path, schema: pl.Schema) -> pl.DataFrame:
         return pl.DataFrame(schema=schema)
     frame = pl.read_parquet(path)
     missing = [pl.lit(None, dtype).alias(name) for name, dtype in schema.items() if name not in frame.columns]
-    return frame.with_columns(missing).select(schema.names()).cast(schema)  # type: ignore[arg-type]
+    return frame.with_columns(missing).select(schema.names()).cast(schema)
 
 
 _OVERRIDES: ContextVar[Mapping[str, Any]] = ContextVar("smallpipe_overrides", default=MappingProxyType({}))

@@ -31,7 +31,7 @@ class RayUnavailableError(RuntimeError):
 
 def import_ray() -> Any:
     try:
-        import ray
+        import ray  # type: ignore[import-not-found,unused-ignore]  # an optional extra
     except ImportError:
         raise RayUnavailableError(
             "--backend ray needs Ray, which is not installed; install it with pip install 'smallpipe[ray]'"

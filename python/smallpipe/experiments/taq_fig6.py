@@ -37,9 +37,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
+from smallpipe import metrics
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.models import taq_full
 from smallpipe.presets import taq_dumbbell
@@ -81,30 +83,30 @@ def epoch_classes(result: Result, warmup_s: float = WARMUP_S) -> pl.DataFrame:
     )
 
 
-def _compare(row: dict, name: str, sim: float, model: float) -> None:
+def _compare(row: dict[str, Any], name: str, sim: float, model: float) -> None:
     row[f"sim_{name}"] = sim
     row[f"model_{name}"] = model
     row[f"ratio_{name}"] = sim / model if model > 0 else None
     row[f"diff_{name}"] = sim - model
 
 
-def occupancy_row(result: Result) -> dict:
+def occupancy_row(result: Result) -> dict[str, Any]:
     """Simulated occupancy by packets sent, in a timeout and with a backed-off timer, the
     loss rate, and the model at that loss rate (ratio and difference per class)."""
     epochs = epoch_classes(result)
     n = epochs.height
-    loss = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)["loss_rate"]
+    loss = float(result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)["loss_rate"])
     model = taq_full.stationary_distribution(loss, W_MAX, BACKOFF_STAGES)
-    row: dict = {"loss_rate": loss, "flow_epochs": n}
+    row: dict[str, Any] = {"loss_rate": loss, "flow_epochs": n}
     for k in range(3):
         _compare(row, f"sent_{k}", epochs.filter(pl.col("segments_sent") == k).height / n, model.packets_sent(k))
-    _compare(row, "timeout", epochs["in_timeout"].mean(), model.timeout_probability)
+    _compare(row, "timeout", metrics.to_float(epochs["in_timeout"].mean()), model.timeout_probability)
     backed_off = sum(model.stage_probability(k) for k in range(1, BACKOFF_STAGES + 1))
     _compare(row, "backed_off", epochs.filter(pl.col("rto_backoff") > 0).height / n, backed_off)
     return row
 
 
-def taq_agreement(result: Result) -> dict:
+def taq_agreement(result: Result) -> dict[str, Any]:
     """How often TAQ's inferred class matches the senders' own (flow-epochs TAQ tracks)."""
     epochs = epoch_classes(result).filter(pl.col("taq_class").is_not_null())
     sender_timeout = pl.col("sender_class") != "window"
@@ -133,7 +135,7 @@ def run(
     rows = []
     for rate_bps, share in itertools.product(rates_bps, fair_shares_bps):
         flows = max(2, round(rate_bps / share))
-        row: dict = {"rate_bps": rate_bps, "fair_share_bps": share, "flows": flows}
+        row: dict[str, Any] = {"rate_bps": rate_bps, "fair_share_bps": share, "flows": flows}
         for kind in ("droptail", "taq"):
             scenario = taq_dumbbell(
                 flows=flows, rate_bps=rate_bps, duration_s=duration_s, seed=seed, slice_s=EPOCH_S,

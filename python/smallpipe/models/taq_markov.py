@@ -106,7 +106,7 @@ def stationary_vector(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64
     system[-1, :] = 1.0
     rhs = np.zeros(size)
     rhs[-1] = 1.0
-    return np.linalg.solve(system, rhs)
+    return np.asarray(np.linalg.solve(system, rhs), dtype=np.float64)
 
 
 def stationary_distribution(p: float) -> TaqStationary:
