@@ -9,6 +9,9 @@ from smallpipe.experiments import (
     isolation_fig4,
     isolation_fig5,
     isolation_fig7,
+    padding_fig3,
+    padding_fig4,
+    padding_fig7,
     size_aware_fig5,
     size_aware_fig7,
     size_aware_fig14,
@@ -35,6 +38,9 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "isolation-fig4": isolation_fig4,
     "isolation-fig5": isolation_fig5,
     "isolation-fig7": isolation_fig7,
+    "padding-fig3": padding_fig3,
+    "padding-fig4": padding_fig4,
+    "padding-fig7": padding_fig7,
     "size-aware-fig14": size_aware_fig14,
     "size-aware-fig5": size_aware_fig5,
     "size-aware-fig7": size_aware_fig7,
@@ -62,7 +68,7 @@ TESTBED = frozenset({"taq-testbed-fig11", "taq-testbed-fig12"})
 with scripts/testbed-measurements.sh, not with the simulator's figures."""
 
 PAGES = {"taq": "taq", "taq-testbed": "taq-testbed", "thesis": "thesis", "isolation": "class-isolation",
-         "size-aware": "size-aware"}
+         "size-aware": "size-aware", "padding": "padding-diversity"}
 """A figure name's prefix → its page's folder under docs/reproductions/ (the longest prefix wins)."""
 
 
@@ -83,6 +89,9 @@ __all__ = [
     "isolation_fig4",
     "isolation_fig5",
     "isolation_fig7",
+    "padding_fig3",
+    "padding_fig4",
+    "padding_fig7",
     "page_of",
     "size_aware_fig5",
     "size_aware_fig7",

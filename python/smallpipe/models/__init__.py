@@ -2,11 +2,13 @@
 
 - :mod:`~smallpipe.models.padhye`: bulk TCP throughput with timeouts (Padhye et al. 1998);
 - :mod:`~smallpipe.models.interactive`: response time of interactive flows;
+- :mod:`~smallpipe.models.padding_diversity`: response time of fully-backlogged, padded and
+  diversified interactive flows, and the TCP-SF state machine;
 - :mod:`~smallpipe.models.taq_markov`: the TAQ paper's small-packet-regime Markov chain;
 - :mod:`~smallpipe.models.size_aware`: TCP throughput with per-packet loss probabilities
   and the size-aware drop curves (Tokuda et al. 2002).
 """
 
-from smallpipe.models import interactive, padhye, size_aware, taq_markov
+from smallpipe.models import interactive, padding_diversity, padhye, size_aware, taq_markov
 
-__all__ = ["interactive", "padhye", "size_aware", "taq_markov"]
+__all__ = ["interactive", "padding_diversity", "padhye", "size_aware", "taq_markov"]
