@@ -6,7 +6,6 @@ from math import comb
 
 import numpy as np
 import pytest
-
 from smallpipe.models import interactive
 from smallpipe.models import padding_diversity as m
 

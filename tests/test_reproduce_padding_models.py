@@ -4,7 +4,6 @@ gain ratio it reports ("two to three times smaller" response times, Section I)."
 
 import polars as pl
 import pytest
-
 from smallpipe.experiments import padding_fig4
 from smallpipe.experiments.padding_models import curves
 
