@@ -12,15 +12,20 @@ drawn twice: Eq. (7) summed (``red``) and the printed approximation Eq. (8) (``r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import polars as pl
 
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.models import interactive
 from smallpipe.models import padding_diversity as m
 
-__all__ = ["LOSSES", "MIN_RTO_PRIME_S", "RTO_S", "SHOWN_LOSSES", "curves", "shown"]
+__all__ = ["FIGURE_RTT_S", "LOSSES", "MIN_RTO_PRIME_S", "RTO_S", "SHOWN_LOSSES", "curves", "shown",
+           "write_latency_figure"]
 
 RTO_S = 1.0
+FIGURE_RTT_S = 0.1
+"""Figures 3 and 7: the paper does not state their RTT."""
 MIN_RTO_PRIME_S = 0.5
 LOSSES: tuple[float, ...] = tuple(round(0.005 * i, 3) for i in range(1, 61))  # 0.5 % … 30 %
 SHOWN_LOSSES: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3)
@@ -55,3 +60,27 @@ def curves(rtt_s: float, losses: Sequence[float] = LOSSES) -> pl.DataFrame:
 def shown(table: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
     """``columns`` of ``table`` at the losses of ``SHOWN_LOSSES``, for the printed summary."""
     return table.filter(pl.col("p").is_in(SHOWN_LOSSES)).select("p", *columns)
+
+
+def write_latency_figure(out: Path, name: str, title: str, lines: Sequence[tuple[str, str]]) -> pl.DataFrame:
+    """Writes ``name``.csv (every loss of ``LOSSES`` at ``FIGURE_RTT_S``) and ``name``.png (the
+    ``lines``, (column, label) pairs, against the loss); returns those columns at
+    ``SHOWN_LOSSES``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = curves(FIGURE_RTT_S)
+    write_csv(table, out / f"{name}.csv")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for column, label in lines:
+        ax.plot(table["p"], table[column], label=label)
+    ax.set_xlabel("packet loss probability p")
+    ax.set_ylabel("expected response time (s)")
+    ax.set_title(f"Padding paper, {title} (model), RTO 1 s, RTT {FIGURE_RTT_S * 1e3:.0f} ms")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / f"{name}.png", dpi=120)
+    plt.close(fig)
+    return shown(table, [column for column, _ in lines])
