@@ -211,6 +211,8 @@ pub struct Endpoint {
     segment_ends: std::collections::VecDeque<u64>,
     /// Diversity: (end offset of a copied segment, duplicate ACKs its copies still owe).
     copy_acks: std::collections::VecDeque<(u64, u32)>,
+    /// Opened the connection (the client): only the application side pads its idle time.
+    active_opener: bool,
     // Receive half (offsets from `irs`).
     irs: u32,
     rcv_nxt: u64,
@@ -271,6 +273,7 @@ impl Endpoint {
             rto_retries: 0,
             segment_ends: Default::default(),
             copy_acks: Default::default(),
+            active_opener: state == State::Closed,
             irs: 0,
             rcv_nxt: 0,
             ooo: RangeSet::default(),
@@ -912,7 +915,7 @@ impl Endpoint {
             if self.snd_nxt >= self.send_end() {
                 // Fully backlogged: a full-size dummy when the window has room for one, so
                 // real data written later is never queued behind a dummy.
-                let pad = p.fully_backlogged && !self.app_closed && self.state == State::Established
+                let pad = p.fully_backlogged && self.active_opener && !self.app_closed && self.state == State::Established
                     && self.snd_nxt + p.mss - self.snd_una <= window;
                 if !pad {
                     break;

@@ -1092,7 +1092,9 @@ fn fully_backlogged_fills_the_window_with_dummies_behind_real_data() {
     c.app_write(1000, true, t(120), &p, &mut more);
     assert!(more.is_empty());
     let mut acks = Vec::new();
-    s.on_segment(&out[0], t(150), &plain, &mut acks); // the server is not backlogged
+    s.on_segment(&out[0], t(150), &p, &mut acks);
+    assert_eq!(acks.len(), 1, "the listener does not pad: a pure ACK");
+    assert_eq!(acks[0].payload_len, 0);
     let mut next = Vec::new();
     c.on_segment(&acks[0], t(200), &p, &mut next);
     assert_eq!(next[0].payload_len, 1000);
