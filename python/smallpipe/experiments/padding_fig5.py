@@ -66,7 +66,7 @@ def model_s(approach: str, p: float) -> float:
     raise KeyError(approach)
 
 
-def run(*, losses: Sequence[float] = LOSSES, flows: int = 10, duration_s: float = 300.0,
+def run(*, losses: Sequence[float] = LOSSES, flows: int = 10, duration_s: float = 200.0,
         seed: int = 1) -> pl.DataFrame:
     """Rows: p, approach, bursts, sim_s, model_s, sim_over_model, and the gain ratio over
     the interactive flow G = E[L]/E[L′] in simulation and model (``gain_sim``, ``gain_model``)."""
@@ -107,7 +107,7 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
-    """10 telnet clients for 300 s per approach and loss (4 clients for 60 s at p = 0.1
+    """10 telnet clients for 200 s per approach and loss (4 clients for 60 s at p = 0.1
     with ``quick``)."""
     table = run(losses=QUICK_LOSSES, flows=4, duration_s=60.0, seed=seed) if quick else run(seed=seed)
     write_csv(table, out / "padding-fig5.csv")

@@ -1067,8 +1067,8 @@ impl Endpoint {
             if self.timed.is_none() {
                 self.timed = Some((end, now));
             }
-            if p.thin_linear_timeouts {
-                self.segment_ends.push_back(end);
+            if p.thin_linear_timeouts && off > 0 {
+                self.segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
             }
         }
         self.snd_max = self.snd_max.max(end);

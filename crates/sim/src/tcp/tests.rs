@@ -949,6 +949,17 @@ fn thin_linear_timeouts_keep_the_rto_for_six_timeouts_then_double() {
 }
 
 #[test]
+fn thin_linear_timeouts_apply_with_three_segments_out() {
+    // Fewer than 4 packets out (Linux tcp_stream_is_thin): three is still thin.
+    let p = params(|c| c.thin_linear_timeouts = true);
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(3000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 3);
+    assert_eq!(gaps(&lone_sends_ms(&mut c, &p, vec![out.remove(0)], 3)), [1000, 1000]);
+}
+
+#[test]
 fn thin_linear_timeouts_do_not_apply_with_four_segments_out() {
     let p = params(|c| c.thin_linear_timeouts = true);
     let (mut c, _) = established(&p, 0, 0);
