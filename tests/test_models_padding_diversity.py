@@ -151,3 +151,15 @@ def test_bad_input_names_the_value():
         m.response_time_diversity(0.1, 1.0, 0.1, k=0)
     with pytest.raises(ValueError, match="q=1.5"):
         m.response_time_backlogged(0.1, 1.5, 1.0, 0.1)
+
+
+def test_thin_linear_without_linear_retries_is_eq3():
+    for p in (0.01, 0.2, 0.4):
+        assert m.response_time_thin_linear(p, 1.0, 0.1, linear_retries=0) == pytest.approx(
+            interactive.response_time_interactive(p, 1.0, 0.1), rel=1e-9)
+
+
+def test_thin_linear_is_one_rto_per_failure_while_linear():
+    # Every wait is one RTO for the first 7 timeouts: E = RTT + RTO·Σ i p^i (1−p) = RTT +
+    # RTO·p/(1−p), up to the p^8 tail (1e-8 at p = 0.1).
+    assert m.response_time_thin_linear(0.1, 1.0, 0.1) == pytest.approx(0.1 + 0.1 / 0.9, rel=1e-6)

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
-from smallpipe.experiments.padding_sim import BURST_BYTES, mean_response_s, tcp_for
+from smallpipe.experiments.padding_models import MIN_RTO_PRIME_S
+from smallpipe.experiments.padding_sim import APPROACHES, BURST_BYTES, mean_response_s, tcp_for
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.models import interactive
 from smallpipe.models import padding_diversity as m
@@ -52,7 +53,8 @@ def scenario(approach: str, p: float, *, flows: int, duration_s: float, seed: in
 
 def model_s(approach: str, p: float) -> float:
     """The paper's model of ``approach`` at loss ``p`` (RTO 1 s, RTT 12 ms); the backlogged
-    flow under random losses uses Brosh's Q (Eq. 7 summed, w_max = 2·E[w])."""
+    flow under random losses uses Brosh's Q (Eq. 7 summed, w_max = 2·E[w]); Approach I is
+    Eq. (3) with minRTO′; ``thin`` is Linux's rule summed the same way."""
     rtt_s = RTT_MS / 1e3
     if approach == "interactive":
         return interactive.response_time_interactive(p, RTO_S, rtt_s)
@@ -63,6 +65,10 @@ def model_s(approach: str, p: float) -> float:
         return m.response_time_padding(p, RTO_S, rtt_s)
     if approach == "diversity":
         return m.response_time_diversity(p, RTO_S, rtt_s)
+    if approach == "min_rto_prime":
+        return interactive.response_time_interactive(p, MIN_RTO_PRIME_S, rtt_s)
+    if approach == "thin":
+        return m.response_time_thin_linear(p, RTO_S, rtt_s)
     raise KeyError(approach)
 
 
@@ -74,7 +80,7 @@ def run(*, losses: Sequence[float] = LOSSES, flows: int = 10, duration_s: float 
     for p in losses:
         measured = {a: mean_response_s(scenario(a, p, flows=flows, duration_s=duration_s, seed=seed),
                                        warmup_s=WARMUP_S)
-                    for a in ("interactive", "backlogged", "padding", "diversity")}
+                    for a in APPROACHES}
         base_sim = measured["interactive"][0]
         for approach, (sim_s, n) in measured.items():
             model = model_s(approach, p)
@@ -93,7 +99,7 @@ def plot(table: pl.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for approach in ("backlogged", "padding", "diversity"):
+    for approach in ("backlogged", "padding", "diversity", "min_rto_prime", "thin"):
         t = table.filter(pl.col("approach") == approach).sort("p")
         line = ax.plot(t["p"], t["gain_sim"], "o-", label=f"{approach}: simulation")[0]
         ax.plot(t["p"], t["gain_model"], "--", color=line.get_color(), label=f"{approach}: model")

@@ -6,7 +6,8 @@ acknowledgement of the marked packet).
 The approaches are TCP options of the simulator (docs/tcp.md, "Endpoint remedies"):
 ``interactive`` (none), ``backlogged`` (``tcp.fully_backlogged``), ``padding``
 (``tcp.padding_dummies = 3`` of 20 bytes), ``diversity`` (``tcp.diversity_copies = 2``),
-``min_rto_prime`` (``tcp.min_rto_prime_ms = 500``).
+``min_rto_prime`` (``tcp.min_rto_prime_ms = 500``), ``thin`` (Linux's
+``tcp.thin_linear_timeouts``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ APPROACHES: dict[str, dict[str, Any]] = {
     "padding": {"padding_dummies": 3, "padding_dummy_bytes": 20},
     "diversity": {"diversity_copies": 2},
     "min_rto_prime": {"min_rto_prime_ms": 500.0},
+    "thin": {"thin_linear_timeouts": True},
 }
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "response_time_backlogged",
     "response_time_diversity",
     "response_time_padding",
+    "response_time_thin_linear",
     "tcp_sf_transitions",
 ]
 
@@ -149,6 +150,28 @@ def response_time_diversity(p: float, rto_s: float, rtt_s: float, k: int = 2) ->
     if k < 1:
         raise ValueError(f"copies k={k} must be >= 1")
     return p ** (k - 1) * p / (1.0 - 2.0 * p) * rto_s + rtt_s
+
+
+def response_time_thin_linear(p: float, rto_s: float, rtt_s: float, linear_retries: int = 6) -> float:
+    """Mean response time of an interactive flow under Linux's thin-stream linear timeouts
+    (not in the paper; its baseline): Eq. (1)'s failures, but the ``k``-th consecutive
+    timeout waits ``RTO`` for ``k ≤ linear_retries + 1`` and doubles from there
+    (``TCP_THIN_LINEAR_RETRIES = 6``: the timer re-armed after timeouts 1–6 is the base one).
+
+    ``L(i) = RTT + Σ_{k=1}^{i} RTO · 2^max(0, k − 1 − linear_retries)``, summed with
+    ``P_h(i) = p^i (1−p)`` until the terms vanish; ``linear_retries = 0`` is Eq. (3).
+    """
+    _check(p, rto_s, rtt_s)
+    if linear_retries < 0:
+        raise ValueError(f"linear_retries={linear_retries} must be >= 0")
+    total, wait_s, i = rtt_s * (1.0 - p), 0.0, 0
+    while True:
+        i += 1
+        wait_s += rto_s * 2.0 ** max(0, i - 1 - linear_retries)
+        term = p**i * (1.0 - p) * (rtt_s + wait_s)
+        total += term
+        if term < 1e-15 * total:
+            return total
 
 
 def gain_ratio(p: float, response_time_s: float, rto_s: float, rtt_s: float) -> float:
