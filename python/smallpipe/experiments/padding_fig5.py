@@ -23,7 +23,12 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe.experiments.padding_models import MIN_RTO_PRIME_S
-from smallpipe.experiments.padding_sim import APPROACHES, BURST_BYTES, mean_response_s, tcp_for
+from smallpipe.experiments.padding_sim import (
+    APPROACHES,
+    BURST_BYTES,
+    mean_response_s,
+    tcp_for,
+)
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.models import interactive
 from smallpipe.models import padding_diversity as m

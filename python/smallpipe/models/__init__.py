@@ -9,6 +9,12 @@
   and the size-aware drop curves (Tokuda et al. 2002).
 """
 
-from smallpipe.models import interactive, padding_diversity, padhye, size_aware, taq_markov
+from smallpipe.models import (
+    interactive,
+    padding_diversity,
+    padhye,
+    size_aware,
+    taq_markov,
+)
 
 __all__ = ["interactive", "padding_diversity", "padhye", "size_aware", "taq_markov"]
