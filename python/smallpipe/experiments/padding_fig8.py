@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe.experiments.padding_fig9 import QUEUES
-from smallpipe.experiments.padding_sim import BURST_BYTES, tcp_for
+from smallpipe.experiments.padding_sim import BURST_BYTES, plot_per_queue, tcp_for
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
@@ -66,26 +66,8 @@ def run(*, bulk_flows: Sequence[int] = BULK_FLOWS, queues: Sequence[str] = ("red
 
 def plot(table: pl.DataFrame, path: Path) -> None:
     """Figure 8's axes: mean response time against the bottleneck's loss rate, per queue."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    queues = table["queue"].unique(maintain_order=True).to_list()
-    fig, axes = plt.subplots(1, len(queues), figsize=(5 * len(queues), 4), squeeze=False)
-    for ax, queue in zip(axes[0], queues, strict=True):
-        for approach in SHOWN:
-            t = table.filter(pl.col("queue") == queue, pl.col("approach") == approach).sort("loss_rate")
-            ax.plot(t["loss_rate"], t["mean_response_s"], "o-", label=approach)
-        ax.set_yscale("log")
-        ax.set_xlabel("bottleneck loss rate")
-        ax.set_ylabel("mean response time (s)")
-        ax.set_title(f"{queue}, 5 Mbit/s, RTT 12 ms")
-        ax.legend(fontsize=7)
-    fig.suptitle("Padding paper, Figure 8: latency against loss (cross traffic)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_per_queue(table, path, x="loss_rate", xlabel="bottleneck loss rate", panel="{queue}, 5 Mbit/s, RTT 12 ms",
+                   title="Padding paper, Figure 8: latency against loss (cross traffic)")
 
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:

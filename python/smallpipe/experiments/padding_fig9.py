@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from smallpipe.experiments.padding_sim import APPROACHES
+from smallpipe.experiments.padding_sim import APPROACHES, plot_per_queue
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
@@ -83,26 +83,8 @@ def run(*, clients: Sequence[int] = CLIENTS, queues: Sequence[str] = ("red", "dr
 
 def plot(table: pl.DataFrame, path: Path) -> None:
     """Figure 9's axes: mean response time against clients, one panel per queue."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    queues = table["queue"].unique(maintain_order=True).to_list()
-    fig, axes = plt.subplots(1, len(queues), figsize=(5 * len(queues), 4), squeeze=False)
-    for ax, queue in zip(axes[0], queues, strict=True):
-        for approach in table["approach"].unique(maintain_order=True):
-            t = table.filter(pl.col("queue") == queue, pl.col("approach") == approach).sort("clients")
-            ax.plot(t["clients"], t["mean_response_s"], "o-", label=approach)
-        ax.set_yscale("log")
-        ax.set_xlabel("interactive clients")
-        ax.set_ylabel("mean response time (s)")
-        ax.set_title(f"{queue}, C = 1.5 Mbit/s")
-        ax.legend(fontsize=7)
-    fig.suptitle("Padding paper, Figure 9: clients vs latency")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_per_queue(table, path, x="clients", xlabel="interactive clients", panel="{queue}, C = 1.5 Mbit/s",
+                   title="Padding paper, Figure 9: clients vs latency")
 
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:

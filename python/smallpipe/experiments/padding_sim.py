@@ -12,12 +12,15 @@ The approaches are TCP options of the simulator (docs/tcp.md, "Endpoint remedies
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["APPROACHES", "BURST_BYTES", "PACKET_BYTES", "mean_response_s", "tcp_for"]
+__all__ = ["APPROACHES", "BURST_BYTES", "PACKET_BYTES", "mean_response_s", "plot_per_queue", "tcp_for"]
 
 PACKET_BYTES = 1500
 BURST_BYTES = 500  # a telnet/game burst that fits one packet (Fig. 9 uses 540-byte packets)
@@ -46,3 +49,28 @@ def mean_response_s(scenario: Scenario, *, warmup_s: float) -> tuple[float | Non
     if done.height == 0:
         return None, 0
     return float(done["response_ns"].mean()) / 1e9, done.height
+
+
+def plot_per_queue(table: pl.DataFrame, path: Path, *, x: str, xlabel: str, panel: str, title: str) -> None:
+    """One panel per ``queue`` of ``table``: ``mean_response_s`` against ``x`` per approach,
+    log y; ``panel`` is formatted with the queue's name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    queues = table["queue"].unique(maintain_order=True).to_list()
+    fig, axes = plt.subplots(1, len(queues), figsize=(5 * len(queues), 4), squeeze=False)
+    for ax, queue in zip(axes[0], queues, strict=True):
+        for approach in table["approach"].unique(maintain_order=True):
+            t = table.filter(pl.col("queue") == queue, pl.col("approach") == approach).sort(x)
+            ax.plot(t[x], t["mean_response_s"], "o-", label=approach)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("mean response time (s)")
+        ax.set_title(panel.format(queue=queue))
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
