@@ -246,6 +246,35 @@ pub struct TcpConfig {
     /// a full-size packet. 0 turns it off.
     #[serde(default)]
     pub overhead_max_ms: Option<f64>,
+    /// Linux's `tcp_thin_linear_timeouts`: while fewer than 4 segments are in flight, the
+    /// first 6 consecutive RTOs do not double the timer (TCP_THIN_LINEAR_RETRIES).
+    #[serde(default)]
+    pub thin_linear_timeouts: bool,
+    /// Differentiated minRTO (padding/diversity paper, Approach I): the RTO's lower bound is
+    /// this instead of `min_rto_ms` while the bytes in flight are at most
+    /// `min_rto_prime_fraction` of the window (the window counted as at least 4 segments,
+    /// the paper's RFC 3390 minimum). Unset: off.
+    #[serde(default)]
+    pub min_rto_prime_ms: Option<f64>,
+    #[serde(default = "d_min_rto_prime_fraction")]
+    pub min_rto_prime_fraction: f64,
+    /// Short-term padding (Approach II): after each interactive burst the application writes
+    /// this many dummy writes of `padding_dummy_bytes` each, so a lost burst draws duplicate
+    /// ACKs. 0: off.
+    #[serde(default)]
+    pub padding_dummies: u32,
+    #[serde(default = "d_padding_dummy_bytes")]
+    pub padding_dummy_bytes: u32,
+    /// k-copy diversity (Approach III): a new sub-MSS segment that ends the data written so
+    /// far goes out this many times when the window has room for the copies; the sender
+    /// expects one duplicate ACK per copy and does not count it toward fast retransmit. 1: off.
+    #[serde(default = "d_one")]
+    pub diversity_copies: u32,
+    /// The fully-backlogged misbehaviour (Figure 1): when the application has nothing to
+    /// send, the sender fills the window with full-size dummy segments, so real data always
+    /// finds a window grown as a bulk flow's. Off: an application-limited sender.
+    #[serde(default)]
+    pub fully_backlogged: bool,
 }
 
 /// A fixed value or a `[min, max]` range drawn uniformly per flow.
@@ -402,6 +431,9 @@ fn d_packet_size() -> u32 { 1500 }
 fn d_recovery() -> Recovery { Recovery::Sack }
 fn d_congestion() -> Congestion { Congestion::Reno }
 fn d_iw() -> u32 { 4 }
+fn d_min_rto_prime_fraction() -> f64 { 0.25 }
+fn d_padding_dummy_bytes() -> u32 { 20 }
+fn d_one() -> u32 { 1 }
 fn d_true() -> bool { true }
 fn d_delack_ms() -> f64 { 200.0 }
 fn d_dupthresh() -> u32 { 3 }
@@ -573,6 +605,16 @@ impl TcpConfig {
             self.initial_rto_ms, "a positive number of ms")?;
         check(self.syn_retries <= 20, "syn_retries", self.syn_retries, "0 to 20")?;
         finite_at_least("clock_granularity_ms", self.clock_granularity_ms, 0.0)?;
+        if let Some(m) = self.min_rto_prime_ms {
+            check(m.is_finite() && m > 0.0 && m <= self.min_rto_ms, "min_rto_prime_ms", m,
+                "a positive number of ms at most min_rto_ms, or unset")?;
+        }
+        check(self.min_rto_prime_fraction > 0.0 && self.min_rto_prime_fraction <= 1.0, "min_rto_prime_fraction",
+            self.min_rto_prime_fraction, "(0, 1]")?;
+        check(self.padding_dummies <= 16, "padding_dummies", self.padding_dummies, "0 to 16 dummy writes")?;
+        check(self.padding_dummy_bytes >= 1 && self.padding_dummy_bytes <= self.mss_bytes(), "padding_dummy_bytes",
+            self.padding_dummy_bytes, "1 byte to one MSS")?;
+        check((1..=8).contains(&self.diversity_copies), "diversity_copies", self.diversity_copies, "1 to 8 copies")?;
         if let Some(o) = self.overhead_max_ms {
             check(o.is_finite() && (0.0..=1000.0).contains(&o), "overhead_max_ms", o, "0 to 1000 ms, or unset")?;
         }

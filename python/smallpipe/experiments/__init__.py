@@ -9,6 +9,13 @@ from smallpipe.experiments import (
     isolation_fig4,
     isolation_fig5,
     isolation_fig7,
+    padding_fig3,
+    padding_fig4,
+    padding_fig5,
+    padding_fig6,
+    padding_fig7,
+    padding_fig8,
+    padding_fig9,
     size_aware_fig5,
     size_aware_fig7,
     size_aware_fig14,
@@ -36,6 +43,13 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "isolation-fig4": isolation_fig4,
     "isolation-fig5": isolation_fig5,
     "isolation-fig7": isolation_fig7,
+    "padding-fig3": padding_fig3,
+    "padding-fig4": padding_fig4,
+    "padding-fig5": padding_fig5,
+    "padding-fig6": padding_fig6,
+    "padding-fig7": padding_fig7,
+    "padding-fig8": padding_fig8,
+    "padding-fig9": padding_fig9,
     "size-aware-fig14": size_aware_fig14,
     "size-aware-fig5": size_aware_fig5,
     "size-aware-fig7": size_aware_fig7,
@@ -64,7 +78,7 @@ TESTBED = frozenset({"taq-testbed-fig11", "taq-testbed-fig12"})
 with scripts/testbed-measurements.sh, not with the simulator's figures."""
 
 PAGES = {"taq": "taq", "taq-testbed": "taq-testbed", "thesis": "thesis", "isolation": "class-isolation",
-         "size-aware": "size-aware"}
+         "size-aware": "size-aware", "padding": "padding-diversity"}
 """A figure name's prefix → its page's folder under docs/reproductions/ (the longest prefix wins)."""
 
 
@@ -85,6 +99,13 @@ __all__ = [
     "isolation_fig4",
     "isolation_fig5",
     "isolation_fig7",
+    "padding_fig3",
+    "padding_fig4",
+    "padding_fig5",
+    "padding_fig6",
+    "padding_fig7",
+    "padding_fig8",
+    "padding_fig9",
     "page_of",
     "size_aware_fig5",
     "size_aware_fig7",

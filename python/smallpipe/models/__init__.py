@@ -3,6 +3,8 @@
 - :mod:`~smallpipe.models.fct_bounds`: the thesis's slow-start bound and processor-sharing ideal for FCT;
 - :mod:`~smallpipe.models.padhye`: bulk TCP throughput with timeouts (Padhye et al. 1998);
 - :mod:`~smallpipe.models.interactive`: response time of interactive flows;
+- :mod:`~smallpipe.models.padding_diversity`: response time of fully-backlogged, padded and
+  diversified interactive flows, and the TCP-SF state machine;
 - :mod:`~smallpipe.models.taq_markov`: the TAQ paper's small-packet-regime Markov chain;
 - :mod:`~smallpipe.models.taq_full`: its full model with exponential-backoff stages;
 - :mod:`~smallpipe.models.matta_guo`: aggregate against individual PID control (Matta & Guo);
@@ -14,10 +16,11 @@ from smallpipe.models import (
     fct_bounds,
     interactive,
     matta_guo,
+    padding_diversity,
     padhye,
     size_aware,
     taq_full,
     taq_markov,
 )
 
-__all__ = ["fct_bounds", "interactive", "matta_guo", "padhye", "size_aware", "taq_full", "taq_markov"]
+__all__ = ["fct_bounds", "interactive", "matta_guo", "padding_diversity", "padhye", "size_aware", "taq_full", "taq_markov"]

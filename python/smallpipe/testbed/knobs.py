@@ -110,6 +110,16 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if tcp["ack_first_data"]:
         _refuse("tcp.ack_first_data", True,
                 "false: Linux starts every connection in quick-ACK mode, acknowledging its first segments at once")
+    if tcp["thin_linear_timeouts"]:
+        sysctls["net.ipv4.tcp_thin_linear_timeouts"] = "1"
+    for key, off, allowed in (
+        ("min_rto_prime_ms", None, "unset: Linux has no differentiated minimum RTO"),
+        ("padding_dummies", 0, "0: the traffic generator writes no dummy packets"),
+        ("diversity_copies", 1, "1: Linux TCP cannot send copies of a segment"),
+        ("fully_backlogged", False, "false: the traffic generator does not pad idle time"),
+    ):
+        if tcp[key] != off:
+            _refuse(f"tcp.{key}", tcp[key], allowed)
     if tcp["overhead_max_ms"] is not None:
         _refuse("tcp.overhead_max_ms", tcp["overhead_max_ms"], "unset: real hosts have their own processing jitter")
     if tcp["delayed_ack"] and tcp["delayed_ack_ms"] != _LINUX_DELACK_MAX_MS:

@@ -68,6 +68,13 @@ pub struct TcpParams {
     pub timestamps: bool,
     pub granularity: Duration,
     pub slow_start_after_idle: bool,
+    pub thin_linear_timeouts: bool,
+    /// Differentiated minRTO: (minRTO′, fraction of the window).
+    pub min_rto_prime: Option<(Duration, f64)>,
+    pub padding_dummies: u32,
+    pub padding_dummy_bytes: u64,
+    pub diversity_copies: u32,
+    pub fully_backlogged: bool,
 }
 
 fn ms(v: f64) -> Duration {
@@ -97,6 +104,12 @@ impl TcpParams {
             timestamps: c.timestamps,
             granularity: ms(c.clock_granularity_ms),
             slow_start_after_idle: c.slow_start_after_idle,
+            thin_linear_timeouts: c.thin_linear_timeouts,
+            min_rto_prime: c.min_rto_prime_ms.map(|m| (ms(m), c.min_rto_prime_fraction)),
+            padding_dummies: c.padding_dummies,
+            padding_dummy_bytes: c.padding_dummy_bytes as u64,
+            diversity_copies: c.diversity_copies,
+            fully_backlogged: c.fully_backlogged,
         }
     }
     fn sack(&self) -> bool {
@@ -198,6 +211,15 @@ pub struct Endpoint {
     rto_armed_at: Instant,
     /// The open timeout episode began here (see `EndpointStats::backoff_ns`).
     backoff_since: Option<Instant>,
+    /// RTOs since data was last acknowledged (Linux `icsk_retransmits`), for thin streams.
+    rto_retries: u32,
+    /// End offsets of the first transmissions not yet acknowledged (Linux `packets_out`);
+    /// kept only with `thin_linear_timeouts`.
+    segment_ends: std::collections::VecDeque<u64>,
+    /// Diversity: (end offset of a copied segment, duplicate ACKs its copies still owe).
+    copy_acks: std::collections::VecDeque<(u64, u32)>,
+    /// Opened the connection (the client): only the application side pads its idle time.
+    active_opener: bool,
     // Receive half (offsets from `irs`).
     irs: u32,
     rcv_nxt: u64,
@@ -255,6 +277,10 @@ impl Endpoint {
             rto_at: None,
             rto_armed_at: Instant::ZERO,
             backoff_since: None,
+            rto_retries: 0,
+            segment_ends: Default::default(),
+            copy_acks: Default::default(),
+            active_opener: state == State::Closed,
             irs: 0,
             rcv_nxt: 0,
             ooo: RangeSet::default(),
@@ -298,6 +324,14 @@ impl Endpoint {
             self.pending_bursts.push_back((1 + self.app_written, now));
         }
         self.try_send(now, p, out);
+        if burst {
+            // Short-term padding: separate writes, so each dummy is its own segment when
+            // the window lets it go at once (no Nagle).
+            for _ in 0..p.padding_dummies {
+                self.app_written += p.padding_dummy_bytes;
+                self.try_send(now, p, out);
+            }
+        }
     }
 
     /// The application will write nothing more; the FIN goes after the data.
@@ -357,9 +391,22 @@ impl Endpoint {
         }
     }
 
-    fn arm_rto(&mut self, now: Instant) {
-        self.rto_at = Some(now + self.rtt.rto());
+    fn arm_rto(&mut self, now: Instant, p: &TcpParams) {
+        self.rto_at = Some(now + self.data_rto(p));
         self.rto_armed_at = now;
+    }
+
+    /// The RTO for data: RFC 6298's, or with the differentiated minRTO′ while the used
+    /// window (what is in flight or written and allowed out) is at most the fraction of the
+    /// window, the window counted as at least 4 segments.
+    fn data_rto(&self, p: &TcpParams) -> Duration {
+        let used = self.flight_size().max(self.send_end().saturating_sub(self.snd_una).min(self.cwnd));
+        match p.min_rto_prime {
+            Some((min_rto, fraction)) if used as f64 <= fraction * self.cwnd.max(4 * p.mss) as f64 => {
+                self.rtt.rto_with_min(min_rto)
+            }
+            _ => self.rtt.rto(),
+        }
     }
 
     fn end_backoff(&mut self, now: Instant) {
@@ -397,7 +444,14 @@ impl Endpoint {
         if self.snd_una >= self.snd_max {
             return; // everything was acknowledged meanwhile
         }
-        self.rtt.back_off();
+        self.rto_retries += 1;
+        // Linux tcp_retransmit_timer: a thin stream (fewer than 4 segments out) keeps the
+        // base RTO for its first TCP_THIN_LINEAR_RETRIES = 6 timeouts.
+        let linear = p.thin_linear_timeouts && self.state == State::Established && self.segment_ends.len() < 4
+            && self.rto_retries <= 6;
+        if !linear {
+            self.rtt.back_off();
+        }
         self.timed = None;
         self.backoff_since.get_or_insert(self.rto_armed_at);
         match self.state {
@@ -436,10 +490,11 @@ impl Endpoint {
                 self.cwnd = p.mss;
                 self.recovery = None;
                 self.dupacks = 0;
+                self.copy_acks.clear(); // the timeout is the reaction to any lost copy
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
                 self.try_send(now, p, out);
-                self.rto_at = Some(now + self.rtt.rto());
+                self.rto_at = Some(now + self.data_rto(p));
             }
         }
     }
@@ -481,6 +536,7 @@ impl Endpoint {
                     self.take_rtt_sample(1, seg, now, p);
                     self.snd_una = 1;
                     self.highest_ack = 1;
+                    self.rto_retries = 0;
                     self.rto_at = None;
                     self.start_after_syn_timeout(p);
                     let sent = out.len();
@@ -570,10 +626,12 @@ impl Endpoint {
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
+        // Diversity: the ACK of a copy the receiver discarded is expected, not a loss signal.
+        let copy_ack = ack == self.snd_una && seg.seq_len() == 0 && self.take_copy_ack(ack);
         if ack > self.snd_una {
             self.on_new_ack(ack, seg, now, p, out);
         }
-        if duplicate && ack == self.snd_una && self.snd_max > self.snd_una {
+        if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
             self.on_dupack(now, p, out);
         }
     }
@@ -589,6 +647,10 @@ impl Endpoint {
         self.prev_highest_ack = self.highest_ack;
         self.highest_ack = ack;
         self.snd_una = ack;
+        self.rto_retries = 0;
+        while self.segment_ends.front().is_some_and(|&end| end <= ack) {
+            self.segment_ends.pop_front();
+        }
         self.snd_nxt = self.snd_nxt.max(ack);
         self.scoreboard.discard_below(ack);
         while self.pending_bursts.front().is_some_and(|&(end, _)| end <= ack) {
@@ -627,7 +689,7 @@ impl Endpoint {
                     self.cwnd = self.cwnd.max(p.mss);
                     if r.first_partial {
                         r.first_partial = false;
-                        self.arm_rto(now);
+                        self.arm_rto(now, p);
                     }
                     self.recovery = Some(r);
                 }
@@ -657,12 +719,13 @@ impl Endpoint {
                 }
             }
         }
+        self.settle_copies(ack, p);
         // RFC 6298 5.2/5.3.
         if self.snd_una >= self.snd_max {
             self.rto_at = None;
         } else if !matches!(self.recovery, Some(r) if p.recovery == Recovery::Newreno && !r.first_partial && ack < r.recover)
         {
-            self.arm_rto(now);
+            self.arm_rto(now, p);
         }
         self.try_send(now, p, out);
     }
@@ -683,6 +746,34 @@ impl Endpoint {
         };
         self.rtt.sample(sample);
         Some(sample)
+    }
+
+    /// Diversity: counts off one expected duplicate ACK for the copied segment ending at
+    /// `ack`; false when no copy owes one.
+    fn take_copy_ack(&mut self, ack: u64) -> bool {
+        match self.copy_acks.iter_mut().find(|(end, owed)| *end == ack && *owed > 0) {
+            Some((_, owed)) => {
+                *owed -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Diversity: `ack` passed copied segments. A copy whose duplicate ACK never came means
+    /// the original or a copy was lost (ACKs come back in order): the sender cuts its
+    /// window as for a loss (the paper: "it cuts down the congestion window"), once per ACK.
+    fn settle_copies(&mut self, ack: u64, p: &TcpParams) {
+        let mut lost = false;
+        while let Some(&(_, owed)) = self.copy_acks.front().filter(|&&(end, _)| end < ack) {
+            lost |= owed > 0;
+            self.copy_acks.pop_front();
+        }
+        if lost && self.recovery.is_none() {
+            let flight = self.flight_size();
+            self.ssthresh = (flight / 2).max(2 * p.mss);
+            self.cwnd = self.cwnd.min(self.ssthresh);
+        }
     }
 
     fn on_dupack(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
@@ -737,7 +828,7 @@ impl Endpoint {
                 self.cwnd = self.ssthresh + p.dupthresh as u64 * p.mss;
             }
         }
-        self.arm_rto(now);
+        self.arm_rto(now, p);
     }
 
     fn on_data(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
@@ -844,13 +935,24 @@ impl Endpoint {
                 self.snd_nxt = sacked_end;
             }
             if self.snd_nxt >= self.send_end() {
-                break;
+                // Fully backlogged: a full-size dummy when the window has room for one, so
+                // real data written later is never queued behind a dummy.
+                let pad = p.fully_backlogged && self.active_opener && !self.app_closed && self.state == State::Established
+                    && self.snd_nxt + p.mss - self.snd_una <= window;
+                if !pad {
+                    break;
+                }
+                self.app_written += p.mss;
             }
             let (_, len, fin) = self.segment_at(self.snd_nxt, p);
             if self.snd_nxt + len - self.snd_una > window {
                 break;
             }
+            let first_send = self.snd_nxt >= self.snd_max;
             self.send_segment(self.snd_nxt, len, fin, now, p, out);
+            if first_send && p.diversity_copies > 1 && len < p.mss && !fin && self.snd_nxt + len == self.send_end() {
+                self.send_copies(self.snd_nxt, len, window, now, p, out);
+            }
             self.snd_nxt += len + fin as u64;
             if fin {
                 self.state = match self.state {
@@ -859,6 +961,22 @@ impl Endpoint {
                     s => s,
                 };
             }
+        }
+    }
+
+    /// Diversity: up to `diversity_copies − 1` more copies of the new segment `[off, off+len)`
+    /// back to back, as many as fit in `window` counting each copy's bytes as in flight.
+    fn send_copies(&mut self, off: u64, len: u64, window: u64, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let mut in_flight = off + len - self.snd_una;
+        let mut copies = 0;
+        while copies + 1 < p.diversity_copies && in_flight + len <= window {
+            in_flight += len;
+            copies += 1;
+            self.stats.segments_sent += 1;
+            self.emit(off, len, false, now, p, out);
+        }
+        if copies > 0 {
+            self.copy_acks.push_back((off + len, copies));
         }
     }
 
@@ -967,20 +1085,30 @@ impl Endpoint {
                 self.stats.retransmits += 1;
             }
             self.timed = None; // Karn: never time a retransmitted segment
-        } else if self.timed.is_none() {
-            self.timed = Some((end, now));
+        } else {
+            if self.timed.is_none() {
+                self.timed = Some((end, now));
+            }
+            if p.thin_linear_timeouts && off > 0 {
+                self.segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
+            }
         }
         self.snd_max = self.snd_max.max(end);
         if off == 0 {
             self.snd_nxt = self.snd_nxt.max(1);
         }
         if self.rto_at.is_none() {
-            self.arm_rto(now);
+            self.arm_rto(now, p);
         }
         self.stats.segments_sent += 1;
         if len > 0 {
             self.last_data_sent = now;
         }
+        self.emit(off, len, fin, now, p, out);
+    }
+
+    /// Puts the segment `[off, off+len)` (offset 0 is the SYN) on the wire, no bookkeeping.
+    fn emit(&mut self, off: u64, len: u64, fin: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let mut flags = 0;
         if off == 0 {
             flags |= TcpFlags::SYN;

@@ -51,6 +51,15 @@ impl RttEstimator {
         self.backoff
     }
 
+    /// As [`RttEstimator::rto`] with `min_rto` as the lower bound instead of the configured
+    /// one (before any sample: the initial RTO).
+    pub fn rto_with_min(&self, min_rto: Duration) -> Duration {
+        let Some(srtt) = self.srtt_ns else { return self.rto() };
+        let raw = srtt + self.granularity.as_nanos().max(4 * self.rttvar_ns);
+        let base = raw.clamp(min_rto.as_nanos(), self.max_rto.as_nanos());
+        Duration(base.saturating_mul(1u64 << self.backoff.min(40)).min(self.max_rto.as_nanos()))
+    }
+
     /// RFC 6298 (5.5): the timer expired; double the RTO.
     pub fn back_off(&mut self) {
         self.backoff += 1;

@@ -906,3 +906,209 @@ fn a_loss_ends_hystart_for_the_rest_of_the_connection() {
     assert_eq!(trace[exit].1, c.ssthresh_bytes());
     assert!(trace[exit..].windows(2).all(|w| w[1].1 - w[0].1 < p.mss));
 }
+
+// ------------------------------------------- endpoint remedies (padding/diversity paper)
+
+/// The times (ms) at which the client sends data while nothing comes back, by firing each
+/// timer as it falls due, up to `sends` segments.
+fn lone_sends_ms(c: &mut Endpoint, p: &TcpParams, first: Vec<Packet>, sends: usize) -> Vec<u64> {
+    let mut times = vec![100; first.len().min(1)];
+    while times.len() < sends {
+        let at = c.next_deadline().expect("the RTO is armed");
+        let mut out = Vec::new();
+        c.on_timer(at, p, &mut out);
+        assert!(out.iter().all(|s| s.payload_len > 0), "only retransmissions: the peer is silent");
+        if !out.is_empty() {
+            times.push(at.as_nanos() / 1_000_000);
+        }
+    }
+    times
+}
+
+fn gaps(times: &[u64]) -> Vec<u64> {
+    times.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+#[test]
+fn thin_linear_timeouts_keep_the_rto_for_six_timeouts_then_double() {
+    // Linux tcp_retransmit_timer: with fewer than 4 segments out, RTOs 1..6 leave the
+    // timer at its base (here the 1 s minimum: SRTT 100 ms + 4·50 ms < 1 s); from the
+    // 7th on it doubles.
+    let p = params(|c| c.thin_linear_timeouts = true);
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    let sends = lone_sends_ms(&mut c, &p, out, 10);
+    assert_eq!(gaps(&sends), [1000, 1000, 1000, 1000, 1000, 1000, 1000, 2000, 4000]);
+
+    let plain = params(|_| {});
+    let (mut c, _) = established(&plain, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &plain, &mut out);
+    assert_eq!(gaps(&lone_sends_ms(&mut c, &plain, out, 4)), [1000, 2000, 4000], "RFC 6298 (5.5) without it");
+}
+
+#[test]
+fn thin_linear_timeouts_apply_with_three_segments_out() {
+    // Fewer than 4 packets out (Linux tcp_stream_is_thin): three is still thin.
+    let p = params(|c| c.thin_linear_timeouts = true);
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(3000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 3);
+    assert_eq!(gaps(&lone_sends_ms(&mut c, &p, vec![out.remove(0)], 3)), [1000, 1000]);
+}
+
+#[test]
+fn thin_linear_timeouts_do_not_apply_with_four_segments_out() {
+    let p = params(|c| c.thin_linear_timeouts = true);
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(4000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 4, "IW 4");
+    // Only the first segment is resent after each RTO (cwnd 1 MSS), so follow its sends.
+    assert_eq!(gaps(&lone_sends_ms(&mut c, &p, vec![out.remove(0)], 3)), [1000, 2000]);
+}
+
+#[test]
+fn min_rto_prime_applies_while_the_flight_is_a_quarter_of_the_window() {
+    // Approach I with the paper's numbers: minRTO′ 500 ms, fraction 1/4. A 100-byte burst
+    // is at most 1/4 of max(cwnd, 4 segments) = 1000 bytes: the RTO is max(500 ms,
+    // SRTT + 4·RTTVAR = 300 ms) = 500 ms, and backs off from there.
+    let p = params(|c| c.min_rto_prime_ms = Some(500.0));
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    assert_eq!(gaps(&lone_sends_ms(&mut c, &p, out, 4)), [500, 1000, 2000]);
+    // Four full segments are the whole window: the 1 s minimum holds.
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(4000, false, t(100), &p, &mut out);
+    assert_eq!(c.next_deadline(), Some(t(1100)));
+}
+
+#[test]
+fn short_term_padding_turns_a_lost_burst_into_a_fast_retransmit() {
+    // Approach II: three 20-byte dummies follow the burst; if the burst is lost they draw
+    // three duplicate ACKs (RFC 5681 dupthresh), so the burst is resent after one RTT,
+    // not after the 1 s RTO.
+    for recovery in [Recovery::Sack, Recovery::Newreno] {
+        let p = params(|c| {
+            c.padding_dummies = 3;
+            c.recovery = recovery;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(100, true, t(100), &p, &mut out);
+        let lens: Vec<u16> = out.iter().map(|s| s.payload_len).collect();
+        assert_eq!(lens, [100, 20, 20, 20], "the burst, then each dummy in its own segment");
+        assert_eq!(out[1].ip_len_bytes as u32, p.header_bytes + 20);
+        let mut acks = Vec::new();
+        for seg in &out[1..] {
+            s.on_segment(seg, t(150), &p, &mut acks); // the burst is lost
+        }
+        assert_eq!(acks.len(), 3);
+        let mut resent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut resent);
+        }
+        assert_eq!(c.stats.fast_retransmits, 1, "{recovery:?}");
+        assert_eq!(resent[0].seq, out[0].seq, "{recovery:?}: the burst again");
+        assert!(resent[0].payload_len >= 100);
+    }
+}
+
+#[test]
+fn diversity_sends_small_segments_k_times_and_one_copy_is_enough() {
+    let p = params(|c| c.diversity_copies = 2);
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    assert_eq!(out.len(), 2);
+    assert_eq!((out[0].seq, out[0].payload_len), (out[1].seq, out[1].payload_len));
+    let mut acks = Vec::new();
+    s.on_segment(&out[1], t(150), &p, &mut acks); // the first copy is lost
+    c.on_segment(&acks[0], t(200), &p, &mut out);
+    assert_eq!(c.completed_bursts, [(t(100), t(200))], "answered in one RTT");
+    assert_eq!(c.stats.retransmits, 0);
+    // Full-size segments are not copied.
+    let mut out = Vec::new();
+    c.app_write(1000, true, t(300), &p, &mut out);
+    assert_eq!(out.len(), 1);
+}
+
+#[test]
+fn diversity_copies_acks_are_not_duplicate_acks() {
+    // Four copies of a segment that all arrive draw one new ACK and three duplicates of
+    // it; RFC 5681 would count three dupacks and retransmit spuriously.
+    let p = params(|c| {
+        c.diversity_copies = 4;
+        c.recovery = Recovery::Newreno;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    c.app_write(100, true, t(100), &p, &mut out); // a second burst keeps data outstanding
+    assert_eq!(out.len(), 8);
+    let mut acks = Vec::new();
+    for seg in &out[..4] {
+        s.on_segment(seg, t(150), &p, &mut acks);
+    }
+    assert_eq!(acks.len(), 4);
+    assert!(acks[1..].iter().all(|a| a.ack == acks[0].ack), "three duplicates");
+    let mut resent = Vec::new();
+    for a in &acks {
+        c.on_segment(a, t(200), &p, &mut resent);
+    }
+    assert_eq!((c.stats.fast_retransmits, c.stats.retransmits), (0, 0));
+    assert!(resent.is_empty());
+}
+
+#[test]
+fn diversity_cuts_the_window_when_a_copy_goes_missing() {
+    // The paper: a copy whose duplicate ACK never comes means a loss; the sender cuts its
+    // window (here RFC 5681's ssthresh = max(FlightSize/2, 2 SMSS)).
+    let p = params(|c| {
+        c.diversity_copies = 2;
+        c.initial_window_pkts = 10;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(150), &p, &mut acks); // the second copy is lost
+    c.on_segment(&acks[0], t(200), &p, &mut out);
+    assert_eq!(c.cwnd_bytes(), 10_000 + 100, "slow start grew it by the bytes acked");
+    let mut out = Vec::new();
+    c.app_write(100, true, t(300), &p, &mut out);
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(350), &p, &mut acks);
+    c.on_segment(&acks[0], t(400), &p, &mut out);
+    assert_eq!(c.ssthresh_bytes(), 2 * p.mss, "FlightSize 100 bytes: 2 SMSS");
+    assert_eq!(c.cwnd_bytes(), 2 * p.mss);
+}
+
+#[test]
+fn fully_backlogged_fills_the_window_with_dummies_behind_real_data() {
+    let plain = params(|_| {});
+    let p = params(|c| c.fully_backlogged = true);
+    let (mut c, mut s) = established(&plain, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    let lens: Vec<u16> = out.iter().map(|s| s.payload_len).collect();
+    assert_eq!(lens, [100, 1000, 1000, 1000], "the burst, then full dummies while IW 4 has room");
+    // A full-size burst does not fit the 900 bytes left; it goes first once an ACK opens
+    // the window.
+    let mut more = Vec::new();
+    c.app_write(1000, true, t(120), &p, &mut more);
+    assert!(more.is_empty());
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(150), &p, &mut acks);
+    assert_eq!(acks.len(), 1, "the listener does not pad: a pure ACK");
+    assert_eq!(acks[0].payload_len, 0);
+    let mut next = Vec::new();
+    c.on_segment(&acks[0], t(200), &p, &mut next);
+    assert_eq!(next[0].payload_len, 1000);
+    assert_eq!(next[0].seq, out[3].seq.wrapping_add(1000), "strict priority: the burst before any new dummy");
+    assert_eq!(next.len(), 1, "cwnd 4100 after the ACK: no room for a dummy too");
+}
