@@ -33,6 +33,28 @@ pub struct Scenario {
     /// and every change of its cwnd or ssthresh (`Results::trace`), for validation scripts.
     #[serde(default)]
     pub trace_conn: Option<u32>,
+    /// Which end hosts carry the flows: TCP (default) or RCP (`docs/rcp.md`), which needs
+    /// an RCP router (`link.queue.kind = "rcp"`) on the bottleneck.
+    #[serde(default, skip_serializing_if = "Transport::is_tcp")]
+    pub transport: Transport,
+}
+
+/// The end hosts' transport protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// The RFC TCP of `tcp/` with the `tcp` knobs.
+    #[default]
+    Tcp,
+    /// RCP senders (`rcp.rs`) pacing at the rate the routers advertise; the receivers stay
+    /// TCP and echo the rate. Uses the `tcp` knobs for packet size and timers.
+    Rcp,
+}
+
+impl Transport {
+    fn is_tcp(&self) -> bool {
+        *self == Transport::Tcp
+    }
 }
 
 /// The edge's DSCP marking rule, applied to every packet a data sender emits (SYN, data,
@@ -487,6 +509,14 @@ impl Scenario {
         let min_rtt_ms = 2.0 * (self.link.delay_ms + self.link.receiver_delay_ms);
         for (i, g) in self.flows.iter().enumerate() {
             g.validate(min_rtt_ms, self.tcp.mss_bytes()).map_err(|e| e.within(&format!("flows[{i}]")))?;
+        }
+        if self.transport == Transport::Rcp {
+            check(matches!(self.link.queue, QdiscConfig::Rcp(_)), "transport", "rcp",
+                "\"tcp\", or \"rcp\" with an RCP router (link.queue.kind = \"rcp\")")?;
+            for (i, g) in self.flows.iter().enumerate() {
+                check(g.app != AppKind::Interactive, &format!("flows[{i}].app"), "interactive",
+                    "a sized or bulk application with transport = \"rcp\" (RCP senders have no bursts)")?;
+            }
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod workload;
 pub mod event;
 pub mod link;
+pub mod rcp;
 pub mod results;
 pub mod sim;
 pub mod squid;

@@ -16,8 +16,9 @@
 //! `min(carried, R)`; pure ACKs carry the receiver's echo and are left alone.
 //!
 //! Knobs: `limit_pkts` (100), `alpha` (1), `beta` (1), `interval_ms` (T, 10 ms),
-//! `avg_rtt_ms` (d, 100 ms: the thesis's Figure 5.2 link); `link_rate_bps` is set by the
-//! runtime to the link this queue feeds.
+//! `avg_rtt_ms` (d, 100 ms: the thesis's Figure 5.2 link), `initial_rate_fraction` (R
+//! before the first update over C, 0.05); `link_rate_bps` is set by the runtime to the link
+//! this queue feeds.
 //! Trade-offs: RCP's routers average the RTT field senders write into every packet; here
 //! `d` is configured (every flow of the thesis's set-ups shares one RTT), so the packet
 //! view needs no RTT field. R is kept between one 1500-byte packet per `d` and `C`.
@@ -48,13 +49,25 @@ pub struct RcpConfig {
     pub interval_ms: f64,
     /// Average RTT `d` of the flows through the router, milliseconds.
     pub avg_rtt_ms: f64,
+    /// R before the first update, as a fraction of C (the ns-2 RCP code's
+    /// `INIT_RATE_FACT`): 1 gives a lone first flow the whole link at once, but lets a crowd
+    /// of flows that start together overflow the buffer for a round trip.
+    pub initial_rate_fraction: f64,
     /// Rate of the link this queue feeds, bit/s (set by the runtime).
     pub link_rate_bps: u64,
 }
 
 impl Default for RcpConfig {
     fn default() -> Self {
-        Self { limit_pkts: 100, alpha: 1.0, beta: 1.0, interval_ms: 10.0, avg_rtt_ms: 100.0, link_rate_bps: 10_000_000 }
+        Self {
+            limit_pkts: 100,
+            alpha: 1.0,
+            beta: 1.0,
+            interval_ms: 10.0,
+            avg_rtt_ms: 100.0,
+            initial_rate_fraction: 0.05,
+            link_rate_bps: 10_000_000,
+        }
     }
 }
 
@@ -76,6 +89,9 @@ impl RcpConfig {
                 return Err(ConfigError::new(field, v, "milliseconds in (0, 1e6]"));
             }
         }
+        if !(self.initial_rate_fraction > 0.0 && self.initial_rate_fraction <= 1.0) {
+            return Err(ConfigError::new("initial_rate_fraction", self.initial_rate_fraction, "a fraction of the link rate in (0, 1]"));
+        }
         if self.interval_ms > self.avg_rtt_ms {
             return Err(ConfigError::new("interval_ms", self.interval_ms, "at most avg_rtt_ms (RCP updates at least once per RTT)"));
         }
@@ -84,6 +100,7 @@ impl RcpConfig {
         }
         let c = self.link_rate_bps as f64;
         let interval = Duration((self.interval_ms * 1e6).round() as u64);
+        let floor_bps = (FLOOR_BITS_PER_RTT / (self.avg_rtt_ms / 1e3)).min(c);
         Ok(Rcp {
             limit_pkts: self.limit_pkts as usize,
             alpha: self.alpha,
@@ -91,8 +108,8 @@ impl RcpConfig {
             interval,
             avg_rtt_s: self.avg_rtt_ms / 1e3,
             capacity_bps: c,
-            floor_bps: (FLOOR_BITS_PER_RTT / (self.avg_rtt_ms / 1e3)).min(c),
-            rate_bps: c,
+            floor_bps,
+            rate_bps: (c * self.initial_rate_fraction).max(floor_bps),
             next_update: Instant::ZERO + interval,
             arrived_bytes: 0,
             queue: VecDeque::new(),
@@ -110,7 +127,7 @@ pub struct Rcp {
     avg_rtt_s: f64,
     capacity_bps: f64,
     floor_bps: f64,
-    /// R: starts at C (a flow alone gets the link).
+    /// R, bit/s.
     rate_bps: f64,
     next_update: Instant,
     /// Bytes that arrived since the last update (y·T).
@@ -204,7 +221,14 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn rcp(c_bps: u64, limit_pkts: u32) -> Accounted<Rcp> {
-        let cfg = RcpConfig { limit_pkts, interval_ms: 10.0, avg_rtt_ms: 100.0, link_rate_bps: c_bps, ..Default::default() };
+        let cfg = RcpConfig {
+            limit_pkts,
+            interval_ms: 10.0,
+            avg_rtt_ms: 100.0,
+            initial_rate_fraction: 1.0,
+            link_rate_bps: c_bps,
+            ..Default::default()
+        };
         Accounted::new(cfg.build().unwrap(), Rng::new(0, 0))
     }
 
@@ -347,6 +371,8 @@ mod tests {
         assert_eq!(e.field, "interval_ms");
         let e = RcpConfig { alpha: f64::NAN, ..Default::default() }.build().unwrap_err();
         assert_eq!(e.field, "alpha");
+        let e = RcpConfig { initial_rate_fraction: 0.0, ..Default::default() }.build().unwrap_err();
+        assert_eq!(e.field, "initial_rate_fraction");
         let e = RcpConfig { limit_pkts: 0, ..Default::default() }.build().unwrap_err();
         assert_eq!(e.field, "limit_pkts");
     }
