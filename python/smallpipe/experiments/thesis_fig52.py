@@ -28,7 +28,13 @@ from typing import Any
 import polars as pl
 
 from smallpipe.experiments.provenance import write_csv
-from smallpipe.experiments.thesis_fig51 import MSS_BYTES, PACKET_SIZE_BYTES, PROTOCOLS, RCP, WITH_RCP
+from smallpipe.experiments.thesis_fig51 import (
+    MSS_BYTES,
+    PACKET_SIZE_BYTES,
+    PROTOCOLS,
+    RCP,
+    WITH_RCP,
+)
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 

@@ -27,13 +27,11 @@
 //! router catches up: the first of them sees the bytes that arrived, the rest see none
 //! (exactly what a router updating on a timer would have seen).
 
-use super::{Cx, Qdisc};
+use super::{Cx, DropTail, DropTailConfig, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::Packet;
-use crate::stats::DropReason;
 use crate::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::num::NonZeroU32;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -102,7 +100,7 @@ impl RcpConfig {
         let interval = Duration((self.interval_ms * 1e6).round() as u64);
         let floor_bps = (FLOOR_BITS_PER_RTT / (self.avg_rtt_ms / 1e3)).min(c);
         Ok(Rcp {
-            limit_pkts: self.limit_pkts as usize,
+            fifo: DropTailConfig { limit_pkts: Some(self.limit_pkts), limit_bytes: None }.build()?,
             alpha: self.alpha,
             beta: self.beta,
             interval,
@@ -112,15 +110,14 @@ impl RcpConfig {
             rate_bps: (c * self.initial_rate_fraction).max(floor_bps),
             next_update: Instant::ZERO + interval,
             arrived_bytes: 0,
-            queue: VecDeque::new(),
-            backlog_bytes: 0,
         })
     }
 }
 
 #[derive(Debug)]
 pub struct Rcp {
-    limit_pkts: usize,
+    /// The buffer: a tail-drop FIFO.
+    fifo: DropTail,
     alpha: f64,
     beta: f64,
     interval: Duration,
@@ -132,8 +129,6 @@ pub struct Rcp {
     next_update: Instant,
     /// Bytes that arrived since the last update (y·T).
     arrived_bytes: u64,
-    queue: VecDeque<Packet>,
-    backlog_bytes: u64,
 }
 
 impl Rcp {
@@ -157,7 +152,7 @@ impl Rcp {
             let y_bps = self.arrived_bytes as f64 * 8.0 / t_s;
             self.arrived_bytes = 0;
             let before = self.rate_bps;
-            self.update(y_bps, self.backlog_bytes);
+            self.update(y_bps, self.fifo.backlog_bytes());
             self.next_update += self.interval;
             // Silent intervals all apply the same factor: once R stops moving, skip them.
             if y_bps == 0.0 && self.rate_bps == before && now >= self.next_update {
@@ -183,29 +178,22 @@ impl Qdisc for Rcp {
     fn enqueue(&mut self, mut pkt: Packet, cx: &mut Cx) {
         self.catch_up(cx.now);
         self.arrived_bytes += pkt.len_bytes();
-        if self.queue.len() >= self.limit_pkts {
-            cx.drop(pkt, DropReason::Overlimit);
-            return;
-        }
         if carries_request(&pkt) {
             pkt.rcp_rate_kbps = pkt.rcp_rate_kbps.min(Some(self.rate_kbps()));
         }
-        self.backlog_bytes += pkt.len_bytes();
-        self.queue.push_back(pkt);
+        self.fifo.enqueue(pkt, cx);
     }
 
     fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
         self.catch_up(cx.now);
-        let pkt = self.queue.pop_front()?;
-        self.backlog_bytes -= pkt.len_bytes();
-        Some(pkt)
+        self.fifo.dequeue(cx)
     }
 
     fn len_pkts(&self) -> usize {
-        self.queue.len()
+        self.fifo.len_pkts()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.backlog_bytes
+        self.fifo.backlog_bytes()
     }
 }
 
