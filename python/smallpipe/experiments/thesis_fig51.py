@@ -10,8 +10,9 @@ before it have arrived is the FCT of a k-packet flow (1 KB packets). Reported: m
 
 Protocols (its §4.3): TCP Reno with IW 2 over DropTail (the baseline), IW 10 over
 DropTail, IW 10 over RED with ns-2's automatic parameters, IW 10 over Fair Queueing (1000
-hashed queues, a shared buffer, overflow drops the last packet of the longest queue). RCP ("rcp": RCP end hosts over an RCP router
-with α = β = 1, docs/rcp.md) is in Figures 5.2-5.4; Figure 5.1 runs the four above.
+hashed queues, a shared buffer, overflow drops the last packet of the longest queue).
+RCP ("rcp": RCP end hosts over an RCP router with α = β = 1, docs/rcp.md) is in Figures
+5.2-5.4; Figure 5.1 runs the four above.
 
 Choices where the thesis is silent (docs/reproductions/thesis.md): a 50-packet buffer
 (ns-2's default) for every discipline, which RED in byte mode holds as 50 mean-size
@@ -34,7 +35,7 @@ from smallpipe.experiments.provenance import write_csv
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["PROTOCOLS", "RCP", "SIZES_PKTS", "WITH_RCP", "reproduce", "run", "scenario", "summary"]
+__all__ = ["PROTOCOLS", "RCP", "SIZES_PKTS", "WITH_RCP", "protocol_config", "reproduce", "run", "scenario", "summary"]
 
 SIZES_PKTS = (1, 2, 4, 8, 12, 16, 32, 64, 133, 256, 500)
 BUFFER_PKTS = 50
@@ -54,6 +55,15 @@ RCP = "rcp"
 """The thesis's target (§4.3): RCP senders over an RCP router, α = β = 1, d = the path RTT."""
 
 WITH_RCP: tuple[str, ...] = (*PROTOCOLS, RCP)
+
+
+def protocol_config(protocol: str, rtt: float) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """``protocol``'s initial window, bottleneck discipline and top-level scenario fields
+    on a path of ``rtt`` ms. RCP has no window; its router is told the path's RTT (its d)."""
+    if protocol == RCP:
+        return 2, {"kind": "rcp", "avg_rtt_ms": rtt}, {"transport": RCP}
+    iw_pkts, queue = PROTOCOLS[protocol]
+    return iw_pkts, queue, {}
 
 
 def rtt_ms(latency_ms: float) -> float:
@@ -79,8 +89,7 @@ def scenario(
     RTTs and a random offset of up to one RTT when ``measuring``. ``rwnd_bytes`` overrides
     the receiver window (the default caps a flow at 64 KB in flight)."""
     rtt = rtt_ms(latency_ms)
-    # RCP has no window; its router is told the path's RTT (its d).
-    iw_pkts, queue = (2, {"kind": "rcp", "avg_rtt_ms": rtt}) if protocol == RCP else PROTOCOLS[protocol]
+    iw_pkts, queue, transport = protocol_config(protocol, rtt)
     start = warmup_rtts * rtt / 1000
     flows = [{"app": "bulk", "count": 4, "rtt_ms": rtt, "start_s": [0.0, 0.01], **(background or {})}]
     if measuring:
@@ -90,7 +99,7 @@ def scenario(
         seed=seed, duration_s=start + after_s, slice_s=1.0,
         link={"rate_bps": rate_bps, "delay_ms": BOTTLENECK_DELAY_MS, "access_rate_bps": rate_bps,
               "queue": {**queue, "limit_pkts": buffer_pkts}},
-        **({"transport": RCP} if protocol == RCP else {}),
+        **transport,
         tcp={"packet_size_bytes": PACKET_SIZE_BYTES, "recovery": "reno", "delayed_ack": False, "timestamps": False,
              "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0,
              **({"rwnd_bytes": rwnd_bytes} if rwnd_bytes is not None else {})},

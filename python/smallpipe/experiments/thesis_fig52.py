@@ -31,9 +31,9 @@ from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.thesis_fig51 import (
     MSS_BYTES,
     PACKET_SIZE_BYTES,
-    PROTOCOLS,
     RCP,
     WITH_RCP,
+    protocol_config,
 )
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
@@ -58,10 +58,7 @@ MARKER_BINS: tuple[tuple[int, int], ...] = ((100, 300), (325, 550), (575, 800), 
 def scenario(seed: int, protocol: str, *, rate_bps: int = RATE_BPS, duration_s: float = 2.0) -> Scenario:
     """The Figure 5.2 link under ``protocol`` (one of :data:`WITH_RCP`)."""
     bdp_pkts = round(rate_bps * RTT_MS / 1000 / (PACKET_SIZE_BYTES * 8))
-    if protocol == RCP:
-        iw_pkts, queue = 2, {"kind": "rcp", "avg_rtt_ms": RTT_MS}
-    else:
-        iw_pkts, queue = PROTOCOLS[protocol]
+    iw_pkts, queue, transport = protocol_config(protocol, RTT_MS)
     flows = [{
         "app": "poisson",
         "count": 1000,
@@ -81,9 +78,8 @@ def scenario(seed: int, protocol: str, *, rate_bps: int = RATE_BPS, duration_s: 
                 "timestamps": False, "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0,
                 "rwnd_bytes": 2 * bdp_pkts * PACKET_SIZE_BYTES},
         "flows": flows,
+        **transport,
     }
-    if protocol == RCP:
-        config["transport"] = RCP
     return Scenario(**config)
 
 
