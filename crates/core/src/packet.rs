@@ -2,6 +2,7 @@
 //! header, plus the time the packet reached the queue. No simulator internals.
 
 use crate::time::Instant;
+use std::num::NonZeroU32;
 
 /// The 5-tuple of a packet (IPv4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
@@ -90,6 +91,11 @@ pub struct Packet {
     /// Timestamps option (RFC 7323); zero when absent.
     pub ts_val: u32,
     pub ts_ecr: u32,
+    /// RCP's rate field (Dukkipati et al.), kbit/s: a sender writes the rate it asks for,
+    /// each RCP router lowers it to its own rate, the receiver echoes it on its ACKs. `None`:
+    /// no RCP header (every TCP packet). Kilobits in 32 bits (up to 4 Tbit/s) keep the view
+    /// at 80 bytes.
+    pub rcp_rate_kbps: Option<NonZeroU32>,
     /// When the packet reached the queue that holds it (set by [`crate::Accounted`]).
     pub arrival: Instant,
     /// Opaque to disciplines, which must never read it: the runtime's handle on the bytes

@@ -25,6 +25,6 @@ fn no_discipline_reads_the_runtime_handle() {
 
 #[test]
 fn the_packet_view_is_80_bytes() {
-    // 72 bytes before the 4-byte handle; alignment 8 (the arrival Instant) rounds 76 up to 80.
+    // 72 bytes before the 4-byte handle and the 4-byte RCP rate (a NonZeroU32 option): 80.
     assert_eq!(std::mem::size_of::<Packet>(), 80);
 }

@@ -42,6 +42,28 @@ pub struct Scenario {
     /// (`Results::sender_epochs`).
     #[serde(default)]
     pub record_sender_epochs: bool,
+    /// Which end hosts carry the flows: TCP (default) or RCP (`docs/rcp.md`), which needs
+    /// an RCP router (`link.queue.kind = "rcp"`) on the bottleneck.
+    #[serde(default, skip_serializing_if = "Transport::is_tcp")]
+    pub transport: Transport,
+}
+
+/// The end hosts' transport protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// The RFC TCP of `tcp/` with the `tcp` knobs.
+    #[default]
+    Tcp,
+    /// RCP senders (`rcp.rs`) pacing at the rate the routers advertise; the receivers stay
+    /// TCP and echo the rate. Uses the `tcp` knobs for packet size and timers.
+    Rcp,
+}
+
+impl Transport {
+    fn is_tcp(&self) -> bool {
+        *self == Transport::Tcp
+    }
 }
 
 /// The edge's DSCP marking rule, applied to every packet a data sender emits (SYN, data,
@@ -534,6 +556,14 @@ impl Scenario {
         let units: u64 = self.flows.iter().filter(|g| g.app != AppKind::Replay).map(|g| u64::from(g.count)).sum();
         check(units <= MAX_UNITS as u64, "flows", format!("{units} units in all"),
             &format!("at most {MAX_UNITS} units per run (the sum of every group's count)"))?;
+        if self.transport == Transport::Rcp {
+            check(matches!(self.link.queue, QdiscConfig::Rcp(_)), "transport", "rcp",
+                "\"tcp\", or \"rcp\" with an RCP router (link.queue.kind = \"rcp\")")?;
+            for (i, g) in self.flows.iter().enumerate() {
+                check(g.app != AppKind::Interactive, &format!("flows[{i}].app"), "interactive",
+                    "a sized or bulk application with transport = \"rcp\" (RCP senders have no bursts)")?;
+            }
+        }
         Ok(())
     }
 }

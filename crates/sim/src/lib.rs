@@ -10,6 +10,7 @@ pub mod epochs;
 pub mod workload;
 pub mod event;
 pub mod link;
+pub mod rcp;
 pub mod results;
 pub mod sim;
 pub mod squid;

@@ -10,9 +10,10 @@
 
 use crate::epochs::EpochRecorder;
 use crate::config::{AppKind, MAX_UNITS, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, GapFrom, ReplayMode, Routing, Scenario,
-    Spread, TopologyConfig};
+    Spread, TopologyConfig, Transport};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
+use crate::rcp::{RcpConn, RcpSender};
 use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Results, TraceRow, UnitRow};
 use crate::tcp::{Endpoint, State, TcpParams};
 use rustc_hash::FxHashMap;
@@ -123,6 +124,10 @@ pub struct Simulator {
     /// When `advance` was first called: the run's wall time excludes building it.
     wall_start: Option<std::time::Instant>,
     epochs: Option<EpochRecorder>,
+    transport: Transport,
+    /// With `transport = "rcp"`: the RCP sender of each connection (by connection index),
+    /// which replaces the TCP endpoint `2c`.
+    rcp: FxHashMap<u32, RcpConn>,
 }
 
 fn ms(v: f64) -> Duration {
@@ -161,7 +166,7 @@ impl Simulator {
             groups: sc.flows.clone(),
             units: Vec::new(),
             conns: Vec::new(),
-            params: TcpParams::from_config(&sc.tcp),
+            params: TcpParams::from_config(&sc.tcp).for_transport(sc.transport),
             scratch: Vec::new(),
             overhead,
             skipped_log_lines: 0,
@@ -173,6 +178,8 @@ impl Simulator {
             sampled_slices: 0,
             wall_start: None,
             epochs: sc.record_sender_epochs.then(EpochRecorder::default),
+            transport: sc.transport,
+            rcp: FxHashMap::default(),
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -447,6 +454,16 @@ impl Simulator {
                     self.deliver(to, pkt);
                 }
             }
+            Event::Timer { endpoint, gen } if self.transport == Transport::Rcp && endpoint.is_multiple_of(2) => {
+                let Some(r) = self.rcp.get_mut(&(endpoint / 2)) else { return };
+                if r.sender.timer_gen != gen {
+                    return; // superseded
+                }
+                r.sender.timer_armed = None;
+                let mut out = std::mem::take(&mut self.scratch);
+                r.sender.on_timer(self.now, &self.params, &mut out);
+                self.after_rcp(endpoint / 2, out);
+            }
             Event::Timer { endpoint, gen } => {
                 let ep = &mut self.endpoints[endpoint as usize];
                 if ep.timer_gen != gen {
@@ -562,6 +579,18 @@ impl Simulator {
             edge_pkts: 0,
         });
         let mut out = std::mem::take(&mut self.scratch);
+        if self.transport == Transport::Rcp {
+            let (now, p) = (self.now, &self.params);
+            let mut sender = RcpSender::new(key, iss_s, p);
+            sender.connect(now, p, &mut out);
+            sender.app_write(size.unwrap_or(UNLIMITED_BYTES), now, p, &mut out);
+            if size.is_some() {
+                sender.app_close(now, p, &mut out);
+            }
+            self.rcp.insert(c, RcpConn { sender, echo_kbps: None });
+            self.after_rcp(c, out);
+            return;
+        }
         let (now, p) = (self.now, &self.params);
         let ep = &mut self.endpoints[2 * c as usize];
         ep.connect(now, p, &mut out);
@@ -606,6 +635,14 @@ impl Simulator {
             Node::Host { .. } => {
                 let Some(&e) = self.demux.get(&pkt.flow.reversed()) else { return };
                 let mut out = std::mem::take(&mut self.scratch);
+                if let Some(r) = self.rcp.get_mut(&(e / 2)) {
+                    if e.is_multiple_of(2) {
+                        r.sender.on_segment(&pkt, self.now, &self.params, &mut out);
+                        self.after_rcp(e / 2, out);
+                        return;
+                    }
+                    r.echo_kbps = pkt.rcp_rate_kbps.or(r.echo_kbps);
+                }
                 self.endpoints[e as usize].on_segment(&pkt, self.now, &self.params, &mut out);
                 self.after_endpoint(e, out);
             }
@@ -650,20 +687,15 @@ impl Simulator {
         for mut pkt in out.drain(..) {
             if e.is_multiple_of(2) {
                 pkt.dscp = group_dscp.unwrap_or_else(|| edge_mark(&self.edge, &mut self.conns[c]));
+            } else if let Some(r) = self.rcp.get(&(c as u32)) {
+                pkt.rcp_rate_kbps = r.echo_kbps;
             }
             self.enqueue(egress, pkt);
         }
         self.scratch = out;
         let now = self.now;
         let ep = &mut self.endpoints[e as usize];
-        if let Some(d) = ep.next_deadline() {
-            // Lazy re-arming: a later deadline keeps the earlier wake-up, which re-arms.
-            if ep.timer_armed.is_none_or(|armed| d < armed) {
-                ep.timer_gen = ep.timer_gen.wrapping_add(1);
-                ep.timer_armed = Some(d);
-                self.events.push(d.max(now), Event::Timer { endpoint: e, gen: ep.timer_gen });
-            }
-        }
+        arm_timer(&mut self.events, now, e, ep.next_deadline(), &mut ep.timer_gen, &mut ep.timer_armed);
         let conn = &mut self.conns[c];
         let unit = &mut self.units[u];
         if e % 2 == 1 {
@@ -716,6 +748,22 @@ impl Simulator {
         }
     }
 
+    /// Sends what an RCP sender emitted and re-arms its timer (its receiver is a TCP
+    /// endpoint, handled by `after_endpoint`).
+    fn after_rcp(&mut self, c: u32, mut out: Vec<Packet>) {
+        let u = self.conns[c as usize].unit as usize;
+        let Node::Host { egress } = self.nodes[self.units[u].sender_node as usize] else { unreachable!("senders live on hosts") };
+        for pkt in out.drain(..) {
+            self.enqueue(egress, pkt);
+        }
+        self.scratch = out;
+        let s = &mut self.rcp.get_mut(&c).expect("an RCP connection").sender;
+        arm_timer(&mut self.events, self.now, 2 * c, s.next_deadline(), &mut s.timer_gen, &mut s.timer_armed);
+        if s.failed && !self.conns[c as usize].done {
+            self.conn_done(c as usize);
+        }
+    }
+
     /// A connection delivered everything (or gave up): the application goes on.
     fn conn_done(&mut self, c: usize) {
         self.conns[c].done = true;
@@ -753,6 +801,7 @@ impl Simulator {
                 progress.push(ProgressRow { flow_id: c as u32, packets: k as u32 + 1, fct_ns: t.as_nanos() });
             }
             let (snd, rcv) = (&self.endpoints[2 * c], &self.endpoints[2 * c + 1]);
+            let snd_stats = self.rcp.get(&(c as u32)).map_or(&snd.stats, |r| &r.sender.stats);
             let finished = rcv.finished_at;
             let longest = conn.longest_silence.max(finished.unwrap_or(end).saturating_since(conn.last_progress));
             // Dense over the lifetime: through the slice it finished in, or the last one.
@@ -771,14 +820,14 @@ impl Simulator {
                 end_ns: finished.map(|t| t.as_nanos()),
                 size_bytes: conn.size_bytes.filter(|&s| s > 0),
                 bytes_delivered: rcv.stats.bytes_delivered,
-                segments_sent: snd.stats.segments_sent,
-                retransmits: snd.stats.retransmits,
-                timeouts: snd.stats.timeouts,
-                timeouts_in_recovery: snd.stats.timeouts_in_recovery,
-                timeouts_after_dupacks: snd.stats.timeouts_after_dupacks,
-                timeouts_repeated: snd.stats.timeouts_repeated,
-                syn_timeouts: snd.stats.syn_timeouts,
-                fast_retransmits: snd.stats.fast_retransmits,
+                segments_sent: snd_stats.segments_sent,
+                retransmits: snd_stats.retransmits,
+                timeouts: snd_stats.timeouts,
+                timeouts_in_recovery: snd_stats.timeouts_in_recovery,
+                timeouts_after_dupacks: snd_stats.timeouts_after_dupacks,
+                timeouts_repeated: snd_stats.timeouts_repeated,
+                syn_timeouts: snd_stats.syn_timeouts,
+                fast_retransmits: snd_stats.fast_retransmits,
                 backoff_ns: snd.backoff_ns_until(finished.unwrap_or(end).min(end)),
                 longest_silence_ns: longest.as_nanos(),
                 first_slice: conn.first_slice,
@@ -834,6 +883,18 @@ impl Simulator {
             sender_epochs: self.epochs.take().map_or_else(Vec::new, |r| r.rows),
             skipped_log_lines: self.skipped_log_lines,
         }
+    }
+}
+
+/// Lazy re-arming of an endpoint's timer: a later deadline keeps the earlier wake-up, which
+/// re-arms; an earlier one supersedes it (a new generation).
+fn arm_timer(events: &mut EventQueue, now: Instant, endpoint: u32, deadline: Option<Instant>, gen: &mut u32,
+             armed: &mut Option<Instant>) {
+    let Some(d) = deadline else { return };
+    if armed.is_none_or(|a| d < a) {
+        *gen = gen.wrapping_add(1);
+        *armed = Some(d);
+        events.push(d.max(now), Event::Timer { endpoint, gen: *gen });
     }
 }
 

@@ -34,6 +34,7 @@ from smallpipe.experiments import (
     taq_testbed_fig11,
     taq_testbed_fig12,
     thesis_fig51,
+    thesis_fig52,
     thesis_fig53,
     thesis_fig54,
 )
@@ -68,6 +69,7 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "taq-testbed-fig11": taq_testbed_fig11,
     "taq-testbed-fig12": taq_testbed_fig12,
     "thesis-fig5.1": thesis_fig51,
+    "thesis-fig5.2": thesis_fig52,
     "thesis-fig5.3": thesis_fig53,
     "thesis-fig5.4": thesis_fig54,
 }
@@ -124,6 +126,7 @@ __all__ = [
     "taq_testbed_fig11",
     "taq_testbed_fig12",
     "thesis_fig51",
+    "thesis_fig52",
     "thesis_fig53",
     "thesis_fig54",
 ]

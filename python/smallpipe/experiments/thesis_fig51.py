@@ -11,7 +11,8 @@ before it have arrived is the FCT of a k-packet flow (1 KB packets). Reported: m
 Protocols (its §4.3): TCP Reno with IW 2 over DropTail (the baseline), IW 10 over
 DropTail, IW 10 over RED with ns-2's automatic parameters, IW 10 over Fair Queueing (1000
 hashed queues, a shared buffer, overflow drops the last packet of the longest queue).
-RCP is not implemented here.
+RCP ("rcp": RCP end hosts over an RCP router with α = β = 1, docs/rcp.md) is in Figures
+5.2-5.4; Figure 5.1 runs the four above.
 
 Choices where the thesis is silent (docs/reproductions/thesis.md): a 50-packet buffer
 (ns-2's default) for every discipline, which RED in byte mode holds as 50 mean-size
@@ -35,7 +36,8 @@ from smallpipe.models import fct_bounds
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["PROTOCOLS", "SIZES_PKTS", "draw_reference_lines", "reproduce", "run", "scenario", "summary"]
+__all__ = ["PROTOCOLS", "RCP", "SIZES_PKTS", "WITH_RCP", "draw_reference_lines", "protocol_config", "reproduce", "run",
+           "scenario", "summary"]
 
 SIZES_PKTS = (1, 2, 4, 8, 12, 16, 32, 64, 133, 256, 500)
 BUFFER_PKTS = 50
@@ -50,6 +52,20 @@ PROTOCOLS: dict[str, tuple[int, dict[str, Any]]] = {
     "fq": (10, {"kind": "fq", "buckets": 1000}),
 }
 """The thesis's protocols (§4.3): name → (initial window, bottleneck discipline)."""
+
+RCP = "rcp"
+"""The thesis's target (§4.3): RCP senders over an RCP router, α = β = 1, d = the path RTT."""
+
+WITH_RCP: tuple[str, ...] = (*PROTOCOLS, RCP)
+
+
+def protocol_config(protocol: str, rtt: float) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """``protocol``'s initial window, bottleneck discipline and top-level scenario fields
+    on a path of ``rtt`` ms. RCP has no window; its router is told the path's RTT (its d)."""
+    if protocol == RCP:
+        return 2, {"kind": "rcp", "avg_rtt_ms": rtt}, {"transport": RCP}
+    iw_pkts, queue = PROTOCOLS[protocol]
+    return iw_pkts, queue, {}
 
 
 def rtt_ms(latency_ms: float) -> float:
@@ -74,8 +90,8 @@ def scenario(
     flows starting within the first 10 ms), plus a measuring flow after ``warmup_rtts``
     RTTs and a random offset of up to one RTT when ``measuring``. ``rwnd_bytes`` overrides
     the receiver window (the default caps a flow at 64 KB in flight)."""
-    iw_pkts, queue = PROTOCOLS[protocol]
     rtt = rtt_ms(latency_ms)
+    iw_pkts, queue, transport = protocol_config(protocol, rtt)
     start = warmup_rtts * rtt / 1000
     flows = [{"app": "bulk", "count": 4, "rtt_ms": rtt, "start_s": [0.0, 0.01], **(background or {})}]
     if measuring:
@@ -85,6 +101,7 @@ def scenario(
         seed=seed, duration_s=start + after_s, slice_s=1.0,
         link={"rate_bps": rate_bps, "delay_ms": BOTTLENECK_DELAY_MS, "access_rate_bps": rate_bps,
               "queue": {**queue, "limit_pkts": buffer_pkts}},
+        **transport,
         tcp={"packet_size_bytes": PACKET_SIZE_BYTES, "recovery": "reno", "delayed_ack": False, "timestamps": False,
              "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0,
              **({"rwnd_bytes": rwnd_bytes} if rwnd_bytes is not None else {})},
@@ -109,11 +126,16 @@ def run(*, protocols: Sequence[str] = tuple(PROTOCOLS), runs: int = 300, seed: i
 
 def summary(fcts: pl.DataFrame, *, latency_ms: float = 10.0) -> pl.DataFrame:
     """Per protocol and flow size: runs, median and p99 FCT, and the slow-start bound
-    (1 + log2(k / IW)) RTT with the protocol's initial window."""
+    (1 + log2(k / IW)) RTT with the protocol's initial window (none for RCP)."""
     rtt_s = rtt_ms(latency_ms) / 1000
     frames = []
     for (protocol,), group in fcts.filter(pl.col("packets").is_in(SIZES_PKTS)).group_by("protocol", maintain_order=True):
-        iw_pkts = PROTOCOLS[protocol][0]
+        iw_pkts = PROTOCOLS[protocol][0] if protocol in PROTOCOLS else None
+        bound = (
+            metrics.slow_start_bound_s(pl.col("packets") * MSS_BYTES, pl.lit(rtt_s), mss_bytes=MSS_BYTES, iw_pkts=iw_pkts)
+            if iw_pkts is not None
+            else pl.lit(None, dtype=pl.Float64)
+        )
         frames.append(
             group.group_by("packets")
             .agg(
@@ -121,11 +143,7 @@ def summary(fcts: pl.DataFrame, *, latency_ms: float = 10.0) -> pl.DataFrame:
                 median_s=pl.col("fct_s").median(),
                 p99_s=pl.col("fct_s").quantile(0.99, interpolation="linear"),
             )
-            .with_columns(
-                slow_start_bound_s=metrics.slow_start_bound_s(
-                    pl.col("packets") * MSS_BYTES, pl.lit(rtt_s), mss_bytes=MSS_BYTES, iw_pkts=iw_pkts
-                )
-            )
+            .with_columns(slow_start_bound_s=bound)
             .select(pl.lit(protocol).alias("protocol"), pl.all())
         )
     return pl.concat(frames).sort("protocol", "packets")

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from smallpipe.experiments.provenance import write_csv
-from smallpipe.experiments.thesis_fig51 import MSS_BYTES, PROTOCOLS, scenario
+from smallpipe.experiments.thesis_fig51 import MSS_BYTES, WITH_RCP, scenario
 from smallpipe.result import simulate
 
 __all__ = ["GENERATORS", "plot", "reproduce", "run"]
@@ -33,7 +33,7 @@ PACKETS_PER_SECOND = 1250
 
 
 def run(
-    *, protocols: Sequence[str] = tuple(PROTOCOLS), generators: Sequence[int] = GENERATORS, runs: int = 100, seed: int = 1
+    *, protocols: Sequence[str] = WITH_RCP, generators: Sequence[int] = GENERATORS, runs: int = 100, seed: int = 1
 ) -> pl.DataFrame:
     """Per-second utilization samples: one row per (protocol, generators, run, second)."""
     frames = []

@@ -26,9 +26,9 @@ import polars as pl
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.thesis_fig51 import (
     PACKET_SIZE_BYTES,
-    PROTOCOLS,
     SIZES_PKTS,
     draw_reference_lines,
+    WITH_RCP,
     rtt_ms,
 )
 from smallpipe.experiments.thesis_fig51 import (
@@ -47,7 +47,7 @@ SETTINGS: tuple[tuple[int, float], ...] = ((10_000_000, 10.0), (50_000_000, 40.0
 def run(
     *,
     settings: Sequence[tuple[int, float]] = SETTINGS,
-    protocols: Sequence[str] = tuple(PROTOCOLS),
+    protocols: Sequence[str] = WITH_RCP,
     runs: int = 100,
     seed: int = 1,
 ) -> pl.DataFrame:
@@ -78,7 +78,7 @@ def plot(table: pl.DataFrame, path: Path) -> None:
         part = table.filter(pl.col("rate_bps") == rate_bps)
         for row, (column, name) in enumerate((("median_s", "median"), ("p99_s", "99th percentile"))):
             ax = axes[row][col]
-            for protocol in PROTOCOLS:
+            for protocol in WITH_RCP:
                 group = part.filter(pl.col("protocol") == protocol)
                 ax.plot(group["packets"], group[column], marker="o", markersize=3, label=protocol)
             draw_reference_lines(ax, SIZES_PKTS, rate_bps=rate_bps, rtt_s=path_rtt_ms / 1000)

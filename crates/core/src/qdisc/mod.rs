@@ -12,6 +12,7 @@ pub mod fq;
 pub mod fq_codel;
 pub mod host_fq;
 pub(crate) mod parts;
+pub mod rcp;
 pub mod red;
 pub mod rio;
 pub mod sfq;
@@ -28,6 +29,7 @@ pub use droptail::{DropTail, DropTailConfig};
 pub use fq::{Fq, FqClassifier, FqConfig};
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use host_fq::{HostFq, HostFqConfig, HostKey};
+pub use rcp::{Rcp, RcpConfig};
 pub use red::{Red, RedConfig, RedMode};
 pub use rio::{Rio, RioConfig};
 pub use sfq::{Sfq, SfqConfig};
@@ -95,6 +97,7 @@ pub enum QdiscConfig {
     Rio(RioConfig),
     SizeAware(SizeAwareConfig),
     Taq(TaqConfig),
+    Rcp(RcpConfig),
 }
 
 impl Default for QdiscConfig {
@@ -116,6 +119,7 @@ impl QdiscConfig {
             QdiscConfig::Rio(c) => c.build().map(AnyQdisc::Rio),
             QdiscConfig::SizeAware(c) => c.build().map(AnyQdisc::SizeAware),
             QdiscConfig::Taq(c) => c.build().map(AnyQdisc::Taq),
+            QdiscConfig::Rcp(c) => c.build().map(AnyQdisc::Rcp),
         }
     }
 
@@ -128,6 +132,7 @@ impl QdiscConfig {
             QdiscConfig::ClassIsolation(c) => (c.link_rate_bps, c.link_delay_ns) = (rate_bps, delay_ns),
             QdiscConfig::Rio(c) => (c.link_rate_bps, c.link_delay_ns) = (rate_bps, delay_ns),
             QdiscConfig::SizeAware(c) => c.link_rate_bps = rate_bps,
+            QdiscConfig::Rcp(c) => c.link_rate_bps = rate_bps,
             QdiscConfig::DropTail(_)
             | QdiscConfig::Sfq(_)
             | QdiscConfig::Fq(_)
@@ -154,6 +159,7 @@ pub enum AnyQdisc {
     Rio(Rio),
     SizeAware(SizeAware),
     Taq(Taq),
+    Rcp(Rcp),
 }
 
 macro_rules! dispatch {
@@ -169,6 +175,7 @@ macro_rules! dispatch {
             AnyQdisc::Rio($q) => $e,
             AnyQdisc::SizeAware($q) => $e,
             AnyQdisc::Taq($q) => $e,
+            AnyQdisc::Rcp($q) => $e,
         }
     };
 }
@@ -200,7 +207,7 @@ mod tests {
 
     #[test]
     fn every_kind_parses_from_its_tag_with_defaults() {
-        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware", "taq"] {
+        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware", "taq", "rcp"] {
             let json = format!("{{\"kind\": \"{kind}\"}}");
             let c: QdiscConfig = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{kind}: {e}"));
             c.build().unwrap_or_else(|e| panic!("{kind}: {e}"));
