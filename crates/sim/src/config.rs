@@ -2,6 +2,7 @@
 //! path, the bad value and what is allowed. Python passes TOML/JSON through unchanged.
 
 use serde::{Deserialize, Serialize};
+use crate::trace::TraceConfig;
 use crate::workload::Dist;
 use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
@@ -33,6 +34,9 @@ pub struct Scenario {
     /// and every change of its cwnd or ssthresh (`Results::trace`), for validation scripts.
     #[serde(default)]
     pub trace_conn: Option<u32>,
+    /// Opt-in time series, event trace and pcap (`crate::trace`); absent, nothing is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceConfig>,
 }
 
 /// The edge's DSCP marking rule, applied to every packet a data sender emits (SYN, data,
@@ -487,6 +491,9 @@ impl Scenario {
         let min_rtt_ms = 2.0 * (self.link.delay_ms + self.link.receiver_delay_ms);
         for (i, g) in self.flows.iter().enumerate() {
             g.validate(min_rtt_ms, self.tcp.mss_bytes()).map_err(|e| e.within(&format!("flows[{i}]")))?;
+        }
+        if let Some(t) = &self.trace {
+            t.validate(self.duration_s).map_err(|e| e.within("trace"))?;
         }
         Ok(())
     }

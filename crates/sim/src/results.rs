@@ -174,6 +174,8 @@ pub struct Results {
     pub queue_states: Vec<QueueStateRow>,
     /// The `trace_conn` sender's packets and window changes, in event order.
     pub trace: Vec<TraceRow>,
+    /// The scenario's `[trace]` tables and pcap; empty without it.
+    pub traces: crate::trace::TraceOutput,
     /// Malformed lines of replayed logs skipped (with `skip_malformed`).
     pub skipped_log_lines: u64,
 }

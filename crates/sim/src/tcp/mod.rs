@@ -324,6 +324,10 @@ impl Endpoint {
     pub fn rtt_estimator(&self) -> &RttEstimator {
         &self.rtt
     }
+    /// RFC 5681 FlightSize: bytes sent and not yet cumulatively acknowledged.
+    pub fn flight_bytes(&self) -> u64 {
+        self.flight_size()
+    }
     /// Application bytes acknowledged by the peer.
     pub fn bytes_acked(&self) -> u64 {
         self.snd_una.saturating_sub(1).min(self.app_written)
