@@ -59,8 +59,9 @@ def simulate(config_json: str) -> dict[str, Any]:
         config_json: the scenario as JSON (validated again on the Rust side).
 
     Returns:
-        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states", "trace"}``, each a dict of equal-length
-        column lists, and ``"meta"``, a dict of scalars:
+        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states", "trace",
+        "flow_series", "link_series", "events"}``, each a dict of equal-length column lists,
+        ``"pcap"`` (bytes, or None), and ``"meta"``, a dict of scalars:
 
         - flows (one row per TCP connection): ``flow_id``, ``unit_id``, ``group``
           (index into the scenario's ``[[flows]]``), ``app`` (``"bulk" | "transfer" |
@@ -93,8 +94,12 @@ def simulate(config_json: str) -> dict[str, Any]:
           ``sent``, ``seq`` (relative to the ISS), ``payload_len``, ``flags``,
           ``cwnd_bytes``, ``ssthresh_bytes``; one row per packet emitted, or one with
           ``sent`` False when an event only changed cwnd or ssthresh.
+        - flow_series, link_series, events, pcap: the scenario's ``[trace]`` outputs
+          (empty or None without it), as ``smallpipe.result.FLOW_SERIES_SCHEMA``,
+          ``LINK_SERIES_SCHEMA`` and ``EVENTS_SCHEMA`` describe them.
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-          (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``.
+          (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
+          ``trace_truncated`` (the ``[trace]`` parts that hit their cap).
 
     Raises:
         ConfigError: the scenario is invalid.

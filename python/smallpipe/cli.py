@@ -125,6 +125,32 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
 
 
+def _trace_overrides(
+    flows: str | None, links: bool, interval_s: float | None, events: bool, pcap: bool
+) -> list[str]:
+    """`run`'s trace flags as ``--set`` assignments into the scenario's ``[trace]`` table."""
+    changes = []
+    if flows is not None:
+        if flows.strip() == "all":
+            changes.append("trace.all_flows=true")
+        else:
+            ids = [part.strip() for part in flows.split(",")]
+            if not all(part.isdigit() for part in ids):
+                raise typer.BadParameter(
+                    f"expected comma-separated connection ids or 'all', got {flows!r}", param_hint="--trace-flows"
+                )
+            changes.append(f"trace.flows=[{', '.join(ids)}]")
+    if links:
+        changes.append("trace.links=true")
+    if interval_s is not None:
+        changes.append(f"trace.interval_s={interval_s!r}")
+    if events:
+        changes.append("trace.events=true")
+    if pcap:
+        changes.append('trace.pcap="departures"')
+    return changes
+
+
 def _show_and_write(result: Result, out_dir: Path) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png."""
     console.print(summary_table(result))
@@ -149,9 +175,30 @@ def run(
     ] = None,
     seed: SeedOption = None,
     overrides: OverridesOption = None,
+    trace_flows: Annotated[
+        str | None,
+        typer.Option(
+            metavar="IDS|all",
+            help="Sample these connections' senders (cwnd, ssthresh, srtt, RTO, in flight): "
+            "comma-separated ids or 'all'; writes flow_series.parquet.",
+        ),
+    ] = None,
+    trace_links: Annotated[
+        bool, typer.Option(help="Per-interval bottleneck counters and backlog; writes link_series.parquet.")
+    ] = False,
+    trace_interval: Annotated[
+        float | None, typer.Option(metavar="SECONDS", help="Sampling interval of the time series [default: 0.1].")
+    ] = None,
+    events: Annotated[
+        bool, typer.Option(help="Every enqueue, dequeue and drop at the bottleneck; writes events.parquet.")
+    ] = False,
+    pcap: Annotated[
+        bool, typer.Option(help="Capture both bottleneck directions as they leave the queue; writes bottleneck.pcap.")
+    ] = False,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png."""
-    scenario = _load_scenario(scenario_path, seed, overrides)
+    trace = _trace_overrides(trace_flows, trace_links, trace_interval, events, pcap)
+    scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace])
     result = _run_with_status(scenario, f"simulating {scenario_path.name}…")
     _show_and_write(result, out if out is not None else Path("results") / scenario_path.stem)
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from types import MappingProxyType
@@ -25,8 +25,11 @@ from smallpipe.scenario import Scenario
 
 __all__ = [
     "BURSTS_SCHEMA",
+    "EVENTS_SCHEMA",
     "FLOWS_SCHEMA",
+    "FLOW_SERIES_SCHEMA",
     "LINKS_SCHEMA",
+    "LINK_SERIES_SCHEMA",
     "PROGRESS_SCHEMA",
     "QUEUE_STATES_SCHEMA",
     "SLICES_SCHEMA",
@@ -145,6 +148,36 @@ row per packet it emitted (``sent``; ``seq`` relative to its ISS, so the SYN is 
 first data byte 1; ``flags`` the TCP flag bits) or one row with ``sent`` false when the event
 only changed ``cwnd_bytes`` or ``ssthresh_bytes``. Empty without ``trace_conn``."""
 
+FLOW_SERIES_SCHEMA = pl.Schema(
+    {"time_ns": pl.Int64, "flow_id": pl.Int64, "cwnd_bytes": pl.Int64, "ssthresh_bytes": pl.Int64,
+     "srtt_ns": pl.Int64, "rto_ns": pl.Int64, "flight_bytes": pl.Int64}
+)
+"""With ``trace.flows`` or ``trace.all_flows``: each traced sender that is still open, every
+``trace.interval_s`` and at the end: its congestion window, slow-start threshold, smoothed RTT
+(null before the first RTT sample), retransmission timeout and FlightSize (RFC 5681: bytes sent
+and not yet cumulatively acknowledged)."""
+
+_DROP_REASONS = ("overlimit", "early", "flow_limit", "admission", "size_policy", "link_loss")
+LINK_SERIES_SCHEMA = pl.Schema(
+    {"time_ns": pl.Int64, "link": pl.String, "enqueued_pkts": pl.Int64, "enqueued_bytes": pl.Int64,
+     "dequeued_pkts": pl.Int64, "dequeued_bytes": pl.Int64, "dropped_pkts": pl.Int64}
+    | {f"drop_{reason}": pl.Int64 for reason in _DROP_REASONS}
+    | {"backlog_pkts": pl.Int64, "backlog_bytes": pl.Int64}
+)
+"""With ``trace.links``: per bottleneck direction, ``tc -s`` style, the packets (and bytes)
+offered to the queue, sent from it and dropped (by reason) in the interval that ends at
+``time_ns``, and the backlog at that time. Per interval, enqueued − dequeued − dropped is the
+backlog's change; the intervals' drops add up to the ``links`` table's."""
+
+EVENTS_SCHEMA = pl.Schema(
+    {"time_ns": pl.Int64, "link": pl.String, "event": pl.String, "reason": pl.String, "flow_id": pl.Int64,
+     "seq": pl.Int64, "ack": pl.Int64, "flags": pl.Int64, "len_bytes": pl.Int64}
+)
+"""With ``trace.events``: every ``enqueue`` (a packet offered to a bottleneck queue),
+``dequeue`` and ``drop`` (with its ``reason``, as the ``links`` table's ``drop_*`` columns) in
+time order; ``seq``/``ack``/``flags`` as on the wire, ``len_bytes`` the IP length and
+``flow_id`` the connection, of either direction."""
+
 _TABLES = {
     "flows": FLOWS_SCHEMA,
     "slices": SLICES_SCHEMA,
@@ -156,14 +189,24 @@ _TABLES = {
     "queue_states": QUEUE_STATES_SCHEMA,
     "trace": TRACE_SCHEMA,
 }
+_TRACE_TABLES = {
+    "flow_series": FLOW_SERIES_SCHEMA,
+    "link_series": LINK_SERIES_SCHEMA,
+    "events": EVENTS_SCHEMA,
+}
+"""The ``[trace]`` tables: written only by runs that recorded them."""
+PCAP_FILE = "bottleneck.pcap"
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: nine tables, run metadata and the scenario that made it.
+    """The output of one run: nine tables, run metadata and the scenario that made it, and
+    with the scenario's ``[trace]`` table three more and a pcap (docs/scenario.md).
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-    (link transmissions on all links), ``wall_seconds`` and ``skipped_log_lines``.
+    (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines`` and
+    ``trace_truncated`` (the ``[trace]`` tables that hit their cap: ``flow_series``,
+    ``link_series``, ``events``, ``pcap``).
     """
 
     flows: pl.DataFrame
@@ -177,6 +220,11 @@ class Result:
     trace: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
+    flow_series: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_SERIES_SCHEMA))
+    link_series: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LINK_SERIES_SCHEMA))
+    events: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EVENTS_SCHEMA))
+    pcap: bytes | None = None
+    """A pcap (nanosecond timestamps, Ethernet) of both bottleneck directions, with ``trace.pcap``."""
 
     @classmethod
     def from_native(cls, native: dict[str, Any], scenario: Scenario) -> Result:
@@ -187,7 +235,7 @@ class Result:
                 module and this package disagree on the results schema).
         """
         frames = {}
-        for table, schema in _TABLES.items():
+        for table, schema in (_TABLES | _TRACE_TABLES).items():
             columns = native[table]
             missing, unexpected = set(schema) - set(columns), set(columns) - set(schema)
             if missing or unexpected:
@@ -196,7 +244,7 @@ class Result:
                     f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
                 )
             frames[table] = pl.DataFrame(columns, schema=schema, strict=False)
-        return cls(**frames, meta=dict(native["meta"]), scenario=scenario)
+        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"])
 
     def write(self, directory: str | PathLike[str]) -> Path:
         """Write the run to ``directory`` (created if needed) and return its path.
@@ -204,12 +252,19 @@ class Result:
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
         ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
         ``trace.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
-        scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
+        scenario, from which :meth:`read` rebuilds the :class:`Scenario`); with a
+        ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet`` and
+        ``events.parquet`` when recorded, and ``bottleneck.pcap``.
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for table in _TABLES:
             getattr(self, table).write_parquet(directory / f"{table}.parquet")
+        for table in _TRACE_TABLES:
+            if not getattr(self, table).is_empty():
+                getattr(self, table).write_parquet(directory / f"{table}.parquet")
+        if self.pcap is not None:
+            (directory / PCAP_FILE).write_bytes(self.pcap)
         (directory / "meta.json").write_text(json.dumps(self.meta, indent=2) + "\n")
         (directory / "scenario.json").write_text(json.dumps(self.scenario.to_dict(), indent=2) + "\n")
         return directory
@@ -222,9 +277,14 @@ class Result:
             table: pl.read_parquet(directory / f"{table}.parquet").cast(schema)
             for table, schema in _TABLES.items()
         }
+        for table, schema in _TRACE_TABLES.items():
+            path = directory / f"{table}.parquet"
+            frames[table] = pl.read_parquet(path).cast(schema) if path.is_file() else pl.DataFrame(schema=schema)
+        pcap_path = directory / PCAP_FILE
         meta = json.loads((directory / "meta.json").read_text())
         scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
-        return cls(**frames, meta=meta, scenario=scenario)
+        pcap = pcap_path.read_bytes() if pcap_path.is_file() else None
+        return cls(**frames, meta=meta, scenario=scenario, pcap=pcap)
 
 
 _OVERRIDES: ContextVar[Mapping[str, Any]] = ContextVar("smallpipe_overrides", default=MappingProxyType({}))
