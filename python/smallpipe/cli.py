@@ -129,7 +129,7 @@ def _trace_overrides(
     flows: str | None, links: bool, interval_s: float | None, events: bool, pcap: bool
 ) -> list[str]:
     """`run`'s trace flags as ``--set`` assignments into the scenario's ``[trace]`` table."""
-    changes = []
+    changes: list[str] = []
     if flows is not None:
         if flows.strip() == "all":
             changes.append("trace.all_flows=true")
