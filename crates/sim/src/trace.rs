@@ -467,6 +467,13 @@ mod tests {
         assert!(t.pcap.as_ref().unwrap().len() <= 10_000);
     }
 
+    /// Stored scenarios and their hashes stay as they were: no `"trace": null` key.
+    #[test]
+    fn an_absent_trace_table_leaves_the_canonical_scenario_unchanged() {
+        let json = Scenario::from_json(r#"{"flows":[{"app":"bulk"}]}"#).unwrap().to_json();
+        assert!(!json.contains(r#""trace":"#), "{json}");
+    }
+
     #[test]
     fn bad_trace_settings_name_the_field() {
         for (trace, field) in [(r#"{"interval_s":0}"#, "trace.interval_s"), (r#"{"interval_s":1e-9}"#, "trace.interval_s"),
