@@ -42,7 +42,7 @@ pub struct TraceConfig {
     /// Every enqueue, dequeue and drop (with its reason) at the bottleneck queues.
     #[serde(default)]
     pub events: bool,
-    /// A pcap of both bottleneck directions, taken at this point.
+    /// A pcap of both bottleneck directions (and the diamond's path 2), taken at this point.
     #[serde(default)]
     pub pcap: Option<PcapPoint>,
     /// Bytes of each frame kept in the pcap (headers come first; payload is zeros).
