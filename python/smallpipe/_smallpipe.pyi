@@ -64,8 +64,9 @@ def simulate(
         config_json: the scenario as JSON (validated again on the Rust side).
 
     Returns:
-        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states", "trace"}``, each a dict of equal-length
-        column lists, and ``"meta"``, a dict of scalars:
+        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states", "trace",
+        "flow_series", "link_series", "events"}``, each a dict of equal-length column lists,
+        ``"pcap"`` (bytes, or None), and ``"meta"``, a dict of scalars:
 
         - flows (one row per TCP connection): ``flow_id``, ``unit_id``, ``group``
           (index into the scenario's ``[[flows]]``), ``app`` (``"bulk" | "transfer" |
@@ -103,9 +104,13 @@ def simulate(
         - sender_epochs (with the scenario's ``record_sender_epochs``; empty without
           it): ``flow_id``, ``slice``, ``segments_sent``, ``cwnd_segments``,
           ``rto_backoff``, ``in_timeout``, ``taq_state`` (a TAQ state name or None).
+        - flow_series, link_series, events, pcap: the scenario's ``[trace]`` outputs
+          (empty or None without it), as ``smallpipe.result.FLOW_SERIES_SCHEMA``,
+          ``LINK_SERIES_SCHEMA`` and ``EVENTS_SCHEMA`` describe them.
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
           (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
-          ``partial`` (and ``stopped_at_ns`` when true).
+          ``partial`` (and ``stopped_at_ns`` when true), ``trace_truncated`` (the
+          ``[trace]`` parts that hit their cap).
 
     Raises:
         ConfigError: the scenario is invalid.

@@ -150,6 +150,32 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         fail("error:", str(error))
 
 
+def _trace_overrides(
+    flows: str | None, links: bool, interval_s: float | None, events: bool, pcap: bool
+) -> list[str]:
+    """`run`'s trace flags as ``--set`` assignments into the scenario's ``[trace]`` table."""
+    changes: list[str] = []
+    if flows is not None:
+        if flows.strip() == "all":
+            changes.append("trace.all_flows=true")
+        else:
+            ids = [part.strip() for part in flows.split(",")]
+            if not all(part.isdigit() for part in ids):
+                raise typer.BadParameter(
+                    f"expected comma-separated connection ids or 'all', got {flows!r}", param_hint="--trace-flows"
+                )
+            changes.append(f"trace.flows=[{', '.join(ids)}]")
+    if links:
+        changes.append("trace.links=true")
+    if interval_s is not None:
+        changes.append(f"trace.interval_s={interval_s!r}")
+    if events:
+        changes.append("trace.events=true")
+    if pcap:
+        changes.append('trace.pcap="departures"')
+    return changes
+
+
 def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png
     (titled ``name``, the scenario). An interrupted run gets no plot: drawing takes
@@ -182,6 +208,26 @@ def run(
     force: Annotated[bool, typer.Option(help="Write into --out even if it holds files already.")] = False,
     seed: SeedOption = None,
     overrides: OverridesOption = None,
+    trace_flows: Annotated[
+        str | None,
+        typer.Option(
+            metavar="IDS|all",
+            help="Sample these connections' senders (cwnd, ssthresh, srtt, RTO, in flight): "
+            "comma-separated ids or 'all'; writes flow_series.parquet.",
+        ),
+    ] = None,
+    trace_links: Annotated[
+        bool, typer.Option(help="Per-interval bottleneck counters and backlog; writes link_series.parquet.")
+    ] = False,
+    trace_interval: Annotated[
+        float | None, typer.Option(metavar="SECONDS", help="Sampling interval of the time series [default: 0.1].")
+    ] = None,
+    events: Annotated[
+        bool, typer.Option(help="Every enqueue, dequeue and drop at the bottleneck; writes events.parquet.")
+    ] = False,
+    pcap: Annotated[
+        bool, typer.Option(help="Capture both bottleneck directions as they leave the queue; writes bottleneck.pcap.")
+    ] = False,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png.
 
@@ -189,7 +235,8 @@ def run(
     partial (meta.json), and the exit code is 130."""
     if out is not None:
         check_output_dir(out)
-    scenario = _load_scenario(scenario_path, seed, overrides)
+    trace = _trace_overrides(trace_flows, trace_links, trace_interval, events, pcap)
+    scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace])
     try:  # before simulating: a refused directory must not cost the run
         out_dir = (
             claim_output_directory(out, force=force)

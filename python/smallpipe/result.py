@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from types import MappingProxyType
@@ -25,8 +25,11 @@ from smallpipe.scenario import Scenario
 
 __all__ = [
     "BURSTS_SCHEMA",
+    "EVENTS_SCHEMA",
     "FLOWS_SCHEMA",
+    "FLOW_SERIES_SCHEMA",
     "LINKS_SCHEMA",
+    "LINK_SERIES_SCHEMA",
     "PROGRESS_SCHEMA",
     "QUEUE_STATES_SCHEMA",
     "SLICES_SCHEMA",
@@ -161,6 +164,35 @@ last RTT sample) and ``in_timeout`` (from a timer expiry until new data is ackno
 ``taq_state`` is the state TAQ inferred for the flow from the wire (its flow model's
 state names, see ``queue_states``) when the bottleneck is TAQ, else null. A connection
 appears while open and in the slice it closed in. Empty without ``record_sender_epochs``."""
+FLOW_SERIES_SCHEMA = pl.Schema(
+    {"time_ns": pl.Int64, "flow_id": pl.Int64, "cwnd_bytes": pl.Int64, "ssthresh_bytes": pl.Int64,
+     "srtt_ns": pl.Int64, "rto_ns": pl.Int64, "flight_bytes": pl.Int64}
+)
+"""With ``trace.flows`` or ``trace.all_flows``: each traced sender that is still open, every
+``trace.interval_s`` and at the end: its congestion window, slow-start threshold, smoothed RTT
+(null before the first RTT sample), retransmission timeout and FlightSize (RFC 5681: bytes sent
+and not yet cumulatively acknowledged)."""
+
+_DROP_REASONS = ("overlimit", "early", "flow_limit", "admission", "size_policy", "link_loss")
+LINK_SERIES_SCHEMA = pl.Schema(
+    {"time_ns": pl.Int64, "link": pl.String, "enqueued_pkts": pl.Int64, "enqueued_bytes": pl.Int64,
+     "dequeued_pkts": pl.Int64, "dequeued_bytes": pl.Int64, "dropped_pkts": pl.Int64}
+    | {f"drop_{reason}": pl.Int64 for reason in _DROP_REASONS}
+    | {"backlog_pkts": pl.Int64, "backlog_bytes": pl.Int64}
+)
+"""With ``trace.links``: per bottleneck direction, ``tc -s`` style, the packets (and bytes)
+offered to the queue, sent from it and dropped (by reason) in the interval that ends at
+``time_ns``, and the backlog at that time. Per interval, enqueued − dequeued − dropped is the
+backlog's change; the intervals' drops add up to the ``links`` table's."""
+
+EVENTS_SCHEMA = pl.Schema(
+    {"time_ns": pl.Int64, "link": pl.String, "event": pl.String, "reason": pl.String, "flow_id": pl.Int64,
+     "seq": pl.Int64, "ack": pl.Int64, "flags": pl.Int64, "len_bytes": pl.Int64}
+)
+"""With ``trace.events``: every ``enqueue`` (a packet offered to a bottleneck queue),
+``dequeue`` and ``drop`` (with its ``reason``, as the ``links`` table's ``drop_*`` columns) in
+time order; ``seq``/``ack``/``flags`` as on the wire, ``len_bytes`` the IP length and
+``flow_id`` the connection, of either direction."""
 
 _TABLES = {
     "flows": FLOWS_SCHEMA,
@@ -174,14 +206,24 @@ _TABLES = {
     "trace": TRACE_SCHEMA,
     "sender_epochs": SENDER_EPOCHS_SCHEMA,
 }
+_TRACE_TABLES = {
+    "flow_series": FLOW_SERIES_SCHEMA,
+    "link_series": LINK_SERIES_SCHEMA,
+    "events": EVENTS_SCHEMA,
+}
+"""The ``[trace]`` tables: written only by runs that recorded them."""
+PCAP_FILE = "bottleneck.pcap"
 
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: ten tables, run metadata and the scenario that made it.
+    """The output of one run: ten tables, run metadata and the scenario that made it, and
+    with the scenario's ``[trace]`` table three more and a pcap (docs/scenario.md).
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
-    (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines`` and
+    (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
+    ``trace_truncated`` (the ``[trace]`` tables that hit their cap: ``flow_series``,
+    ``link_series``, ``events``, ``pcap``) and
     ``partial``: true when Ctrl-C stopped the run, whose tables then cover only its first
     ``stopped_at_ns`` (also its ``duration_ns``; the scenario keeps the planned duration).
     """
@@ -198,6 +240,11 @@ class Result:
     sender_epochs: pl.DataFrame
     meta: dict[str, Any]
     scenario: Scenario
+    flow_series: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_SERIES_SCHEMA))
+    link_series: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LINK_SERIES_SCHEMA))
+    events: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EVENTS_SCHEMA))
+    pcap: bytes | None = None
+    """A pcap (nanosecond timestamps, Ethernet) of both bottleneck directions, with ``trace.pcap``."""
 
     @classmethod
     def from_native(cls, native: dict[str, Any], scenario: Scenario) -> Result:
@@ -208,7 +255,7 @@ class Result:
                 module and this package disagree on the results schema).
         """
         frames = {}
-        for table, schema in _TABLES.items():
+        for table, schema in (_TABLES | _TRACE_TABLES).items():
             columns = native[table]
             missing, unexpected = set(schema) - set(columns), set(columns) - set(schema)
             if missing or unexpected:
@@ -217,20 +264,27 @@ class Result:
                     f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
                 )
             frames[table] = pl.DataFrame(columns, schema=schema, strict=False)
-        return cls(**frames, meta=dict(native["meta"]), scenario=scenario)
+        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"])
 
     def write(self, directory: str | PathLike[str]) -> Path:
         """Write the run to ``directory`` (created if needed) and return its path.
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
         ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
-        ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` and ``scenario.json`` (the canonical
-        scenario, from which :meth:`read` rebuilds the :class:`Scenario`).
+        ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` and ``scenario.json`` (the
+        canonical scenario, from which :meth:`read` rebuilds the :class:`Scenario`); with a
+        ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet`` and
+        ``events.parquet`` when recorded, and ``bottleneck.pcap``.
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for table in _TABLES:
             getattr(self, table).write_parquet(directory / f"{table}.parquet")
+        for table in _TRACE_TABLES:
+            if not getattr(self, table).is_empty():
+                getattr(self, table).write_parquet(directory / f"{table}.parquet")
+        if self.pcap is not None:
+            (directory / PCAP_FILE).write_bytes(self.pcap)
         (directory / "meta.json").write_text(json.dumps(self.meta, indent=2) + "\n")
         (directory / "scenario.json").write_text(json.dumps(self.scenario.to_dict(), indent=2) + "\n")
         return directory
@@ -241,9 +295,13 @@ class Result:
         tables and columns added since: they read as empty tables and null columns."""
         directory = Path(directory)
         frames = {table: _read_table(directory / f"{table}.parquet", schema) for table, schema in _TABLES.items()}
+        for table, schema in _TRACE_TABLES.items():
+            frames[table] = _read_table(directory / f"{table}.parquet", schema)
+        pcap_path = directory / PCAP_FILE
         meta = json.loads((directory / "meta.json").read_text())
         scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
-        return cls(**frames, meta=meta, scenario=scenario)
+        pcap = pcap_path.read_bytes() if pcap_path.is_file() else None
+        return cls(**frames, meta=meta, scenario=scenario, pcap=pcap)
 
 
 def _read_table(path: Path, schema: pl.Schema) -> pl.DataFrame:

@@ -3,10 +3,11 @@
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use smallpipe_core::models::size_aware_analysis::{self as sa, TcpModel};
 use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
+use smallpipe_sim::trace::{QueueEvent, TraceOutput};
 use smallpipe_sim::{Results, Scenario};
 
 mod run;
@@ -177,6 +178,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     trace.set_item("cwnd_bytes", t.iter().map(|x| x.cwnd_bytes).collect::<Vec<_>>())?;
     trace.set_item("ssthresh_bytes", t.iter().map(|x| x.ssthresh_bytes).collect::<Vec<_>>())?;
     out.set_item("trace", trace)?;
+    traces_to_dict(py, &out, &r.traces)?;
 
     let epochs = PyDict::new(py);
     let e = &r.sender_epochs;
@@ -198,8 +200,62 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     meta.set_item("packets", r.packets)?;
     meta.set_item("wall_seconds", r.wall_seconds)?;
     meta.set_item("skipped_log_lines", r.skipped_log_lines)?;
+    meta.set_item("trace_truncated", r.traces.truncated.clone())?;
     out.set_item("meta", meta)?;
     Ok(out)
+}
+
+/// The `[trace]` tables (`flow_series`, `link_series`, `events`) and the pcap's bytes (or None).
+fn traces_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, t: &TraceOutput) -> PyResult<()> {
+    let name = |link: u8| t.link_names[link as usize].clone();
+    let series = PyDict::new(py);
+    let f = &t.flow_series;
+    series.set_item("time_ns", f.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
+    series.set_item("flow_id", f.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    series.set_item("cwnd_bytes", f.iter().map(|x| x.cwnd_bytes).collect::<Vec<_>>())?;
+    series.set_item("ssthresh_bytes", f.iter().map(|x| x.ssthresh_bytes).collect::<Vec<_>>())?;
+    series.set_item("srtt_ns", f.iter().map(|x| x.srtt_ns).collect::<Vec<_>>())?;
+    series.set_item("rto_ns", f.iter().map(|x| x.rto_ns).collect::<Vec<_>>())?;
+    series.set_item("flight_bytes", f.iter().map(|x| x.flight_bytes).collect::<Vec<_>>())?;
+    out.set_item("flow_series", series)?;
+
+    let links = PyDict::new(py);
+    let l = &t.link_series;
+    links.set_item("time_ns", l.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
+    links.set_item("link", l.iter().map(|x| name(x.link)).collect::<Vec<_>>())?;
+    links.set_item("enqueued_pkts", l.iter().map(|x| x.enqueued_pkts).collect::<Vec<_>>())?;
+    links.set_item("enqueued_bytes", l.iter().map(|x| x.enqueued_bytes).collect::<Vec<_>>())?;
+    links.set_item("dequeued_pkts", l.iter().map(|x| x.dequeued_pkts).collect::<Vec<_>>())?;
+    links.set_item("dequeued_bytes", l.iter().map(|x| x.dequeued_bytes).collect::<Vec<_>>())?;
+    links.set_item("dropped_pkts", l.iter().map(|x| x.dropped_pkts.iter().sum::<u64>()).collect::<Vec<_>>())?;
+    for reason in DropReason::ALL {
+        let col = format!("drop_{}", reason.name());
+        links.set_item(col, l.iter().map(|x| x.dropped_pkts[reason as usize]).collect::<Vec<_>>())?;
+    }
+    links.set_item("backlog_pkts", l.iter().map(|x| x.backlog_pkts).collect::<Vec<_>>())?;
+    links.set_item("backlog_bytes", l.iter().map(|x| x.backlog_bytes).collect::<Vec<_>>())?;
+    out.set_item("link_series", links)?;
+
+    let events = PyDict::new(py);
+    let e = &t.events;
+    events.set_item("time_ns", e.iter().map(|x| x.time_ns).collect::<Vec<_>>())?;
+    events.set_item("link", e.iter().map(|x| name(x.link)).collect::<Vec<_>>())?;
+    let kind = |ev: QueueEvent| match ev {
+        QueueEvent::Enqueue => ("enqueue", None),
+        QueueEvent::Dequeue => ("dequeue", None),
+        QueueEvent::Drop(reason) => ("drop", Some(reason.name())),
+    };
+    events.set_item("event", e.iter().map(|x| kind(x.event).0).collect::<Vec<_>>())?;
+    events.set_item("reason", e.iter().map(|x| kind(x.event).1).collect::<Vec<_>>())?;
+    events.set_item("flow_id", e.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    events.set_item("seq", e.iter().map(|x| x.seq).collect::<Vec<_>>())?;
+    events.set_item("ack", e.iter().map(|x| x.ack).collect::<Vec<_>>())?;
+    events.set_item("flags", e.iter().map(|x| u32::from(x.flags)).collect::<Vec<_>>())?;
+    events.set_item("len_bytes", e.iter().map(|x| x.len_bytes).collect::<Vec<_>>())?;
+    out.set_item("events", events)?;
+
+    out.set_item("pcap", t.pcap.as_deref().map(|b| PyBytes::new(py, b)))?;
+    Ok(())
 }
 
 /// The TCP of the size-aware analysis, checked: every argument finite and in range.

@@ -2,6 +2,7 @@
 //! path, the bad value and what is allowed. Python passes TOML/JSON through unchanged.
 
 use serde::{Deserialize, Serialize};
+use crate::trace::TraceConfig;
 use crate::workload::Dist;
 use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
@@ -46,6 +47,9 @@ pub struct Scenario {
     /// an RCP router (`link.queue.kind = "rcp"`) on the bottleneck.
     #[serde(default, skip_serializing_if = "Transport::is_tcp")]
     pub transport: Transport,
+    /// Opt-in time series, event trace and pcap (`crate::trace`); absent, nothing is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceConfig>,
 }
 
 /// The end hosts' transport protocol.
@@ -563,6 +567,9 @@ impl Scenario {
                 check(g.app != AppKind::Interactive, &format!("flows[{i}].app"), "interactive",
                     "a sized or bulk application with transport = \"rcp\" (RCP senders have no bursts)")?;
             }
+        }
+        if let Some(t) = &self.trace {
+            t.validate(self.duration_s).map_err(|e| e.within("trace"))?;
         }
         Ok(())
     }

@@ -21,6 +21,8 @@ pub enum Event {
     App { endpoint: u32 },
     /// A workload unit acts: starts, ends a think time, or sees a Poisson arrival.
     Unit { unit: u32 },
+    /// The `[trace]` time series take a sample.
+    TraceSample,
 }
 
 #[derive(Debug, Default)]

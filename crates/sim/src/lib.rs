@@ -11,10 +11,12 @@ pub mod workload;
 pub mod event;
 pub mod link;
 pub mod rcp;
+pub mod pcap;
 pub mod results;
 pub mod sim;
 pub mod squid;
 pub mod tcp;
+pub mod trace;
 
 pub use config::Scenario;
 pub use results::Results;

@@ -180,6 +180,8 @@ pub struct Results {
     pub trace: Vec<TraceRow>,
     /// With `record_sender_epochs`: every open connection's sender at each slice's end.
     pub sender_epochs: Vec<crate::epochs::SenderEpochRow>,
+    /// The scenario's `[trace]` tables and pcap; empty without it.
+    pub traces: crate::trace::TraceOutput,
     /// Malformed lines of replayed logs skipped (with `skip_malformed`).
     pub skipped_log_lines: u64,
 }

@@ -16,6 +16,7 @@ use crate::link::Link;
 use crate::rcp::{RcpConn, RcpSender};
 use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Results, TraceRow, UnitRow};
 use crate::tcp::{Endpoint, State, TcpParams};
+use crate::trace::Recorder;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use smallpipe_core::qdisc::{flow_hash, DropTailConfig};
@@ -128,12 +129,14 @@ pub struct Simulator {
     /// With `transport = "rcp"`: the RCP sender of each connection (by connection index),
     /// which replaces the TCP endpoint `2c`.
     rcp: FxHashMap<u32, RcpConn>,
+    /// The scenario's `[trace]` recorder; `None` (the default) costs one branch per hook.
+    recorder: Option<Box<Recorder>>,
 }
 
 fn ms(v: f64) -> Duration {
     Duration((v * 1e6).round() as u64)
 }
-fn secs(v: f64) -> Duration {
+pub(crate) fn secs(v: f64) -> Duration {
     Duration((v * 1e9).round() as u64)
 }
 
@@ -180,6 +183,7 @@ impl Simulator {
             epochs: sc.record_sender_epochs.then(EpochRecorder::default),
             transport: sc.transport,
             rcp: FxHashMap::default(),
+            recorder: None,
         };
         sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -188,6 +192,14 @@ impl Simulator {
             let rate2 = d.path2_rate_bps.map_or(rate, |r| r as u64);
             let path2 = sim.add_link("bottleneck_path2", rate2, ms(l.delay_ms), Duration::ZERO, l.loss, q, 1)?;
             sim.diamond = Some((d.clone(), path2));
+        }
+        // Traced links are those made so far: the bottleneck directions and path 2.
+        if let Some(t) = &sc.trace {
+            let recorder = Recorder::new(t, &sim.links);
+            if let Some(at) = recorder.first_sample() {
+                sim.events.push(at, Event::TraceSample);
+            }
+            sim.recorder = Some(Box::new(recorder));
         }
         for (link, nth) in [(0, &l.drop_nth), (1, &l.reverse_drop_nth)] {
             let mut nth = nth.clone();
@@ -432,9 +444,10 @@ impl Simulator {
                 if let Some(at) = l.finish_tx(self.now) {
                     self.events.push(at, Event::Arrive { link });
                 }
-                if let Some(done) = l.start_tx(self.now) {
-                    self.events.push(done, Event::TxDone { link });
+                if let (Some(r), Some(pkt)) = (self.recorder.as_mut().filter(|r| r.traces(link)), &sent) {
+                    r.on_departure(pkt, self.now);
                 }
+                self.start_tx(link);
                 // The two bottleneck directions (links 0 and 1) pass one box: what one
                 // sends, the other's queue sees as its reverse direction (TAQ's ACKs).
                 if link < 2 {
@@ -446,12 +459,15 @@ impl Simulator {
             Event::Arrive { link } => {
                 let l = &mut self.links[link as usize];
                 let to = l.to_node;
+                let traced = self.recorder.as_ref().filter(|r| r.traces(link)).and(l.pipe.front()).map(|&(_, p)| p);
                 let (pkt, next) = l.arrive();
                 if let Some(at) = next {
                     self.events.push(at, Event::Arrive { link });
                 }
-                if let Some(pkt) = pkt {
-                    self.deliver(to, pkt);
+                match (pkt, traced, self.recorder.as_mut()) {
+                    (Some(pkt), _, _) => self.deliver(to, pkt),
+                    (None, Some(lost), Some(r)) => r.on_link_loss(link, &lost, self.now, &self.demux),
+                    (None, _, _) => {}
                 }
             }
             Event::Timer { endpoint, gen } if self.transport == Transport::Rcp && endpoint.is_multiple_of(2) => {
@@ -476,6 +492,18 @@ impl Simulator {
             }
             Event::App { endpoint } => self.write_burst(endpoint),
             Event::Unit { unit } => self.unit_event(unit),
+            Event::TraceSample => self.trace_sample(),
+        }
+    }
+
+    /// A sample of the `[trace]` time series, and the next one if it falls inside the run.
+    fn trace_sample(&mut self) {
+        let Some(r) = self.recorder.as_mut() else { return };
+        let conns = &self.conns;
+        r.sample(self.now, &self.links, &self.endpoints, |c| !conns[c].done);
+        let next = r.next_sample(self.now);
+        if next < self.end {
+            self.events.push(next, Event::TraceSample);
         }
     }
 
@@ -668,8 +696,21 @@ impl Simulator {
     fn enqueue(&mut self, link: u32, pkt: Packet) {
         let l = &mut self.links[link as usize];
         l.queue.enqueue(pkt, self.now);
+        if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
+            r.on_enqueue(link, &pkt, l.queue.last_drops(), self.now, &self.demux);
+        }
+        self.start_tx(link);
+    }
+
+    /// An idle link takes its queue's next packet (traced: what the queue gave and dropped).
+    fn start_tx(&mut self, link: u32) {
+        let l = &mut self.links[link as usize];
+        let idle = l.sending.is_none();
         if let Some(done) = l.start_tx(self.now) {
             self.events.push(done, Event::TxDone { link });
+        }
+        if let Some(r) = self.recorder.as_mut().filter(|r| idle && r.traces(link)) {
+            r.on_dequeue(link, l.sending.as_ref(), l.queue.last_drops(), self.now, &self.demux);
         }
     }
 
@@ -866,6 +907,11 @@ impl Simulator {
             .map(|l| LinkRow::from_link(l, end, duration))
             .collect();
         let packets = self.links.iter().map(|l| l.tx_pkts).sum();
+        let traces = self.recorder.take().map_or_else(Default::default, |mut r| {
+            let conns = &self.conns;
+            r.sample(self.now, &self.links, &self.endpoints, |c| !conns[c].done);
+            r.finish()
+        });
         Results {
             seed: self.seed,
             duration_ns: duration,
@@ -881,6 +927,7 @@ impl Simulator {
             queue_states: std::mem::take(&mut self.queue_states),
             trace: self.trace.take().map_or_else(Vec::new, |t| t.rows),
             sender_epochs: self.epochs.take().map_or_else(Vec::new, |r| r.rows),
+            traces,
             skipped_log_lines: self.skipped_log_lines,
         }
     }

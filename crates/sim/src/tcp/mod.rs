@@ -365,6 +365,10 @@ impl Endpoint {
     pub fn rtt_estimator(&self) -> &RttEstimator {
         &self.rtt
     }
+    /// RFC 5681 FlightSize: bytes sent and not yet cumulatively acknowledged.
+    pub fn flight_bytes(&self) -> u64 {
+        self.flight_size()
+    }
     /// Doublings of the retransmission timer since the last valid RTT sample.
     pub fn rto_backoff(&self) -> u32 {
         self.rtt.backoff()

@@ -1,0 +1,487 @@
+//! Opt-in traces (the scenario's `[trace]` table): per-flow sender time series, per-link
+//! queue counters per interval (`tc -s` style), an event trace of the bottleneck queues and
+//! a pcap of the bottleneck. Off, the simulator holds `None` and each hook is one branch;
+//! on, every table stops at `max_rows` rows (and the pcap at `max_pcap_bytes`) and says so
+//! in `TraceOutput::truncated`. Recording only reads simulator state, so a traced run
+//! delivers exactly what the untraced one does.
+
+use crate::pcap::{PcapBuffer, MIN_PCAP_BYTES};
+use crate::tcp::Endpoint;
+use crate::link::Link;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use smallpipe_core::{ConfigError, DropReason, FlowKey, Instant, Packet};
+
+/// Where the pcap sees the bottleneck's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PcapPoint {
+    /// As each packet finishes serialization onto the link (what the far end receives,
+    /// before link loss): one record per counted transmission.
+    Departures,
+    /// As each packet is offered to the queue, including those it drops.
+    Arrivals,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// Sampling interval of the time series, seconds.
+    #[serde(default = "d_interval")]
+    pub interval_s: f64,
+    /// Connections (0-based, in opening order) whose senders are sampled.
+    #[serde(default)]
+    pub flows: Vec<u32>,
+    /// Sample every open connection's sender (bounded by `max_rows`).
+    #[serde(default)]
+    pub all_flows: bool,
+    /// Per bottleneck direction and interval: packets enqueued, dequeued, dropped by
+    /// reason, and the backlog at the interval's end.
+    #[serde(default)]
+    pub links: bool,
+    /// Every enqueue, dequeue and drop (with its reason) at the bottleneck queues.
+    #[serde(default)]
+    pub events: bool,
+    /// A pcap of both bottleneck directions (and the diamond's path 2), taken at this point.
+    #[serde(default)]
+    pub pcap: Option<PcapPoint>,
+    /// Bytes of each frame kept in the pcap (headers come first; payload is zeros).
+    #[serde(default = "d_snaplen")]
+    pub pcap_snaplen: u32,
+    /// Most rows of each table; later rows are not recorded and the table is flagged.
+    #[serde(default = "d_max_rows")]
+    pub max_rows: u64,
+    /// Largest pcap, bytes; later packets are not written and the pcap is flagged.
+    #[serde(default = "d_max_pcap_bytes")]
+    pub max_pcap_bytes: u64,
+}
+
+fn d_interval() -> f64 {
+    0.1
+}
+fn d_snaplen() -> u32 {
+    128
+}
+fn d_max_rows() -> u64 {
+    1_000_000
+}
+fn d_max_pcap_bytes() -> u64 {
+    64 << 20
+}
+
+const MAX_ROWS: u64 = 10_000_000;
+const MAX_PCAP_BYTES: u64 = 1 << 30;
+/// Ethernet, IPv4 and TCP headers without options: the least a frame must keep.
+const MIN_SNAPLEN: u32 = 54;
+const MAX_SAMPLES: f64 = 1e6;
+
+impl TraceConfig {
+    pub fn validate(&self, duration_s: f64) -> Result<(), ConfigError> {
+        let bad = |field: &str, value: &dyn ToString, allowed: &str| Err(ConfigError::new(field, value.to_string(), allowed));
+        if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= duration_s) {
+            return bad("interval_s", &self.interval_s, "a number of seconds in (0, duration_s]");
+        }
+        if duration_s / self.interval_s > MAX_SAMPLES {
+            return bad("interval_s", &self.interval_s, "at most 1e6 samples per run (duration_s / interval_s)");
+        }
+        if !(MIN_SNAPLEN..=65_535).contains(&self.pcap_snaplen) {
+            return bad("pcap_snaplen", &self.pcap_snaplen, "bytes in [54, 65535] (54: Ethernet, IPv4 and TCP headers)");
+        }
+        if !(1..=MAX_ROWS).contains(&self.max_rows) {
+            return bad("max_rows", &self.max_rows, "a row count in [1, 10000000]");
+        }
+        if !(MIN_PCAP_BYTES..=MAX_PCAP_BYTES).contains(&self.max_pcap_bytes) {
+            return bad("max_pcap_bytes", &self.max_pcap_bytes, &format!("bytes in [{MIN_PCAP_BYTES}, {MAX_PCAP_BYTES}]"));
+        }
+        Ok(())
+    }
+
+    fn samples(&self) -> bool {
+        self.links || self.all_flows || !self.flows.is_empty()
+    }
+}
+
+/// A traced sender at one sample time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowSampleRow {
+    pub time_ns: u64,
+    pub flow_id: u32,
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: u64,
+    /// `None` before the first RTT sample.
+    pub srtt_ns: Option<u64>,
+    pub rto_ns: u64,
+    /// RFC 5681 FlightSize: sent and not yet cumulatively acknowledged.
+    pub flight_bytes: u64,
+}
+
+/// A bottleneck queue over the interval ending at `time_ns` (counters) and at that time
+/// (backlog). Per interval, enqueued − dequeued − dropped is the backlog's change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSampleRow {
+    pub time_ns: u64,
+    pub link: u8,
+    pub enqueued_pkts: u64,
+    pub enqueued_bytes: u64,
+    pub dequeued_pkts: u64,
+    pub dequeued_bytes: u64,
+    pub dropped_pkts: [u64; DropReason::COUNT],
+    pub backlog_pkts: u64,
+    pub backlog_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueEvent {
+    Enqueue,
+    Dequeue,
+    Drop(DropReason),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub time_ns: u64,
+    pub link: u8,
+    pub event: QueueEvent,
+    /// The connection the packet belongs to (either direction).
+    pub flow_id: Option<u32>,
+    /// Wire sequence and acknowledgment numbers, flags and IP length.
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: u8,
+    pub len_bytes: u16,
+}
+
+/// What the recorder hands to `Results`.
+#[derive(Debug, Clone, Default)]
+pub struct TraceOutput {
+    /// Names of the traced links, indexed by the rows' `link`.
+    pub link_names: Vec<String>,
+    pub flow_series: Vec<FlowSampleRow>,
+    pub link_series: Vec<LinkSampleRow>,
+    pub events: Vec<EventRow>,
+    pub pcap: Option<Vec<u8>>,
+    /// Tables (`flow_series`, `link_series`, `events`, `pcap`) that hit their cap.
+    pub truncated: Vec<&'static str>,
+}
+
+/// A table that stops growing at its cap and remembers that it did.
+struct Capped<T> {
+    rows: Vec<T>,
+    max: usize,
+    truncated: bool,
+}
+
+impl<T> Capped<T> {
+    fn new(max: u64) -> Self {
+        Capped { rows: Vec::new(), max: max as usize, truncated: false }
+    }
+
+    fn push(&mut self, row: T) {
+        if self.rows.len() < self.max {
+            self.rows.push(row);
+        } else {
+            self.truncated = true;
+        }
+    }
+}
+
+pub(crate) struct Recorder {
+    config: TraceConfig,
+    /// Links 0..n_links are traced: the bottleneck directions (and the diamond's path 2).
+    n_links: u32,
+    link_names: Vec<String>,
+    last_sample_ns: Option<u64>,
+    /// Per traced link: the queue's counters at the last sample.
+    last_counts: Vec<Counts>,
+    flow_series: Capped<FlowSampleRow>,
+    link_series: Capped<LinkSampleRow>,
+    events: Capped<EventRow>,
+    pcap: Option<PcapBuffer>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    arrived: (u64, u64),
+    departed: (u64, u64),
+    dropped: [u64; DropReason::COUNT],
+}
+
+impl Counts {
+    fn of(link: &Link) -> Self {
+        let s = link.queue.stats();
+        Counts { arrived: (s.arrived_pkts, s.arrived_bytes), departed: (s.departed_pkts, s.departed_bytes), dropped: s.dropped_pkts }
+    }
+}
+
+impl Recorder {
+    pub fn new(config: &TraceConfig, links: &[Link]) -> Self {
+        Recorder {
+            config: config.clone(),
+            n_links: links.len() as u32,
+            link_names: links.iter().map(|l| l.name.clone()).collect(),
+            last_sample_ns: None,
+            last_counts: vec![Counts::default(); links.len()],
+            flow_series: Capped::new(config.max_rows),
+            link_series: Capped::new(config.max_rows),
+            events: Capped::new(config.max_rows),
+            pcap: config.pcap.map(|_| PcapBuffer::new(config.pcap_snaplen, config.max_pcap_bytes)),
+        }
+    }
+
+    pub fn traces(&self, link: u32) -> bool {
+        link < self.n_links
+    }
+
+    /// The first sample time, if any time series is on.
+    pub fn first_sample(&self) -> Option<Instant> {
+        self.config.samples().then(|| Instant::ZERO + crate::sim::secs(self.config.interval_s))
+    }
+
+    /// The sample after the one at `now`.
+    pub fn next_sample(&self, now: Instant) -> Instant {
+        now + crate::sim::secs(self.config.interval_s)
+    }
+
+    fn event(&mut self, link: u32, pkt: &Packet, event: QueueEvent, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
+        if self.config.events {
+            self.events.push(EventRow {
+                time_ns: now.as_nanos(),
+                link: link as u8,
+                event,
+                flow_id: demux.get(&pkt.flow).map(|e| e / 2),
+                seq: pkt.seq,
+                ack: pkt.ack,
+                flags: pkt.flags.0,
+                len_bytes: pkt.ip_len_bytes,
+            });
+        }
+    }
+
+    fn drops(&mut self, link: u32, drops: &[(Packet, DropReason)], now: Instant, demux: &FxHashMap<FlowKey, u32>) {
+        for (pkt, reason) in drops {
+            self.event(link, pkt, QueueEvent::Drop(*reason), now, demux);
+        }
+    }
+
+    /// A packet was offered to a traced queue, which dropped `drops` doing so.
+    pub fn on_enqueue(&mut self, link: u32, pkt: &Packet, drops: &[(Packet, DropReason)], now: Instant,
+                      demux: &FxHashMap<FlowKey, u32>) {
+        self.event(link, pkt, QueueEvent::Enqueue, now, demux);
+        self.drops(link, drops, now, demux);
+        if self.config.pcap == Some(PcapPoint::Arrivals) {
+            self.record_pcap(pkt, now);
+        }
+    }
+
+    /// A traced queue was asked for a packet: it gave `sent` and dropped `drops`.
+    pub fn on_dequeue(&mut self, link: u32, sent: Option<&Packet>, drops: &[(Packet, DropReason)], now: Instant,
+                      demux: &FxHashMap<FlowKey, u32>) {
+        self.drops(link, drops, now, demux);
+        if let Some(pkt) = sent {
+            self.event(link, pkt, QueueEvent::Dequeue, now, demux);
+        }
+    }
+
+    /// A traced link finished serializing `pkt`.
+    pub fn on_departure(&mut self, pkt: &Packet, now: Instant) {
+        if self.config.pcap == Some(PcapPoint::Departures) {
+            self.record_pcap(pkt, now);
+        }
+    }
+
+    /// A traced link lost `pkt` on the wire.
+    pub fn on_link_loss(&mut self, link: u32, pkt: &Packet, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
+        self.event(link, pkt, QueueEvent::Drop(DropReason::LinkLoss), now, demux);
+    }
+
+    fn record_pcap(&mut self, pkt: &Packet, now: Instant) {
+        if let Some(p) = &mut self.pcap {
+            p.record(pkt, now.as_nanos());
+        }
+    }
+
+    /// One sample of every time series at `now`; `open(c)` says whether connection `c`
+    /// is still open (only open senders are sampled). Once per time.
+    pub fn sample(&mut self, now: Instant, links: &[Link], endpoints: &[Endpoint], open: impl Fn(usize) -> bool) {
+        let t = now.as_nanos();
+        if self.last_sample_ns == Some(t) {
+            return;
+        }
+        self.last_sample_ns = Some(t);
+        if self.config.links {
+            for (i, l) in links[..self.n_links as usize].iter().enumerate() {
+                let (now_c, last) = (Counts::of(l), self.last_counts[i]);
+                self.last_counts[i] = now_c;
+                let mut dropped = now_c.dropped;
+                for (d, before) in dropped.iter_mut().zip(last.dropped) {
+                    *d -= before;
+                }
+                self.link_series.push(LinkSampleRow {
+                    time_ns: t,
+                    link: i as u8,
+                    enqueued_pkts: now_c.arrived.0 - last.arrived.0,
+                    enqueued_bytes: now_c.arrived.1 - last.arrived.1,
+                    dequeued_pkts: now_c.departed.0 - last.departed.0,
+                    dequeued_bytes: now_c.departed.1 - last.departed.1,
+                    dropped_pkts: dropped,
+                    backlog_pkts: l.queue.len_pkts() as u64,
+                    backlog_bytes: l.queue.backlog_bytes(),
+                });
+            }
+        }
+        let n_conns = endpoints.len() / 2;
+        let mut sample_flow = |c: usize| {
+            if c < n_conns && open(c) {
+                let ep = &endpoints[2 * c];
+                self.flow_series.push(FlowSampleRow {
+                    time_ns: t,
+                    flow_id: c as u32,
+                    cwnd_bytes: ep.cwnd_bytes(),
+                    ssthresh_bytes: ep.ssthresh_bytes(),
+                    srtt_ns: ep.rtt_estimator().srtt().map(|d| d.as_nanos()),
+                    rto_ns: ep.rto().as_nanos(),
+                    flight_bytes: ep.flight_bytes(),
+                });
+            }
+        };
+        if self.config.all_flows {
+            (0..n_conns).for_each(&mut sample_flow);
+        } else {
+            self.config.flows.iter().for_each(|&c| sample_flow(c as usize));
+        }
+    }
+
+    pub fn finish(self) -> TraceOutput {
+        let mut truncated = Vec::new();
+        for (name, t) in [("flow_series", self.flow_series.truncated), ("link_series", self.link_series.truncated),
+                          ("events", self.events.truncated), ("pcap", self.pcap.as_ref().is_some_and(|p| p.truncated))] {
+            if t {
+                truncated.push(name);
+            }
+        }
+        TraceOutput {
+            link_names: self.link_names,
+            flow_series: self.flow_series.rows,
+            link_series: self.link_series.rows,
+            events: self.events.rows,
+            pcap: self.pcap.map(PcapBuffer::into_bytes),
+            truncated,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{simulate, Scenario};
+    use smallpipe_core::DropReason;
+
+    /// Four bulk flows through a 20-packet drop-tail at 1 Mbit/s with 1% wire loss: queue
+    /// drops and link losses both happen in 20 s.
+    fn scenario(trace: &str) -> Scenario {
+        Scenario::from_json(&format!(
+            r#"{{"duration_s":20,"link":{{"rate_bps":1000000,"loss":0.01,"queue":{{"kind":"droptail","limit_pkts":20}}}},
+                "flows":[{{"app":"bulk","count":4,"rtt_ms":[40,120]}}]{trace}}}"#
+        ))
+        .unwrap()
+    }
+
+    const ALL: &str = r#","trace":{"interval_s":0.05,"all_flows":true,"links":true,"events":true,"pcap":"departures"}"#;
+
+    #[test]
+    fn tracing_does_not_change_the_run() {
+        let (plain, traced) = (simulate(&scenario("")).unwrap(), simulate(&scenario(ALL)).unwrap());
+        assert_eq!(plain.flows, traced.flows);
+        assert_eq!(plain.links, traced.links);
+        assert!(plain.traces.pcap.is_none() && plain.traces.flow_series.is_empty());
+    }
+
+    /// The per-interval queue counters add up to the link's totals and conserve packets
+    /// (enqueued − dequeued − dropped = change of backlog); the backlog never passes the
+    /// 20-packet limit; every sampled cwnd is at least one MSS (1448 bytes with timestamps).
+    #[test]
+    fn time_series_keep_the_queue_invariants() {
+        let r = simulate(&scenario(ALL)).unwrap();
+        let t = &r.traces;
+        assert!(t.truncated.is_empty());
+        assert_eq!(t.link_names, ["bottleneck", "bottleneck_reverse"]);
+        for (i, link) in r.links.iter().enumerate() {
+            let rows: Vec<_> = t.link_series.iter().filter(|s| s.link as usize == i).collect();
+            assert_eq!(rows.len(), 400, "20 s every 50 ms, the last at the end");
+            assert_eq!(rows.last().unwrap().time_ns, 20_000_000_000);
+            for reason in DropReason::ALL {
+                let sum: u64 = rows.iter().map(|s| s.dropped_pkts[reason as usize]).sum();
+                assert_eq!(sum, link.drops_by_reason[reason as usize], "{} {reason:?}", link.name);
+            }
+            // A packet still being serialized at the end has left the queue but is not yet counted.
+            let dequeued = rows.iter().map(|s| s.dequeued_pkts).sum::<u64>();
+            assert!(dequeued - link.tx_pkts <= 1, "{dequeued} dequeued, {} sent", link.tx_pkts);
+            let mut backlog = 0i64;
+            for s in &rows {
+                assert!(s.backlog_pkts <= 20, "{}: backlog {} at {}", link.name, s.backlog_pkts, s.time_ns);
+                backlog += s.enqueued_pkts as i64 - s.dequeued_pkts as i64 - s.dropped_pkts.iter().sum::<u64>() as i64;
+                assert_eq!(backlog, s.backlog_pkts as i64);
+            }
+        }
+        let fwd = &r.links[0];
+        assert!(fwd.drops_by_reason[DropReason::Overlimit as usize] > 0 && fwd.drops_by_reason[DropReason::LinkLoss as usize] > 0);
+        assert!(!t.flow_series.is_empty());
+        assert!(t.flow_series.iter().all(|s| s.cwnd_bytes >= 1448 && s.rto_ns >= 200_000_000), "RFC 5681: cwnd ≥ 1 MSS");
+        assert!(t.flow_series.iter().any(|s| s.srtt_ns.is_some() && s.flight_bytes > 0));
+    }
+
+    /// The event trace has one enqueue per packet offered to the queue, one dequeue per
+    /// departure and one drop per counted drop, each with its reason; the pcap has one
+    /// record per transmission of both directions.
+    #[test]
+    fn events_and_pcap_match_the_link_counters() {
+        use super::QueueEvent;
+        let r = simulate(&scenario(ALL)).unwrap();
+        for (i, link) in r.links.iter().enumerate() {
+            let ev: Vec<_> = r.traces.events.iter().filter(|e| e.link as usize == i).collect();
+            let count = |k: QueueEvent| ev.iter().filter(|e| e.event == k).count() as u64;
+            let loss = link.drops_by_reason[DropReason::LinkLoss as usize];
+            assert_eq!(count(QueueEvent::Enqueue), link.arrived_pkts - loss);
+            assert!(count(QueueEvent::Dequeue) - link.tx_pkts <= 1, "one may be on the wire at the end");
+            for reason in DropReason::ALL {
+                assert_eq!(count(QueueEvent::Drop(reason)), link.drops_by_reason[reason as usize]);
+            }
+            assert!(ev.iter().all(|e| e.flow_id.is_some_and(|f| f < 4)));
+        }
+        let pcap = r.traces.pcap.as_ref().unwrap();
+        let mut reader = pcap_file::pcap::PcapReader::new(&pcap[..]).unwrap();
+        let mut records = 0;
+        while let Some(p) = reader.next_packet() {
+            let p = p.unwrap();
+            assert_eq!(p.data.len(), (p.orig_len as usize).min(128));
+            records += 1;
+        }
+        assert_eq!(records, r.links[0].tx_pkts + r.links[1].tx_pkts);
+    }
+
+    #[test]
+    fn tables_stop_at_their_cap_and_say_so() {
+        let r = simulate(&scenario(r#","trace":{"all_flows":true,"events":true,"max_rows":1000,"pcap":"arrivals","max_pcap_bytes":10000}"#)).unwrap();
+        let t = &r.traces;
+        assert_eq!((t.events.len(), t.flow_series.len()), (1000, 800), "800 = 4 flows × 200 samples: under the cap");
+        assert_eq!(t.truncated, ["events", "pcap"]);
+        assert!(t.pcap.as_ref().unwrap().len() <= 10_000);
+    }
+
+    /// Stored scenarios and their hashes stay as they were: no `"trace": null` key.
+    #[test]
+    fn an_absent_trace_table_leaves_the_canonical_scenario_unchanged() {
+        let json = Scenario::from_json(r#"{"flows":[{"app":"bulk"}]}"#).unwrap().to_json();
+        assert!(!json.contains(r#""trace":"#), "{json}");
+    }
+
+    #[test]
+    fn bad_trace_settings_name_the_field() {
+        for (trace, field) in [(r#"{"interval_s":0}"#, "trace.interval_s"), (r#"{"interval_s":1e-9}"#, "trace.interval_s"),
+                               (r#"{"pcap_snaplen":20}"#, "trace.pcap_snaplen"), (r#"{"max_rows":0}"#, "trace.max_rows"),
+                               (r#"{"max_pcap_bytes":1e12}"#, "trace.max_pcap_bytes"), (r#"{"pcap":"both"}"#, "trace.pcap")] {
+            let json = format!(r#"{{"flows":[{{"app":"bulk"}}],"trace":{trace}}}"#);
+            let e = Scenario::from_json(&json).unwrap_err();
+            assert_eq!(e.field, field, "{trace}: {e}");
+        }
+    }
+}
