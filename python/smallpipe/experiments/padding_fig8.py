@@ -21,6 +21,7 @@ from pathlib import Path
 
 import polars as pl
 
+from smallpipe import metrics
 from smallpipe.experiments.padding_fig9 import QUEUES
 from smallpipe.experiments.padding_sim import BURST_BYTES, plot_per_queue, tcp_for
 from smallpipe.experiments.provenance import write_csv
@@ -59,7 +60,7 @@ def run(*, bulk_flows: Sequence[int] = BULK_FLOWS, queues: Sequence[str] = ("red
                 done = result.bursts.filter(pl.col("sent_ns") >= int(WARMUP_S * 1e9)).drop_nulls("response_ns")
                 link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
                 rows.append({"queue": queue, "approach": approach, "bulk_flows": n, "loss_rate": link["loss_rate"],
-                             "bursts": done.height, "mean_response_s": done["response_ns"].mean() / 1e9
+                             "bursts": done.height, "mean_response_s": metrics.to_float(done["response_ns"].mean()) / 1e9
                              if done.height else None})
     return pl.DataFrame(rows)
 

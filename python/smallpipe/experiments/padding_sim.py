@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from smallpipe import metrics
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
@@ -48,7 +49,7 @@ def mean_response_s(scenario: Scenario, *, warmup_s: float) -> tuple[float | Non
     done = bursts.filter(bursts["sent_ns"] >= int(warmup_s * 1e9)).drop_nulls("response_ns")
     if done.height == 0:
         return None, 0
-    return float(done["response_ns"].mean()) / 1e9, done.height
+    return metrics.to_float(done["response_ns"].mean()) / 1e9, done.height
 
 
 def plot_per_queue(table: pl.DataFrame, path: Path, *, x: str, xlabel: str, panel: str, title: str) -> None:

@@ -169,8 +169,8 @@ def plot(table: pl.DataFrame, path: Path, *, title: str) -> None:
     plt.close(fig)
 
 
-QUICK = {"rate_bps": 240_000_000, "duration_s": 4.0, "warmup_s": 0.5, "drain_s": 1.5}
-FULL = {"rate_bps": RATE_BPS, "duration_s": 20.0, "warmup_s": 1.0, "drain_s": 3.0}
+QUICK: dict[str, Any] = {"rate_bps": 240_000_000, "duration_s": 4.0, "warmup_s": 0.5, "drain_s": 1.5}
+FULL: dict[str, Any] = {"rate_bps": RATE_BPS, "duration_s": 20.0, "warmup_s": 1.0, "drain_s": 3.0}
 """The pinned quick run (a tenth of the link) and the full run (the paper's link, 20 s)."""
 
 

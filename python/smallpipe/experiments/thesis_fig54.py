@@ -27,8 +27,8 @@ from smallpipe.experiments.provenance import write_csv
 from smallpipe.experiments.thesis_fig51 import (
     PACKET_SIZE_BYTES,
     SIZES_PKTS,
-    draw_reference_lines,
     WITH_RCP,
+    draw_reference_lines,
     rtt_ms,
 )
 from smallpipe.experiments.thesis_fig51 import (
