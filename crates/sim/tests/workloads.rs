@@ -199,7 +199,7 @@ fn malformed_log_lines_are_rejected_with_their_number_or_skipped() {
     );
     let e = simulate(&Scenario::from_json(&json(false)).unwrap()).unwrap_err();
     assert_eq!(e.field, "flows[0].log_path");
-    assert!(e.value.starts_with("line 6:"), "{e}");
+    assert!(e.value.starts_with(&format!("{path}: line 6: bytes \"many\"")), "{e}");
     let r = simulate(&Scenario::from_json(&json(true)).unwrap()).unwrap();
     assert_eq!(r.skipped_log_lines, 1);
     assert_eq!(r.flows.len(), 5);
