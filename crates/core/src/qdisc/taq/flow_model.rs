@@ -651,13 +651,21 @@ mod tests {
         assert_eq!(f.recovering_from, None);
     }
 
-    #[test]
-    fn lost_timeout_retransmission_leads_to_extended_silence() {
+    /// A Normal flow of 2 packets per epoch whose packet `seq`, sent at `t` ms, was dropped
+    /// here, rolled to `t + 200` ms: silent for an epoch after the loss.
+    fn timed_out_flow() -> (FlowModel, u32, u64) {
         let c = cfg();
         let (mut f, seq, t) = normal_flow(2);
         f.on_arrival(&data(seq, 100), at(t), &c);
         f.on_drop(&data(seq, 100), false);
         f.roll(at(t + 200), &c);
+        (f, seq, t)
+    }
+
+    #[test]
+    fn lost_timeout_retransmission_leads_to_extended_silence() {
+        let c = cfg();
+        let (mut f, seq, t) = timed_out_flow();
         f.on_arrival(&data(seq, 100), at(t + 250), &c);
         assert_eq!(f.state, TaqState::TimeoutRecovery);
         f.on_drop(&data(seq, 100), true);
@@ -679,10 +687,7 @@ mod tests {
         // has it, so it is never sent again and a count of drops against retransmissions
         // never balances. The receiver's cumulative ACK shows that nothing is missing.
         let c = cfg();
-        let (mut f, seq, t) = normal_flow(2);
-        f.on_arrival(&data(seq, 100), at(t), &c);
-        f.on_drop(&data(seq, 100), false);
-        f.roll(at(t + 200), &c);
+        let (mut f, seq, t) = timed_out_flow();
         assert_eq!(f.state, TaqState::TimeoutSilence);
         f.on_arrival(&data(seq, 100), at(t + 250), &c); // delivered
         f.on_arrival(&data(seq, 100), at(t + 260), &c); // its duplicate, dropped here
