@@ -147,7 +147,8 @@ pub struct FlowModel {
     pub prev: EpochCounts,
     /// Consecutive silent epochs (the current silence's length).
     pub silence_epochs: u32,
-    /// Drops inflicted here whose retransmission has not been seen yet.
+    /// Drops inflicted here whose retransmission has not been seen yet (all cleared once
+    /// the reverse ACK covers `drop_end`).
     pub pending_drops: u32,
     /// End (highest sequence number + 1) of the data dropped here while drops are pending.
     /// Two-way: once the receiver's cumulative ACK covers it, every dropped byte has

@@ -18,7 +18,8 @@
 //!   that lost a packet here recently or are below their fair share in BelowFairShare,
 //!   the rest in AboveFairShare. Exception (ours, see `docs/taq.md`): while a flow has
 //!   packets queued, its arrivals join them in the same queue, so a flow's packets (its
-//!   retransmissions included) never overtake one another.
+//!   retransmissions included) never overtake one another; new data joins queued
+//!   retransmissions in Recovery only while the flow is recovering.
 //! - When the shared buffer of `limit_pkts` overflows, drop the queued packet (the arrival
 //!   included) whose loss is predicted to hurt its flow least (Section 4.1: a fast
 //!   retransmit before a timeout before a repeated timeout), searching the lowest-priority
