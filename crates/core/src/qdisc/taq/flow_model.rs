@@ -147,8 +147,14 @@ pub struct FlowModel {
     pub prev: EpochCounts,
     /// Consecutive silent epochs (the current silence's length).
     pub silence_epochs: u32,
-    /// Drops inflicted here whose retransmission has not been seen yet.
+    /// Drops inflicted here whose retransmission has not been seen yet (all cleared once
+    /// the reverse ACK covers `drop_end`).
     pub pending_drops: u32,
+    /// End (highest sequence number + 1) of the data dropped here while drops are pending.
+    /// Two-way: once the receiver's cumulative ACK covers it, every dropped byte has
+    /// reached the receiver and nothing is pending, even if a dropped copy was a duplicate
+    /// that will never be re-sent.
+    drop_end: Option<u32>,
     /// A retransmission of this flow was dropped here since it last left a silence.
     pub retx_lost: bool,
     /// Highest sequence number seen + 1 (end of the highest segment), once known.
@@ -192,6 +198,7 @@ impl FlowModel {
             prev: EpochCounts::default(),
             silence_epochs: 0,
             pending_drops: 0,
+            drop_end: None,
             retx_lost: false,
             highest_end: None,
             last_pkt_at: now,
@@ -330,6 +337,9 @@ impl FlowModel {
         if retx {
             self.cur.retx_pkts += 1;
             self.pending_drops = self.pending_drops.saturating_sub(1);
+            if self.pending_drops == 0 {
+                self.drop_end = None;
+            }
         } else if data {
             self.cur.new_pkts += 1;
         }
@@ -365,6 +375,10 @@ impl FlowModel {
             return; // a lost handshake is a SYN timeout, not a loss to recover from
         }
         self.pending_drops = self.pending_drops.saturating_add(1);
+        let end = pkt.seq.wrapping_add(pkt.seq_len());
+        if self.drop_end.is_none_or(|e| seq_lt(e, end)) {
+            self.drop_end = Some(end);
+        }
         if retx {
             self.retx_lost = true;
         } else if matches!(self.state, TaqState::SlowStart | TaqState::Normal) {
@@ -461,6 +475,13 @@ impl FlowModel {
         }
         if !pkt.flags.ack() {
             return;
+        }
+        if self.drop_end.is_some_and(|e| !seq_lt(pkt.ack, e)) {
+            // Every byte dropped here has been received: the losses are recovered (a
+            // dropped duplicate of delivered data is never re-sent, so counting
+            // retransmissions alone would leave the flow in recovery for good).
+            self.pending_drops = 0;
+            self.drop_end = None;
         }
         if let Some((end, sent)) = self.timed {
             if !seq_lt(pkt.ack, end) {
@@ -631,13 +652,21 @@ mod tests {
         assert_eq!(f.recovering_from, None);
     }
 
-    #[test]
-    fn lost_timeout_retransmission_leads_to_extended_silence() {
+    /// A Normal flow of 2 packets per epoch whose packet `seq`, sent at `t` ms, was dropped
+    /// here, rolled to `t + 200` ms: silent for an epoch after the loss.
+    fn timed_out_flow() -> (FlowModel, u32, u64) {
         let c = cfg();
         let (mut f, seq, t) = normal_flow(2);
         f.on_arrival(&data(seq, 100), at(t), &c);
         f.on_drop(&data(seq, 100), false);
         f.roll(at(t + 200), &c);
+        (f, seq, t)
+    }
+
+    #[test]
+    fn lost_timeout_retransmission_leads_to_extended_silence() {
+        let c = cfg();
+        let (mut f, seq, t) = timed_out_flow();
         f.on_arrival(&data(seq, 100), at(t + 250), &c);
         assert_eq!(f.state, TaqState::TimeoutRecovery);
         f.on_drop(&data(seq, 100), true);
@@ -649,6 +678,34 @@ mod tests {
         f.on_arrival(&data(seq, 100), at(t + 900), &c);
         assert_eq!(f.state, TaqState::TimeoutRecovery);
         assert_eq!(f.recovering_from, Some(TaqState::ExtendedSilence));
+    }
+
+    #[test]
+    fn timeout_recovery_ends_once_the_reverse_ack_covers_a_dropped_duplicate() {
+        // Section 4.1: "A flow in timeout recovery state that has successfully retransmitted
+        // lost packets will recover to a slow start state." Here the sender's timer fires
+        // twice and the second copy of its retransmission is dropped: the receiver already
+        // has it, so it is never sent again and a count of drops against retransmissions
+        // never balances. The receiver's cumulative ACK shows that nothing is missing.
+        let c = cfg();
+        let (mut f, seq, t) = timed_out_flow();
+        assert_eq!(f.state, TaqState::TimeoutSilence);
+        f.on_arrival(&data(seq, 100), at(t + 250), &c); // delivered
+        f.on_arrival(&data(seq, 100), at(t + 260), &c); // its duplicate, dropped here
+        f.on_drop(&data(seq, 100), true);
+        assert_eq!((f.state, f.pending_drops), (TaqState::TimeoutRecovery, 1));
+        f.on_reverse(&ack(seq), at(t + 290), &c);
+        assert_eq!(f.pending_drops, 1, "an ACK below the dropped data recovers nothing");
+        f.on_reverse(&ack(seq + 100), at(t + 300), &c);
+        assert_eq!(f.pending_drops, 0);
+        // Close the epoch with the loss, then one epoch of new data without loss.
+        let epoch_end = |f: &FlowModel| Instant(f.epoch_start.as_nanos() + f.epoch_ns);
+        let t1 = epoch_end(&f);
+        f.roll(t1, &c);
+        assert_eq!(f.state, TaqState::TimeoutRecovery, "the epoch had a loss");
+        f.on_arrival(&data(seq + 100, 100), Instant(t1.as_nanos() + MS), &c);
+        f.roll(epoch_end(&f), &c);
+        assert_eq!(f.state, TaqState::SlowStart);
     }
 
     #[test]

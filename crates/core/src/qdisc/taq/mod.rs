@@ -18,7 +18,8 @@
 //!   that lost a packet here recently or are below their fair share in BelowFairShare,
 //!   the rest in AboveFairShare. Exception (ours, see `docs/taq.md`): while a flow has
 //!   packets queued, its arrivals join them in the same queue, so a flow's packets (its
-//!   retransmissions included) never overtake one another.
+//!   retransmissions included) never overtake one another; new data joins queued
+//!   retransmissions in Recovery only while the flow is recovering.
 //! - When the shared buffer of `limit_pkts` overflows, drop the queued packet (the arrival
 //!   included) whose loss is predicted to hurt its flow least (Section 4.1: a fast
 //!   retransmit before a timeout before a repeated timeout), searching the lowest-priority
@@ -590,11 +591,15 @@ impl Taq {
     fn choose_queue(&self, slot: u32, retx: bool, pkt: &Packet, now: Instant) -> TaqQueue {
         let f = &self.flows[slot as usize];
         let m = &f.model;
-        if m.queued_pkts > 0 {
+        let recovering = matches!(m.state, TaqState::ExplicitRecovery | TaqState::TimeoutRecovery);
+        if m.queued_pkts > 0 && (retx || recovering || !f.queue.is_recovery()) {
             // Never let a packet overtake its own flow's queued packets. A retransmission
             // that jumps ahead of queued originals draws a partial ACK, and NewReno then
             // "retransmits" each queued packet in turn; reordered new data draws duplicate
-            // ACKs and a spurious fast retransmit (docs/taq.md, "Deviations").
+            // ACKs and a spurious fast retransmit (docs/taq.md, "Deviations"). But the
+            // Recovery queue holds "only retransmitted packets": new data joins a flow's
+            // queued retransmissions only while the flow is recovering, or a flow that
+            // never drains its queue would send all its data at Recovery's priority.
             return f.queue;
         }
         if retx && !pkt.flags.syn() {

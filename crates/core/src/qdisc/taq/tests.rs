@@ -154,6 +154,28 @@ fn a_flow_with_packets_queued_keeps_them_in_order() {
 }
 
 #[test]
+fn new_data_joins_queued_retransmissions_only_while_the_flow_recovers() {
+    // Section 4.2: the Recovery queue "corresponds to only retransmitted packets of flows".
+    // New data may queue behind its own flow's retransmissions during the recovery (not to
+    // overtake them), but not after: a flow that never drains its queue would otherwise
+    // send everything at Recovery's priority for as long as it keeps a packet queued.
+    let mut q = taq(cfg()); // epoch 100 ms
+    q.enqueue(data(3, 0, 460), at(0));
+    q.dequeue(at(0));
+    // Silent for two epochs, then a retransmission: timeout recovery.
+    assert_eq!(enq(&mut q, data(3, 0, 460), at(300)), TaqQueue::RecoverySilence);
+    assert_eq!(state(&q, 3), TaqState::TimeoutRecovery);
+    assert_eq!(enq(&mut q, data(3, 460, 460), at(301)), TaqQueue::RecoverySilence, "behind its retransmission");
+    // The epoch closes with new data and no loss: recovered, slow start.
+    let next = enq(&mut q, data(3, 920, 460), at(401));
+    assert_eq!(state(&q, 3), TaqState::SlowStart);
+    assert!(!next.is_recovery(), "new data of a recovered flow went to {}", next.name());
+    // Its queued packets still leave in order.
+    let order: Vec<u32> = std::iter::from_fn(|| q.dequeue(at(402))).map(|p| p.seq).collect();
+    assert_eq!(order, vec![0, 460, 920]);
+}
+
+#[test]
 fn overflow_drops_the_packet_whose_loss_hurts_least_before_queue_order() {
     let mut q = taq(TaqConfig { limit_pkts: 2, ..cfg() });
     // A: 5 small packets per 100 ms epoch (can fast-retransmit); B: one large packet per epoch.
