@@ -10,7 +10,10 @@
 #    SCHED_FIFO, and 4 flows that overload the link (SCHED_FIFO): delivered IP rate over the
 #    bulk window vs the set rate, twice: from the box's Prometheus counters, and from the
 #    receiving interface's own counters in the server namespace (rx bytes less 14 bytes of
-#    Ethernet header per frame, on the host clock), which nothing of the box computes; one-way delay added by the box on the idle link (TCP handshake RTT / 2,
+#    Ethernet header per frame, on the host clock), which nothing of the box computes; and
+#    the rate over the longest run of whole seconds in which the link stayed busy (each
+#    second within 2% of the set rate, from the box's per-second link_slices.csv): the
+#    window's rate also counts seconds in which the Linux senders left the queue empty; one-way delay added by the box on the idle link (TCP handshake RTT / 2,
 #    p50/p99 of 50 connects) vs the set delay; departure lateness p50/p99/max; steal time;
 #  - box speed: 1514-byte frames offered as fast as a raw socket sends them, rate_bps
 #    100 Gbit/s (unlimited), DropTail, TAQ, and TAQ with 100 000 flows in its table: frames
@@ -100,7 +103,7 @@ import time
 r = lambda f: int(open("/sys/class/net/eth0/statistics/" + f).read())
 print(r("rx_bytes"), r("rx_packets"), time.monotonic())
 '
-measure_bulk() {  # RATE FIFOFLAG FLOWS RUNDIR -> "rate_set box_rate rx_rate p50 p99 late50 late99 latemax steal sched"
+measure_bulk() {  # RATE FIFOFLAG FLOWS RUNDIR -> "rate_set box_rate rx_rate span_s span_rate p50 p99 late50 late99 latemax steal sched"
   local rate=$1 fifo=$2 flows=$3 dir=$4
   start_box "{\"seed\": 1, \"a_to_b\": $(link $rate 20000000 '{"kind": "droptail", "limit_pkts": 100}'), \"b_to_a\": $(link $rate 20000000 '{"kind": "droptail", "limit_pkts": 100}')}" "$dir" $fifo
   ip netns exec $S python3 -c "$PY_SERVER" & local srv=$!
@@ -132,8 +135,25 @@ j = json.load(open(sys.argv[1])); rate = int(sys.argv[2])
 b0, b1, t0, t1 = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
 x0, p0, s0, x1, p1, s1 = (float(v) for v in sys.argv[9:15])
 rx_ip_bps = ((x1 - x0) - 14 * (p1 - p0)) * 8 / (s1 - s0)
+# The longest run of seconds each within 2% of the set rate (1500-byte packets at 1 Mbit/s
+# make a second 83 or 84 packets: 1.2% apart), and the rate over the whole run.
+import csv, os
+rows = [r for r in csv.DictReader(open(os.path.join(os.path.dirname(sys.argv[1]), "link_slices.csv")))
+        if r["direction"] == "a_to_b"]
+t, b = [int(r["time_ns"]) for r in rows], [int(r["tx_bytes"]) for r in rows]
+busy = [(b[k + 1] - b[k]) * 8e9 / (t[k + 1] - t[k]) >= 0.98 * rate for k in range(len(rows) - 1)]
+span, k = (0, 0), 0
+while k < len(busy):
+    stop = k
+    while stop < len(busy) and busy[stop]:
+        stop += 1
+    if stop - k > span[1] - span[0]:
+        span = (k, stop)
+    k = stop + 1
+span_s = (t[span[1]] - t[span[0]]) / 1e9 if span[1] > span[0] else 0
+span_bps = round((b[span[1]] - b[span[0]]) * 8 / span_s) if span_s else ""
 late = j["lateness_ns"]
-print(rate, round((b1 - b0) * 8 / (t1 - t0)), round(rx_ip_bps), float(sys.argv[7]) / 2, float(sys.argv[8]) / 2,
+print(rate, round((b1 - b0) * 8 / (t1 - t0)), round(rx_ip_bps), round(span_s), span_bps, float(sys.argv[7]) / 2, float(sys.argv[8]) / 2,
       late["p50"], late["p99"], late["max"], j["steal_ns"], j["scheduling"].replace(" ", "_"))
 EOF
 }
@@ -156,13 +176,13 @@ EOF
 }
 
 RES=$OUT/results.csv
-echo "measurement,flows,rate_bps,box_departed_ip_bps,server_rx_ip_bps,added_delay_p50_ms,added_delay_p99_ms,set_delay_ms,lateness_p50_ns,lateness_p99_ns,lateness_max_ns,steal_ns,scheduling" > "$RES"
+echo "measurement,flows,rate_bps,box_departed_ip_bps,server_rx_ip_bps,busy_span_s,busy_span_ip_bps,added_delay_p50_ms,added_delay_p99_ms,set_delay_ms,lateness_p50_ns,lateness_p99_ns,lateness_max_ns,steal_ns,scheduling" > "$RES"
 server_ip on
 for rate in 1000000 10000000; do
   for spec in "|1" "--no-fifo|1" "|4"; do
     IFS='|' read -r fifo flows <<< "$spec"
-    read -r r d rx a50 a99 l50 l99 lmax steal sched < <(measure_bulk $rate "$fifo" "$flows" "$OUT/bulk-$rate${fifo}-$flows")
-    echo "bulk,$flows,$r,$d,$rx,$a50,$a99,20,$l50,$l99,$lmax,$steal,$sched" >> "$RES"
+    read -r r d rx bs bsr a50 a99 l50 l99 lmax steal sched < <(measure_bulk $rate "$fifo" "$flows" "$OUT/bulk-$rate${fifo}-$flows")
+    echo "bulk,$flows,$r,$d,$rx,$bs,$bsr,$a50,$a99,20,$l50,$l99,$lmax,$steal,$sched" >> "$RES"
   done
 done
 # Speed: the server has no address, so its kernel drops the frames silently (no RSTs back).
