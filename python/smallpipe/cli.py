@@ -464,6 +464,13 @@ def sweep(
             grid = load_grid(grid_path)
     except (GridError, FileNotFoundError) as error:
         fail("invalid grid:", str(error))
+    if grid.runtime == "testbed":
+        if backend is SweepBackend.ray:
+            fail("error:", f"{grid_path}: runtime = \"testbed\" is not allowed with --backend ray; "
+                 "testbed points run one at a time on this machine (expected --backend local)")
+        if workers not in (None, 0, 1):
+            error_console.print(f"note: --workers {workers} ignored: testbed points run one at a time "
+                                "(real time, quiet cores)", markup=False)
     runner = None
     if backend is SweepBackend.ray:
         from smallpipe.sweep_ray import RayUnavailableError, import_ray, ray_runner

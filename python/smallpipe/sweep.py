@@ -14,7 +14,10 @@ dotted override paths (the keys :meth:`Scenario.with_overrides` takes)::
 
 Every point of the product is validated (a :class:`Scenario` is built) before any run,
 and gets a stable id: a hash of its canonical scenario JSON, so a re-run, even of a
-reordered or extended grid, recognises the points already done. See ``docs/sweeps.md``.
+reordered or extended grid, recognises the points already done. ``runtime = "testbed"``
+(and optionally ``congestion_control = "reno" | "cubic" | "bbr"``) at the top of the grid
+file runs every point on real Linux TCP (:func:`smallpipe.testbed.run_testbed`), one at a
+time. See ``docs/sweeps.md``.
 """
 
 from __future__ import annotations
@@ -76,6 +79,10 @@ class Grid:
     base: dict[str, Any]
     values: dict[str, list[Any]]
     points: list[Point]
+    runtime: str = "simulate"
+    """``simulate`` or ``testbed`` (real Linux TCP, one point at a time)."""
+    congestion_control: str | None = None
+    """With the testbed: every sender's Linux congestion control [the scenario's ``tcp.congestion``]."""
 
     @property
     def sql_types(self) -> dict[str, str]:
@@ -83,10 +90,17 @@ class Grid:
         return {key: _sql_type(values) for key, values in self.values.items()}
 
 
-def point_id(scenario: Scenario) -> str:
+RUNTIMES = ("simulate", "testbed")
+TESTBED_CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+
+
+def point_id(scenario: Scenario, runtime: str = "simulate", congestion_control: str | None = None) -> str:
     """The stable id of a scenario: 16 hex digits of the SHA-256 of its canonical JSON
-    (sorted keys), so equal scenarios share an id whatever the grid order."""
+    (sorted keys), so equal scenarios share an id whatever the grid order. A testbed run
+    of it (and its congestion control) gets an id of its own: it is another measurement."""
     canonical = json.dumps(scenario.to_dict(), sort_keys=True, separators=(",", ":"))
+    if runtime != "simulate":
+        canonical += f"|{runtime}|{congestion_control or ''}"
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -145,9 +159,21 @@ def load_grid(path: str | PathLike[str]) -> Grid:
     except tomllib.TOMLDecodeError as error:
         raise GridError(f"{path}: not valid TOML ({error})") from None
 
-    unknown = set(spec) - {"base", "grid"}
+    unknown = set(spec) - {"base", "grid", "runtime", "congestion_control"}
     if unknown:
-        raise GridError(f"{path}: unknown top-level entries {sorted(unknown)}; expected `base` and `[grid]`")
+        raise GridError(
+            f"{path}: unknown top-level entries {sorted(unknown)}; expected `base`, `[grid]`, "
+            "and optionally `runtime` and `congestion_control`"
+        )
+    runtime = spec.get("runtime", "simulate")
+    if runtime not in RUNTIMES:
+        raise GridError(f"{path}: runtime = {json.dumps(runtime)} is not allowed; expected one of {', '.join(RUNTIMES)}")
+    congestion_control = spec.get("congestion_control")
+    if congestion_control is not None and (runtime != "testbed" or congestion_control not in TESTBED_CONGESTION_CONTROLS):
+        raise GridError(
+            f"{path}: congestion_control = {json.dumps(congestion_control)} is not allowed; expected one of "
+            f"{', '.join(TESTBED_CONGESTION_CONTROLS)}, with runtime = \"testbed\" (the simulator's is tcp.congestion)"
+        )
     base_spec = spec.get("base")
     if isinstance(base_spec, str):
         base_path = (path.parent / base_spec).resolve()
@@ -195,7 +221,9 @@ def load_grid(path: str | PathLike[str]) -> Grid:
             scenario = Scenario.from_dict(config)
         except ConfigError as error:
             raise GridError(f"grid point {_describe(overrides)}: {error}") from None
-        pid = point_id(scenario)
+        if runtime == "testbed":
+            _check_testbed_point(scenario, congestion_control, overrides)
+        pid = point_id(scenario, runtime, congestion_control)
         if pid in seen:
             raise GridError(
                 f"grid points {_describe(seen[pid])} and {_describe(overrides)} give the same scenario; "
@@ -203,7 +231,18 @@ def load_grid(path: str | PathLike[str]) -> Grid:
             )
         seen[pid] = overrides
         points.append(Point(pid, overrides, scenario))
-    return Grid(path=path, base=base, values=values, points=points)
+    return Grid(path=path, base=base, values=values, points=points, runtime=runtime,
+                congestion_control=congestion_control)
+
+
+def _check_testbed_point(scenario: Scenario, congestion_control: str | None, overrides: dict[str, Any]) -> None:
+    """Refuse, before any run, a point the testbed cannot honour (the knob it names)."""
+    from smallpipe.testbed.knobs import linux_settings
+
+    try:
+        linux_settings(scenario, congestion_control)
+    except ConfigError as error:
+        raise GridError(f"grid point {_describe(overrides)}: not runnable on the testbed: {error}") from None
 
 
 def _finite(value: Any) -> Any:
@@ -281,13 +320,21 @@ def publish_point(run_root: Path, pid: str, write: Callable[[Path], Any]) -> Pat
     return final
 
 
-def run_point(pid: str, scenario_json: str, run_root: str) -> dict[str, Any]:
-    """Run one point (in a worker process): simulate, write its Parquet folder
-    ``run_root/pid/``, summarise. Never raises for a failing run: the error is returned."""
+def run_point(pid: str, scenario_json: str, run_root: str, runtime: str = "simulate",
+              congestion_control: str | None = None) -> dict[str, Any]:
+    """Run one point (in a worker process, or this one for the testbed): simulate or run it
+    on the testbed, write its Parquet folder ``run_root/pid/``, summarise. Never raises for
+    a failing run: the error is returned."""
     started_at, clock = _utc_now(), time.perf_counter()
     record: dict[str, Any] = {"point_id": pid, "started_at": started_at, "summary": None, "run_dir": None}
     try:
-        result = simulate(Scenario.from_dict(json.loads(scenario_json)))
+        scenario = Scenario.from_dict(json.loads(scenario_json))
+        if runtime == "testbed":
+            from smallpipe.testbed import run_testbed
+
+            result = run_testbed(scenario, congestion_control=congestion_control)
+        else:
+            result = simulate(scenario)
         summary = summarize(result)
         final = publish_point(Path(run_root), pid, result.write)
         record.update(status="ok", error=None, summary=summary, run_dir=str(final))
@@ -342,7 +389,8 @@ def run_sweep(
         on_start: called with the number of points to run.
         on_point: called with each finished point's record.
         runner: runs the points instead of the local processes (``workers`` is then
-            the runner's business).
+            the runner's business). A testbed grid (``runtime = "testbed"``) ignores both:
+            its points run one at a time in this process.
 
     Raises:
         store.StoreError: ``db`` holds a sweep over other keys.
@@ -391,7 +439,12 @@ def run_sweep(
                 on_point(result)
 
     try:
-        if runner is not None:
+        if grid.runtime == "testbed":
+            # One at a time, in this process: testbed runs are real time and need quiet cores.
+            for point in todo:
+                record([run_point(point.point_id, point.scenario.to_json(), str(root), grid.runtime,
+                                  grid.congestion_control)])
+        elif runner is not None:
             runner(todo, root, record)
         elif workers == 0:
             for point in todo:
