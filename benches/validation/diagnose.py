@@ -7,6 +7,11 @@
         # many-flow RTOs by where they fire, in ns-3 (entries into CA_LOSS from CA_RECOVERY,
         # CA_DISORDER or CA_OPEN, repeats, and those sooner than the RTO after the last ACK of
         # new data, impossible under RFC 6298 5.3) and in smallpipe (flows.timeouts_* columns)
+    python3 benches/validation/diagnose.py linux-causes [--seconds S]
+        # smallpipe alone on the Linux column's specs (one seed) with the two Linux behaviours
+        # suspected for its rows outside: window growth per segment acknowledged (proxied by
+        # delayed ACKs off) and Linux's RTO of SRTT + max(4 RTTVAR, rto_min) (proxied by a
+        # 1.4 s minimum RTO, SRTT being about 0.4 s here)
     python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
         # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
         # or a SYN retry: both wait at least 1 s), from run.py's raw results
@@ -156,6 +161,36 @@ def fct_split(args):
             print(f"{path}: {sim}, {size} packets: {slow} of {len(ts)} over idle + 1 s")
 
 
+def linux_causes(args):
+    import sp_side
+
+    plain = sp_side.scenario
+
+    def run(spec, overrides):
+        sp_side.scenario = lambda s, d, drop_nth=(): (plain(s, d, drop_nth)[0].with_overrides(overrides),
+                                                      plain(s, d, drop_nth)[1])
+        try:
+            return sp_side.run(spec)
+        finally:
+            sp_side.scenario = plain
+
+    variants = [("as run", {}), ("growth per segment (delayed ACKs off)", {"tcp.delayed_ack": False}),
+                ("RTO floor 1.4 s", {"tcp.min_rto_ms": 1400.0}),
+                ("both", {"tcp.delayed_ack": False, "tcp.min_rto_ms": 1400.0})]
+    for p in specs.LOSS_RATES:
+        spec = specs.bernoulli(p, 1, args.bernoulli_s)
+        cells = [f"{name}: {sum(run(spec, o)['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s" for name, o in variants]
+        print(f"p = {p}: " + "; ".join(cells), flush=True)
+    for n in (10, 50, 100):
+        spec = specs.many(n, 1, duration_s=args.many_s)
+        cells = []
+        for name, o in variants:
+            r = run(spec, o)
+            cells.append(f"{name}: loss {r['loss_rate']:.4f}, queue {r['mean_queue_pkts']:.1f}, "
+                         f"timeouts/flow {sum(r['timeouts']) / n:.2f}")
+        print(f"N = {n}: " + " | ".join(cells), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -166,11 +201,14 @@ def main():
     b.add_argument("--seeds", type=int, default=1)
     b.add_argument("--measure-s", type=float, default=60.0)
     b.add_argument("--ns3-patch", choices=("flightsize", "deflate"))
+    lc = sub.add_parser("linux-causes")
+    lc.add_argument("--bernoulli-s", type=float, default=120.0, help="as run.py --linux's session runs")
+    lc.add_argument("--many-s", type=float, default=60.0)
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
     args = ap.parse_args()
-    {"rto": rto, "noload": noload, "fct-split": fct_split}[args.cmd](args)
+    {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes}[args.cmd](args)
 
 
 if __name__ == "__main__":
