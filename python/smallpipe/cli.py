@@ -109,7 +109,9 @@ def summary_table(result: Result) -> Table:
     title = "smallpipe testbed (Linux TCP)" if on_testbed else "smallpipe run"
     if meta.get("partial"):
         title += " (PARTIAL: interrupted)"
-    table = Table(title=title, show_header=False)
+    # The settings are prose: a caption, which wraps; the numbers never do.
+    caption = "\n".join(f"{name}: {value}" for name, value in setup_rows(result.scenario))
+    table = Table(title=title, caption=caption, caption_justify="left", show_header=False)
     table.add_column("metric", style="bold")
     table.add_column("value", justify="right", no_wrap=True)
     if meta.get("partial"):
@@ -118,7 +120,6 @@ def summary_table(result: Result) -> Table:
     else:
         simulated = f"{duration_s:g} s"
     rows = [
-        *setup_rows(result.scenario),
         ("flows", f"{result.flows.height}"),
         ("duration" if on_testbed else "simulated duration", simulated),
         ("bottleneck utilization", f"{metrics.utilization(result.links):.1%}"),
@@ -131,6 +132,8 @@ def summary_table(result: Result) -> Table:
         rows.append(
             ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a")
         )
+    # A narrow console wraps a long name, never a number.
+    table.columns[1].min_width = max(len(value) for _, value in rows)
     for name, value in rows:
         table.add_row(name, value)
     return table
@@ -180,7 +183,7 @@ def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png
     (titled ``name``, the scenario). An interrupted run gets no plot: drawing takes
     longer than writing the tables, and Ctrl-C asked to stop now."""
-    console.print(summary_table(result))
+    print_unwrapped(summary_table(result))
     result.write(out_dir)
     if not result.meta.get("partial"):
         # Imported here: matplotlib takes a second to load, which an interrupted run skips.
@@ -254,8 +257,10 @@ def run(
             result = simulate(scenario)
     except Interrupted as stop:
         result, interrupted = stop.result, True
+    except ConfigError as error:  # found at set-up, e.g. a malformed replayed log
+        fail("invalid scenario:", str(error))
     except SimulationError as error:
-        error_console.print(f"[bold red]simulation failed:[/] {error}")
+        show_error("simulation failed:", str(error))
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
     _show_and_write(result, out_dir, scenario_path.stem)
     if interrupted:
