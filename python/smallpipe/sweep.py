@@ -439,16 +439,14 @@ def run_sweep(
                 on_point(result)
 
     try:
-        if grid.runtime == "testbed":
-            # One at a time, in this process: testbed runs are real time and need quiet cores.
+        # In this process, one at a time: on request, and always on the testbed, whose runs
+        # are real time and need quiet cores.
+        if grid.runtime == "testbed" or (runner is None and workers == 0):
             for point in todo:
                 record([run_point(point.point_id, point.scenario.to_json(), str(root), grid.runtime,
                                   grid.congestion_control)])
         elif runner is not None:
             runner(todo, root, record)
-        elif workers == 0:
-            for point in todo:
-                record([run_point(point.point_id, point.scenario.to_json(), str(root))])
         else:
             _run_in_pool(todo, root, workers or os.cpu_count() or 1, record)
     finally:
