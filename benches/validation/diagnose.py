@@ -167,8 +167,11 @@ def linux_causes(args):
     plain = sp_side.scenario
 
     def run(spec, overrides):
-        sp_side.scenario = lambda s, d, drop_nth=(): (plain(s, d, drop_nth)[0].with_overrides(overrides),
-                                                      plain(s, d, drop_nth)[1])
+        def with_overrides(s, d, drop_nth=()):
+            scenario, mss = plain(s, d, drop_nth)
+            return scenario.with_overrides(overrides), mss
+
+        sp_side.scenario = with_overrides
         try:
             return sp_side.run(spec)
         finally:
