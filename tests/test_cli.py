@@ -104,6 +104,10 @@ def test_bench_json():
     assert report["packets"] > 0 and report["events"] > 0
     assert report["packets_per_second"] == pytest.approx(report["packets"] / report["wall_seconds"])
     assert report["simulated_seconds_per_second"] == pytest.approx(5.0 / report["wall_seconds"])
+    # The bottleneck cannot carry more than its rate allows: 200 kbit/s for 5 s in 500-byte
+    # packets is 250 packets (one more may finish serializing right at the end).
+    assert 0 < report["bottleneck_packets"] <= 251
+    assert report["bottleneck_packets_per_second"] == pytest.approx(report["bottleneck_packets"] / report["wall_seconds"])
 
 
 def test_bench_runs_any_discipline_and_names_a_bad_one():

@@ -301,6 +301,9 @@ def main(argv=None):
         "packets": packets,
         "wall_seconds": round(wall, 3),
         "packets_per_wall_second": round(packets / wall, 1) if wall > 0 else None,
+        "bottleneck_packets": bn_pkts,
+        "bottleneck_packets_per_wall_second": round(bn_pkts / wall, 1) if wall > 0 else None,
+        "events_per_wall_second": round(events / wall, 1) if wall > 0 else None,
         "bottleneck_utilization": round(bn_ip_bytes * 8 / (C * T), 4),
         # extras (sanity checks)
         "goodput_utilization": round(rx_payload * 8 / (C * T), 4),

@@ -318,8 +318,10 @@ def bench(
         scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
     except ConfigError as error:
         fail("invalid benchmark parameters:", str(error))
-    meta = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…").meta
+    result = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…")
+    meta = result.meta
     wall_seconds = meta["wall_seconds"]
+    bottleneck_packets = int(result.links.filter(pl.col("name") == "bottleneck")["tx_pkts"].sum())
     report = {
         "flows": flows,
         "rate_bps": rate_bps,
@@ -329,6 +331,8 @@ def bench(
         "packets": meta["packets"],
         "wall_seconds": wall_seconds,
         "packets_per_second": meta["packets"] / wall_seconds,
+        "bottleneck_packets": bottleneck_packets,
+        "bottleneck_packets_per_second": bottleneck_packets / wall_seconds,
         "events_per_second": meta["events"] / wall_seconds,
         "simulated_seconds_per_second": meta["duration_ns"] / 1e9 / wall_seconds,
         "version": __version__,
@@ -341,6 +345,7 @@ def bench(
     table.add_column("value", justify="right", no_wrap=True)
     table.add_row("wall time", f"{wall_seconds:.2f} s")
     table.add_row("simulated packets per wall second", f"{report['packets_per_second']:,.0f}")
+    table.add_row("bottleneck packets per wall second", f"{report['bottleneck_packets_per_second']:,.0f}")
     table.add_row("events per wall second", f"{report['events_per_second']:,.0f}")
     table.add_row("simulated seconds per wall second", f"{report['simulated_seconds_per_second']:,.1f}")
     console.print(table)
