@@ -12,6 +12,10 @@
         # suspected for its rows outside: window growth per segment acknowledged (proxied by
         # delayed ACKs off) and Linux's RTO of SRTT + max(4 RTTVAR, rto_min) (proxied by a
         # 1.4 s minimum RTO, SRTT being about 0.4 s here)
+    python3 benches/validation/diagnose.py web-spread [--seeds K] [--seconds S] [--linux RUNS.jsonl]
+        # the web-pool rows of objects of 100 KB and more: smallpipe's median and p90 over K seeds
+        # (how far one seed's dozen objects move them) and the time per byte on both sides,
+        # against Linux's recorded run
     python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
         # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
         # or a SYN retry: both wait at least 1 s), from run.py's raw results
@@ -194,6 +198,41 @@ def linux_causes(args):
         print(f"N = {n}: " + " | ".join(cells), flush=True)
 
 
+def web_spread(args):
+    """Is the ≥ 100 KB web row's gap more than which dozen objects one seed draws?"""
+    import numpy as np
+    import sp_side
+    from run import WEB_TAIL_S
+
+    def big(objects, spec):
+        first, last = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"] - WEB_TAIL_S
+        return [(size, np.inf if t is None else t) for size, start, t, _ in objects
+                if size >= 100_000 and first <= start <= last]
+
+    def stats(sample):
+        times = np.asarray([t for _, t in sample])
+        per_100kb = np.asarray([t / size * 1e5 for size, t in sample])
+        q = lambda v, x: float(np.quantile(v, x, method="inverted_cdf"))  # noqa: E731 (as run.py's rows)
+        return {"n": len(sample), "median_s": q(times, 0.5), "p90_s": q(times, 0.9),
+                "median_size_kb": float(np.median([s for s, _ in sample])) / 1e3,
+                "median_s_per_100kb": q(per_100kb, 0.5)}
+
+    rows = []
+    for seed in range(1, args.seeds + 1):
+        spec = specs.web(seed, duration_s=args.seconds)
+        rows.append(stats(big(sp_side.run(spec)["objects"], spec)))
+        print(f"smallpipe seed {seed}: " + ", ".join(f"{k} {v:.3g}" for k, v in rows[-1].items()), flush=True)
+    for key in ("median_s", "p90_s", "median_s_per_100kb"):
+        v = np.asarray([r[key] for r in rows])
+        print(f"smallpipe over {len(v)} seeds, {key}: min {v.min():.3g}, median {np.median(v):.3g}, max {v.max():.3g}")
+    for line in open(args.linux):
+        r = json.loads(line)
+        if r["name"].startswith("web") and r["simulator"] == "linux":
+            seed = int(r["name"].split("seed=")[1])
+            linux = stats(big(r["objects"], specs.web(seed, duration_s=args.seconds)))
+            print(f"linux seed {seed}: " + ", ".join(f"{k} {v:.3g}" for k, v in linux.items()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -207,11 +246,16 @@ def main():
     lc = sub.add_parser("linux-causes")
     lc.add_argument("--bernoulli-s", type=float, default=120.0, help="as run.py --linux's session runs")
     lc.add_argument("--many-s", type=float, default=60.0)
+    w = sub.add_parser("web-spread")
+    w.add_argument("--seeds", type=int, default=10)
+    w.add_argument("--seconds", type=float, default=120.0, help="as run.py --linux's session runs")
+    w.add_argument("--linux", default=str(HERE.parents[1] / "docs" / "validation" / "linux_runs.jsonl"))
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
     args = ap.parse_args()
-    {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes}[args.cmd](args)
+    {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
+     "web-spread": web_spread}[args.cmd](args)
 
 
 if __name__ == "__main__":
