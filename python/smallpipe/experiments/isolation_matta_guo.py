@@ -96,13 +96,12 @@ class _Fifo:
 @dataclass(frozen=True)
 class Trace:
     """Per path ``p`` and step ``k``: the outstanding packets ``q[k, p]`` read at the step's
-    start, packets sent ``sent[k, p]`` and served ``served[k, p]`` during the step; per flow
-    ``f`` its packets sent over the run, and per path its drops."""
+    start, packets sent ``sent[k, p]`` and served ``served[k, p]`` during the step, and per
+    path its drops over the run."""
 
     q: np.ndarray
     sent: np.ndarray
     served: np.ndarray
-    flow_sent: np.ndarray
     dropped: np.ndarray
 
 
@@ -141,7 +140,6 @@ def simulate_control(classes: Sequence[FlowClass], *, isolated: bool, steps: int
     q = np.zeros((steps, len(paths)))
     sent = np.zeros((steps, len(paths)))
     served = np.zeros((steps, len(paths)))
-    flow_sent = np.zeros(flows)
     q_prev = np.zeros(flows)
     for k in range(steps):
         start = k * STEP_TICKS
@@ -152,7 +150,6 @@ def simulate_control(classes: Sequence[FlowClass], *, isolated: bool, steps: int
         q_prev = q_flow
         whole = np.floor(w + carry)
         carry = w + carry - whole
-        flow_sent += whole
         arrivals = sorted(
             (start + (j * STEP_TICKS) // int(n), f)  # paced evenly over the step
             for f, n in enumerate(whole) for j in range(int(n))
@@ -164,7 +161,7 @@ def simulate_control(classes: Sequence[FlowClass], *, isolated: bool, steps: int
             p.backlog(start + STEP_TICKS)
             served[k, i] = p.served - served_before[i]
         np.add.at(sent[k], path, whole)
-    return Trace(q, sent, served, flow_sent, np.array([p.dropped for p in paths]))
+    return Trace(q, sent, served, np.array([p.dropped for p in paths]))
 
 
 def _class_gains(classes: Sequence[FlowClass]) -> tuple[list[float], list[float]]:
@@ -190,6 +187,8 @@ def _predicted_period(alpha: Sequence[float], beta: Sequence[float]) -> float | 
 
 @dataclass(frozen=True)
 class Case:
+    """A named set of classes, run shared and (with more than one class) isolated."""
+
     name: str
     classes: tuple[FlowClass, ...]
 
