@@ -105,3 +105,26 @@ def test_individual_condition_is_eq2_with_one_flow():
 def test_rejects_mismatched_gains():
     with pytest.raises(ValueError, match="alpha"):
         matta_guo.simulate_aggregate([0.1, 0.2, 0.3], 0.1, B, C, [1.0, 2.0], 0.0, 10)
+
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [([0.22] * 10, [0.05] * 10), ([0.05] * 8, [0.02] * 8), ([0.5, 0.5], [0.6, 0.1])])
+def test_rounding_gain_is_the_l1_norm_of_the_full_systems_impulse_response(alpha, beta):
+    # Independently, per flow: the flows read q + 1 at step 0 only (true queue 0), so
+    # w^0 = −(α+β); step 1 charges β against that read of 1; then the (N+1)-state matrix.
+    a, b = np.asarray(alpha), np.asarray(beta)
+    w0 = -(a + b)
+    q1 = w0.sum()
+    w1 = w0 - (a + b) * q1 + b * 1.0
+    state, m = np.concatenate([w1, [q1]]), _full_state_matrix(alpha, beta)
+    total = 1.0 + abs(q1)  # the true queue is 1 below what was read at step 0, then q^1, q^2, ...
+    for _ in range(20_000):
+        state = m @ state
+        total += abs(state[-1])
+    assert matta_guo.rounding_gain(alpha, beta, steps=20_001) == pytest.approx(total, rel=1e-9)
+
+
+def test_rounding_gain_grows_without_bound_towards_the_eq2_edge():
+    gains = [matta_guo.rounding_gain([4 * m / 10 - 0.1] * 10, [0.05] * 10) for m in (0.5, 0.8, 0.95, 0.99)]
+    assert gains == sorted(gains) and gains[-1] > 5 * gains[0]
+    assert matta_guo.rounding_gain([0.32] * 10, [0.05] * 10) == float("inf")  # beyond the edge

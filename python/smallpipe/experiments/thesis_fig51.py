@@ -152,16 +152,20 @@ def summary(fcts: pl.DataFrame, *, latency_ms: float = 10.0) -> pl.DataFrame:
 BACKGROUND_FLOWS = 4
 
 
-def draw_reference_lines(ax: Any, sizes_pkts: Sequence[int], *, rate_bps: float, rtt_s: float) -> None:
+def draw_reference_lines(ax: Any, sizes_pkts: Sequence[int], *, rate_bps: float, rtt_s: float, load: float = 0.0,
+                         background_flows: int = BACKGROUND_FLOWS) -> None:
     """The thesis's reference lines (:mod:`smallpipe.models.fct_bounds`): slow start's lower
-    bound at IW 2 and IW 10, and processor sharing beside the 4 background flows."""
+    bound at IW 2 and IW 10, and processor sharing at offered ``load`` beside
+    ``background_flows`` infinite flows (Figure 5.1's 4 elephants unless told)."""
     sizes = sorted(sizes_pkts)
     for iw_pkts, style in ((2, ":"), (10, "-.")):
         ax.plot(sizes, [fct_bounds.slow_start_fct_s(k, rtt_s, rate_bps, PACKET_SIZE_BYTES, iw_pkts) for k in sizes],
                 linestyle=style, color="grey", label=f"slow start bound, IW {iw_pkts}")
-    ps = [fct_bounds.processor_sharing_fct_s(k, rtt_s, rate_bps, PACKET_SIZE_BYTES, background_flows=BACKGROUND_FLOWS)
-          for k in sizes]
-    ax.plot(sizes, ps, linestyle="--", color="black", label=f"processor sharing, 1 of {BACKGROUND_FLOWS + 1}")
+    ps = [fct_bounds.processor_sharing_fct_s(k, rtt_s, rate_bps, PACKET_SIZE_BYTES, load=load,
+                                             background_flows=background_flows) for k in sizes]
+    share = [f"1 of {background_flows + 1}"] if background_flows else []
+    ax.plot(sizes, ps, linestyle="--", color="black",
+            label=", ".join(["processor sharing", *share, *([f"load {load:g}"] if load else [])]))
 
 
 def plot(fcts: pl.DataFrame, table: pl.DataFrame, path: Path, *, title: str) -> None:

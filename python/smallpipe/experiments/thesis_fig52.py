@@ -33,6 +33,7 @@ from smallpipe.experiments.thesis_fig51 import (
     PACKET_SIZE_BYTES,
     RCP,
     WITH_RCP,
+    draw_reference_lines,
     protocol_config,
 )
 from smallpipe.result import simulate
@@ -140,7 +141,10 @@ def gap_closed(table: pl.DataFrame, column: str, *, by: str = "fq") -> pl.DataFr
     )
 
 
-def plot(table: pl.DataFrame, path: Path, *, title: str) -> None:
+def plot(table: pl.DataFrame, path: Path, *, title: str, rate_bps: float) -> None:
+    """Median and p99 FCT against size per protocol, with the slow-start bounds and the
+    processor-sharing ideal at the offered load (an M/G/1-PS queue's mean FCT) of a
+    ``rate_bps`` link."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,8 +160,9 @@ def plot(table: pl.DataFrame, path: Path, *, title: str) -> None:
             big = large.filter(pl.col("protocol") == protocol)
             axes[row][1].plot(big["mid"], big[column], marker="s", label=protocol)
     for row, name in enumerate(("median", "99th percentile")):
-        for col, what in enumerate(("smaller flows", "marker flows (bins)")):
+        for col, (what, sizes) in enumerate((("smaller flows", SMALL_PKTS), ("marker flows (bins)", MARKER_PKTS))):
             ax = axes[row][col]
+            draw_reference_lines(ax, sizes, rate_bps=rate_bps, rtt_s=RTT_MS / 1000, load=LOAD, background_flows=0)
             ax.set_title(f"{name} FCT, {what}", fontsize=9)
             ax.set_xlabel("flow size (packets)")
             ax.set_ylabel("FCT (s)")
@@ -179,6 +184,6 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:
     setup = QUICK if quick else FULL
     table = summary(run(seed=seed, **setup))
     write_csv(table, out / "thesis-fig5.2.csv")
-    plot(table, out / "thesis-fig5.2.png",
+    plot(table, out / "thesis-fig5.2.png", rate_bps=setup["rate_bps"],
          title=f"Thesis Fig. 5.2: {setup['rate_bps'] / 1e9:g} Gbit/s, RTT 100 ms, Poisson/Pareto at 90% load")
     return table

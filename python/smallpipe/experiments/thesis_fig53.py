@@ -16,13 +16,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from smallpipe.experiments.provenance import write_csv
-from smallpipe.experiments.thesis_fig51 import MSS_BYTES, WITH_RCP, scenario
+from smallpipe.experiments.thesis_fig51 import (
+    MSS_BYTES,
+    PACKET_SIZE_BYTES,
+    WITH_RCP,
+    rtt_ms,
+    scenario,
+)
+from smallpipe.models import fct_bounds
 from smallpipe.result import simulate
 
-__all__ = ["GENERATORS", "plot", "reproduce", "run"]
+__all__ = ["GENERATORS", "ceilings", "plot", "reproduce", "run", "utilization_ceiling"]
 
 GENERATORS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 MOUSE_PKTS = 32
@@ -30,6 +38,28 @@ WARMUP_S = 20
 MEASURE_S = 20
 PACKETS_PER_SECOND = 1250
 """10 Mbit/s of 1000-byte packets."""
+RATE_BPS = 10_000_000
+LATENCY_MS = 10.0
+"""The scenario's defaults (thesis_fig51.scenario): a 40 ms RTT."""
+
+
+def utilization_ceiling(generators: int, fct_s: float) -> float:
+    """The most ``generators`` can carry when each starts its next 32-packet flow no sooner
+    than the last one completes, which takes at least ``fct_s``: ``n·32 / (FCT·1250)``, at
+    most 1."""
+    return min(1.0, generators * MOUSE_PKTS / (fct_s * PACKETS_PER_SECOND))
+
+
+def ceilings() -> dict[str, float]:
+    """Label → the FCT of one 32-packet flow behind each ceiling (:mod:`smallpipe.models.fct_bounds`):
+    slow start without loss at IW 2 and IW 10, and processor sharing alone on the link (the
+    handshake, half an RTT and 32 serialisations: no protocol, RCP included, is faster)."""
+    rtt_s = rtt_ms(LATENCY_MS) / 1000
+    lines = {f"slow-start ceiling, IW {iw}": fct_bounds.slow_start_fct_s(
+        MOUSE_PKTS, rtt_s, RATE_BPS, PACKET_SIZE_BYTES, iw) for iw in (2, 10)}
+    lines["processor-sharing ceiling"] = fct_bounds.processor_sharing_fct_s(MOUSE_PKTS, rtt_s, RATE_BPS,
+                                                                            PACKET_SIZE_BYTES)
+    return lines
 
 
 def run(
@@ -79,6 +109,10 @@ def plot(table: pl.DataFrame, path: Path) -> None:
         median = group["median"].to_numpy()
         ax.errorbar(x, median, yerr=[median - group["p10"].to_numpy(), group["p90"].to_numpy() - median],
                     marker="o", capsize=3, label=protocol)
+    n = np.asarray(GENERATORS)
+    for (label, fct_s), style in zip(ceilings().items(), (":", "-.", "--"), strict=True):
+        ax.plot(n, [utilization_ceiling(g, fct_s) for g in n], linestyle=style,
+                color="black" if "sharing" in label else "grey", label=label)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("concurrent 32-packet flow generators")
     ax.set_ylabel("link utilization (per second)")
