@@ -1,0 +1,60 @@
+"""Size-aware paper (Tokuda et al.), Figures 8 and 13: the reproductions against
+values derived independently and the paper's claims, with the tolerances of
+docs/reproductions/size-aware.md."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from smallpipe.experiments import size_aware_fig8, size_aware_fig13
+from smallpipe.models import size_aware
+
+
+def test_figure8_threshold_sweep() -> None:
+    table = size_aware_fig8.run()
+    rows = {(r["threshold_pkts"], r["size_pkts"]): r["analysis_pkts_per_rtt"] for r in table.iter_rows(named=True)}
+    for (th, d), thr in rows.items():
+        if d <= th:
+            # Nothing lost: d packets in log2(d + 1) rounds of slow start (w1 = 1, one ACK a packet).
+            assert thr == pytest.approx(d / math.log2(d + 1), rel=1e-9), (th, d)
+    # "Threshold = 0" is 0.03 on every packet.
+    for d in size_aware_fig8.SIZES_PKTS:
+        assert rows[(0, d)] == pytest.approx(size_aware.throughput_pkts_per_rtt(d, 0.03, rtt_s=0.2, t0_s=1.0))
+    # The paper's claim: a larger threshold never lowers a transfer's throughput.
+    for d in size_aware_fig8.SIZES_PKTS:
+        ladder = [rows[(th, d)] for th in size_aware_fig8.THRESHOLDS_PKTS]
+        assert all(b >= a * (1 - 1e-9) for a, b in itertools.pairwise(ladder)), (d, ladder)
+
+
+def test_figure13_thresholds_are_log_spaced() -> None:
+    # Section 6.2: d_i = 10^(i·log10 M / n), M = 1000.
+    table = size_aware_fig13.run()
+    for n in (1, 2, 3, 5, 10):
+        ends = table.filter(table["thresholds"] == n).sort("interval")["end_pkts"].to_list()
+        assert ends == [round(10 ** (i * 3 / n)) for i in range(1, n + 1)], n
+
+
+def test_figure13_curve_invariants() -> None:
+    target, rtt_s = size_aware_fig13.TARGET_PKTS_PER_RTT, size_aware_fig13.RTT_AN_S
+    ends, probs = size_aware.drop_curve(target, 1000, rtt_s=rtt_s)
+    assert ends == list(range(1, 1001))
+    assert all(0.0 <= p <= 0.5 for p in probs)
+    assert all(b >= a for a, b in itertools.pairwise(probs))  # the per-packet form never falls
+    # Packets up to d0, the largest transfer whose loss-free throughput d/log2(d+1) is
+    # within the target, are never dropped; the next one is.
+    d0 = max(d for d in range(1, 1001) if d / math.log2(d + 1) <= target)
+    assert d0 == 8
+    assert probs[:d0] == [0.0] * d0 and probs[d0] > 0.0
+    # The stepped form: each interval's probability makes the d_i-packet transfer reach its
+    # ideal g(d_i) (or, when it is 0, the transfer is at or below it without any drop).
+    for n in (1, 2, 3, 5, 10):
+        ends, probs = size_aware.drop_curve(target, 1000, thresholds=n, rtt_s=rtt_s)
+        curve = size_aware_fig13.per_packet(ends, probs).tolist()
+        for end, p in zip(ends, probs, strict=True):
+            ratio = (size_aware.throughput_pkts_per_rtt(end, curve[:end], rtt_s=rtt_s)
+                     / size_aware.ideal_pkts_per_rtt(end, target, rtt_s=rtt_s))
+            assert 0.0 <= p <= 0.5
+            assert ratio == pytest.approx(1.0, abs=1e-3) if p > 0.0 else ratio <= 1.0 + 1e-3, (n, end, p, ratio)
+
