@@ -1,4 +1,4 @@
-"""Size-aware paper (Tokuda et al.), Figures 8 and 13: the reproductions against
+"""Size-aware paper (Tokuda et al.), Figures 8, 12 and 13: the reproductions against
 values derived independently and the paper's claims, with the tolerances of
 docs/reproductions/size-aware.md."""
 
@@ -58,3 +58,39 @@ def test_figure13_curve_invariants() -> None:
             assert 0.0 <= p <= 0.5
             assert ratio == pytest.approx(1.0, abs=1e-3) if p > 0.0 else ratio <= 1.0 + 1e-3, (n, end, p, ratio)
 
+
+FIG12_LOW_TH_LEAD = 0.04
+"""Least mean lead of the 10/30 method (each RTT_an) over TailDrop and over RED, index at
+its target (size-aware.md, Figure 12: 0.05–0.10 in the full and quick runs)."""
+FIG12_RTT_AN_SPREAD = 0.02
+"""Largest spread of the 10/30 method's mean index across RTT_an = 40, 135, 230 ms."""
+FIG12_TABLE3_LIKE_TAILDROP = 0.03
+"""With Table 3's thresholds the method's mean index stays this close to TailDrop's."""
+
+
+@pytest.mark.slow
+def test_figure12_method_fairer_whatever_rtt_an() -> None:
+    import polars as pl
+    from smallpipe.experiments import size_aware_fig12
+
+    table = size_aware_fig12.run(quick=True, seed=1)
+
+    def mean_index(method: str, column: str) -> float:
+        return table.filter(pl.col("method") == method)[column].mean()
+
+    def per_delay(method: str, column: str) -> list[float]:
+        return table.filter(pl.col("method") == method).sort("access_ms")[column].to_list()
+
+    low = "fairness_low_th_target"
+    means = []
+    for rtt in size_aware_fig12.RTT_ANS_MS:
+        method = f"size_aware_low_th_{rtt:g}"
+        means.append(mean_index(method, low))
+        for other in ("droptail", "red"):
+            assert means[-1] - mean_index(other, low) >= FIG12_LOW_TH_LEAD, (method, other)
+            # The paper: fairer at every access delay; we allow one delay of the twenty to tie or lose.
+            wins = sum(a > b for a, b in zip(per_delay(method, low), per_delay(other, low), strict=True))
+            assert wins >= len(size_aware_fig12.ACCESS_DELAYS_MS) - 1, (method, other, wins)
+        table3 = mean_index(f"size_aware_{rtt:g}", "fairness")
+        assert abs(table3 - mean_index("droptail", "fairness")) <= FIG12_TABLE3_LIKE_TAILDROP, rtt
+    assert max(means) - min(means) <= FIG12_RTT_AN_SPREAD, means
