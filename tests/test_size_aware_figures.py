@@ -1,4 +1,4 @@
-"""Size-aware paper (Tokuda et al.), Figures 8, 12 and 13: the reproductions against
+"""Size-aware paper (Tokuda et al.), Figures 6, 8, 12 and 13: the reproductions against
 values derived independently and the paper's claims, with the tolerances of
 docs/reproductions/size-aware.md."""
 
@@ -58,6 +58,48 @@ def test_figure13_curve_invariants() -> None:
             assert 0.0 <= p <= 0.5
             assert ratio == pytest.approx(1.0, abs=1e-3) if p > 0.0 else ratio <= 1.0 + 1e-3, (n, end, p, ratio)
 
+
+# Model / simulation over every size and both W_max in the full run of size-aware.md
+# (1000 transfers per size, seed 1), rounded outward to two decimals.
+FIG6_ANALYSIS_RATIO = (0.88, 1.18)
+FIG6_CARDWELL_RATIO = (0.88, 1.26)
+SAMPLING_SIGMAS = 3.0
+"""Margin for the test's smaller sample: three standard errors of the simulated mean time."""
+
+
+def test_figure6_window_cap_lowers_the_peak_and_models_follow() -> None:
+    from smallpipe.experiments import size_aware_fig5, size_aware_fig6
+
+    sizes = (1, 10, 100, 500, 2000)
+    table = size_aware_fig6.run(sizes=sizes, per_size=300, seed=2)
+    for row in table.iter_rows(named=True):
+        margin = SAMPLING_SIGMAS * row["sim_rel_stderr"]
+        for column, (lo, hi) in (("analysis_over_sim", FIG6_ANALYSIS_RATIO), ("cardwell_over_sim", FIG6_CARDWELL_RATIO)):
+            assert lo * (1 - margin) <= row[column] <= hi * (1 + margin), (column, row)
+    # The paper: with the window capped, the slow-start overshoot of Figure 5 shrinks and
+    # the maximum throughput falls — below the unlimited window's, more so for 32 than 64.
+    unlimited = size_aware_fig5.run(losses=(0.01,), sizes=(500,), per_size=300, seed=2)["sim_pkts_per_rtt"][0]
+    peak = {w: table.filter(table["w_max_pkts"] == w)["sim_pkts_per_rtt"].max() for w in (32, 64)}
+    assert peak[32] < peak[64] < unlimited, (peak, unlimited)
+
+
+
+FIG5_CARDWELL_RATIO = (0.69, 0.94)
+"""Cardwell / simulation at 200–2000 packets, both p, in Figure 5's full run, rounded outward."""
+
+
+def test_figure5_cardwell_misses_the_slow_start_overshoot() -> None:
+    """The paper (Section 3.3): the analysis of [4] "cannot estimate the throughput well,
+    especially … between 100 and 1000 packets", where the §3 analysis can."""
+    from smallpipe.experiments import size_aware_fig5
+
+    table = size_aware_fig5.run(losses=(0.005, 0.01), sizes=(500, 1000), per_size=300, seed=2)
+    for row in table.iter_rows(named=True):
+        margin = SAMPLING_SIGMAS * row["sim_rel_stderr"]
+        cardwell = row["cardwell_pkts_per_rtt"] / row["sim_pkts_per_rtt"]
+        analysis = row["analysis_pkts_per_rtt"] / row["sim_pkts_per_rtt"]
+        assert FIG5_CARDWELL_RATIO[0] * (1 - margin) <= cardwell <= FIG5_CARDWELL_RATIO[1] * (1 + margin), row
+        assert abs(math.log(analysis)) < abs(math.log(cardwell)), row
 
 FIG12_LOW_TH_LEAD = 0.04
 """Least mean lead of the 10/30 method (each RTT_an) over TailDrop and over RED, index at
