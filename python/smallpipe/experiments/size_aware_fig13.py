@@ -5,8 +5,8 @@ n log-spaced thresholds ``d_i = 10^(i·log10 M / n)`` up to M = 1000 packets (Se
 The paper's Figure 13 is a sketch without numbers; ours computes both forms with
 ``smallpipe.models.size_aware.drop_curve`` (the code the ``size_aware`` discipline runs)
 at τ = 1 ms of Section 5 (RTT_an = 22 ms, T0 = 1 s, initial window 1, one ACK per packet)
-and at a target of 2.6 packets per RTT, about where our low-threshold variant's target
-settles at τ = 1 and 10 ms (docs/reproductions/size-aware.md, Figure 11).
+and at a target of 2.6 packets per RTT, our low-threshold variant's mean target at
+τ = 10 ms (docs/reproductions/size-aware.md, Table 4).
 """
 
 from __future__ import annotations
