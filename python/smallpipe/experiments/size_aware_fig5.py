@@ -11,7 +11,8 @@ and one shared 10 Gbit/s loss-injecting hop (``link.loss``: it drops SYNs too, s
 handshake lost a packet are left out — the paper's ns-2 TCP had no handshake), and the
 transfer time is the flow's time minus the one RTT of its handshake. The analysis is
 ``smallpipe.models.size_aware.throughput_pkts_per_rtt`` with T0 = the simulator's 1 s
-minimum RTO. Padhye's steady-state model is drawn for reference.
+minimum RTO; beside it, as in the paper, Cardwell et al.'s latency model
+(:mod:`smallpipe.models.cardwell`, no handshake), and Padhye's steady state for reference.
 
 What the paper reports: small transfers get far less throughput than large ones; the
 throughput peaks around 500 packets (p = 0.005) and 200 packets (p = 0.01) because the
@@ -20,7 +21,7 @@ initial slow start overshoots, and its analysis follows the simulation there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,13 @@ import polars as pl
 
 from smallpipe import metrics
 from smallpipe.experiments.provenance import write_csv
-from smallpipe.models import padhye
+from smallpipe.models import cardwell, padhye
 from smallpipe.models import size_aware as analysis
 from smallpipe.result import simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["PAPER", "SIZES_PKTS", "plot", "reproduce", "run", "scenario", "simulated_throughput"]
+__all__ = ["PAPER", "SIZES_PKTS", "clean_transfers", "group_throughput", "plot", "plot_panels", "reproduce", "run", "scenario",
+           "simulated_throughput"]
 
 SIZES_PKTS: tuple[int, ...] = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000)
 RTT_MS = 200.0
@@ -80,55 +82,74 @@ def simulated_throughput(d: int, data_s: pl.Series, rtt_s: float) -> dict[str, f
     return {"sim_pkts_per_rtt": d * rtt_s / mean_s, "sim_rel_stderr": stderr}
 
 
+def clean_transfers(flows: pl.DataFrame) -> pl.DataFrame:
+    """The finished transfers whose handshake lost nothing (the paper's ns-2 TCP has none)."""
+    return flows.filter(pl.col("end_ns").is_not_null(), pl.col("syn_timeouts") == 0)
+
+
+def group_throughput(done: pl.DataFrame, group: int, d: int, rtt_s: float) -> dict[str, float | None]:
+    """``transfers`` and :func:`simulated_throughput` of flow group ``group`` (``d`` packets each)."""
+    grp = done.filter(pl.col("group") == group)
+    # The flow's time less the handshake's RTT, plus the half RTT the last ACK takes
+    # back: the analysis counts rounds of the ACK clock, send to ACK.
+    data_s = (grp["end_ns"] - grp["start_ns"]) / 1e9 - rtt_s / 2
+    return {"transfers": grp.height, **simulated_throughput(d, data_s, rtt_s)}
+
+
 def run(*, losses: Sequence[float] = (0.005, 0.01), sizes: Sequence[int] = SIZES_PKTS,
         per_size: int = 1000, seed: int = 1) -> pl.DataFrame:
     """Rows: p, size_pkts, transfers (finished, handshake clean), sim_pkts_per_rtt,
-    sim_rel_stderr, analysis_pkts_per_rtt, padhye_pkts_per_rtt."""
+    sim_rel_stderr, analysis_pkts_per_rtt, cardwell_pkts_per_rtt, padhye_pkts_per_rtt."""
     rows = []
     rtt_s = RTT_MS / 1e3
     for p in losses:
         flows = simulate(scenario(p, sizes=sizes, per_size=per_size, seed=seed)).flows
-        done = flows.filter(pl.col("end_ns").is_not_null(), pl.col("syn_timeouts") == 0)
+        done = clean_transfers(flows)
         steady = padhye.throughput_full_pps(p, rtt_s=rtt_s, t0_s=T0_S, b=1.0) * rtt_s
         for g, d in enumerate(sizes):
-            grp = done.filter(pl.col("group") == g)
-            # The flow's time less the handshake's RTT, plus the half RTT the last ACK takes
-            # back: the analysis counts rounds of the ACK clock, send to ACK.
-            data_s = (grp["end_ns"] - grp["start_ns"]) / 1e9 - rtt_s / 2
             rows.append({
                 "p": p,
                 "size_pkts": d,
-                "transfers": grp.height,
-                **simulated_throughput(d, data_s, rtt_s),
+                **group_throughput(done, g, d, rtt_s),
                 "analysis_pkts_per_rtt": analysis.throughput_pkts_per_rtt(d, p, rtt_s=rtt_s, t0_s=T0_S),
+                "cardwell_pkts_per_rtt": cardwell.throughput_pkts_per_rtt(d, p, rtt_s=rtt_s, t0_s=T0_S,
+                                                                          handshake=False),
                 "padhye_pkts_per_rtt": steady,
             })
     return pl.DataFrame(rows)
 
 
-def plot(table: pl.DataFrame, path: Path) -> None:
-    """Figure 5's axes: throughput (packets per RTT) against transfer size, log x."""
+def plot_panels(table: pl.DataFrame, path: Path, *, panel: str, title: Callable[[Any], str], suptitle: str) -> None:
+    """One panel per value of column ``panel``: simulated throughput (packets per RTT) against
+    transfer size, log x, beside the §3 analysis, Cardwell et al.'s model and Padhye's steady state."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ps = table["p"].unique().sort().to_list()
-    fig, axes = plt.subplots(1, len(ps), figsize=(5 * len(ps), 4), squeeze=False)
-    for ax, p in zip(axes[0], ps, strict=True):
-        t = table.filter(pl.col("p") == p).sort("size_pkts")
+    values = table[panel].unique().sort().to_list()
+    fig, axes = plt.subplots(1, len(values), figsize=(5 * len(values), 4), squeeze=False)
+    for ax, value in zip(axes[0], values, strict=True):
+        t = table.filter(pl.col(panel) == value).sort("size_pkts")
         ax.plot(t["size_pkts"], t["sim_pkts_per_rtt"], "o-", label="simulation (smallpipe)")
         ax.plot(t["size_pkts"], t["analysis_pkts_per_rtt"], "s--", label="analysis (§3)")
+        ax.plot(t["size_pkts"], t["cardwell_pkts_per_rtt"], "^:", label="Cardwell et al. [4]")
         ax.plot(t["size_pkts"], t["padhye_pkts_per_rtt"], ":", color="grey", label="Padhye steady state")
         ax.set_xscale("log")
         ax.set_xlabel("transfer size (packets)")
         ax.set_ylabel("throughput (packets per RTT)")
-        ax.set_title(f"p = {p}")
+        ax.set_title(title(value))
         ax.legend(fontsize=8)
-    fig.suptitle("Size-aware paper, Figures 2/5: throughput vs transfer size under random loss")
+    fig.suptitle(suptitle)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot(table: pl.DataFrame, path: Path) -> None:
+    """Figure 5's axes, one panel per loss rate."""
+    plot_panels(table, path, panel="p", title=lambda p: f"p = {p}",
+                suptitle="Size-aware paper, Figures 2/5: throughput vs transfer size under random loss")
 
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1) -> pl.DataFrame:

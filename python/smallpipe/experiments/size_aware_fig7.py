@@ -25,8 +25,9 @@ from smallpipe.experiments.size_aware_fig5 import (
     RTT_MS,
     SIZES_PKTS,
     T0_S,
+    clean_transfers,
+    group_throughput,
     scenario,
-    simulated_throughput,
 )
 from smallpipe.models import size_aware as analysis
 from smallpipe.result import simulate
@@ -43,16 +44,13 @@ def run(*, sizes: Sequence[int] = SIZES_PKTS, per_size: int = 1000, seed: int = 
     queue = {"kind": "size_aware", "limit_pkts": 10_000, "fixed_drop_p": FIG7_DROP_P,
              "t_update_ns": 10**12}
     flows = simulate(scenario(0.0, sizes=sizes, per_size=per_size, seed=seed, queue=queue)).flows
-    done = flows.filter(pl.col("end_ns").is_not_null(), pl.col("syn_timeouts") == 0)
+    done = clean_transfers(flows)
     rtt_s = RTT_MS / 1e3
     rows = []
     for g, d in enumerate(sizes):
-        grp = done.filter(pl.col("group") == g)
-        data_s = (grp["end_ns"] - grp["start_ns"]) / 1e9 - rtt_s / 2
         rows.append({
             "size_pkts": d,
-            "transfers": grp.height,
-            **simulated_throughput(d, data_s, rtt_s),
+            **group_throughput(done, g, d, rtt_s),
             "analysis_pkts_per_rtt": analysis.throughput_pkts_per_rtt(d, FIG7_DROP_P, rtt_s=rtt_s, t0_s=T0_S),
             "analysis_const_pkts_per_rtt": analysis.throughput_pkts_per_rtt(d, 0.03, rtt_s=rtt_s, t0_s=T0_S),
         })

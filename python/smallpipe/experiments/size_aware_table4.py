@@ -39,7 +39,8 @@ from smallpipe.experiments.provenance import write_csv
 from smallpipe.result import Result, simulate
 from smallpipe.scenario import Scenario
 
-__all__ = ["PAPER", "TAUS_MS", "fairness_rows", "plot", "queue_config", "reproduce", "run", "scenario"]
+__all__ = ["PAPER", "TAUS_MS", "data_flows", "fairness_rows", "mean_target", "plot", "queue_config", "reproduce", "run",
+           "scenario"]
 
 TAUS_MS: tuple[float, ...] = (1.0, 10.0, 100.0)
 USERS = 1350
@@ -83,8 +84,11 @@ def queue_config(method: str, tau_ms: float, *, thresholds: int = 0) -> dict[str
 
 
 def scenario(method: str, tau_ms: float, *, quick: bool, seed: int, thresholds: int = 0,
-             queue_overrides: dict[str, Any] | None = None) -> Scenario:
-    """One run of the Section 5 set-up; ``queue_overrides`` replace discipline knobs."""
+             queue_overrides: dict[str, Any] | None = None, rtts_ms: Sequence[float] | None = None) -> Scenario:
+    """One run of the Section 5 set-up; ``queue_overrides`` replace discipline knobs.
+    ``rtts_ms`` splits the users evenly into groups of these propagation RTTs (Section 6.1)
+    instead of one group at ``rtt_ms(tau_ms)``."""
+    rtts = [rtt_ms(tau_ms)] if rtts_ms is None else list(rtts_ms)
     return Scenario(
         seed=seed,
         duration_s=120.0 if quick else 600.0,
@@ -94,13 +98,13 @@ def scenario(method: str, tau_ms: float, *, quick: bool, seed: int, thresholds: 
         tcp={"packet_size_bytes": PACKET_BYTES, "recovery": "reno", "initial_window_pkts": 1,
              "delayed_ack": False, "timestamps": False, "min_rto_ms": 1000.0, "initial_rto_ms": 1000.0,
              "rwnd_bytes": 1 << 30},
-        flows=[{"count": USERS, "app": "session", "size": {"dist": "surge"},
+        flows=[{"count": USERS // len(rtts), "app": "session", "size": {"dist": "surge"},
                 "think_s": {"dist": "pareto", "mean": 15.0, "shape": 1.5},
-                "rtt_ms": rtt_ms(tau_ms), "start_s": [0.0, 15.0]}],
+                "rtt_ms": rtt, "start_s": [0.0, 15.0]} for rtt in rtts],
     )
 
 
-def _data_flows(result: Result) -> pl.DataFrame:
+def data_flows(result: Result) -> pl.DataFrame:
     """Finished connections started after the warm-up, timed from the first data packet
     to its ACK's return: start moved later by half the RTT (handshake RTT out, last ACK's
     half RTT in)."""
@@ -125,7 +129,7 @@ def fairness_rows(results: dict[str, Result], tau_ms: float, target: float) -> l
     """Table 4/5 rows for one τ: index, utilization, loss rate per method."""
     rows = []
     for method, result in results.items():
-        flows = _data_flows(result)
+        flows = data_flows(result)
         bottleneck = result.links.filter(pl.col("name") == "bottleneck")
         rows.append({
             "tau_ms": tau_ms,
@@ -146,7 +150,7 @@ def fairness_rows(results: dict[str, Result], tau_ms: float, target: float) -> l
 
 def throughput_by_size(result: Result) -> pl.DataFrame:
     """Figure 11's curve: mean throughput (packets per RTT) per log-spaced size bin."""
-    flows = _data_flows(result)
+    flows = data_flows(result)
     pkts = (flows["size_bytes"] / MSS_BYTES).ceil()
     fct_rtts = (flows["end_ns"] - flows["start_ns"]) / 1e6 / flows["rtt_ms"]
     edges = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 1 << 20])
@@ -160,7 +164,8 @@ LOW_THRESHOLDS = {"min_th_pkts": 10.0, "max_th_pkts": 30.0}
 """Our variant of the method with lower queue thresholds (not in the paper)."""
 
 
-def _mean_target(result: Result) -> float:
+def mean_target(result: Result) -> float:
+    """The size-aware discipline's target averaged over the run (packets per RTT_an)."""
     links = result.links.filter(pl.col("name") == "bottleneck")
     return float(links["size_aware_mean_target_pkts_per_rtt"][0])
 
@@ -177,7 +182,7 @@ def run(*, taus_ms: Sequence[float] = TAUS_MS, quick: bool = True, seed: int = 1
         results = {m: simulate(scenario(m, tau, quick=quick, seed=seed)) for m in ("droptail", "red", "size_aware")}
         results["size_aware_low_th"] = simulate(
             scenario("size_aware", tau, quick=quick, seed=seed, queue_overrides=LOW_THRESHOLDS))
-        target, low_target = _mean_target(results["size_aware"]), _mean_target(results["size_aware_low_th"])
+        target, low_target = mean_target(results["size_aware"]), mean_target(results["size_aware_low_th"])
         for row, low in zip(fairness_rows(results, tau, target), fairness_rows(results, tau, low_target), strict=True):
             row["fairness_low_th_target"] = low["fairness"]
             row["fairness_by_size_bin_low_th_target"] = low["fairness_by_size_bin"]

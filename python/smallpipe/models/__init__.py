@@ -2,6 +2,8 @@
 
 - :mod:`~smallpipe.models.fct_bounds`: the thesis's slow-start bound and processor-sharing ideal for FCT;
 - :mod:`~smallpipe.models.padhye`: bulk TCP throughput with timeouts (Padhye et al. 1998);
+- :mod:`~smallpipe.models.cardwell`: latency of a finite transfer, slow start then Padhye
+  (Cardwell et al. 2000);
 - :mod:`~smallpipe.models.interactive`: response time of interactive flows;
 - :mod:`~smallpipe.models.padding_diversity`: response time of fully-backlogged, padded and
   diversified interactive flows, and the TCP-SF state machine;
@@ -13,6 +15,7 @@
 """
 
 from smallpipe.models import (
+    cardwell,
     fct_bounds,
     interactive,
     matta_guo,
@@ -23,4 +26,4 @@ from smallpipe.models import (
     taq_markov,
 )
 
-__all__ = ["fct_bounds", "interactive", "matta_guo", "padding_diversity", "padhye", "size_aware", "taq_full", "taq_markov"]
+__all__ = ["cardwell", "fct_bounds", "interactive", "matta_guo", "padding_diversity", "padhye", "size_aware", "taq_full", "taq_markov"]
