@@ -75,6 +75,7 @@ pub struct TcpParams {
     pub padding_dummy_bytes: u64,
     pub diversity_copies: u32,
     pub fully_backlogged: bool,
+    pub smart_framing: bool,
 }
 
 fn ms(v: f64) -> Duration {
@@ -110,6 +111,7 @@ impl TcpParams {
             padding_dummy_bytes: c.padding_dummy_bytes as u64,
             diversity_copies: c.diversity_copies,
             fully_backlogged: c.fully_backlogged,
+            smart_framing: c.smart_framing,
         }
     }
     fn sack(&self) -> bool {
@@ -993,10 +995,21 @@ impl Endpoint {
         }
     }
 
-    /// The segment starting at `off`: up to one MSS of data, ending at a hole edge.
+    /// The largest segment to send now: one SMSS, or with TCP Smart Framing cwnd/4 while
+    /// cwnd < 4 SMSS, so the window always holds DupThresh + 1 segments and growing cwnd
+    /// grows the segments back to full size.
+    fn segment_bytes(&self, p: &TcpParams) -> u64 {
+        if p.smart_framing && self.cwnd < 4 * p.mss {
+            (self.cwnd / 4).max(1)
+        } else {
+            p.mss
+        }
+    }
+
+    /// The segment starting at `off`: up to `segment_bytes` of data, ending at a hole edge.
     fn segment_at(&self, off: u64, p: &TcpParams) -> (u64, u64, bool) {
         let data_end = 1 + self.app_written;
-        let mut len = data_end.saturating_sub(off).min(p.mss);
+        let mut len = data_end.saturating_sub(off).min(self.segment_bytes(p));
         if let Some((s, _)) = self.scoreboard.ranges().iter().find(|&&(s, _)| s > off) {
             len = len.min(s - off);
         }
