@@ -1029,7 +1029,8 @@ fn diversity_sends_small_segments_k_times_and_one_copy_is_enough() {
     let mut acks = Vec::new();
     s.on_segment(&out[1], t(150), &p, &mut acks); // the first copy is lost
     c.on_segment(&acks[0], t(200), &p, &mut out);
-    assert_eq!(c.completed_bursts, [(t(100), t(200))], "answered in one RTT");
+    let answered = CompletedBurst { written: t(100), first_sent: t(100), acked: t(200) };
+    assert_eq!(c.completed_bursts, [answered], "answered in one RTT");
     assert_eq!(c.stats.retransmits, 0);
     // Full-size segments are not copied.
     let mut out = Vec::new();
@@ -1190,7 +1191,8 @@ fn smart_framing_losing_the_first_of_four_is_a_fast_retransmit() {
         assert_eq!((resent[0].seq, resent[0].payload_len), (out[0].seq, 250), "{recovery:?}");
         s.on_segment(&resent[0], t(250), &p, &mut acks);
         c.on_segment(acks.last().unwrap(), t(300), &p, &mut resent);
-        assert_eq!(c.completed_bursts, [(t(100), t(300))], "{recovery:?}: two RTTs, no RTO");
+        let answered = CompletedBurst { written: t(100), first_sent: t(100), acked: t(300) };
+        assert_eq!(c.completed_bursts, [answered], "{recovery:?}: two RTTs, no RTO");
     }
 }
 
@@ -1220,4 +1222,33 @@ fn smart_framing_losing_one_of_the_last_three_needs_a_timeout() {
             assert_eq!(resent[0].seq, out[lost].seq, "{recovery:?} lost {lost}: the hole again");
         }
     }
+}
+
+#[test]
+fn a_burst_first_sent_when_the_window_opens_records_that_send() {
+    // Fully backlogged, IW 4: a full-size burst written at 120 ms finds the window full of
+    // dummies and leaves at 200 ms, when the first ACK opens it; it is acknowledged one
+    // RTT (100 ms) later. The paper's response time (send to ACK) is 100 ms, the write's 180.
+    let plain = params(|_| {});
+    let p = params(|c| c.fully_backlogged = true);
+    let (mut c, mut s) = established(&plain, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    c.app_write(1000, true, t(120), &p, &mut out);
+    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(100), Some(t(100))), (t(120), None)]);
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(150), &p, &mut acks);
+    let mut next = Vec::new();
+    c.on_segment(&acks[0], t(200), &p, &mut next);
+    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(120), Some(t(200)))]);
+    let mut acks = Vec::new();
+    for seg in out[1..].iter().chain(&next) {
+        s.on_segment(seg, t(250), &p, &mut acks);
+    }
+    for a in &acks {
+        c.on_segment(a, t(300), &p, &mut next);
+    }
+    let first = CompletedBurst { written: t(100), first_sent: t(100), acked: t(200) };
+    let second = CompletedBurst { written: t(120), first_sent: t(200), acked: t(300) };
+    assert_eq!(c.completed_bursts, [first, second]);
 }
