@@ -1,7 +1,7 @@
 """Simulation set-up shared by the padding/diversity paper's simulated figures: interactive
 flows (telnet: one small burst per exponential gap of mean 1 s, Section III-D) under each
-endpoint approach, their bursts' response times measured as the paper does (write to
-acknowledgement of the marked packet).
+endpoint approach, their bursts' response times measured from the write to the
+acknowledgement, and as the paper does from the first send (of the marked packet).
 
 The approaches are TCP options of the simulator (docs/tcp.md, "Endpoint remedies"):
 ``interactive`` (none), ``backlogged`` (``tcp.fully_backlogged``), ``padding``
