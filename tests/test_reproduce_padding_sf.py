@@ -63,3 +63,18 @@ def test_figure_12_short_run_counts_what_it_says():
     tcp, sf = table.iter_rows(named=True)
     assert tcp["segments_per_burst"] == pytest.approx(1.0, abs=0.01)
     assert 1.0 < sf["segments_per_burst"] <= 4.0
+
+
+def test_figure_10_smaller_segments_lose_less_in_a_byte_droptail():
+    # A byte-counting DropTail refuses a packet when fewer free bytes remain than its size,
+    # so the fuller the buffer the more only the larger packets are refused: the 1024-byte
+    # telnet flows must lose more than the 128-byte ones and more than the cross traffic,
+    # whose segments are smaller on average.
+    from smallpipe.experiments import padding_fig10
+
+    table = padding_fig10.run(cross_flows=(55,), duration_s=60.0, seed=2)
+    loss = dict(zip(table["segment_bytes"], table["loss_rate"], strict=True))
+    cross = table.filter(pl.col("segment_bytes") == "cross").row(0, named=True)
+    assert cross["mean_segment_bytes"] < 1024
+    assert loss["1024"] > 2 * loss["128"]
+    assert loss["1024"] > loss["cross"] > 0
