@@ -16,7 +16,8 @@ def test_thin_linear_timeouts_is_linux_sysctl():
 
 
 @pytest.mark.parametrize(("key", "value"), [("diversity_copies", 2), ("padding_dummies", 3),
-                                            ("fully_backlogged", True), ("min_rto_prime_ms", 500.0)])
+                                            ("fully_backlogged", True), ("min_rto_prime_ms", 500.0),
+                                            ("smart_framing", True)])
 def test_remedies_linux_lacks_are_refused(key, value):
     with pytest.raises(ValueError, match=f"tcp.{key}"):
         linux_settings(Scenario(**BASE, tcp={key: value}))

@@ -7,6 +7,8 @@ many bulk flows (Figure 6)."""
 import polars as pl
 import pytest
 from smallpipe.experiments import padding_fig5, padding_fig6, padding_fig9
+from smallpipe.experiments.padding_sim import mean_response_s, response_means_s
+from smallpipe.result import simulate
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def test_interactive_load_is_clients_times_one_packet_per_gap(light_load):
 def test_padding_and_diversity_beat_interactive_under_random_loss():
     rows = []
     for approach in ("interactive", "padding", "diversity"):
-        mean_s, n = padding_fig5.mean_response_s(
+        mean_s, n = mean_response_s(
             padding_fig5.scenario(approach, 0.1, flows=4, duration_s=60.0, seed=2), warmup_s=padding_fig5.WARMUP_S)
         assert n > 100
         rows.append(mean_s)
@@ -51,3 +53,23 @@ def test_one_user_upgrading_hardly_moves_the_loss_among_twenty_bulk_flows():
     # with 20 bulk flows one more greedy flow is 1 in 21 (the page: 2-8 % from 10 flows on).
     table = padding_fig6.run(bulk_flows=(20,), duration_s=20.0, seed=2)
     assert table["upgraded_over_interactive"].item() == pytest.approx(1.0, abs=0.15)
+
+
+def test_first_send_is_the_write_for_interactive_bursts_and_later_for_backlogged_ones():
+    # No Nagle and an open window: an interactive burst leaves when written, so the paper's
+    # send → ACK equals write → ACK. A fully-backlogged burst may find the window full of
+    # dummies: it leaves at or after its write and before its acknowledgement.
+    for approach in ("interactive", "backlogged"):
+        bursts = simulate(padding_fig5.scenario(approach, 0.05, flows=4, duration_s=30.0, seed=2)).bursts
+        done = bursts.drop_nulls("acked_ns")
+        assert done["first_sent_ns"].null_count() == 0
+        assert (done["sent_ns"] <= done["first_sent_ns"]).all()
+        assert (done["first_sent_ns"] < done["acked_ns"]).all()
+        waited = (done["first_sent_ns"] > done["sent_ns"]).sum()
+        means = response_means_s(bursts, warmup_s=5.0)
+        if approach == "interactive":
+            assert waited == 0
+            assert means["send_to_ack_s"] == means["write_to_ack_s"]
+        else:
+            assert waited > 0
+            assert means["send_to_ack_s"] < means["write_to_ack_s"]

@@ -142,6 +142,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     let b = &r.bursts;
     bursts.set_item("flow_id", b.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
     bursts.set_item("sent_ns", b.iter().map(|x| x.sent_ns).collect::<Vec<_>>())?;
+    bursts.set_item("first_sent_ns", b.iter().map(|x| x.first_sent_ns).collect::<Vec<_>>())?;
     bursts.set_item("acked_ns", b.iter().map(|x| x.acked_ns).collect::<Vec<_>>())?;
     bursts.set_item("response_ns", b.iter().map(|x| x.acked_ns.map(|a| a - x.sent_ns)).collect::<Vec<_>>())?;
     out.set_item("bursts", bursts)?;

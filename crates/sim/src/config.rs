@@ -301,6 +301,11 @@ pub struct TcpConfig {
     /// finds a window grown as a bulk flow's. Off: an application-limited sender.
     #[serde(default)]
     pub fully_backlogged: bool,
+    /// TCP Smart Framing (TCP-SF, Mellia, Meo and Casetti): while cwnd is under 4 SMSS the
+    /// sender cuts data into segments of cwnd/4 bytes, so a window holds 4 segments and one
+    /// loss can draw 3 duplicate ACKs; from 4 SMSS on, full segments. Off: full segments.
+    #[serde(default)]
+    pub smart_framing: bool,
 }
 
 /// A fixed value or a `[min, max]` range drawn uniformly per flow.
@@ -652,6 +657,8 @@ impl TcpConfig {
         check(self.padding_dummy_bytes >= 1 && self.padding_dummy_bytes <= self.mss_bytes(), "padding_dummy_bytes",
             self.padding_dummy_bytes, "1 byte to one MSS")?;
         check((1..=8).contains(&self.diversity_copies), "diversity_copies", self.diversity_copies, "1 to 8 copies")?;
+        check(!self.smart_framing || self.mss_bytes() >= 4, "smart_framing", self.smart_framing,
+            &format!("false with an MSS of {} bytes (TCP-SF cuts a 1-SMSS window into 4 segments)", self.mss_bytes()))?;
         if let Some(o) = self.overhead_max_ms {
             check(o.is_finite() && (0.0..=1000.0).contains(&o), "overhead_max_ms", o, "0 to 1000 ms, or unset")?;
         }
@@ -892,6 +899,17 @@ mod tests {
 
         let e = err(r#"{"seed":1}"#);
         assert_eq!(e.field, "flows");
+    }
+
+    #[test]
+    fn smart_framing_needs_an_mss_of_four_bytes() {
+        // 40 header bytes + 12 of timestamps: a 55-byte packet leaves a 3-byte MSS, which
+        // cannot be cut into TCP-SF's 4 segments; 56 bytes can.
+        let e = err(r#"{"tcp":{"smart_framing":true,"packet_size_bytes":55,"padding_dummy_bytes":1},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.smart_framing", "true"));
+        assert!(e.allowed.contains("MSS of 3 bytes"), "{e}");
+        let ok = r#"{"tcp":{"smart_framing":true,"packet_size_bytes":56,"padding_dummy_bytes":1},"flows":[{"app":"bulk"}]}"#;
+        assert!(Scenario::from_json(ok).is_ok());
     }
 
     #[test]

@@ -121,6 +121,9 @@ pub struct BurstRow {
     pub flow_id: u32,
     /// When the application wrote the burst.
     pub sent_ns: u64,
+    /// First transmission of the burst's first byte (the padding paper's response time
+    /// runs from here); `None` while still unsent.
+    pub first_sent_ns: Option<u64>,
     pub acked_ns: Option<u64>,
 }
 

@@ -874,11 +874,13 @@ impl Simulator {
                 first_slice: conn.first_slice,
                 slice_bytes: std::mem::take(&mut conn.slice_bytes),
             });
-            for &(sent, acked) in &snd.completed_bursts {
-                bursts.push(BurstRow { flow_id: c as u32, sent_ns: sent.as_nanos(), acked_ns: Some(acked.as_nanos()) });
+            for b in &snd.completed_bursts {
+                bursts.push(BurstRow { flow_id: c as u32, sent_ns: b.written.as_nanos(),
+                    first_sent_ns: Some(b.first_sent.as_nanos()), acked_ns: Some(b.acked.as_nanos()) });
             }
-            for sent in snd.outstanding_bursts() {
-                bursts.push(BurstRow { flow_id: c as u32, sent_ns: sent.as_nanos(), acked_ns: None });
+            for (written, first_sent) in snd.outstanding_bursts() {
+                bursts.push(BurstRow { flow_id: c as u32, sent_ns: written.as_nanos(),
+                    first_sent_ns: first_sent.map(Instant::as_nanos), acked_ns: None });
             }
         }
         let units = self

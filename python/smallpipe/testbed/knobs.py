@@ -117,6 +117,7 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
         ("padding_dummies", 0, "0: the traffic generator writes no dummy packets"),
         ("diversity_copies", 1, "1: Linux TCP cannot send copies of a segment"),
         ("fully_backlogged", False, "false: the traffic generator does not pad idle time"),
+        ("smart_framing", False, "false: Linux TCP always fills segments to the MSS it can"),
     ):
         if tcp[key] != off:
             _refuse(f"tcp.{key}", tcp[key], allowed)

@@ -75,6 +75,7 @@ pub struct TcpParams {
     pub padding_dummy_bytes: u64,
     pub diversity_copies: u32,
     pub fully_backlogged: bool,
+    pub smart_framing: bool,
 }
 
 fn ms(v: f64) -> Duration {
@@ -110,6 +111,7 @@ impl TcpParams {
             padding_dummy_bytes: c.padding_dummy_bytes as u64,
             diversity_copies: c.diversity_copies,
             fully_backlogged: c.fully_backlogged,
+            smart_framing: c.smart_framing,
         }
     }
     fn sack(&self) -> bool {
@@ -169,6 +171,24 @@ struct FastRecovery {
     high_rxt: u64,
     /// RFC 6582: the RTO is re-armed on the first partial ACK only.
     first_partial: bool,
+}
+
+/// An interactive burst written and not yet acknowledged: its bytes `[start, end)`.
+#[derive(Debug, Clone, Copy)]
+struct PendingBurst {
+    start: u64,
+    end: u64,
+    written: Instant,
+    /// First transmission of its first byte (the paper's marked-packet send time).
+    first_sent: Option<Instant>,
+}
+
+/// An acknowledged interactive burst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedBurst {
+    pub written: Instant,
+    pub first_sent: Instant,
+    pub acked: Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -236,10 +256,8 @@ pub struct Endpoint {
     pub timer_gen: u32,
     pub timer_armed: Option<Instant>,
     pub stats: EndpointStats,
-    /// Interactive bursts written and not yet acknowledged: (end offset, write time).
-    pending_bursts: std::collections::VecDeque<(u64, Instant)>,
-    /// Acknowledged bursts: (write time, acknowledgement time).
-    pub completed_bursts: Vec<(Instant, Instant)>,
+    pending_bursts: std::collections::VecDeque<PendingBurst>,
+    pub completed_bursts: Vec<CompletedBurst>,
     /// When the receive half had every byte and the FIN.
     pub finished_at: Option<Instant>,
     /// Gave up (SYN retries exhausted), or was reset by the peer.
@@ -319,9 +337,10 @@ impl Endpoint {
 
     /// The application writes `bytes` more (for an interactive burst, `burst` records it).
     pub fn app_write(&mut self, bytes: u64, burst: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let start = 1 + self.app_written;
         self.app_written += bytes;
         if burst {
-            self.pending_bursts.push_back((1 + self.app_written, now));
+            self.pending_bursts.push_back(PendingBurst { start, end: 1 + self.app_written, written: now, first_sent: None });
         }
         self.try_send(now, p, out);
         if burst {
@@ -348,9 +367,9 @@ impl Endpoint {
         }
     }
 
-    /// Write times of the bursts not yet acknowledged.
-    pub fn outstanding_bursts(&self) -> impl Iterator<Item = Instant> + '_ {
-        self.pending_bursts.iter().map(|&(_, written)| written)
+    /// Write and first-send times of the bursts not yet acknowledged.
+    pub fn outstanding_bursts(&self) -> impl Iterator<Item = (Instant, Option<Instant>)> + '_ {
+        self.pending_bursts.iter().map(|b| (b.written, b.first_sent))
     }
 
     pub fn cwnd_bytes(&self) -> u64 {
@@ -657,9 +676,11 @@ impl Endpoint {
         }
         self.snd_nxt = self.snd_nxt.max(ack);
         self.scoreboard.discard_below(ack);
-        while self.pending_bursts.front().is_some_and(|&(end, _)| end <= ack) {
-            let (_, written) = self.pending_bursts.pop_front().unwrap();
-            self.completed_bursts.push((written, now));
+        while self.pending_bursts.front().is_some_and(|b| b.end <= ack) {
+            let b = self.pending_bursts.pop_front().unwrap();
+            // Acknowledged bytes were sent: `first_sent` is set.
+            let first_sent = b.first_sent.unwrap_or(b.written);
+            self.completed_bursts.push(CompletedBurst { written: b.written, first_sent, acked: now });
         }
         if self.app_closed && ack == self.send_end() {
             self.state = match self.state {
@@ -993,10 +1014,21 @@ impl Endpoint {
         }
     }
 
-    /// The segment starting at `off`: up to one MSS of data, ending at a hole edge.
+    /// The largest segment to send now: one SMSS, or with TCP Smart Framing cwnd/4 while
+    /// cwnd < 4 SMSS, so the window always holds DupThresh + 1 segments and growing cwnd
+    /// grows the segments back to full size.
+    fn segment_bytes(&self, p: &TcpParams) -> u64 {
+        if p.smart_framing && self.cwnd < 4 * p.mss {
+            (self.cwnd / 4).max(1)
+        } else {
+            p.mss
+        }
+    }
+
+    /// The segment starting at `off`: up to `segment_bytes` of data, ending at a hole edge.
     fn segment_at(&self, off: u64, p: &TcpParams) -> (u64, u64, bool) {
         let data_end = 1 + self.app_written;
-        let mut len = data_end.saturating_sub(off).min(p.mss);
+        let mut len = data_end.saturating_sub(off).min(self.segment_bytes(p));
         if let Some((s, _)) = self.scoreboard.ranges().iter().find(|&&(s, _)| s > off) {
             len = len.min(s - off);
         }
@@ -1095,6 +1127,12 @@ impl Endpoint {
             }
             if p.thin_linear_timeouts && off > 0 {
                 self.segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
+            }
+            for b in self.pending_bursts.iter_mut().skip_while(|b| b.first_sent.is_some()) {
+                if b.start >= off + len {
+                    break;
+                }
+                b.first_sent = Some(now);
             }
         }
         self.snd_max = self.snd_max.max(end);

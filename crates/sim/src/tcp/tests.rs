@@ -1029,7 +1029,8 @@ fn diversity_sends_small_segments_k_times_and_one_copy_is_enough() {
     let mut acks = Vec::new();
     s.on_segment(&out[1], t(150), &p, &mut acks); // the first copy is lost
     c.on_segment(&acks[0], t(200), &p, &mut out);
-    assert_eq!(c.completed_bursts, [(t(100), t(200))], "answered in one RTT");
+    let answered = CompletedBurst { written: t(100), first_sent: t(100), acked: t(200) };
+    assert_eq!(c.completed_bursts, [answered], "answered in one RTT");
     assert_eq!(c.stats.retransmits, 0);
     // Full-size segments are not copied.
     let mut out = Vec::new();
@@ -1111,4 +1112,143 @@ fn fully_backlogged_fills_the_window_with_dummies_behind_real_data() {
     assert_eq!(next[0].payload_len, 1000);
     assert_eq!(next[0].seq, out[3].seq.wrapping_add(1000), "strict priority: the burst before any new dummy");
     assert_eq!(next.len(), 1, "cwnd 4100 after the ACK: no room for a dummy too");
+}
+
+/// TCP-SF with the classic 1-segment initial window: cwnd = 1 SMSS = 1000 bytes, so the
+/// segment size is cwnd/4 = 250 bytes.
+fn smart_framing(recovery: Recovery) -> TcpParams {
+    params(|c| {
+        c.smart_framing = true;
+        c.initial_window_pkts = 1;
+        c.recovery = recovery;
+    })
+}
+
+#[test]
+fn smart_framing_cuts_a_one_segment_write_into_four_while_cwnd_is_small() {
+    let p = smart_framing(Recovery::Sack);
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(1000, true, t(100), &p, &mut out);
+    let lens: Vec<u16> = out.iter().map(|s| s.payload_len).collect();
+    assert_eq!(lens, [250; 4], "1 SMSS of cwnd in 4 segments of cwnd/4");
+    // Classic TCP sends the same write as one segment.
+    let plain = params(|c| c.initial_window_pkts = 1);
+    let (mut c, _) = established(&plain, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(1000, true, t(100), &plain, &mut out);
+    assert_eq!(out.len(), 1);
+    // From cwnd = 4 SMSS on, full segments again.
+    let p4 = params(|c| {
+        c.smart_framing = true;
+        c.initial_window_pkts = 4;
+    });
+    let (mut c, _) = established(&p4, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(4000, false, t(100), &p4, &mut out);
+    assert_eq!(out.iter().map(|s| s.payload_len).collect::<Vec<_>>(), [1000; 4]);
+}
+
+#[test]
+fn smart_framing_segments_grow_with_cwnd() {
+    // Slow start adds the bytes each ACK covers (RFC 5681 (2), at most 1 SMSS): four
+    // ACKs of 250 bytes double cwnd to 2000, so the next segments are 500 bytes.
+    let p = smart_framing(Recovery::Sack);
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(1000, true, t(100), &p, &mut out);
+    let mut acks = Vec::new();
+    for seg in &out {
+        s.on_segment(seg, t(150), &p, &mut acks);
+    }
+    let mut next = Vec::new();
+    for a in &acks {
+        c.on_segment(a, t(200), &p, &mut next);
+    }
+    assert_eq!(c.cwnd_bytes(), 2000);
+    c.app_write(2000, true, t(300), &p, &mut next);
+    assert_eq!(next.iter().map(|s| s.payload_len).collect::<Vec<_>>(), [500; 4]);
+}
+
+#[test]
+fn smart_framing_losing_the_first_of_four_is_a_fast_retransmit() {
+    // The three later segments each draw a duplicate ACK: DupThresh = 3 (RFC 5681 §3.2).
+    for recovery in [Recovery::Sack, Recovery::Newreno] {
+        let p = smart_framing(recovery);
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(1000, true, t(100), &p, &mut out);
+        let mut acks = Vec::new();
+        for seg in &out[1..] {
+            s.on_segment(seg, t(150), &p, &mut acks);
+        }
+        assert!(acks.iter().all(|a| a.ack == out[0].seq), "{recovery:?}: three duplicates");
+        let mut resent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut resent);
+        }
+        assert_eq!((c.stats.fast_retransmits, c.stats.timeouts), (1, 0), "{recovery:?}");
+        assert_eq!((resent[0].seq, resent[0].payload_len), (out[0].seq, 250), "{recovery:?}");
+        s.on_segment(&resent[0], t(250), &p, &mut acks);
+        c.on_segment(acks.last().unwrap(), t(300), &p, &mut resent);
+        let answered = CompletedBurst { written: t(100), first_sent: t(100), acked: t(300) };
+        assert_eq!(c.completed_bursts, [answered], "{recovery:?}: two RTTs, no RTO");
+    }
+}
+
+#[test]
+fn smart_framing_losing_one_of_the_last_three_needs_a_timeout() {
+    // Losing segment i of 4 leaves 3 − i segments behind it: fewer duplicate ACKs than
+    // DupThresh, and an interactive sender has no new data to draw more (the paper's point).
+    for recovery in [Recovery::Sack, Recovery::Newreno] {
+        for lost in 1..4 {
+            let p = smart_framing(recovery);
+            let (mut c, mut s) = established(&p, 0, 0);
+            let mut out = Vec::new();
+            c.app_write(1000, true, t(100), &p, &mut out);
+            let mut acks = Vec::new();
+            for (i, seg) in out.iter().enumerate().filter(|&(i, _)| i != lost) {
+                s.on_segment(seg, t(150 + i as u64), &p, &mut acks);
+            }
+            let mut resent = Vec::new();
+            for a in &acks {
+                c.on_segment(a, t(200), &p, &mut resent);
+            }
+            assert!(resent.is_empty(), "{recovery:?} lost {lost}: nothing to send");
+            assert_eq!(c.stats.fast_retransmits, 0, "{recovery:?} lost {lost}");
+            let deadline = c.next_deadline().unwrap();
+            c.on_timer(deadline, &p, &mut resent);
+            assert_eq!(c.stats.timeouts, 1, "{recovery:?} lost {lost}");
+            assert_eq!(resent[0].seq, out[lost].seq, "{recovery:?} lost {lost}: the hole again");
+        }
+    }
+}
+
+#[test]
+fn a_burst_first_sent_when_the_window_opens_records_that_send() {
+    // Fully backlogged, IW 4: a full-size burst written at 120 ms finds the window full of
+    // dummies and leaves at 200 ms, when the first ACK opens it; it is acknowledged one
+    // RTT (100 ms) later. The paper's response time (send to ACK) is 100 ms, the write's 180.
+    let plain = params(|_| {});
+    let p = params(|c| c.fully_backlogged = true);
+    let (mut c, mut s) = established(&plain, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100, true, t(100), &p, &mut out);
+    c.app_write(1000, true, t(120), &p, &mut out);
+    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(100), Some(t(100))), (t(120), None)]);
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(150), &p, &mut acks);
+    let mut next = Vec::new();
+    c.on_segment(&acks[0], t(200), &p, &mut next);
+    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(120), Some(t(200)))]);
+    let mut acks = Vec::new();
+    for seg in out[1..].iter().chain(&next) {
+        s.on_segment(seg, t(250), &p, &mut acks);
+    }
+    for a in &acks {
+        c.on_segment(a, t(300), &p, &mut next);
+    }
+    let first = CompletedBurst { written: t(100), first_sent: t(100), acked: t(200) };
+    let second = CompletedBurst { written: t(120), first_sent: t(200), acked: t(300) };
+    assert_eq!(c.completed_bursts, [first, second]);
 }
