@@ -221,6 +221,16 @@ pub enum CwndGrowth {
     Linux,
 }
 
+/// The retransmission timeout's bound on SRTT and RTTVAR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoRule {
+    /// RFC 6298 (2.3): max(min_rto, SRTT + max(G, 4·RTTVAR)).
+    Rfc6298,
+    /// Linux's `tcp_set_rto`: SRTT + max(4·RTTVAR, min_rto) (`rto_min` bounds the variance term).
+    Linux,
+}
+
 /// How duplicate ACKs are counted toward fast retransmit (SACK recovery).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -285,6 +295,9 @@ pub struct TcpConfig {
     /// RFC 6298 (2.4): 1 s; Linux uses 200 ms.
     #[serde(default = "d_min_rto")]
     pub min_rto_ms: f64,
+    /// How `min_rto_ms` bounds the RTO: RFC 6298's floor, or Linux's floor on the variance term.
+    #[serde(default = "d_rto_rule")]
+    pub rto_rule: RtoRule,
     #[serde(default = "d_max_rto")]
     pub max_rto_ms: f64,
     /// RTO before any RTT sample (RFC 6298: 1 s; RFC 2988: 3 s).
@@ -499,6 +512,7 @@ fn d_true() -> bool { true }
 fn d_delack_ms() -> f64 { 200.0 }
 fn d_dupthresh() -> u32 { 3 }
 fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
+fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
 fn d_rwnd() -> u64 { 65_535 }

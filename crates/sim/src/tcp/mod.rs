@@ -24,7 +24,7 @@ pub mod sack;
 
 pub use rtt::RttEstimator;
 
-use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, TcpConfig};
+use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RtoRule, TcpConfig};
 use cubic::Cubic;
 use hystart::HyStart;
 use sack::RangeSet;
@@ -67,6 +67,7 @@ pub struct TcpParams {
     pub abc_limit: u64,
     pub rwnd: u64,
     pub min_rto: Duration,
+    pub linux_rto: bool,
     pub max_rto: Duration,
     pub initial_rto: Duration,
     pub syn_retries: u32,
@@ -106,6 +107,7 @@ impl TcpParams {
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
             min_rto: ms(c.min_rto_ms),
+            linux_rto: c.rto_rule == RtoRule::Linux,
             max_rto: ms(c.max_rto_ms),
             initial_rto: ms(c.initial_rto_ms),
             syn_retries: c.syn_retries,
@@ -278,7 +280,7 @@ impl Endpoint {
             highest_ack: 0,
             prev_highest_ack: 0,
             rto_una: None,
-            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity),
+            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity).linux_rto(p.linux_rto),
             timed: None,
             syn_sent_at: Instant::ZERO,
             syn_retransmitted: false,
