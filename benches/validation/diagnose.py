@@ -13,8 +13,7 @@
         # smallpipe alone on the Linux column's specs (one seed) with the Linux behaviours
         # suspected for its rows outside: window growth per segment acknowledged
         # (tcp.cwnd_growth = linux; RFC 3465 byte counting beside it) and Linux's RTO of
-        # SRTT + max(4 RTTVAR, rto_min) (proxied by a 1.4 s minimum RTO, SRTT being about
-        # 0.4 s here)
+        # SRTT + max(4 RTTVAR, rto_min) (tcp.rto_rule = linux)
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
         # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
@@ -201,10 +200,9 @@ def linux_causes(args):
         finally:
             sp_side.scenario = plain
 
-    linux = {"tcp.cwnd_growth": "linux"}
-    variants = [("as run", {}), ("Linux growth", linux), ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
-                ("RTO floor 1.4 s", {"tcp.min_rto_ms": 1400.0}),
-                ("Linux growth + RTO floor", linux | {"tcp.min_rto_ms": 1400.0})]
+    growth, rto = {"tcp.cwnd_growth": "linux"}, {"tcp.rto_rule": "linux"}
+    variants = [("as run", {}), ("Linux growth", growth), ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
+                ("Linux RTO", rto), ("Linux growth + RTO", growth | rto)]
     for p in specs.LOSS_RATES:
         spec = specs.bernoulli(p, 1, args.bernoulli_s)
         cells = [f"{name}: {sum(run(spec, o)['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s" for name, o in variants]

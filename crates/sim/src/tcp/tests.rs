@@ -536,8 +536,15 @@ fn holds(s: &Endpoint, seg: &Packet) -> bool {
 /// Established at t = 100 ms with IW 10 and limited transmit off; `segments` full segments
 /// written then (the first ten go out at once).
 fn one_window(recovery: Recovery, segments: u64) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
+    one_window_counting(recovery, DupackRule::Rfc, segments)
+}
+
+/// `one_window` with duplicate ACKs counted by `rule`.
+fn one_window_counting(recovery: Recovery, rule: DupackRule, segments: u64)
+                       -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
     let p = params(|c| {
         c.recovery = recovery;
+        c.dupack_rule = rule;
         c.initial_window_pkts = 10;
         c.limited_transmit = false;
     });
@@ -777,11 +784,12 @@ fn is_lost_counts_sacked_segments_not_ranges() {
     assert_eq!(sent[0].seq, 1, "the first hole is resent");
 }
 
-#[test]
-fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
-    // Segments 1, 2 and 4 arrive, no ACK comes back, the RTO resends segment 0. Late copies
-    // of segments 6, 8 and 9 then draw three ACKs for the same byte, each SACKing new data.
-    let (p, mut c, mut s, out) = one_window(Recovery::Sack, 10);
+/// SACK, IW 10, limited transmit off: segments 1, 2 and 4 arrive, no ACK comes back, the
+/// RTO resends segment 0. Late copies of segments 6, 8 and 9 then draw three ACKs for the
+/// same byte, each SACKing new data. The sender after those ACKs, their last one and the
+/// time they came.
+fn sack_dupacks_after_an_rto(rule: DupackRule) -> (TcpParams, Endpoint, Packet, Instant) {
+    let (p, mut c, mut s, out) = one_window_counting(Recovery::Sack, rule, 10);
     let mut acks = Vec::new();
     for i in [1, 2, 4] {
         s.on_segment(&out[i], t(150), &p, &mut acks);
@@ -794,9 +802,16 @@ fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
     for i in [6, 8, 9] {
         s.on_segment(&out[i], rto_at + Duration::from_millis(60), &p, &mut acks);
     }
+    let at = rto_at + Duration::from_millis(100);
     for a in &acks {
-        c.on_segment(a, rto_at + Duration::from_millis(100), &p, &mut sent);
+        c.on_segment(a, at, &p, &mut sent);
     }
+    (p, c, acks.pop().unwrap(), at)
+}
+
+#[test]
+fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
+    let (p, mut c, last, at) = sack_dupacks_after_an_rto(DupackRule::Rfc);
     // RFC 6675 §2: the cumulative ACK that SACKed segment 4 counts too.
     assert_eq!(c.dupacks, 4);
     // The NewReno heuristic would say "loss" (cwnd 2 SMSS, ACK advanced 3 SMSS), but
@@ -804,7 +819,7 @@ fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
     assert!(c.cwnd_bytes() > p.mss && c.highest_ack - c.prev_highest_ack <= 4 * p.mss);
     assert_eq!(c.stats.fast_retransmits, 0);
     // RFC 6675 §2: an ACK that SACKs nothing new is no duplicate ACK.
-    c.on_segment(acks.last().unwrap(), rto_at + Duration::from_millis(101), &p, &mut sent);
+    c.on_segment(&last, at + Duration::from_millis(1), &p, &mut Vec::new());
     assert_eq!(c.dupacks, 4);
 }
 
@@ -1185,19 +1200,6 @@ fn linux_slow_start_hands_what_passes_ssthresh_to_congestion_avoidance() {
     assert_eq!(abc, [11_000; 6]);
 }
 
-/// IW 10, SACK, limited transmit off, ten segments sent at t = 100 ms.
-fn sack_window(rule: DupackRule, segments: u64) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
-    let p = params(|c| {
-        c.initial_window_pkts = 10;
-        c.limited_transmit = false;
-        c.dupack_rule = rule;
-    });
-    let (mut c, s) = established(&p, 0, 0);
-    let mut out = Vec::new();
-    c.app_write(segments * p.mss, false, t(100), &p, &mut out);
-    (p, c, s, out)
-}
-
 #[test]
 fn ns3_rule_a_cumulative_ack_that_sacks_new_data_keeps_the_count() {
     // Segment 3 is lost, segment 1 arrives after 2, and the ACK that segment 1's arrival
@@ -1207,7 +1209,7 @@ fn ns3_rule_a_cumulative_ack_that_sacks_new_data_keeps_the_count() {
     // above the hole: not IsLost): no fast retransmit. ns-3 (ProcessAck skips the reset
     // when the ACK is a duplicate): 1, 2, 3 = DupThresh at the last ACK: fast retransmit.
     for (rule, dupacks, frs) in [(DupackRule::Rfc, 2, 0), (DupackRule::Ns3, 3, 1)] {
-        let (p, mut c, mut s, out) = sack_window(rule, 10);
+        let (p, mut c, mut s, out) = one_window_counting(Recovery::Sack, rule, 10);
         let mut acks = Vec::new();
         for i in [0, 2, 1, 4, 5] {
             s.on_segment(&out[i], t(150), &p, &mut acks);
@@ -1222,26 +1224,10 @@ fn ns3_rule_a_cumulative_ack_that_sacks_new_data_keeps_the_count() {
 
 #[test]
 fn ns3_rule_counts_no_dupack_after_an_rto_until_the_recovery_point() {
-    // As sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point: after the
-    // RTO, four ACKs below the RecoveryPoint SACK new data. RFC 6675 counts them (4); ns-3's
-    // DupAck returns at once in CA_LOSS: 0.
+    // After the RTO, four ACKs below the RecoveryPoint SACK new data. RFC 6675 counts them
+    // (4); ns-3's DupAck returns at once in CA_LOSS: 0.
     for (rule, dupacks) in [(DupackRule::Rfc, 4), (DupackRule::Ns3, 0)] {
-        let (p, mut c, mut s, out) = sack_window(rule, 10);
-        let mut acks = Vec::new();
-        for i in [1, 2, 4] {
-            s.on_segment(&out[i], t(150), &p, &mut acks);
-        }
-        let rto_at = c.next_deadline().unwrap();
-        let mut sent = Vec::new();
-        c.on_timer(rto_at, &p, &mut sent);
-        let mut acks = Vec::new();
-        s.on_segment(&sent[0], rto_at + Duration::from_millis(50), &p, &mut acks);
-        for i in [6, 8, 9] {
-            s.on_segment(&out[i], rto_at + Duration::from_millis(60), &p, &mut acks);
-        }
-        for a in &acks {
-            c.on_segment(a, rto_at + Duration::from_millis(100), &p, &mut sent);
-        }
+        let (_, c, _, _) = sack_dupacks_after_an_rto(rule);
         assert!(c.snd_una < c.recover_mark);
         assert_eq!(c.dupacks, dupacks, "{rule:?}");
     }
@@ -1257,7 +1243,7 @@ fn ns3_rule_the_ack_that_ends_recovery_does_not_count() {
     // RFC 6675: recovery ends, DupAcks is reset and this duplicate counts: 1. ns-3: DupAck
     // runs first, in CA_RECOVERY (no count), then the exit resets the count: 0.
     for (rule, dupacks) in [(DupackRule::Rfc, 1), (DupackRule::Ns3, 0)] {
-        let (p, mut c, mut s, out) = sack_window(rule, 20);
+        let (p, mut c, mut s, out) = one_window_counting(Recovery::Sack, rule, 20);
         let mut acks = Vec::new();
         for (i, seg) in out.iter().enumerate().filter(|&(i, _)| i != 2) {
             s.on_segment(seg, t(150 + i as u64), &p, &mut acks);
