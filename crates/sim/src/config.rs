@@ -231,6 +231,17 @@ pub enum RtoRule {
     Linux,
 }
 
+/// What restarts the retransmission timer during SACK fast recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryRto {
+    /// RFC 6298 (5.3): every ACK of new data.
+    Rfc6298,
+    /// A diagnostic: only the first partial ACK of an episode, as ns-3.44 does in SACK
+    /// recovery (RFC 6582's "Impatient" variant, which smallpipe's NewReno uses anyway).
+    FirstPartial,
+}
+
 /// How duplicate ACKs are counted toward fast retransmit (SACK recovery).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -282,6 +293,9 @@ pub struct TcpConfig {
     /// Duplicate-ACK accounting: RFC 6675's, or ns-3's (a diagnostic; SACK recovery only).
     #[serde(default = "d_dupack_rule")]
     pub dupack_rule: DupackRule,
+    /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
+    #[serde(default = "d_recovery_rto")]
+    pub recovery_rto: RecoveryRto,
     /// Window growth per ACK of new data (Reno only; CUBIC and HyStart++ have their own).
     #[serde(default = "d_cwnd_growth")]
     pub cwnd_growth: CwndGrowth,
@@ -512,6 +526,7 @@ fn d_true() -> bool { true }
 fn d_delack_ms() -> f64 { 200.0 }
 fn d_dupthresh() -> u32 { 3 }
 fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
+fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
@@ -687,6 +702,8 @@ impl TcpConfig {
         check((1..=100).contains(&self.dupack_threshold), "dupack_threshold", self.dupack_threshold, "1 to 100")?;
         check(self.dupack_rule == DupackRule::Rfc || self.recovery == Recovery::Sack, "dupack_rule", "ns3",
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
+        check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
+            "first_partial", "\"rfc6298\", or \"first_partial\" only with recovery = \"sack\" (NewReno does it already)")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
@@ -914,6 +931,8 @@ mod tests {
         assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.cwnd_growth", "byte_counting"));
         let e = err(r#"{"tcp":{"dupack_rule":"ns3","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.dupack_rule");
+        let e = err(r#"{"tcp":{"recovery_rto":"first_partial","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.recovery_rto");
         let e = err(r#"{"tcp":{"abc_limit_pkts":0},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.abc_limit_pkts");
         let ok = r#"{"tcp":{"cwnd_growth":"linux","dupack_rule":"ns3"},"flows":[{"app":"bulk"}]}"#;

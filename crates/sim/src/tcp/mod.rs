@@ -24,7 +24,7 @@ pub mod sack;
 
 pub use rtt::RttEstimator;
 
-use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RtoRule, TcpConfig};
+use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
 use cubic::Cubic;
 use hystart::HyStart;
 use sack::RangeSet;
@@ -62,6 +62,8 @@ pub struct TcpParams {
     pub limited_transmit: bool,
     pub dupthresh: u32,
     pub dupack_rule: DupackRule,
+    /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
+    pub first_partial_rto: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -103,6 +105,7 @@ impl TcpParams {
             limited_transmit: c.limited_transmit,
             dupthresh: c.dupack_threshold,
             dupack_rule: c.dupack_rule,
+            first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -724,6 +727,11 @@ impl Endpoint {
                     }
                     self.recovery = Some(r);
                 }
+                Recovery::Sack if p.first_partial_rto && r.first_partial => {
+                    r.first_partial = false;
+                    self.recovery = Some(r);
+                    self.arm_rto(now, p);
+                }
                 Recovery::Sack => {}
             },
             None => {
@@ -753,7 +761,7 @@ impl Endpoint {
         // RFC 6298 5.2/5.3.
         if self.snd_una >= self.snd_max {
             self.rto_at = None;
-        } else if !matches!(self.recovery, Some(r) if p.recovery == Recovery::Newreno && !r.first_partial && ack < r.recover)
+        } else if !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < r.recover)
         {
             self.arm_rto(now, p);
         }

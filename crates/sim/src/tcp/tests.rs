@@ -1272,3 +1272,38 @@ fn ns3_rule_the_ack_that_ends_recovery_does_not_count() {
         assert_eq!(c.dupacks, dupacks, "{rule:?}");
     }
 }
+
+#[test]
+fn first_partial_rto_restarts_the_timer_on_the_first_partial_ack_only() {
+    // SACK, segments 2, 4 and 6 of 0-9 lost: fast retransmit, then the resends of 2 and 4
+    // draw two partial ACKs, at 400 and 450 ms. RFC 6298 (5.3) restarts the timer on each:
+    // it expires one RTO after 450 ms. ns-3 (`NewAck(ack, m_isFirstPartialAck)`) restarts it
+    // on the first only: one RTO after 400 ms.
+    for (rto_rule, restarted_ms) in [(RecoveryRto::Rfc6298, 450), (RecoveryRto::FirstPartial, 400)] {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.limited_transmit = false;
+            c.recovery_rto = rto_rule;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+        let mut acks = Vec::new();
+        for (i, seg) in out.iter().enumerate().filter(|&(i, _)| ![2, 4, 6].contains(&i)) {
+            s.on_segment(seg, t(150 + i as u64), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        for (hole, at) in [(2u32, 400), (4, 450)] {
+            let retx = sent.iter().find(|x| x.seq == 1 + hole * 1000).unwrap().clone();
+            let mut ack = Vec::new();
+            s.on_segment(&retx, t(at - 50), &p, &mut ack);
+            c.on_segment(&ack[0], t(at), &p, &mut sent);
+            assert!(c.recovery.is_some(), "a partial ACK");
+        }
+        assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rto_rule:?}");
+    }
+}
