@@ -1255,17 +1255,16 @@ fn ns3_rule_the_ack_that_ends_recovery_does_not_count() {
         assert_eq!(c.stats.fast_retransmits, 1);
         assert_eq!(c.recovery.unwrap().recover, 1 + 14 * p.mss);
         let seq = |i: u32| 1 + i * 1000;
-        let find = |i: u32| sent.iter().find(|x| x.seq == seq(i) && x.payload_len > 0).unwrap().clone();
+        let find = |sent: &[Packet], i: u32| *sent.iter().find(|x| x.seq == seq(i) && x.payload_len > 0).unwrap();
         let mut dup = Vec::new();
-        s.on_segment(&find(10), t(250), &p, &mut dup);
+        s.on_segment(&find(&sent, 10), t(250), &p, &mut dup);
         c.on_segment(&dup[0], t(300), &p, &mut sent);
-        let find = |i: u32| sent.iter().find(|x| x.seq == seq(i) && x.payload_len > 0).unwrap().clone();
         let mut lost_acks = Vec::new();
         for i in [15, 11, 12, 13] {
-            s.on_segment(&find(i), t(350), &p, &mut lost_acks);
+            s.on_segment(&find(&sent, i), t(350), &p, &mut lost_acks);
         }
         let mut late = Vec::new();
-        s.on_segment(&find(2), t(351), &p, &mut late);
+        s.on_segment(&find(&sent, 2), t(351), &p, &mut late);
         assert_eq!(late[0].ack, seq(14), "a full ACK");
         c.on_segment(&late[0], t(400), &p, &mut sent);
         assert!(c.recovery.is_none());
@@ -1298,7 +1297,7 @@ fn first_partial_rto_restarts_the_timer_on_the_first_partial_ack_only() {
         }
         assert_eq!(c.stats.fast_retransmits, 1);
         for (hole, at) in [(2u32, 400), (4, 450)] {
-            let retx = sent.iter().find(|x| x.seq == 1 + hole * 1000).unwrap().clone();
+            let retx = *sent.iter().find(|x| x.seq == 1 + hole * 1000).unwrap();
             let mut ack = Vec::new();
             s.on_segment(&retx, t(at - 50), &p, &mut ack);
             c.on_segment(&ack[0], t(at), &p, &mut sent);
