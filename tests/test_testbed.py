@@ -71,6 +71,7 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("tcp.ack_first_data", True, "tcp.ack_first_data"),
         ("tcp.hystart", True, "tcp.hystart"),
         ("tcp.dupack_rule", "ns3", "tcp.dupack_rule"),
+        ("tcp.recovery_rto", "first_partial", "tcp.recovery_rto"),
         ("tcp.cwnd_growth", "byte_counting", "tcp.cwnd_growth"),
     ],
 )
