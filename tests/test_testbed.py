@@ -70,6 +70,9 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("trace_conn", 0, "trace_conn"),
         ("tcp.ack_first_data", True, "tcp.ack_first_data"),
         ("tcp.hystart", True, "tcp.hystart"),
+        ("tcp.dupack_rule", "ns3", "tcp.dupack_rule"),
+        ("tcp.recovery_rto", "first_partial", "tcp.recovery_rto"),
+        ("tcp.cwnd_growth", "byte_counting", "tcp.cwnd_growth"),
     ],
 )
 def test_knobs_linux_cannot_honour_are_refused_naming_the_field(path: str, value: object, field: str) -> None:

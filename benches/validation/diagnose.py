@@ -4,14 +4,19 @@
     python3 benches/validation/diagnose.py noload [SIZE]   # FCT per size on an idle path, both sides;
                                                           # the sender of the SIZE-packet transfer traced
     python3 benches/validation/diagnose.py rto N[,N...] [--ns3-patch P] [--measure-s S]
+                                              [--set KEY=VALUE ...] [--smallpipe-only]
         # many-flow RTOs by where they fire, in ns-3 (entries into CA_LOSS from CA_RECOVERY,
         # CA_DISORDER or CA_OPEN, repeats, and those sooner than the RTO after the last ACK of
-        # new data, impossible under RFC 6298 5.3) and in smallpipe (flows.timeouts_* columns)
-    python3 benches/validation/diagnose.py linux-causes [--seconds S]
-        # smallpipe alone on the Linux column's specs (one seed) with the two Linux behaviours
-        # suspected for its rows outside: window growth per segment acknowledged (proxied by
-        # delayed ACKs off) and Linux's RTO of SRTT + max(4 RTTVAR, rto_min) (proxied by a
-        # 1.4 s minimum RTO, SRTT being about 0.4 s here)
+        # new data, impossible under RFC 6298 5.3) and in smallpipe (flows.timeouts_* columns),
+        # smallpipe with each --set applied (e.g. tcp.dupack_rule=ns3)
+    python3 benches/validation/diagnose.py linux-causes [--bernoulli-s S] [--many-s S]
+        # smallpipe alone on the Linux column's specs (one seed) with the Linux behaviours
+        # suspected for its rows outside: window growth per segment acknowledged
+        # (tcp.cwnd_growth = linux; RFC 3465 byte counting beside it) and Linux's RTO of
+        # SRTT + max(4 RTTVAR, rto_min) (tcp.rto_rule = linux)
+    python3 benches/validation/diagnose.py fig11-growth
+        # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
+        # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
     python3 benches/validation/diagnose.py web-spread [--seeds K] [--seconds S] [--linux RUNS.jsonl]
         # the web-pool rows of objects of 100 KB and more: smallpipe's median and p90 over K seeds
         # (how far one seed's dozen objects move them) and the time per byte on both sides,
@@ -80,7 +85,7 @@ void Reset(double warm) { g_warm = warm; g_lastNewAck.clear(); nRto = nLossEntri
 """
 
 
-def smallpipe_rtos(spec):
+def smallpipe_rtos(spec, overrides):
     """smallpipe's RTOs and fast retransmits over [warm-up, end] of a many-flow spec, by where
     they fired: the run to the warm-up's end is the same run cut short (deterministic)."""
     import polars as pl
@@ -91,11 +96,17 @@ def smallpipe_rtos(spec):
     totals = []
     for end in (spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]):
         sc, _ = sp_side.scenario(spec, end)
-        totals.append(smallpipe.simulate(sc).flows.select(pl.col(c).sum() for c in cols).row(0))
+        totals.append(smallpipe.simulate(sc.with_overrides(overrides)).flows.select(pl.col(c).sum() for c in cols).row(0))
     return dict(zip(cols, (b - a for a, b in zip(*totals))))
 
 
 def rto(args):
+    overrides = dict(parse_set(kv) for kv in args.set)
+    if args.smallpipe_only:
+        for n in args.n:
+            for seed in range(1, args.seeds + 1):
+                print_smallpipe_rtos(n, seed, specs.many(n, seed, duration_s=args.measure_s), overrides)
+        return
     import ns3_side
 
     ns = ns3_side.load_ns3()
@@ -119,12 +130,24 @@ def rto(args):
                   f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data; "
                   f"{int(d.nRecoveryEntries)} entries into fast recovery",
                   flush=True)
-            sp = smallpipe_rtos(spec)
-            print(f"N = {n}, seed {seed}, smallpipe: {sp['timeouts'] / n:.2f} timeouts per flow; {sp['timeouts']} RTOs; "
-                  f"{sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} after duplicate ACKs "
-                  f"without fast retransmit, {sp['timeouts_repeated']} repeated, "
-                  f"{sp['timeouts'] - sp['timeouts_in_recovery'] - sp['timeouts_after_dupacks'] - sp['timeouts_repeated']} "
-                  f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery", flush=True)
+            print_smallpipe_rtos(n, seed, spec, overrides)
+
+
+def parse_set(kv):
+    key, _, value = kv.partition("=")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value  # a bare string such as ns3
+
+
+def print_smallpipe_rtos(n, seed, spec, overrides):
+    sp = smallpipe_rtos(spec, overrides)
+    print(f"N = {n}, seed {seed}, smallpipe {overrides or ''}: {sp['timeouts'] / n:.2f} timeouts per flow; "
+          f"{sp['timeouts']} RTOs; {sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} "
+          f"after duplicate ACKs without fast retransmit, {sp['timeouts_repeated']} repeated, "
+          f"{sp['timeouts'] - sp['timeouts_in_recovery'] - sp['timeouts_after_dupacks'] - sp['timeouts_repeated']} "
+          f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery", flush=True)
 
 
 def noload(args):
@@ -181,9 +204,9 @@ def linux_causes(args):
         finally:
             sp_side.scenario = plain
 
-    variants = [("as run", {}), ("growth per segment (delayed ACKs off)", {"tcp.delayed_ack": False}),
-                ("RTO floor 1.4 s", {"tcp.min_rto_ms": 1400.0}),
-                ("both", {"tcp.delayed_ack": False, "tcp.min_rto_ms": 1400.0})]
+    growth, rto = {"tcp.cwnd_growth": "linux"}, {"tcp.rto_rule": "linux"}
+    variants = [("as run", {}), ("Linux growth", growth), ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
+                ("Linux RTO", rto), ("Linux growth + RTO", growth | rto)]
     for p in specs.LOSS_RATES:
         spec = specs.bernoulli(p, 1, args.bernoulli_s)
         cells = [f"{name}: {sum(run(spec, o)['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s" for name, o in variants]
@@ -233,6 +256,26 @@ def web_spread(args):
             print(f"linux seed {seed}: " + ", ".join(f"{k} {v:.3g}" for k, v in linux.items()))
 
 
+def fig11_growth(args):
+    from smallpipe import simulate
+    from smallpipe.experiments import taq_aqm
+    from smallpipe.experiments.taq_testbed_fig11 import SLICE_S
+    from smallpipe.presets import taq_dumbbell
+
+    variants = [("as run", {}), ("Linux growth", {"tcp.cwnd_growth": "linux"}),
+                ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"})]
+    for disc in ("taq", "droptail"):
+        for rate in (600_000, 1_000_000):
+            cells = []
+            for name, o in variants:
+                sc = taq_dumbbell(flows=rate // 10_000, rate_bps=rate, duration_s=60.0, seed=1, slice_s=SLICE_S,
+                                  queue={"kind": disc}).with_overrides({"tcp.congestion": "reno"} | o)
+                r = taq_aqm.fairness_row(simulate(sc))
+                cells.append(f"{name}: Jain {r['short_term_jain']:.3f}, loss {r['loss_rate']:.3f}, "
+                             f"timeouts/flow {r['timeouts_per_flow']:.2f}")
+            print(f"{disc}, {rate // 1000} kbit/s, 10 kbit/s per flow: " + " | ".join(cells), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -243,6 +286,9 @@ def main():
     b.add_argument("--seeds", type=int, default=1)
     b.add_argument("--measure-s", type=float, default=60.0)
     b.add_argument("--ns3-patch", choices=("flightsize", "deflate"))
+    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a smallpipe scenario override, e.g. tcp.dupack_rule=ns3 (repeatable)")
+    b.add_argument("--smallpipe-only", action="store_true", help="skip ns-3 (its numbers are on the page)")
     lc = sub.add_parser("linux-causes")
     lc.add_argument("--bernoulli-s", type=float, default=120.0, help="as run.py --linux's session runs")
     lc.add_argument("--many-s", type=float, default=60.0)
@@ -250,12 +296,13 @@ def main():
     w.add_argument("--seeds", type=int, default=10)
     w.add_argument("--seconds", type=float, default=120.0, help="as run.py --linux's session runs")
     w.add_argument("--linux", default=str(HERE.parents[1] / "docs" / "validation" / "linux_runs.jsonl"))
+    sub.add_parser("fig11-growth")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
     args = ap.parse_args()
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
-     "web-spread": web_spread}[args.cmd](args)
+     "web-spread": web_spread, "fig11-growth": fig11_growth}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -206,6 +206,52 @@ pub enum Congestion {
     Cubic,
 }
 
+/// How the window grows on an ACK of new data outside loss recovery (Reno congestion control).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CwndGrowth {
+    /// RFC 5681 (2), (3): slow start by min(bytes acked, SMSS) per ACK, congestion avoidance
+    /// by SMSS²/cwnd per ACK; with delayed ACKs half as fast per segment as without.
+    PerAck,
+    /// RFC 3465 (appropriate byte counting): slow start by min(bytes acked, L·SMSS) per ACK,
+    /// congestion avoidance by one SMSS per cwnd of bytes acknowledged.
+    ByteCounting,
+    /// Linux's Reno (`tcp_slow_start`, `tcp_cong_avoid_ai`): slow start by every byte acked up
+    /// to ssthresh, the rest in congestion avoidance, one SMSS per cwnd of bytes acked.
+    Linux,
+}
+
+/// The retransmission timeout's bound on SRTT and RTTVAR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RtoRule {
+    /// RFC 6298 (2.3): max(min_rto, SRTT + max(G, 4·RTTVAR)).
+    Rfc6298,
+    /// Linux's `tcp_set_rto`: SRTT + max(4·RTTVAR, min_rto) (`rto_min` bounds the variance term).
+    Linux,
+}
+
+/// What restarts the retransmission timer during SACK fast recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryRto {
+    /// RFC 6298 (5.3): every ACK of new data.
+    Rfc6298,
+    /// A diagnostic: only the first partial ACK of an episode, as ns-3.44 does in SACK
+    /// recovery (RFC 6582's "Impatient" variant, which smallpipe's NewReno uses anyway).
+    FirstPartial,
+}
+
+/// How duplicate ACKs are counted toward fast retransmit (SACK recovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DupackRule {
+    /// RFC 6675 §5: a cumulative ACK resets DupAcks, then counts if it SACKs new data.
+    Rfc,
+    /// A diagnostic, not a recommended setting: ns-3.44 `TcpSocketBase`'s count (docs/tcp.md).
+    Ns3,
+}
+
 /// Every TCP knob a paper varies. Defaults follow the RFCs (noted per field).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -244,12 +290,28 @@ pub struct TcpConfig {
     /// Duplicate ACKs that trigger fast retransmit.
     #[serde(default = "d_dupthresh")]
     pub dupack_threshold: u32,
+    /// Duplicate-ACK accounting: RFC 6675's, or ns-3's (a diagnostic; SACK recovery only).
+    #[serde(default = "d_dupack_rule")]
+    pub dupack_rule: DupackRule,
+    /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
+    #[serde(default = "d_recovery_rto")]
+    pub recovery_rto: RecoveryRto,
+    /// Window growth per ACK of new data (Reno only; CUBIC and HyStart++ have their own).
+    #[serde(default = "d_cwnd_growth")]
+    pub cwnd_growth: CwndGrowth,
+    /// RFC 3465's L for `cwnd_growth = "byte_counting"`: the most one ACK grows the window
+    /// in slow start, in segments (the RFC allows at most 2).
+    #[serde(default = "d_abc_limit")]
+    pub abc_limit_pkts: u32,
     /// Receiver window, bytes.
     #[serde(default = "d_rwnd")]
     pub rwnd_bytes: u64,
     /// RFC 6298 (2.4): 1 s; Linux uses 200 ms.
     #[serde(default = "d_min_rto")]
     pub min_rto_ms: f64,
+    /// How `min_rto_ms` bounds the RTO: RFC 6298's floor, or Linux's floor on the variance term.
+    #[serde(default = "d_rto_rule")]
+    pub rto_rule: RtoRule,
     #[serde(default = "d_max_rto")]
     pub max_rto_ms: f64,
     /// RTO before any RTT sample (RFC 6298: 1 s; RFC 2988: 3 s).
@@ -468,6 +530,11 @@ fn d_one() -> u32 { 1 }
 fn d_true() -> bool { true }
 fn d_delack_ms() -> f64 { 200.0 }
 fn d_dupthresh() -> u32 { 3 }
+fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
+fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
+fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
+fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
+fn d_abc_limit() -> u32 { 2 }
 fn d_rwnd() -> u64 { 65_535 }
 fn d_min_rto() -> f64 { 1000.0 }
 fn d_max_rto() -> f64 { 60_000.0 }
@@ -638,6 +705,14 @@ impl TcpConfig {
         check(self.delayed_ack_ms.is_finite() && self.delayed_ack_ms > 0.0 && self.delayed_ack_ms <= 500.0,
             "delayed_ack_ms", self.delayed_ack_ms, "(0, 500] ms (RFC 5681 §4.2)")?;
         check((1..=100).contains(&self.dupack_threshold), "dupack_threshold", self.dupack_threshold, "1 to 100")?;
+        check(self.dupack_rule == DupackRule::Rfc || self.recovery == Recovery::Sack, "dupack_rule", "ns3",
+            "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
+        check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
+            "first_partial", "\"rfc6298\", or \"first_partial\" only with recovery = \"sack\" (NewReno does it already)")?;
+        check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
+            "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
+            "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
+        check((1..=100).contains(&self.abc_limit_pkts), "abc_limit_pkts", self.abc_limit_pkts, "1 to 100 segments")?;
         check(self.rwnd_bytes >= self.mss_bytes() as u64 && self.rwnd_bytes <= 1 << 30, "rwnd_bytes",
             self.rwnd_bytes, "at least one MSS and at most 2^30 bytes")?;
         check(self.min_rto_ms.is_finite() && self.min_rto_ms > 0.0, "min_rto_ms", self.min_rto_ms, "a positive number of ms")?;
@@ -853,6 +928,22 @@ mod tests {
         assert_eq!(s.tcp.packet_size_bytes, 1500);
         assert_eq!(s.tcp.mss_bytes(), 1448);
         assert_eq!(s.flows[0].count, 1);
+    }
+
+    #[test]
+    fn growth_rules_need_reno_without_hystart_and_the_ns3_dupack_rule_needs_sack() {
+        let e = err(r#"{"tcp":{"cwnd_growth":"linux","congestion":"cubic"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.cwnd_growth", "linux"));
+        let e = err(r#"{"tcp":{"cwnd_growth":"byte_counting","hystart":true},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.cwnd_growth", "byte_counting"));
+        let e = err(r#"{"tcp":{"dupack_rule":"ns3","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.dupack_rule");
+        let e = err(r#"{"tcp":{"recovery_rto":"first_partial","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.recovery_rto");
+        let e = err(r#"{"tcp":{"abc_limit_pkts":0},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.abc_limit_pkts");
+        let ok = r#"{"tcp":{"cwnd_growth":"linux","dupack_rule":"ns3"},"flows":[{"app":"bulk"}]}"#;
+        assert!(Scenario::from_json(ok).is_ok());
     }
 
     #[test]

@@ -107,6 +107,13 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
         _refuse("tcp.hystart", True,
                 "false: Linux has no RFC 9406 HyStart++; its CUBIC's own HyStart is a module parameter "
                 "(hystart) for the whole host, not per namespace, and Reno has none")
+    if tcp["dupack_rule"] != "rfc":
+        _refuse("tcp.dupack_rule", tcp["dupack_rule"], '"rfc": ns-3\'s duplicate-ACK count is a simulator diagnostic')
+    if tcp["recovery_rto"] != "rfc6298":
+        _refuse("tcp.recovery_rto", tcp["recovery_rto"], '"rfc6298": ns-3\'s timer restart is a simulator diagnostic')
+    if tcp["cwnd_growth"] == "byte_counting":
+        _refuse("tcp.cwnd_growth", "byte_counting",
+                '"linux" (what Linux does) or "per_ack": Linux has no RFC 3465 byte counting with a limit L')
     if tcp["ack_first_data"]:
         _refuse("tcp.ack_first_data", True,
                 "false: Linux starts every connection in quick-ACK mode, acknowledging its first segments at once")

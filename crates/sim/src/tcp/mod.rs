@@ -17,13 +17,14 @@
 //! SACK scoreboard and skips what it covers (RFC 6675 §5.1: our receivers never renege).
 
 pub mod cubic;
+mod growth;
 pub mod hystart;
 mod rtt;
 pub mod sack;
 
 pub use rtt::RttEstimator;
 
-use crate::config::{Congestion, Recovery, TcpConfig};
+use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
 use cubic::Cubic;
 use hystart::HyStart;
 use sack::RangeSet;
@@ -60,8 +61,15 @@ pub struct TcpParams {
     pub ack_first_data: bool,
     pub limited_transmit: bool,
     pub dupthresh: u32,
+    pub dupack_rule: DupackRule,
+    /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
+    pub first_partial_rto: bool,
+    pub cwnd_growth: CwndGrowth,
+    /// RFC 3465's L, bytes.
+    pub abc_limit: u64,
     pub rwnd: u64,
     pub min_rto: Duration,
+    pub linux_rto: bool,
     pub max_rto: Duration,
     pub initial_rto: Duration,
     pub syn_retries: u32,
@@ -97,8 +105,13 @@ impl TcpParams {
             ack_first_data: c.ack_first_data,
             limited_transmit: c.limited_transmit,
             dupthresh: c.dupack_threshold,
+            dupack_rule: c.dupack_rule,
+            first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
+            cwnd_growth: c.cwnd_growth,
+            abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
             min_rto: ms(c.min_rto_ms),
+            linux_rto: c.rto_rule == RtoRule::Linux,
             max_rto: ms(c.max_rto_ms),
             initial_rto: ms(c.initial_rto_ms),
             syn_retries: c.syn_retries,
@@ -207,6 +220,8 @@ pub struct Endpoint {
     app_closed: bool,
     cwnd: u64,
     ssthresh: u64,
+    /// Bytes acknowledged in congestion avoidance toward the next SMSS (`growth.rs`).
+    ca_acked: u64,
     cc: CongestionControl,
     /// RFC 9406 state while the initial slow start lasts; `None` when off or over.
     hystart: Option<HyStart>,
@@ -277,6 +292,7 @@ impl Endpoint {
             app_closed: false,
             cwnd: p.initial_window,
             ssthresh: p.rwnd.max(2 * p.mss),
+            ca_acked: 0,
             cc: CongestionControl::new(p),
             hystart: p.hystart.then(HyStart::default),
             dupacks: 0,
@@ -285,7 +301,7 @@ impl Endpoint {
             highest_ack: 0,
             prev_highest_ack: 0,
             rto_una: None,
-            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity),
+            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity).linux_rto(p.linux_rto),
             timed: None,
             syn_sent_at: Instant::ZERO,
             syn_retransmitted: false,
@@ -511,6 +527,7 @@ impl Endpoint {
                 self.rto_una = Some(self.snd_una);
                 self.hystart = None; // RFC 9406 §4.2: only the initial slow start
                 self.cwnd = p.mss;
+                self.ca_acked = 0;
                 self.recovery = None;
                 self.dupacks = 0;
                 self.copy_acks.clear(); // the timeout is the reaction to any lost copy
@@ -651,11 +668,24 @@ impl Endpoint {
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
         // Diversity: the ACK of a copy the receiver discarded is expected, not a loss signal.
         let copy_ack = ack == self.snd_una && seg.seq_len() == 0 && self.take_copy_ack(ack);
+        // ns-3's DupAck runs before the cumulative part of the ACK and counts only outside
+        // CA_RECOVERY and CA_LOSS (after an RTO, until `recover`).
+        let ns3_counts = self.recovery.is_none() && self.snd_una >= self.recover_mark;
+        let dupacks_before = self.dupacks;
         if ack > self.snd_una {
             self.on_new_ack(ack, seg, now, p, out);
         }
         if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
-            self.on_dupack(now, p, out);
+            match p.dupack_rule {
+                DupackRule::Rfc => self.on_dupack(now, p, out),
+                DupackRule::Ns3 if self.recovery.is_some() => self.on_dupack(now, p, out),
+                DupackRule::Ns3 if ns3_counts => {
+                    // ProcessAck: a cumulative ACK that is a duplicate does not reset the count.
+                    self.dupacks = dupacks_before;
+                    self.on_dupack(now, p, out);
+                }
+                DupackRule::Ns3 => {}
+            }
         }
     }
 
@@ -718,6 +748,11 @@ impl Endpoint {
                     }
                     self.recovery = Some(r);
                 }
+                Recovery::Sack if p.first_partial_rto && r.first_partial => {
+                    r.first_partial = false;
+                    self.recovery = Some(r);
+                    self.arm_rto(now, p);
+                }
                 Recovery::Sack => {}
             },
             None => {
@@ -736,10 +771,9 @@ impl Endpoint {
                     } else if let CongestionControl::Cubic(c) = &mut self.cc {
                         let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
                         self.cwnd = c.on_ack(self.cwnd, self.ssthresh, acked_data, now, srtt, p.mss);
-                    } else if self.cwnd < self.ssthresh {
-                        self.cwnd += acked_data.min(p.mss); // RFC 5681 (2)
                     } else {
-                        self.cwnd += (p.mss * p.mss / self.cwnd).max(1); // RFC 5681 (3)
+                        self.cwnd = growth::grow(p.cwnd_growth, p.abc_limit, self.cwnd, self.ssthresh, acked_data,
+                            p.mss, &mut self.ca_acked);
                     }
                 }
             }
@@ -748,7 +782,7 @@ impl Endpoint {
         // RFC 6298 5.2/5.3.
         if self.snd_una >= self.snd_max {
             self.rto_at = None;
-        } else if !matches!(self.recovery, Some(r) if p.recovery == Recovery::Newreno && !r.first_partial && ack < r.recover)
+        } else if !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < r.recover)
         {
             self.arm_rto(now, p);
         }
@@ -841,6 +875,7 @@ impl Endpoint {
             CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, flight, p.mss),
         };
         self.recover_mark = self.snd_max;
+        self.ca_acked = 0;
         self.recovery = Some(FastRecovery { recover: self.snd_max, high_rxt: self.snd_una, first_partial: true });
         match p.recovery {
             Recovery::Sack => {

@@ -13,11 +13,31 @@ pub struct RttEstimator {
     min_rto: Duration,
     max_rto: Duration,
     granularity: Duration,
+    /// Linux's bound: RTO = SRTT + max(4·RTTVAR, min_rto) instead of RFC 6298's
+    /// max(min_rto, SRTT + max(G, 4·RTTVAR)).
+    linux: bool,
 }
 
 impl RttEstimator {
     pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration, granularity: Duration) -> Self {
-        RttEstimator { srtt_ns: None, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, min_rto, max_rto, granularity }
+        RttEstimator { srtt_ns: None, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, min_rto, max_rto, granularity,
+                       linux: false }
+    }
+
+    /// Linux's RTO (`tcp_set_rto`: its variance term never falls below `rto_min`).
+    pub fn linux_rto(mut self, on: bool) -> Self {
+        self.linux = on;
+        self
+    }
+
+    /// The RTO before backoff for the current SRTT and RTTVAR, `min_rto` as the lower bound.
+    fn base_ns(&self, srtt: u64, min_rto: Duration) -> u64 {
+        let rto = if self.linux {
+            srtt + (4 * self.rttvar_ns).max(min_rto.as_nanos())
+        } else {
+            (srtt + self.granularity.as_nanos().max(4 * self.rttvar_ns)).max(min_rto.as_nanos())
+        };
+        rto.min(self.max_rto.as_nanos())
     }
 
     /// RFC 6298 (2.2)/(2.3): fold in a measurement R and collapse the backoff.
@@ -35,8 +55,7 @@ impl RttEstimator {
             }
         }
         let srtt = self.srtt_ns.unwrap_or(r);
-        let rto = srtt + self.granularity.as_nanos().max(4 * self.rttvar_ns);
-        self.rto_base = Duration(rto.clamp(self.min_rto.as_nanos(), self.max_rto.as_nanos()));
+        self.rto_base = Duration(self.base_ns(srtt, self.min_rto));
         self.backoff = 0;
     }
 
@@ -55,8 +74,7 @@ impl RttEstimator {
     /// one (before any sample: the initial RTO).
     pub fn rto_with_min(&self, min_rto: Duration) -> Duration {
         let Some(srtt) = self.srtt_ns else { return self.rto() };
-        let raw = srtt + self.granularity.as_nanos().max(4 * self.rttvar_ns);
-        let base = raw.clamp(min_rto.as_nanos(), self.max_rto.as_nanos());
+        let base = self.base_ns(srtt, min_rto);
         Duration(base.saturating_mul(1u64 << self.backoff.min(40)).min(self.max_rto.as_nanos()))
     }
 
@@ -118,6 +136,32 @@ mod tests {
         assert_eq!(e.rto(), Duration::from_secs(60), "max RTO caps the backoff");
         e.sample(Duration::from_millis(10));
         assert_eq!(e.rto(), Duration::from_millis(200), "a valid sample collapses the backoff");
+    }
+
+    #[test]
+    fn linux_rto_adds_the_minimum_to_srtt_where_rfc_6298_takes_the_larger() {
+        // Samples 400 ms then 420 ms: RTTVAR = 3/4·200 + 1/4·20 = 155 ms, SRTT = 7/8·400 +
+        // 1/8·420 = 402.5 ms. Min RTO 1 s: RFC 6298 max(1 s, 402.5 + 620) = 1022.5 ms; Linux
+        // 402.5 + max(620, 1000) = 1402.5 ms. Then 40 samples of 400 ms: RTTVAR decays to
+        // under 1 ms and SRTT to 400 ms, so RFC 6298 gives the 1 s floor and Linux 1.4 s.
+        let mut rfc = RttEstimator::new(Duration::from_secs(1), Duration::from_secs(1), Duration::from_secs(60),
+                                        Duration::from_millis(1));
+        let mut linux = rfc.clone().linux_rto(true);
+        for e in [&mut rfc, &mut linux] {
+            e.sample(Duration::from_millis(400));
+            e.sample(Duration::from_millis(420));
+        }
+        assert_eq!((rfc.rto(), linux.rto()), (Duration::from_micros(1_022_500), Duration::from_micros(1_402_500)));
+        for e in [&mut rfc, &mut linux] {
+            for _ in 0..40 {
+                e.sample(Duration::from_millis(400));
+            }
+        }
+        assert_eq!(rfc.rto(), Duration::from_secs(1));
+        let l = linux.rto().as_nanos();
+        assert!((1_400_000_000..1_400_100_000).contains(&l), "{l}");
+        linux.back_off();
+        assert_eq!(linux.rto().as_nanos(), 2 * l, "backoff doubles it as RFC 6298 (5.5)");
     }
 
     #[test]

@@ -536,8 +536,15 @@ fn holds(s: &Endpoint, seg: &Packet) -> bool {
 /// Established at t = 100 ms with IW 10 and limited transmit off; `segments` full segments
 /// written then (the first ten go out at once).
 fn one_window(recovery: Recovery, segments: u64) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
+    one_window_counting(recovery, DupackRule::Rfc, segments)
+}
+
+/// `one_window` with duplicate ACKs counted by `rule`.
+fn one_window_counting(recovery: Recovery, rule: DupackRule, segments: u64)
+                       -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
     let p = params(|c| {
         c.recovery = recovery;
+        c.dupack_rule = rule;
         c.initial_window_pkts = 10;
         c.limited_transmit = false;
     });
@@ -777,11 +784,12 @@ fn is_lost_counts_sacked_segments_not_ranges() {
     assert_eq!(sent[0].seq, 1, "the first hole is resent");
 }
 
-#[test]
-fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
-    // Segments 1, 2 and 4 arrive, no ACK comes back, the RTO resends segment 0. Late copies
-    // of segments 6, 8 and 9 then draw three ACKs for the same byte, each SACKing new data.
-    let (p, mut c, mut s, out) = one_window(Recovery::Sack, 10);
+/// SACK, IW 10, limited transmit off: segments 1, 2 and 4 arrive, no ACK comes back, the
+/// RTO resends segment 0. Late copies of segments 6, 8 and 9 then draw three ACKs for the
+/// same byte, each SACKing new data. The sender after those ACKs, their last one and the
+/// time they came.
+fn sack_dupacks_after_an_rto(rule: DupackRule) -> (TcpParams, Endpoint, Packet, Instant) {
+    let (p, mut c, mut s, out) = one_window_counting(Recovery::Sack, rule, 10);
     let mut acks = Vec::new();
     for i in [1, 2, 4] {
         s.on_segment(&out[i], t(150), &p, &mut acks);
@@ -794,9 +802,16 @@ fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
     for i in [6, 8, 9] {
         s.on_segment(&out[i], rto_at + Duration::from_millis(60), &p, &mut acks);
     }
+    let at = rto_at + Duration::from_millis(100);
     for a in &acks {
-        c.on_segment(a, rto_at + Duration::from_millis(100), &p, &mut sent);
+        c.on_segment(a, at, &p, &mut sent);
     }
+    (p, c, acks.pop().unwrap(), at)
+}
+
+#[test]
+fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
+    let (p, mut c, last, at) = sack_dupacks_after_an_rto(DupackRule::Rfc);
     // RFC 6675 §2: the cumulative ACK that SACKed segment 4 counts too.
     assert_eq!(c.dupacks, 4);
     // The NewReno heuristic would say "loss" (cwnd 2 SMSS, ACK advanced 3 SMSS), but
@@ -804,7 +819,7 @@ fn sack_dupacks_are_acks_that_sack_new_data_and_wait_for_the_recovery_point() {
     assert!(c.cwnd_bytes() > p.mss && c.highest_ack - c.prev_highest_ack <= 4 * p.mss);
     assert_eq!(c.stats.fast_retransmits, 0);
     // RFC 6675 §2: an ACK that SACKs nothing new is no duplicate ACK.
-    c.on_segment(acks.last().unwrap(), rto_at + Duration::from_millis(101), &p, &mut sent);
+    c.on_segment(&last, at + Duration::from_millis(1), &p, &mut Vec::new());
     assert_eq!(c.dupacks, 4);
 }
 
@@ -1251,4 +1266,183 @@ fn a_burst_first_sent_when_the_window_opens_records_that_send() {
     let first = CompletedBurst { written: t(100), first_sent: t(100), acked: t(200) };
     let second = CompletedBurst { written: t(120), first_sent: t(200), acked: t(300) };
     assert_eq!(c.completed_bursts, [first, second]);
+}
+
+/// The sender's cwnd after each ACK of a scripted stream: it starts at `cwnd_segs` and
+/// `ssthresh_segs` (MSS 1000), every ACK covers `per_ack` more full segments.
+fn cwnd_after_acks(edit: impl FnOnce(&mut TcpConfig), cwnd_segs: u64, ssthresh_segs: u64, per_ack: usize,
+                   acks: usize) -> Vec<u64> {
+    let p = params(edit);
+    let (mut c, mut s) = established(&p, 0, 0);
+    c.cwnd = cwnd_segs * p.mss;
+    c.ssthresh = ssthresh_segs * p.mss;
+    let mut flight = std::collections::VecDeque::new();
+    let mut out = Vec::new();
+    c.app_write(10_000 * p.mss, false, t(100), &p, &mut out);
+    flight.extend(out.drain(..));
+    let mut cwnds = Vec::new();
+    for i in 0..acks as u64 {
+        let mut replies = Vec::new();
+        for seg in flight.drain(..per_ack) {
+            s.on_segment(&seg, t(150 + i), &p, &mut replies);
+        }
+        // The receiver ACKs every segment; only the last ACK of the group reaches the sender.
+        c.on_segment(replies.last().unwrap(), t(200 + i), &p, &mut out);
+        flight.extend(out.drain(..));
+        cwnds.push(c.cwnd_bytes());
+    }
+    cwnds
+}
+
+#[test]
+fn slow_start_growth_per_ack_by_bytes_and_by_segments() {
+    // ACKs of 2 segments (a delayed-ACK receiver) from cwnd 4, ssthresh 100 segments. RFC
+    // 5681 (2): + min(2000, SMSS) = 1000 per ACK, 4 + k segments after k ACKs. RFC 3465 §2.2
+    // with L = 2 SMSS: + min(2000, 2000), 4 + 2k; with L = 1: 4 + k. Linux's tcp_slow_start:
+    // + 2 segments per ACK, 4 + 2k.
+    let ss = |edit: fn(&mut TcpConfig), per_ack| cwnd_after_acks(edit, 4, 100, per_ack, 3);
+    assert_eq!(ss(|_| {}, 2), [5000, 6000, 7000]);
+    assert_eq!(ss(|c| c.cwnd_growth = CwndGrowth::ByteCounting, 2), [6000, 8000, 10_000]);
+    assert_eq!(ss(|c| { c.cwnd_growth = CwndGrowth::ByteCounting; c.abc_limit_pkts = 1 }, 2), [5000, 6000, 7000]);
+    assert_eq!(ss(|c| c.cwnd_growth = CwndGrowth::Linux, 2), [6000, 8000, 10_000]);
+    // A stretch ACK of 4 segments: RFC 5681 + 1, RFC 3465 (L = 2) + 2, Linux + 4 segments.
+    assert_eq!(ss(|_| {}, 4), [5000, 6000, 7000]);
+    assert_eq!(ss(|c| c.cwnd_growth = CwndGrowth::ByteCounting, 4), [6000, 8000, 10_000]);
+    assert_eq!(ss(|c| c.cwnd_growth = CwndGrowth::Linux, 4), [8000, 12_000, 16_000]);
+}
+
+#[test]
+fn congestion_avoidance_growth_per_ack_by_bytes_and_by_segments() {
+    // cwnd = ssthresh = 10 segments, ACKs of 2 segments: one window of data is 5 ACKs.
+    // RFC 5681 (3), + floor(SMSS²/cwnd) per ACK: 10000 + 100 = 10100, + floor(1e6/10100) =
+    // 99 → 10199, + 98 → 10297, + 97 → 10394, + 96 → 10490 (half a segment per window),
+    // + 95 → 10585.
+    assert_eq!(cwnd_after_acks(|_| {}, 10, 10, 2, 6), [10_100, 10_199, 10_297, 10_394, 10_490, 10_585]);
+    // RFC 3465 §2.1: bytes_acked reaches cwnd (5 × 2000 = 10000) at the fifth ACK: + SMSS;
+    // bytes_acked starts again from 0, so the sixth ACK leaves 11000. Linux's
+    // tcp_cong_avoid_ai (w = cwnd) counts the same segments: the same window.
+    for growth in [CwndGrowth::ByteCounting, CwndGrowth::Linux] {
+        let w = cwnd_after_acks(|c| c.cwnd_growth = growth, 10, 10, 2, 6);
+        assert_eq!(w, [10_000, 10_000, 10_000, 10_000, 11_000, 11_000], "{growth:?}");
+    }
+}
+
+#[test]
+fn linux_slow_start_hands_what_passes_ssthresh_to_congestion_avoidance() {
+    // cwnd 9, ssthresh 10 segments, ACKs of 2 segments. Linux: slow start to ssthresh
+    // (10000) with the first 1000 bytes, the other 1000 credited to congestion avoidance;
+    // credit 1000 + 2000·3 = 7000 < 10000 after four ACKs, 9000 after five, 11000 ≥ 10000
+    // after six: + 1 segment, credit 1000. RFC 3465 (L = 2): + 2000 in slow start (9000 <
+    // ssthresh), then 11000 ≥ ssthresh: bytes_acked 2000, 4000, ..., 10000 < 11000 after six.
+    let linux = cwnd_after_acks(|c| c.cwnd_growth = CwndGrowth::Linux, 9, 10, 2, 6);
+    assert_eq!(linux, [10_000, 10_000, 10_000, 10_000, 10_000, 11_000]);
+    let abc = cwnd_after_acks(|c| c.cwnd_growth = CwndGrowth::ByteCounting, 9, 10, 2, 6);
+    assert_eq!(abc, [11_000; 6]);
+}
+
+#[test]
+fn ns3_rule_a_cumulative_ack_that_sacks_new_data_keeps_the_count() {
+    // Segment 3 is lost, segment 1 arrives after 2, and the ACK that segment 1's arrival
+    // drew is lost. The sender sees: ACK 1000; ACK 1000 SACK 2 (duplicate); ACK 3000 SACK 4
+    // (cumulative, SACKs new data); ACK 3000 SACK 4-5. RFC 6675 §5: the cumulative ACK
+    // resets DupAcks to 0 and counts as 1, so 2 at the last ACK (and 2 SACKed segments
+    // above the hole: not IsLost): no fast retransmit. ns-3 (ProcessAck skips the reset
+    // when the ACK is a duplicate): 1, 2, 3 = DupThresh at the last ACK: fast retransmit.
+    for (rule, dupacks, frs) in [(DupackRule::Rfc, 2, 0), (DupackRule::Ns3, 3, 1)] {
+        let (p, mut c, mut s, out) = one_window_counting(Recovery::Sack, rule, 10);
+        let mut acks = Vec::new();
+        for i in [0, 2, 1, 4, 5] {
+            s.on_segment(&out[i], t(150), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for (k, a) in acks.iter().enumerate().filter(|&(k, _)| k != 2) {
+            c.on_segment(a, t(200 + k as u64), &p, &mut sent);
+        }
+        assert_eq!((c.dupacks, c.stats.fast_retransmits), (dupacks, frs), "{rule:?}");
+    }
+}
+
+#[test]
+fn ns3_rule_counts_no_dupack_after_an_rto_until_the_recovery_point() {
+    // After the RTO, four ACKs below the RecoveryPoint SACK new data. RFC 6675 counts them
+    // (4); ns-3's DupAck returns at once in CA_LOSS: 0.
+    for (rule, dupacks) in [(DupackRule::Rfc, 4), (DupackRule::Ns3, 0)] {
+        let (_, c, _, _) = sack_dupacks_after_an_rto(rule);
+        assert!(c.snd_una < c.recover_mark);
+        assert_eq!(c.dupacks, dupacks, "{rule:?}");
+    }
+}
+
+#[test]
+fn ns3_rule_the_ack_that_ends_recovery_does_not_count() {
+    // Segment 2 of 0-9 is lost; the ACKs of 0 and 1 let segments 10-13 out (slow start),
+    // and the third dupack starts recovery with RecoveryPoint after segment 13. Of what
+    // recovery sends (14 at once, 15 on the dupack of 10), segment 14 is lost, and the ACKs
+    // of 11-13 and 15 too; the
+    // retransmission of 2 then draws ACK 14000 SACK 15: a full ACK that SACKs new data.
+    // RFC 6675: recovery ends, DupAcks is reset and this duplicate counts: 1. ns-3: DupAck
+    // runs first, in CA_RECOVERY (no count), then the exit resets the count: 0.
+    for (rule, dupacks) in [(DupackRule::Rfc, 1), (DupackRule::Ns3, 0)] {
+        let (p, mut c, mut s, out) = one_window_counting(Recovery::Sack, rule, 20);
+        let mut acks = Vec::new();
+        for (i, seg) in out.iter().enumerate().filter(|&(i, _)| i != 2) {
+            s.on_segment(seg, t(150 + i as u64), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        assert_eq!(c.recovery.unwrap().recover, 1 + 14 * p.mss);
+        let seq = |i: u32| 1 + i * 1000;
+        let find = |sent: &[Packet], i: u32| *sent.iter().find(|x| x.seq == seq(i) && x.payload_len > 0).unwrap();
+        let mut dup = Vec::new();
+        s.on_segment(&find(&sent, 10), t(250), &p, &mut dup);
+        c.on_segment(&dup[0], t(300), &p, &mut sent);
+        let mut lost_acks = Vec::new();
+        for i in [15, 11, 12, 13] {
+            s.on_segment(&find(&sent, i), t(350), &p, &mut lost_acks);
+        }
+        let mut late = Vec::new();
+        s.on_segment(&find(&sent, 2), t(351), &p, &mut late);
+        assert_eq!(late[0].ack, seq(14), "a full ACK");
+        c.on_segment(&late[0], t(400), &p, &mut sent);
+        assert!(c.recovery.is_none());
+        assert_eq!(c.dupacks, dupacks, "{rule:?}");
+    }
+}
+
+#[test]
+fn first_partial_rto_restarts_the_timer_on_the_first_partial_ack_only() {
+    // SACK, segments 2, 4 and 6 of 0-9 lost: fast retransmit, then the resends of 2 and 4
+    // draw two partial ACKs, at 400 and 450 ms. RFC 6298 (5.3) restarts the timer on each:
+    // it expires one RTO after 450 ms. ns-3 (`NewAck(ack, m_isFirstPartialAck)`) restarts it
+    // on the first only: one RTO after 400 ms.
+    for (rto_rule, restarted_ms) in [(RecoveryRto::Rfc6298, 450), (RecoveryRto::FirstPartial, 400)] {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.limited_transmit = false;
+            c.recovery_rto = rto_rule;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+        let mut acks = Vec::new();
+        for (i, seg) in out.iter().enumerate().filter(|&(i, _)| ![2, 4, 6].contains(&i)) {
+            s.on_segment(seg, t(150 + i as u64), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        for (hole, at) in [(2u32, 400), (4, 450)] {
+            let retx = *sent.iter().find(|x| x.seq == 1 + hole * 1000).unwrap();
+            let mut ack = Vec::new();
+            s.on_segment(&retx, t(at - 50), &p, &mut ack);
+            c.on_segment(&ack[0], t(at), &p, &mut sent);
+            assert!(c.recovery.is_some(), "a partial ACK");
+        }
+        assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rto_rule:?}");
+    }
 }
