@@ -176,7 +176,7 @@ def fig8_30k(seed: int) -> None:
     """30 kbit/s per flow, 2 Mbit/s (67 flows), 1000 s, the quick Figure 8 point: the 20 s
     index, loss, queueing delay, TAQ's packets per level (1 s samples) and the share of
     samples in which level 3 may send (levels 1 and 2 empty), for the defaults and with the
-    fair-share window moved; then, from an event trace of the first 300 s, how much of the
+    fair-share window moved; then, from a 300 s run with an event trace, how much of the
     mean backlog is packets that are sent or dropped after waiting a second or more (Little's
     law: rate times mean wait), and how many segments were sent twice because a copy was
     queued while its predecessor still waited."""
