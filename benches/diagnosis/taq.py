@@ -7,6 +7,7 @@
     python3 benches/diagnosis/taq.py fig3         # Figure 3: TCP causes at 400/800 flows, 10 pkts per flow
     python3 benches/diagnosis/taq.py fig3-slices  # Figure 3: the index over 20 s and 60 s slices, every buffer
     python3 benches/diagnosis/taq.py fig9         # Figure 9: stalled flows against the epoch length
+    python3 benches/diagnosis/taq.py fig8-30k     # Figure 8 at 30 kbit/s: where TAQ's queueing delay comes from
 
 Every run is seed 1 unless ``--seed`` says otherwise; lengths are in the docstring of each.
 """
@@ -144,10 +145,77 @@ def fig9(seed: int) -> None:
             print(f"{name:18s} {kind:8s} stalled per epoch " + ", ".join(stalled) + extra, flush=True)
 
 
+FIG8_30K_VARIANTS = [
+    ("TAQ defaults", {}),
+    ("fair_share_window 1 ns (no level 3)", {"fair_share_window_ns": 1}),
+    ("fair_share_window 1 s", {"fair_share_window_ns": 10**9}),
+    ("fair_share_window 20 s", {"fair_share_window_ns": 20 * 10**9}),
+]
+
+
+def _queue_waits(events: pl.DataFrame) -> pl.DataFrame:
+    """Each packet that entered the forward bottleneck's queue: how it left (dequeue or drop),
+    its wait in ms, and whether it was queued while the previous copy of the same segment
+    still waited. The k-th enqueue of a (flow, seq, length, flags) is paired with its k-th
+    dequeue or drop: copies of one segment leave in arrival order, since a flow's packets
+    never overtake each other."""
+    key = ["flow_id", "seq", "len_bytes", "flags"]
+    forward = events.filter(pl.col("link") == "bottleneck")
+    copy = pl.int_range(pl.len()).over(key).alias("copy")
+    enq = forward.filter(pl.col("event") == "enqueue").select(*key, copy, t_in=pl.col("time_ns"))
+    out = forward.filter(pl.col("event") != "enqueue").select(*key, copy, "event", t_out=pl.col("time_ns"))
+    waits = enq.join(out, on=[*key, "copy"])
+    previous = waits.select(*key, copy=pl.col("copy") + 1, previous_out=pl.col("t_out"),
+                            previous_event=pl.col("event"))
+    return (waits.join(previous, on=[*key, "copy"], how="left")
+            .with_columns(wait_ms=(pl.col("t_out") - pl.col("t_in")) / 1e6,
+                          behind_own_copy=pl.col("t_in") < pl.col("previous_out").fill_null(0)))
+
+
+def fig8_30k(seed: int) -> None:
+    """30 kbit/s per flow, 2 Mbit/s (67 flows), 1000 s, the quick Figure 8 point: the 20 s
+    index, loss, queueing delay, TAQ's packets per level (1 s samples) and the share of
+    samples in which level 3 may send (levels 1 and 2 empty), for the defaults and with the
+    fair-share window moved; then, from a 300 s run with an event trace, how much of the
+    mean backlog is packets that are sent or dropped after waiting a second or more (Little's
+    law: rate times mean wait), and how many segments were sent twice because a copy was
+    queued while its predecessor still waited."""
+    rate_bps, flows, duration_s = 2_000_000, 67, 1000.0
+    for name, knobs in FIG8_30K_VARIANTS:
+        result = simulate(taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, seed=seed,
+                                       slice_s=1.0, queue={"kind": "taq", **knobs}))
+        per_slice = metrics.jain_per_slice(result.slices, slice_ns=20 * 10**9, flows=result.flows)
+        link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
+        states = result.queue_states.filter(pl.col("time_ns") >= 20e9)
+        level1 = sum(states[f"queued_recovery_{q}"] for q in ("extended", "silence", "first"))
+        level2 = sum(states[f"queued_{q}"] for q in ("new_flow", "over_penalized", "below_fair_share"))
+        level3 = states["queued_above_fair_share"]
+        print(f"{name:36s} 20 s Jain {per_slice.filter(pl.col('slice') > 0)['jain'].mean():.3f}  "
+              f"loss {link['loss_rate']:.3f}  delay p50 / p99 {link['queue_delay_p50_ms']:.0f} / "
+              f"{link['queue_delay_p99_ms']:.0f} ms  timeouts per flow {result.flows['timeouts'].mean():.0f}  "
+              f"packets in level 1 / 2 / 3 {level1.mean():.1f} / {level2.mean():.1f} / {level3.mean():.1f}  "
+              f"level 3 may send {((level1 + level2) == 0).mean():.2f}", flush=True)
+    traced_s = 300.0
+    scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=traced_s, seed=seed, queue={"kind": "taq"})
+    result = simulate(scenario.with_overrides({"trace": {"events": True, "max_rows": 10_000_000}}))
+    waits = _queue_waits(result.events)
+    backlog = result.links.filter(pl.col("name") == "bottleneck")["mean_backlog_pkts"][0]
+    print(f"{traced_s:.0f} s traced, mean backlog {backlog:.1f} packets", flush=True)
+    for how in ("dequeue", "drop"):
+        for label, waited in (("< 1 s", pl.col("wait_ms") < 1000), (">= 1 s", pl.col("wait_ms") >= 1000)):
+            part = waits.filter((pl.col("event") == how) & waited)
+            print(f"  {how:7s} after {label:6s}: {part.height:6d} packets, mean wait {part['wait_ms'].mean():5.0f} ms, "
+                  f"{part['wait_ms'].sum() / 1e3 / traced_s:5.1f} packets of the backlog", flush=True)
+    behind = waits.filter("behind_own_copy")
+    sent_twice = behind.filter((pl.col("event") == "dequeue") & (pl.col("previous_event") == "dequeue")).height
+    print(f"  queued behind a waiting copy of the same segment: {behind.height}, both copies sent: {sent_twice}",
+          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     runs = {"hangs": hangs, "hangs-web": hangs_web, "hangs-bulk": hangs_bulk, "fig3": fig3,
-            "fig3-slices": fig3_slices, "fig9": fig9}
+            "fig3-slices": fig3_slices, "fig9": fig9, "fig8-30k": fig8_30k}
     parser.add_argument("what", choices=sorted(runs))
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
