@@ -382,6 +382,11 @@ impl Simulator {
         self.end.as_nanos()
     }
 
+    /// The length of a slice (`FlowRow::first_slice` counts them).
+    pub fn slice_ns(&self) -> u64 {
+        self.slice.as_nanos()
+    }
+
     /// Collects the results after `advance` returned true.
     pub fn finish(mut self) -> Results {
         for k in self.sampled_slices..self.n_slices {
@@ -877,6 +882,11 @@ impl Simulator {
         let mut rows = std::mem::take(&mut self.finished);
         rows.sort();
         rows
+    }
+
+    /// Flow rows recycled and not yet taken (`take_finished`).
+    pub fn finished_flows(&self) -> usize {
+        self.finished.flows.len()
     }
 
     /// Slots of the connection table: the most connections held at once (open, or over
