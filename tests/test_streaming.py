@@ -8,13 +8,12 @@ import math
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
-
 from smallpipe import Scenario
 from smallpipe._smallpipe import ConfigError
 from smallpipe.cli import app
 from smallpipe.result import Interrupted, Result, reporting_progress, simulate
 from smallpipe.streaming import FCT_BINS_PER_DECADE, STREAMED_TABLES, streamed_parts
+from typer.testing import CliRunner
 
 # Short Poisson flows over 20 host pairs and a few transfers with progress points: many
 # connections finish (and are recycled) during the run, some are open at its end.
