@@ -11,7 +11,8 @@ that run. Four kinds of run:
   2 simulated seconds with a 100 ms RTT, on a bottleneck of 50 kbit/s per flow; every
   flow is still open at the end.
 - ``active_units``: N bulk flows, each on its own host pair (the reproductions' usual
-  shape; at most the simulator's 65 000 units), same rate per flow, 2 s.
+  shape; at most 65 000 units, the simulator's limit when first measured), same rate
+  per flow, 2 s.
 - ``finished``: N one-packet flows arriving as a Poisson process over 100 host pairs for
   10 s on a 2 Gbit/s link with a 20 ms RTT; nearly all have finished at the end. Their
   connections are recycled, but their rows stay in memory to the end.
@@ -41,6 +42,7 @@ ACTIVE_RATE_PER_FLOW_BPS = 50_000
 HOST_PAIRS = 100
 KINDS = ("active", "active_units", "finished", "finished_streamed")
 MAX_UNITS = 65_000
+"""Largest ``active_units`` run (the simulator's limit when it was first measured)."""
 STREAM_FLOWS_EVERY = 10_000
 
 

@@ -43,7 +43,7 @@ ROW_BYTES = 128.0
 """A burst, progress or queue-state row (a few columns, as a slice row)."""
 TRACE_ROW_BYTES = 256.0
 """A traced packet (7 columns)."""
-MAX_UNITS = 65_000
+MAX_UNITS = 1_000_000
 """Units per run (`MAX_UNITS` in crates/sim/src/config.rs): a replayed log's clients beyond it are refused."""
 MIN_CONNECTION_WIRE_BYTES = 120.0
 """Bytes a connection puts on the bottleneck at least (SYN, one data segment, FIN: 40-byte

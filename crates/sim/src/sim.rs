@@ -67,9 +67,14 @@ struct Unit {
 
 /// Bytes an unlimited bulk sender has "written": more than any run can send.
 const UNLIMITED_BYTES: u64 = 1 << 50;
-/// Host addresses come from the benchmarking range 198.18.0.0/15.
+/// Host addresses of the first units come from the benchmarking range 198.18.0.0/15, one
+/// /16 per side; later units from 10.0.0.0/9 and 10.128.0.0/9 (room for 8 million), so
+/// that the first units keep the addresses (and flow hashes) they always had.
 const SENDER_NET: u32 = 0xC612_0000; // 198.18.0.0
 const RECEIVER_NET: u32 = 0xC613_0000; // 198.19.0.0
+const NARROW_UNITS: u32 = 0xFFFE; // .0.1 to .255.254
+const WIDE_SENDER_NET: u32 = 0x0A00_0000; // 10.0.0.0
+const WIDE_RECEIVER_NET: u32 = 0x0A80_0000; // 10.128.0.0
 const SERVER_PORT: u16 = 80;
 const FIRST_CLIENT_PORT: u16 = 1024;
 
@@ -250,7 +255,7 @@ impl Simulator {
         let receiver_delay = ms(l.receiver_delay_ms);
         let access_rate = l.access_rate_bps as u64;
         let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
-        let (s_ip, d_ip) = (SENDER_NET + u + 1, RECEIVER_NET + u + 1);
+        let (s_ip, d_ip) = unit_addresses(u);
         let s_node = self.nodes.len() as u32;
         let d_node = s_node + 1;
         let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, self.overhead, 0.0, &access_queue, 0)?;
@@ -995,6 +1000,16 @@ impl Simulator {
     }
 }
 
+/// Unit `u`'s sender and receiver addresses (see `SENDER_NET`).
+fn unit_addresses(u: u32) -> (u32, u32) {
+    if u < NARROW_UNITS {
+        (SENDER_NET + u + 1, RECEIVER_NET + u + 1)
+    } else {
+        let i = u - NARROW_UNITS + 1;
+        (WIDE_SENDER_NET + i, WIDE_RECEIVER_NET + i)
+    }
+}
+
 /// Whether a scenario's connections are recycled: not when a table is keyed by slot (the
 /// `[trace]` recorder, `trace_conn`, `record_sender_epochs` read every endpoint by index).
 fn recycles(sc: &Scenario) -> bool {
@@ -1091,6 +1106,24 @@ mod tests {
 
     fn conn(size: Option<u64>) -> Conn {
         Conn::new(0, 0, Instant::ZERO, size, 0, false)
+    }
+
+    /// Every unit up to the limit gets two addresses no other unit has, the first 65 534 in
+    /// 198.18.0.0/16 and 198.19.0.0/16 as always, the rest in 10.0.0.0/8, none a network
+    /// or broadcast address of its /16 or /9.
+    #[test]
+    fn unit_addresses_are_distinct_up_to_the_limit() {
+        assert_eq!(unit_addresses(0), (0xC612_0001, 0xC613_0001));
+        assert_eq!(unit_addresses(65_533), (0xC612_FFFE, 0xC613_FFFE));
+        assert_eq!(unit_addresses(65_534), (0x0A00_0001, 0x0A80_0001));
+        let last = MAX_UNITS as u32 - 1;
+        let (s, d) = unit_addresses(last);
+        assert!(s < 0x0A7F_FFFF && d < 0x0AFF_FFFF, "{s:#x} {d:#x}: inside the /9s, below their broadcast");
+        let mut seen = rustc_hash::FxHashSet::default();
+        for u in (0..MAX_UNITS as u32).step_by(5).chain([last]) { // last % 5 != 0
+            let (s, d) = unit_addresses(u);
+            assert!(seen.insert(s) && seen.insert(d), "unit {u}");
+        }
     }
 
     #[test]
