@@ -679,7 +679,8 @@ impl Simulator {
                     self.packets_to_closed_flows += 1;
                     return;
                 };
-                left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, [&pkt]);
+                let conn = &mut self.conns[(e / 2) as usize];
+                conn.in_flight = conn.in_flight.saturating_sub(1); // its endpoint's event checks recycling
                 let mut out = std::mem::take(&mut self.scratch);
                 if let Some(r) = self.rcp.get_mut(&(e / 2)) {
                     if e.is_multiple_of(2) {
