@@ -19,6 +19,9 @@ that run. Four kinds of run:
 - ``finished_streamed``: the same with ``[output] stream_flows_every = 10000``, run by
   ``smallpipe.simulate(..., stream_dir=...)`` into a temporary directory: the rows leave
   as Parquet parts during the run.
+- ``streamed_fixed_rate``: the same streamed flows at a fixed 30 000 per second, for
+  N / 30 000 seconds: as many open at once whatever N, so the slope is what a finished
+  flow costs (in ``finished_streamed`` more flows are also open at once as N grows).
 
 For each run the child reports three resident sizes (``/proc/self/status``):
 ``before`` (after imports, before the run), ``sim`` (the highest VmRSS sampled every 2 ms
@@ -40,7 +43,8 @@ from pathlib import Path
 
 ACTIVE_RATE_PER_FLOW_BPS = 50_000
 HOST_PAIRS = 100
-KINDS = ("active", "active_units", "finished", "finished_streamed")
+KINDS = ("active", "active_units", "finished", "finished_streamed", "streamed_fixed_rate")
+FIXED_RATE_PER_S = 30_000
 MAX_UNITS = 65_000
 """Largest ``active_units`` run (the simulator's limit when it was first measured)."""
 STREAM_FLOWS_EVERY = 10_000
@@ -49,9 +53,11 @@ STREAM_FLOWS_EVERY = 10_000
 def scenario(kind: str, flows: int) -> dict:
     """The scenario of one run with about ``flows`` flows (exactly, for ``active_units``)."""
     output = {}
-    if kind.startswith("finished"):
+    if kind in ("finished", "finished_streamed", "streamed_fixed_rate"):
         duration_s, rtt_ms, rate_bps = 10.0, 20.0, 2e9
-        if kind == "finished_streamed":
+        if kind == "streamed_fixed_rate":
+            duration_s = flows / FIXED_RATE_PER_S
+        if kind != "finished":
             output = {"output": {"stream_flows_every": STREAM_FLOWS_EVERY}}
         group = {"count": HOST_PAIRS, "app": "poisson", "size_bytes": 1000, "rate_per_s": flows / duration_s}
     else:
@@ -101,7 +107,7 @@ def child(kind: str, flows: int) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     clock = time.perf_counter()
     sampler.start()
-    if kind == "finished_streamed":
+    if "output" in sc.to_dict():
         with tempfile.TemporaryDirectory() as parts:
             summary = simulate(sc, stream_dir=parts).meta["streamed"]
         sampled["running"] = False
@@ -135,7 +141,7 @@ def plot(runs: list[dict], fits: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for kind, marker in zip(KINDS, "osd^", strict=True):
+    for kind, marker in zip(KINDS, "osd^v", strict=True):
         rows = [r for r in runs if r["kind"] == kind]
         if kind not in fits:
             continue
@@ -180,6 +186,8 @@ def measure(args: argparse.Namespace) -> list[dict]:
         if kind not in KINDS:
             raise SystemExit(f"--kinds: {kind!r} is not a kind; expected some of {', '.join(KINDS)}")
         for n in sizes:
+            if kind == "streamed_fixed_rate" and n < FIXED_RATE_PER_S:
+                continue  # under a second
             if kind == "active" and n > args.max_active:
                 continue
             if kind == "active_units" and n > MAX_UNITS:

@@ -282,7 +282,7 @@ class Result:
                     f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
                 )
             frames[table] = pl.DataFrame(columns, schema=schema, strict=False)
-        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"])
+        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"], stream_dir=None)
 
     def write(self, directory: str | PathLike[str]) -> Path:
         """Write the run to ``directory`` (created if needed) and return its path.
@@ -424,8 +424,14 @@ def simulate(
     if stream is not None:
         stream({table: native[table] for table in STREAMED_TABLES})  # the rows still held: the last part
         result.meta["streamed"] = {"parts": stream.parts, **stream.summary.to_dict()}
-        empty = {table: pl.DataFrame(schema=_TABLES[table]) for table in STREAMED_TABLES}
-        result = replace(result, **empty, stream_dir=stream.directory)
+        result = replace(
+            result,
+            flows=pl.DataFrame(schema=_TABLES["flows"]),
+            slices=pl.DataFrame(schema=_TABLES["slices"]),
+            bursts=pl.DataFrame(schema=_TABLES["bursts"]),
+            progress=pl.DataFrame(schema=_TABLES["progress"]),
+            stream_dir=stream.directory,
+        )
     if result.meta["partial"]:
         raise Interrupted(result)
     return result
