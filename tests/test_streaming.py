@@ -109,11 +109,12 @@ def test_run_streams_into_its_directory_and_reads_back_lazily(tmp_path):
 
 
 @pytest.mark.slow
-def test_thesis_fig52_quick_summary_is_the_same_streamed(tmp_path):
+def test_thesis_fig52_quick_summary_is_the_same_streamed(tmp_path, monkeypatch):
     """Figure 5.2's quick run read back from streamed parts gives the table of the run held
     in memory (whose CSV `test_reproductions_pinned` pins)."""
     from smallpipe.experiments import thesis_fig52 as fig52
 
+    monkeypatch.setattr(fig52, "STREAM_FLOWS_EVERY", 500)  # several parts of its ~4 000 flows
     in_memory = fig52.summary(fig52.run(seed=1, **fig52.QUICK))
     streamed = fig52.summary(fig52.run(seed=1, **fig52.QUICK, stream_dir=tmp_path))
     assert len(streamed_parts(tmp_path / "tcp", "flows")) >= 2
