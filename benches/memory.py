@@ -2,17 +2,26 @@
 
     python benches/memory.py                      # table on stdout, docs/memory.png
     python benches/memory.py --max-flows 100000   # skip the 10^6 runs
+    python benches/memory.py --kinds finished,finished_streamed   # only these kinds
 
 Each run is a fresh Python process (``--child KIND N``), so its resident set holds only
-that run. Three kinds of run:
+that run. Four kinds of run:
 
 - ``active``: Poisson arrivals of flows too large to finish, over 100 host pairs, for
   2 simulated seconds with a 100 ms RTT, on a bottleneck of 50 kbit/s per flow; every
   flow is still open at the end.
 - ``active_units``: N bulk flows, each on its own host pair (the reproductions' usual
-  shape; at most the simulator's 65 000 units), same rate per flow, 2 s.
+  shape; at most 65 000 units, the simulator's limit when first measured), same rate
+  per flow, 2 s.
 - ``finished``: N one-packet flows arriving as a Poisson process over 100 host pairs for
-  10 s on a 2 Gbit/s link with a 20 ms RTT; nearly all have finished at the end.
+  10 s on a 2 Gbit/s link with a 20 ms RTT; nearly all have finished at the end. Their
+  connections are recycled, but their rows stay in memory to the end.
+- ``finished_streamed``: the same with ``[output] stream_flows_every = 10000``, run by
+  ``smallpipe.simulate(..., stream_dir=...)`` into a temporary directory: the rows leave
+  as Parquet parts during the run.
+- ``streamed_fixed_rate``: the same streamed flows at a fixed 30 000 per second, for
+  N / 30 000 seconds: as many open at once whatever N, so the slope is what a finished
+  flow costs (in ``finished_streamed`` more flows are also open at once as N grows).
 
 For each run the child reports three resident sizes (``/proc/self/status``):
 ``before`` (after imports, before the run), ``sim`` (the highest VmRSS sampled every 2 ms
@@ -34,14 +43,22 @@ from pathlib import Path
 
 ACTIVE_RATE_PER_FLOW_BPS = 50_000
 HOST_PAIRS = 100
-KINDS = ("active", "active_units", "finished")
+KINDS = ("active", "active_units", "finished", "finished_streamed", "streamed_fixed_rate")
+FIXED_RATE_PER_S = 30_000
 MAX_UNITS = 65_000
+"""Largest ``active_units`` run (the simulator's limit when it was first measured)."""
+STREAM_FLOWS_EVERY = 10_000
 
 
 def scenario(kind: str, flows: int) -> dict:
     """The scenario of one run with about ``flows`` flows (exactly, for ``active_units``)."""
-    if kind == "finished":
+    output = {}
+    if kind in ("finished", "finished_streamed", "streamed_fixed_rate"):
         duration_s, rtt_ms, rate_bps = 10.0, 20.0, 2e9
+        if kind == "streamed_fixed_rate":
+            duration_s = flows / FIXED_RATE_PER_S
+        if kind != "finished":
+            output = {"output": {"stream_flows_every": STREAM_FLOWS_EVERY}}
         group = {"count": HOST_PAIRS, "app": "poisson", "size_bytes": 1000, "rate_per_s": flows / duration_s}
     else:
         duration_s, rtt_ms = 2.0, 100.0
@@ -58,6 +75,7 @@ def scenario(kind: str, flows: int) -> dict:
         "link": {"rate_bps": rate_bps, "delay_ms": 1.0, "access_rate_bps": max(1e8, rate_bps),
                  "queue": {"kind": "droptail", "limit_pkts": 1000}},
         "flows": [{**group, "rtt_ms": rtt_ms}],
+        **output,
     }
 
 
@@ -70,8 +88,10 @@ def status_kb(field: str) -> int:
 
 def child(kind: str, flows: int) -> dict:
     """Run one scenario in this process and measure it (see the module docstring)."""
+    import tempfile
+
     from smallpipe import Scenario, _smallpipe
-    from smallpipe.result import Result
+    from smallpipe.result import Result, simulate
 
     sc = Scenario.from_dict(scenario(kind, flows))
     before = status_kb("VmRSS")
@@ -87,15 +107,21 @@ def child(kind: str, flows: int) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     clock = time.perf_counter()
     sampler.start()
-    native = _smallpipe.simulate(sc.to_json())
-    sampled["running"] = False
-    result = Result.from_native(native, sc)
+    if "output" in sc.to_dict():
+        with tempfile.TemporaryDirectory() as parts:
+            summary = simulate(sc, stream_dir=parts).meta["streamed"]
+        sampled["running"] = False
+        n_flows, ended = summary["flows"], summary["finished"]
+    else:
+        native = _smallpipe.simulate(sc.to_json())
+        sampled["running"] = False
+        flows_table = Result.from_native(native, sc).flows
+        n_flows, ended = flows_table.height, int(flows_table.get_column("end_ns").is_not_null().sum())
     wall = time.perf_counter() - clock
-    ended = result.flows.get_column("end_ns").is_not_null().sum()
     return {
-        "kind": kind, "requested": flows, "flows": result.flows.height, "finished": int(ended),
-        "active": result.flows.height - int(ended), "before_kb": before, "sim_kb": sampled["max_kb"],
-        "peak_kb": status_kb("VmHWM"), "wall_s": round(wall, 2), "events": result.meta["events"],
+        "kind": kind, "requested": flows, "flows": n_flows, "finished": ended,
+        "active": n_flows - ended, "before_kb": before, "sim_kb": sampled["max_kb"],
+        "peak_kb": status_kb("VmHWM"), "wall_s": round(wall, 2),
     }
 
 
@@ -115,9 +141,9 @@ def plot(runs: list[dict], fits: dict, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for kind, marker in zip(KINDS, "osd", strict=True):
+    for kind, marker in zip(KINDS, "osd^v", strict=True):
         rows = [r for r in runs if r["kind"] == kind]
-        if not rows:
+        if kind not in fits:
             continue
         x = [r["flows"] for r in rows]
         per_flow = fits[kind]["peak_bytes_per_flow"]
@@ -140,6 +166,7 @@ def main() -> None:
     parser.add_argument("--max-flows", type=float, default=1e6, help="largest run [default: 1e6]")
     parser.add_argument("--max-active", type=float, default=3e5,
                         help="largest `active` run [default: 3e5; 10^6 takes over 4 minutes on this machine]")
+    parser.add_argument("--kinds", default=",".join(KINDS), help=f"kinds to run, comma-separated [default: {','.join(KINDS)}]")
     parser.add_argument("--plot", type=Path, default=Path(__file__).parents[1] / "docs" / "memory.png")
     parser.add_argument("--json", type=Path, help="also write the runs and fits here")
     parser.add_argument("--from-json", type=Path, help="report and plot the runs of an earlier --json; run nothing")
@@ -155,8 +182,12 @@ def measure(args: argparse.Namespace) -> list[dict]:
     """Every run, each in its own process."""
     sizes = [n for n in (1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000) if n <= args.max_flows]
     runs = []
-    for kind in KINDS:
+    for kind in args.kinds.split(","):
+        if kind not in KINDS:
+            raise SystemExit(f"--kinds: {kind!r} is not a kind; expected some of {', '.join(KINDS)}")
         for n in sizes:
+            if kind == "streamed_fixed_rate" and n < FIXED_RATE_PER_S:
+                continue  # under a second
             if kind == "active" and n > args.max_active:
                 continue
             if kind == "active_units" and n > MAX_UNITS:
@@ -176,6 +207,8 @@ def report(runs: list[dict], args: argparse.Namespace) -> None:
     fits = {}
     for kind in KINDS:
         rows = [r for r in runs if r["kind"] == kind]
+        if len(rows) < 2:
+            continue
         x = [r["flows"] for r in rows]
         sim_slope, _ = fit(x, [1024 * (r["sim_kb"] - r["before_kb"]) for r in rows])
         peak_slope, _ = fit(x, [1024 * (r["peak_kb"] - r["before_kb"]) for r in rows])

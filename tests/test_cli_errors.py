@@ -20,7 +20,7 @@ import duckdb
 from smallpipe import Scenario, simulate
 from smallpipe.cli import app, summary_table
 from smallpipe.errors import OverrideNote
-from smallpipe.guard import SLICE_ROW_BYTES, estimate_memory
+from smallpipe.guard import LIMIT_ENV, SLICE_ROW_BYTES, estimate_memory
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DUMBBELL = str(EXAMPLES / "dumbbell.toml")
@@ -141,8 +141,8 @@ def test_run_negative_seed():
 @pytest.mark.parametrize(
     ("count", "shown"),
     [
-        ([65_001], "flows[0].count: 65001 is not allowed; expected 1 to 65000 units"),
-        ([65_000, 1], "flows: 65001 units in all is not allowed; expected at most 65000 units per run"),
+        ([1_000_001], "flows[0].count: 1000001 is not allowed; expected 1 to 1000000 units"),
+        ([1_000_000, 1], "flows: 1000001 units in all is not allowed; expected at most 1000000 units per run"),
     ],
 )
 def test_unit_limit_is_checked_up_front(tmp_path, count, shown):
@@ -157,8 +157,11 @@ def test_unit_limit_is_checked_up_front(tmp_path, count, shown):
 
 def test_docs_state_the_validators_unit_limit():
     docs = (Path(__file__).resolve().parent.parent / "docs" / "scenario.md").read_text()
-    assert "65 000 in all per run" in docs
-    Scenario(flows=[{"app": "bulk", "count": 65_000}], duration_s=1.0)  # the limit itself is allowed
+    assert "1 000 000 in all per run" in docs
+    limit = {"app": "bulk", "count": 1_000_000}
+    with pytest.MonkeyPatch.context() as env:  # the memory guard would refuse it on a small machine
+        env.setenv(LIMIT_ENV, "1000GB")
+        Scenario(flows=[limit], duration_s=1.0)  # the limit itself is allowed
 
 
 @pytest.mark.parametrize(

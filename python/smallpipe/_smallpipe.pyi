@@ -53,7 +53,10 @@ def validate_config(config_json: str) -> str:
     """
 
 def simulate(
-    config_json: str, progress: Callable[[int, int], object] | None = None, chunk_events: int = 20_000
+    config_json: str,
+    progress: Callable[[int, int], object] | None = None,
+    chunk_events: int = 20_000,
+    on_rows: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:
     """Run one simulation, ``chunk_events`` events at a time (the results do not depend on
     it). Between chunks Python's signal handlers run and ``progress(now_ns, end_ns)`` is
@@ -62,6 +65,10 @@ def simulate(
 
     Arguments:
         config_json: the scenario as JSON (validated again on the Rust side).
+        on_rows: with the scenario's ``[output] stream_flows_every = N``, called between
+            chunks once N or more finished flows are ready, with their ``flows``,
+            ``slices``, ``bursts`` and ``progress`` columns; those rows are then not in
+            the returned tables.
 
     Returns:
         ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states", "trace",
@@ -110,7 +117,9 @@ def simulate(
         - meta: ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
           (transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
           ``partial`` (and ``stopped_at_ns`` when true), ``trace_truncated`` (the
-          ``[trace]`` parts that hit their cap).
+          ``[trace]`` parts that hit their cap), ``flows_opened`` (connections opened,
+          streamed ones included), ``packets_to_closed_flows`` (packets that reached a
+          host after their connection was recycled, dropped there).
 
     Raises:
         ConfigError: the scenario is invalid.

@@ -119,15 +119,30 @@ def summary_table(result: Result) -> Table:
         simulated = f"{duration_s:g} of {planned_s:g} s (stopped by Ctrl-C)"
     else:
         simulated = f"{duration_s:g} s"
-    rows = [
-        ("flows", f"{result.flows.height}"),
+    link_rows = [
         ("duration" if on_testbed else "simulated duration", simulated),
         ("bottleneck utilization", f"{metrics.utilization(result.links):.1%}"),
         ("bottleneck loss rate", f"{bottleneck.get_column('loss_rate')[0]:.2%}"),
-        *workload_rows(result),
-        ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
-        ("wall time", f"{wall_seconds:.2f} s"),
     ]
+    streamed = meta.get("streamed")
+    if streamed:  # the rows are on disk: the online summary
+        fct = [streamed[f"fct_{q}_s"] for q in ("p50", "p99")]
+        rows = [
+            ("flows", f"{streamed['flows']} ({meta['flows_opened']} opened, in {streamed['parts']} parts)"),
+            *link_rows,
+            ("flows finished", f"{streamed['finished']}"),
+            ("completion time (FCT, to 12%)", "n/a" if fct[0] is None else f"p50 {fct[0]:.3g} s, p99 {fct[1]:.3g} s"),
+            ("timeouts", f"{streamed['timeouts']}"),
+            ("wall time", f"{wall_seconds:.2f} s"),
+        ]
+    else:
+        rows = [
+            ("flows", f"{result.flows.height}"),
+            *link_rows,
+            *workload_rows(result),
+            ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
+            ("wall time", f"{wall_seconds:.2f} s"),
+        ]
     if not on_testbed:  # the testbed runs in real time: its packet rate says nothing of speed
         rows.append(
             ("packets per wall second", f"{meta['packets'] / wall_seconds:,.0f}" if wall_seconds > 0 else "n/a")
@@ -185,7 +200,7 @@ def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     longer than writing the tables, and Ctrl-C asked to stop now."""
     print_unwrapped(summary_table(result))
     result.write(out_dir)
-    if not result.meta.get("partial"):
+    if not result.meta.get("partial") and result.stream_dir is None:  # run.png would read every row
         # Imported here: matplotlib takes a second to load, which an interrupted run skips.
         from smallpipe.plots import plot_run
 
@@ -254,7 +269,7 @@ def run(
         with SimulationProgress(error_console, f"simulating {scenario_path.name}") as progress, reporting_progress(
             progress.start
         ):
-            result = simulate(scenario)
+            result = simulate(scenario, stream_dir=out_dir)
     except Interrupted as stop:
         result, interrupted = stop.result, True
     except ConfigError as error:  # found at set-up, e.g. a malformed replayed log

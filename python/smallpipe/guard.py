@@ -43,7 +43,7 @@ ROW_BYTES = 128.0
 """A burst, progress or queue-state row (a few columns, as a slice row)."""
 TRACE_ROW_BYTES = 256.0
 """A traced packet (7 columns)."""
-MAX_UNITS = 65_000
+MAX_UNITS = 1_000_000
 """Units per run (`MAX_UNITS` in crates/sim/src/config.rs): a replayed log's clients beyond it are refused."""
 MIN_CONNECTION_WIRE_BYTES = 120.0
 """Bytes a connection puts on the bottleneck at least (SYN, one data segment, FIN: 40-byte
@@ -162,7 +162,11 @@ def estimate_memory(config: Mapping[str, Any]) -> Estimate:
         churn_concurrent += count * parallel
     units = min(units, MAX_UNITS)
 
-    slice_rows = whole_run_flows * n_slices + 2 * churn_connections + churn_concurrent * n_slices
+    held_connections = churn_connections
+    output = config.get("output")
+    if output:  # streamed: the finished flows' rows are held a batch at a time (one in Rust, one being written)
+        held_connections = min(churn_connections, 2.0 * float(output["stream_flows_every"]))
+    slice_rows = whole_run_flows * n_slices + 2 * held_connections + churn_concurrent * n_slices
     queues = [link.get("queue"), link.get("reverse_queue"), topology.get("path2_queue")]
     taq_links = sum(1 for queue in queues if isinstance(queue, Mapping) and queue.get("kind") == "taq")
     rows += taq_links * n_slices
@@ -171,7 +175,7 @@ def estimate_memory(config: Mapping[str, Any]) -> Estimate:
         BASE_BYTES
         + slice_rows * SLICE_ROW_BYTES
         + units * UNIT_BYTES
-        + churn_connections * CONNECTION_BYTES
+        + held_connections * CONNECTION_BYTES
         + rows * ROW_BYTES
         + trace_rows * TRACE_ROW_BYTES
     )

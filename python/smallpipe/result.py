@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 from types import MappingProxyType
@@ -22,6 +22,7 @@ import polars as pl
 from smallpipe import _smallpipe
 from smallpipe._smallpipe import SimulationError
 from smallpipe.scenario import Scenario
+from smallpipe.streaming import STREAMED_TABLES, FlowStream, scan
 
 __all__ = [
     "BURSTS_SCHEMA",
@@ -229,7 +230,15 @@ class Result:
     ``trace_truncated`` (the ``[trace]`` tables that hit their cap: ``flow_series``,
     ``link_series``, ``events``, ``pcap``) and
     ``partial``: true when Ctrl-C stopped the run, whose tables then cover only its first
-    ``stopped_at_ns`` (also its ``duration_ns``; the scenario keeps the planned duration).
+    ``stopped_at_ns`` (also its ``duration_ns``; the scenario keeps the planned duration),
+    ``flows_opened`` and ``packets_to_closed_flows`` (packets that reached a host after
+    their connection's state was recycled, dropped there).
+
+    A streamed run (``[output] stream_flows_every``, simulated with ``stream_dir``) has its
+    ``flows``, ``slices``, ``bursts`` and ``progress`` as Parquet parts under ``stream_dir``:
+    those frames are empty, :meth:`scan` reads the parts lazily, and ``meta["streamed"]``
+    holds the parts' count and the online summary (flows, finished, timeouts, FCT median
+    and 99th percentile to 12%).
     """
 
     flows: pl.DataFrame
@@ -249,6 +258,15 @@ class Result:
     events: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EVENTS_SCHEMA))
     pcap: bytes | None = None
     """A pcap (nanosecond timestamps, Ethernet) of both bottleneck directions, with ``trace.pcap``."""
+    stream_dir: Path | None = None
+    """Where a streamed run's per-flow parts are (None: the frames hold every row)."""
+
+    def scan(self, table: str) -> pl.LazyFrame:
+        """``table`` as a lazy frame: a streamed run's parts, or the frame in memory."""
+        if self.stream_dir is not None and table in STREAMED_TABLES:
+            return scan(self.stream_dir, table, _TABLES[table])
+        frame: pl.DataFrame = getattr(self, table)
+        return frame.lazy()
 
     @classmethod
     def from_native(cls, native: dict[str, Any], scenario: Scenario) -> Result:
@@ -268,7 +286,7 @@ class Result:
                     f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
                 )
             frames[table] = pl.DataFrame(columns, schema=schema, strict=False)
-        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"])
+        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"], stream_dir=None)
 
     def write(self, directory: str | PathLike[str]) -> Path:
         """Write the run to ``directory`` (created if needed) and return its path.
@@ -283,6 +301,8 @@ class Result:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for table in _TABLES:
+            if self.stream_dir is not None and table in STREAMED_TABLES:
+                continue  # its parts are on disk already
             getattr(self, table).write_parquet(directory / f"{table}.parquet")
         for table in _TRACE_TABLES:
             if not getattr(self, table).is_empty():
@@ -305,7 +325,8 @@ class Result:
         meta = json.loads((directory / "meta.json").read_text())
         scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
         pcap = pcap_path.read_bytes() if pcap_path.is_file() else None
-        return cls(**frames, meta=meta, scenario=scenario, pcap=pcap)
+        stream_dir = directory if "streamed" in meta else None
+        return cls(**frames, meta=meta, scenario=scenario, pcap=pcap, stream_dir=stream_dir)
 
 
 def _read_table(path: Path, schema: pl.Schema) -> pl.DataFrame:
@@ -376,12 +397,17 @@ def reporting_progress(start: Callable[[Scenario], ProgressCallback]) -> Iterato
         _PROGRESS.reset(token)
 
 
-def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Result:
+def simulate(
+    scenario: Scenario | dict[str, Any] | str | PathLike[str], *, stream_dir: str | PathLike[str] | None = None
+) -> Result:
     """Run a scenario in the simulator.
 
     Arguments:
         scenario: a :class:`Scenario`, a dict with the TOML keys, or the path of a
             TOML scenario file.
+        stream_dir: with the scenario's ``[output] stream_flows_every``, where the per-flow
+            tables go as Parquet parts during the run (see :class:`Result`); without it the
+            rows stay in memory as in any run. An interrupted run keeps the parts written.
 
     Raises:
         ConfigError: the scenario is invalid.
@@ -394,8 +420,22 @@ def simulate(scenario: Scenario | dict[str, Any] | str | PathLike[str]) -> Resul
         scenario = Scenario.from_toml(scenario)
     scenario = with_active_overrides(scenario)
     start = _PROGRESS.get()
-    native = _smallpipe.simulate(scenario.to_json(), progress=start(scenario) if start else None)
+    stream = None
+    if stream_dir is not None and scenario.to_dict().get("output"):
+        stream = FlowStream(Path(stream_dir), _TABLES)
+    native = _smallpipe.simulate(scenario.to_json(), progress=start(scenario) if start else None, on_rows=stream)
     result = Result.from_native(native, scenario)
+    if stream is not None:
+        stream({table: native[table] for table in STREAMED_TABLES})  # the rows still held: the last part
+        result.meta["streamed"] = {"parts": stream.parts, **stream.summary.to_dict()}
+        result = replace(
+            result,
+            flows=pl.DataFrame(schema=_TABLES["flows"]),
+            slices=pl.DataFrame(schema=_TABLES["slices"]),
+            bursts=pl.DataFrame(schema=_TABLES["bursts"]),
+            progress=pl.DataFrame(schema=_TABLES["progress"]),
+            stream_dir=stream.directory,
+        )
     if result.meta["partial"]:
         raise Interrupted(result)
     return result

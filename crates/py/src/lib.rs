@@ -8,6 +8,7 @@ use smallpipe_core::models::size_aware_analysis::{self as sa, TcpModel};
 use smallpipe_core::{ConfigError as CoreConfigError, DropReason};
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
 use smallpipe_sim::trace::{QueueEvent, TraceOutput};
+use smallpipe_sim::results::{BurstRow, FlowRow, ProgressRow};
 use smallpipe_sim::{Results, Scenario};
 
 mod run;
@@ -34,64 +35,23 @@ fn validate_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
 }
 
 /// Runs a scenario given as JSON; returns columns of flows, slices, links, bursts and meta.
-/// See `run::simulate_in_chunks` for `progress`, `chunk_events` and interruption.
+/// See `run::simulate_in_chunks` for `progress`, `on_rows`, `chunk_events` and interruption.
 #[pyfunction]
-#[pyo3(signature = (config_json, progress=None, chunk_events=run::CHUNK_EVENTS))]
+#[pyo3(signature = (config_json, progress=None, chunk_events=run::CHUNK_EVENTS, on_rows=None))]
 fn simulate<'py>(
     py: Python<'py>,
     config_json: &str,
     progress: Option<Bound<'py, PyAny>>,
     chunk_events: u64,
+    on_rows: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scenario = Scenario::from_json(config_json).map_err(|e| config_error(py, e))?;
-    run::simulate_in_chunks(py, &scenario, progress.as_ref(), chunk_events)
+    run::simulate_in_chunks(py, &scenario, progress.as_ref(), chunk_events, on_rows.as_ref())
 }
 
 fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-
-    let flows = PyDict::new(py);
-    let f = &r.flows;
-    flows.set_item("flow_id", f.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
-    flows.set_item("unit_id", f.iter().map(|x| x.unit_id).collect::<Vec<_>>())?;
-    flows.set_item("group", f.iter().map(|x| x.group).collect::<Vec<_>>())?;
-    flows.set_item("app", f.iter().map(|x| x.app.name()).collect::<Vec<_>>())?;
-    flows.set_item("rtt_ms", f.iter().map(|x| x.rtt_ms).collect::<Vec<_>>())?;
-    flows.set_item("start_ns", f.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
-    flows.set_item("requested_ns", f.iter().map(|x| x.requested_ns).collect::<Vec<_>>())?;
-    flows.set_item("end_ns", f.iter().map(|x| x.end_ns).collect::<Vec<_>>())?;
-    flows.set_item("size_bytes", f.iter().map(|x| x.size_bytes).collect::<Vec<_>>())?;
-    flows.set_item("bytes_delivered", f.iter().map(|x| x.bytes_delivered).collect::<Vec<_>>())?;
-    flows.set_item("segments_sent", f.iter().map(|x| x.segments_sent).collect::<Vec<_>>())?;
-    flows.set_item("retransmits", f.iter().map(|x| x.retransmits).collect::<Vec<_>>())?;
-    flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
-    flows.set_item("timeouts_in_recovery", f.iter().map(|x| x.timeouts_in_recovery).collect::<Vec<_>>())?;
-    flows.set_item("timeouts_after_dupacks", f.iter().map(|x| x.timeouts_after_dupacks).collect::<Vec<_>>())?;
-    flows.set_item("timeouts_repeated", f.iter().map(|x| x.timeouts_repeated).collect::<Vec<_>>())?;
-    flows.set_item("syn_timeouts", f.iter().map(|x| x.syn_timeouts).collect::<Vec<_>>())?;
-    flows.set_item("fast_retransmits", f.iter().map(|x| x.fast_retransmits).collect::<Vec<_>>())?;
-    flows.set_item("backoff_ns", f.iter().map(|x| x.backoff_ns).collect::<Vec<_>>())?;
-    flows.set_item("longest_silence_ns", f.iter().map(|x| x.longest_silence_ns).collect::<Vec<_>>())?;
-    out.set_item("flows", flows)?;
-
-    let slices = PyDict::new(py);
-    let rows = f.iter().map(|x| x.slice_bytes.len()).sum();
-    let (mut ids, mut idx, mut starts, mut bytes) =
-        (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
-    for x in f {
-        for (i, b) in x.slice_bytes.iter().enumerate() {
-            let slice = x.first_slice + i as u32;
-            ids.push(x.flow_id);
-            idx.push(slice);
-            starts.push(slice as u64 * r.slice_ns);
-            bytes.push(*b);
-        }
-    }
-    slices.set_item("flow_id", ids)?;
-    slices.set_item("slice", idx)?;
-    slices.set_item("start_ns", starts)?;
-    slices.set_item("bytes", bytes)?;
-    out.set_item("slices", slices)?;
+    rows_to_dict(py, &out, &r.flows, &r.bursts, &r.progress, r.slice_ns)?;
 
     let units = PyDict::new(py);
     let u = &r.units;
@@ -137,22 +97,6 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     delays.set_item("delay_ns", delay_ns)?;
     delays.set_item("packets", counts)?;
     out.set_item("queue_delays", delays)?;
-
-    let bursts = PyDict::new(py);
-    let b = &r.bursts;
-    bursts.set_item("flow_id", b.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
-    bursts.set_item("sent_ns", b.iter().map(|x| x.sent_ns).collect::<Vec<_>>())?;
-    bursts.set_item("first_sent_ns", b.iter().map(|x| x.first_sent_ns).collect::<Vec<_>>())?;
-    bursts.set_item("acked_ns", b.iter().map(|x| x.acked_ns).collect::<Vec<_>>())?;
-    bursts.set_item("response_ns", b.iter().map(|x| x.acked_ns.map(|a| a - x.sent_ns)).collect::<Vec<_>>())?;
-    out.set_item("bursts", bursts)?;
-
-    let progress = PyDict::new(py);
-    let p = &r.progress;
-    progress.set_item("flow_id", p.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
-    progress.set_item("packets", p.iter().map(|x| x.packets).collect::<Vec<_>>())?;
-    progress.set_item("fct_ns", p.iter().map(|x| x.fct_ns).collect::<Vec<_>>())?;
-    out.set_item("progress", progress)?;
 
     let states = PyDict::new(py);
     let q = &r.queue_states;
@@ -201,9 +145,75 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     meta.set_item("packets", r.packets)?;
     meta.set_item("wall_seconds", r.wall_seconds)?;
     meta.set_item("skipped_log_lines", r.skipped_log_lines)?;
+    meta.set_item("flows_opened", r.flows_opened)?;
+    meta.set_item("packets_to_closed_flows", r.packets_to_closed_flows)?;
     meta.set_item("trace_truncated", r.traces.truncated.clone())?;
     out.set_item("meta", meta)?;
     Ok(out)
+}
+
+/// The per-flow tables (`flows`, `slices`, `bursts`, `progress`) of some rows into `out`:
+/// a whole run's, or a streamed batch's.
+fn rows_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, f: &[FlowRow], bursts_rows: &[BurstRow],
+                     progress_rows: &[ProgressRow], slice_ns: u64) -> PyResult<()> {
+    let flows = PyDict::new(py);
+    flows.set_item("flow_id", f.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    flows.set_item("unit_id", f.iter().map(|x| x.unit_id).collect::<Vec<_>>())?;
+    flows.set_item("group", f.iter().map(|x| x.group).collect::<Vec<_>>())?;
+    flows.set_item("app", f.iter().map(|x| x.app.name()).collect::<Vec<_>>())?;
+    flows.set_item("rtt_ms", f.iter().map(|x| x.rtt_ms).collect::<Vec<_>>())?;
+    flows.set_item("start_ns", f.iter().map(|x| x.start_ns).collect::<Vec<_>>())?;
+    flows.set_item("requested_ns", f.iter().map(|x| x.requested_ns).collect::<Vec<_>>())?;
+    flows.set_item("end_ns", f.iter().map(|x| x.end_ns).collect::<Vec<_>>())?;
+    flows.set_item("size_bytes", f.iter().map(|x| x.size_bytes).collect::<Vec<_>>())?;
+    flows.set_item("bytes_delivered", f.iter().map(|x| x.bytes_delivered).collect::<Vec<_>>())?;
+    flows.set_item("segments_sent", f.iter().map(|x| x.segments_sent).collect::<Vec<_>>())?;
+    flows.set_item("retransmits", f.iter().map(|x| x.retransmits).collect::<Vec<_>>())?;
+    flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
+    flows.set_item("timeouts_in_recovery", f.iter().map(|x| x.timeouts_in_recovery).collect::<Vec<_>>())?;
+    flows.set_item("timeouts_after_dupacks", f.iter().map(|x| x.timeouts_after_dupacks).collect::<Vec<_>>())?;
+    flows.set_item("timeouts_repeated", f.iter().map(|x| x.timeouts_repeated).collect::<Vec<_>>())?;
+    flows.set_item("syn_timeouts", f.iter().map(|x| x.syn_timeouts).collect::<Vec<_>>())?;
+    flows.set_item("fast_retransmits", f.iter().map(|x| x.fast_retransmits).collect::<Vec<_>>())?;
+    flows.set_item("backoff_ns", f.iter().map(|x| x.backoff_ns).collect::<Vec<_>>())?;
+    flows.set_item("longest_silence_ns", f.iter().map(|x| x.longest_silence_ns).collect::<Vec<_>>())?;
+    out.set_item("flows", flows)?;
+
+    let slices = PyDict::new(py);
+    let rows = f.iter().map(|x| x.slice_bytes.len()).sum();
+    let (mut ids, mut idx, mut starts, mut bytes) =
+        (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
+    for x in f {
+        for (i, b) in x.slice_bytes.iter().enumerate() {
+            let slice = x.first_slice + i as u32;
+            ids.push(x.flow_id);
+            idx.push(slice);
+            starts.push(slice as u64 * slice_ns);
+            bytes.push(*b);
+        }
+    }
+    slices.set_item("flow_id", ids)?;
+    slices.set_item("slice", idx)?;
+    slices.set_item("start_ns", starts)?;
+    slices.set_item("bytes", bytes)?;
+    out.set_item("slices", slices)?;
+
+    let bursts = PyDict::new(py);
+    let b = bursts_rows;
+    bursts.set_item("flow_id", b.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    bursts.set_item("sent_ns", b.iter().map(|x| x.sent_ns).collect::<Vec<_>>())?;
+    bursts.set_item("first_sent_ns", b.iter().map(|x| x.first_sent_ns).collect::<Vec<_>>())?;
+    bursts.set_item("acked_ns", b.iter().map(|x| x.acked_ns).collect::<Vec<_>>())?;
+    bursts.set_item("response_ns", b.iter().map(|x| x.acked_ns.map(|a| a - x.sent_ns)).collect::<Vec<_>>())?;
+    out.set_item("bursts", bursts)?;
+
+    let progress = PyDict::new(py);
+    let p = progress_rows;
+    progress.set_item("flow_id", p.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    progress.set_item("packets", p.iter().map(|x| x.packets).collect::<Vec<_>>())?;
+    progress.set_item("fct_ns", p.iter().map(|x| x.fct_ns).collect::<Vec<_>>())?;
+    out.set_item("progress", progress)?;
+    Ok(())
 }
 
 /// The `[trace]` tables (`flow_series`, `link_series`, `events`) and the pcap's bytes (or None).

@@ -6,9 +6,12 @@ use crate::trace::TraceConfig;
 use crate::workload::Dist;
 use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
-/// Units per run (flows, sessions, users, host pairs, log clients): each has two addresses
-/// in a /16 of the benchmarking range.
-pub const MAX_UNITS: usize = 65_000;
+/// Units per run (flows, sessions, users, host pairs, log clients). Memory, not addresses
+/// (`sim::unit_addresses` has 8 million), sets it: a unit costs about 12 KB (hosts, four
+/// access links with their queues, routes: docs/performance.md), so 10^6 units take about
+/// 12 GB, three times the 4 GB a run should fit in; the memory guard (guard.py) refuses
+/// sooner on a smaller machine. Host pairs of a Poisson group carry any number of flows.
+pub const MAX_UNITS: usize = 1_000_000;
 
 /// A whole simulation: topology, TCP knobs, and flow groups.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -50,7 +53,24 @@ pub struct Scenario {
     /// Opt-in time series, event trace and pcap (`crate::trace`); absent, nothing is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceConfig>,
+    /// How per-flow rows leave the run; absent, they are all returned at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputConfig>,
 }
+
+/// `[output]`: streaming of per-flow rows.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Hand the rows of finished (recycled) connections out during the run, in batches of
+    /// at least this many flows (Python writes each batch as a Parquet part), so a run of
+    /// 10^8 flows never holds its rows at once.
+    pub stream_flows_every: u64,
+}
+
+/// Upper bound of `output.stream_flows_every`: parts of more than 10^7 rows would hold as
+/// much in memory as streaming is meant to avoid.
+const STREAM_FLOWS_MAX: u64 = 10_000_000;
 
 /// The end hosts' transport protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -627,11 +647,15 @@ impl Scenario {
         for (i, g) in self.flows.iter().enumerate() {
             g.validate(min_rtt_ms, self.tcp.mss_bytes()).map_err(|e| e.within(&format!("flows[{i}]")))?;
         }
-        // Checked here, not when the units are built: a run that would stop at unit 65 001
+        // Checked here, not when the units are built: a run that would stop at the last unit
         // has allocated hundreds of MB first. A replayed log's clients are counted at set-up.
         let units: u64 = self.flows.iter().filter(|g| g.app != AppKind::Replay).map(|g| u64::from(g.count)).sum();
         check(units <= MAX_UNITS as u64, "flows", format!("{units} units in all"),
             &format!("at most {MAX_UNITS} units per run (the sum of every group's count)"))?;
+        if let Some(o) = &self.output {
+            check((1..=STREAM_FLOWS_MAX).contains(&o.stream_flows_every), "output.stream_flows_every",
+                o.stream_flows_every, &format!("a number of flows per part from 1 to {STREAM_FLOWS_MAX}"))?;
+        }
         if self.transport == Transport::Rcp {
             check(matches!(self.link.queue, QdiscConfig::Rcp(_)), "transport", "rcp",
                 "\"tcp\", or \"rcp\" with an RCP router (link.queue.kind = \"rcp\")")?;
@@ -923,6 +947,19 @@ mod tests {
     const MIN: &str = r#"{"flows":[{"app":"bulk"}]}"#;
 
     #[test]
+    fn stream_flows_every_is_checked_and_absent_by_default() {
+        let e = err(r#"{"output":{"stream_flows_every":0},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("output.stream_flows_every", "0"));
+        assert!(e.allowed.contains("1 to 10000000"), "{}", e.allowed);
+        let e = err(r#"{"output":{"stream_flows_every":10000001},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "output.stream_flows_every");
+        // Absent, the canonical form has no `output` (scenario hashes stay as they were).
+        assert!(!Scenario::from_json(MIN).unwrap().to_json().contains("output"));
+        let sc = Scenario::from_json(r#"{"output":{"stream_flows_every":5},"flows":[{"app":"bulk"}]}"#).unwrap();
+        assert_eq!(sc.output.map(|o| o.stream_flows_every), Some(5));
+    }
+
+    #[test]
     fn defaults_fill_in() {
         let s = Scenario::from_json(MIN).unwrap();
         assert_eq!(s.tcp.packet_size_bytes, 1500);
@@ -1028,11 +1065,11 @@ mod tests {
 
     #[test]
     fn units_are_limited_in_all_before_any_is_built() {
-        let e = err(r#"{"flows":[{"app":"bulk","count":65001}]}"#);
-        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows[0].count", "65001"));
-        let e = err(r#"{"flows":[{"app":"bulk","count":65000},{"app":"bulk"}]}"#);
-        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows", "65001 units in all"));
-        assert!(Scenario::from_json(r#"{"flows":[{"app":"bulk","count":64999},{"app":"bulk"}]}"#).is_ok());
+        let e = err(r#"{"flows":[{"app":"bulk","count":1000001}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows[0].count", "1000001"));
+        let e = err(r#"{"flows":[{"app":"bulk","count":1000000},{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows", "1000001 units in all"));
+        assert!(Scenario::from_json(r#"{"flows":[{"app":"bulk","count":999999},{"app":"bulk"}]}"#).is_ok());
     }
 
     #[test]

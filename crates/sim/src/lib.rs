@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod epochs;
+pub mod flows;
 pub mod workload;
 pub mod event;
 pub mod link;

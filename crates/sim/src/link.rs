@@ -61,17 +61,17 @@ impl Link {
         (self.pipe.len() == 1).then_some(at)
     }
 
-    /// The head of the pipe arrives; `None` if the link lost it. Also returns when the next
-    /// head arrives, if any.
-    pub fn arrive(&mut self) -> (Option<Packet>, Option<Instant>) {
+    /// The head of the pipe arrives, or `Err` with it if the link lost it. Also returns when
+    /// the next head arrives, if any.
+    pub fn arrive(&mut self) -> (Result<Packet, Packet>, Option<Instant>) {
         let (_, pkt) = self.pipe.pop_front().expect("Arrive with an empty pipe");
         let next = self.pipe.front().map(|(t, _)| *t);
         self.arrivals += 1;
         if self.rng.chance(self.loss) || self.drop_nth.binary_search(&self.arrivals).is_ok() {
             self.queue.record_external_drop(&pkt, DropReason::LinkLoss);
-            return (None, next);
+            return (Err(pkt), next);
         }
-        (Some(pkt), next)
+        (Ok(pkt), next)
     }
 }
 

@@ -187,4 +187,9 @@ pub struct Results {
     pub traces: crate::trace::TraceOutput,
     /// Malformed lines of replayed logs skipped (with `skip_malformed`).
     pub skipped_log_lines: u64,
+    /// Connections opened (rows already handed out by `Simulator::take_finished` included).
+    pub flows_opened: u32,
+    /// Packets that reached a host after their connection was recycled, dropped there
+    /// (`crate::flows`); zero unless a packet outlived the in-flight count.
+    pub packets_to_closed_flows: u64,
 }

@@ -9,12 +9,13 @@
 //! client implicitly asked for) and recorded one row each.
 
 use crate::epochs::EpochRecorder;
+use crate::flows::{is_over, push_rows, Conn, FinishedRows, RowContext};
 use crate::config::{AppKind, MAX_UNITS, DiamondConfig, EdgeConfig, EdgeMark, FlowGroup, GapFrom, ReplayMode, Routing, Scenario,
     Spread, TopologyConfig, Transport};
 use crate::event::{Event, EventQueue};
 use crate::link::Link;
 use crate::rcp::{RcpConn, RcpSender};
-use crate::results::{BurstRow, FlowRow, LinkRow, ProgressRow, QueueStateRow, Results, TraceRow, UnitRow};
+use crate::results::{LinkRow, QueueStateRow, Results, TraceRow, UnitRow};
 use crate::tcp::{Endpoint, State, TcpParams};
 use crate::trace::Recorder;
 use rustc_hash::FxHashMap;
@@ -64,34 +65,16 @@ struct Unit {
     pages_done: u32,
 }
 
-/// One TCP connection: endpoints `2c` (sender) and `2c + 1` (receiver).
-struct Conn {
-    unit: u32,
-    start: Instant,
-    /// Replayed logs: when the client wanted the object (its logged time).
-    requested: Option<Instant>,
-    size_bytes: Option<u64>,
-    done: bool,
-    delivered_seen: u64,
-    bursts_seen: usize,
-    /// Interactive: the handshake is done and bursts are being written.
-    bursting: bool,
-    last_progress: Instant,
-    longest_silence: Duration,
-    /// Bytes per slice from `first_slice` on (dense over the connection's lifetime).
-    first_slice: u32,
-    slice_bytes: Vec<u64>,
-    /// With `record_progress`: when each MSS of data had arrived in order, since `start`.
-    progress: Option<Vec<Duration>>,
-    /// Packets the sender has emitted, counted by the edge's `first_n` marker.
-    edge_pkts: u32,
-}
-
 /// Bytes an unlimited bulk sender has "written": more than any run can send.
 const UNLIMITED_BYTES: u64 = 1 << 50;
-/// Host addresses come from the benchmarking range 198.18.0.0/15.
+/// Host addresses of the first units come from the benchmarking range 198.18.0.0/15, one
+/// /16 per side; later units from 10.0.0.0/9 and 10.128.0.0/9 (room for 8 million), so
+/// that the first units keep the addresses (and flow hashes) they always had.
 const SENDER_NET: u32 = 0xC612_0000; // 198.18.0.0
 const RECEIVER_NET: u32 = 0xC613_0000; // 198.19.0.0
+const NARROW_UNITS: u32 = 0xFFFE; // .0.1 to .255.254
+const WIDE_SENDER_NET: u32 = 0x0A00_0000; // 10.0.0.0
+const WIDE_RECEIVER_NET: u32 = 0x0A80_0000; // 10.128.0.0
 const SERVER_PORT: u16 = 80;
 const FIRST_CLIENT_PORT: u16 = 1024;
 
@@ -108,7 +91,19 @@ pub struct Simulator {
     demux: FxHashMap<FlowKey, u32>,
     groups: Vec<FlowGroup>,
     units: Vec<Unit>,
+    /// Connections by slot (`crate::flows`); a freed slot waits on `free_slots`.
     conns: Vec<Conn>,
+    free_slots: Vec<u32>,
+    /// Connections opened so far: the next one's `flow_id`.
+    flows_opened: u32,
+    /// Whether slots of connections that are over are recycled (see `recycles`).
+    recycle: bool,
+    /// Slots whose connection may be over, checked after the event that named them.
+    recycle_candidates: Vec<u32>,
+    /// Rows of recycled connections not yet handed out (`take_finished`).
+    finished: FinishedRows,
+    /// Packets that reached a host after their connection was recycled (dropped there).
+    packets_to_closed_flows: u64,
     params: TcpParams,
     scratch: Vec<Packet>,
     overhead: Duration,
@@ -169,6 +164,12 @@ impl Simulator {
             groups: sc.flows.clone(),
             units: Vec::new(),
             conns: Vec::new(),
+            free_slots: Vec::new(),
+            flows_opened: 0,
+            recycle: recycles(sc),
+            recycle_candidates: Vec::new(),
+            finished: FinishedRows::default(),
+            packets_to_closed_flows: 0,
             params: TcpParams::from_config(&sc.tcp).for_transport(sc.transport),
             scratch: Vec::new(),
             overhead,
@@ -254,7 +255,7 @@ impl Simulator {
         let receiver_delay = ms(l.receiver_delay_ms);
         let access_rate = l.access_rate_bps as u64;
         let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
-        let (s_ip, d_ip) = (SENDER_NET + u + 1, RECEIVER_NET + u + 1);
+        let (s_ip, d_ip) = unit_addresses(u);
         let s_node = self.nodes.len() as u32;
         let d_node = s_node + 1;
         let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, self.overhead, 0.0, &access_queue, 0)?;
@@ -386,6 +387,11 @@ impl Simulator {
         self.end.as_nanos()
     }
 
+    /// The length of a slice (`FlowRow::first_slice` counts them).
+    pub fn slice_ns(&self) -> u64 {
+        self.slice.as_nanos()
+    }
+
     /// Collects the results after `advance` returned true.
     pub fn finish(mut self) -> Results {
         for k in self.sampled_slices..self.n_slices {
@@ -419,7 +425,7 @@ impl Simulator {
                 AnyQdisc::Taq(taq) => Some(taq),
                 _ => None,
             };
-            let senders = self.conns.iter().enumerate().map(|(c, conn)| (c as u32, &self.endpoints[2 * c], !conn.done));
+            let senders = self.conns.iter().enumerate().map(|(c, conn)| (conn.flow_id, &self.endpoints[2 * c], !conn.done));
             rec.record(k, at, senders, self.params.mss, taq);
         }
         for l in &self.links {
@@ -459,15 +465,18 @@ impl Simulator {
             Event::Arrive { link } => {
                 let l = &mut self.links[link as usize];
                 let to = l.to_node;
-                let traced = self.recorder.as_ref().filter(|r| r.traces(link)).and(l.pipe.front()).map(|&(_, p)| p);
                 let (pkt, next) = l.arrive();
                 if let Some(at) = next {
                     self.events.push(at, Event::Arrive { link });
                 }
-                match (pkt, traced, self.recorder.as_mut()) {
-                    (Some(pkt), _, _) => self.deliver(to, pkt),
-                    (None, Some(lost), Some(r)) => r.on_link_loss(link, &lost, self.now, &self.demux),
-                    (None, _, _) => {}
+                match pkt {
+                    Ok(pkt) => self.deliver(to, pkt),
+                    Err(lost) => {
+                        if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
+                            r.on_link_loss(link, &lost, self.now, &self.demux);
+                        }
+                        left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, [&lost]);
+                    }
                 }
             }
             Event::Timer { endpoint, gen } if self.transport == Transport::Rcp && endpoint.is_multiple_of(2) => {
@@ -493,6 +502,9 @@ impl Simulator {
             Event::App { endpoint } => self.write_burst(endpoint),
             Event::Unit { unit } => self.unit_event(unit),
             Event::TraceSample => self.trace_sample(),
+        }
+        while let Some(c) = self.recycle_candidates.pop() {
+            self.try_recycle(c as usize);
         }
     }
 
@@ -529,8 +541,8 @@ impl Simulator {
             }
             UnitApp::Replay { mode: ReplayMode::Logged, requests } => {
                 let (wanted, bytes) = requests.pop_front().expect("one event per logged request");
-                self.open_conn(u, Some(bytes));
-                self.conns.last_mut().expect("just opened").requested = Some(wanted);
+                let c = self.open_conn(u, Some(bytes));
+                self.conns[c as usize].requested = Some(wanted);
             }
             UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
             UnitApp::Poisson { mean_gap_s } => {
@@ -566,14 +578,18 @@ impl Simulator {
                 },
                 _ => return,
             };
-            self.open_conn(u, Some(size));
-            self.conns.last_mut().expect("just opened").requested = wanted;
+            let c = self.open_conn(u, Some(size));
+            self.conns[c as usize].requested = wanted;
         }
     }
 
-    /// Opens a connection of the unit; `size` None is unlimited, Some(0) writes nothing.
-    fn open_conn(&mut self, u: u32, size: Option<u64>) {
-        let c = self.conns.len() as u32;
+    /// Opens a connection of the unit in a free slot (or a new one) and returns the slot;
+    /// `size` None is unlimited, Some(0) writes nothing.
+    fn open_conn(&mut self, u: u32, size: Option<u64>) -> u32 {
+        let flow_id = self.flows_opened;
+        self.flows_opened += 1;
+        let reused = self.free_slots.pop();
+        let c = reused.unwrap_or(self.conns.len() as u32);
         let unit = &mut self.units[u as usize];
         let unit_group = unit.group;
         let port = unit.next_port;
@@ -587,29 +603,26 @@ impl Simulator {
         unit.open += 1;
         self.demux.insert(key, 2 * c);
         self.demux.insert(key.reversed(), 2 * c + 1);
-        self.endpoints.push(Endpoint::client(key, iss_s, &self.params));
-        self.endpoints.push(Endpoint::listener(key.reversed(), iss_r, &self.params));
         let first_slice = (self.now.as_nanos() / self.slice.as_nanos()) as u32;
-        self.conns.push(Conn {
-            unit: u,
-            start: self.now,
-            requested: None,
-            size_bytes: size,
-            done: false,
-            delivered_seen: 0,
-            bursts_seen: 0,
-            bursting: false,
-            last_progress: self.now,
-            longest_silence: Duration::ZERO,
-            first_slice,
-            slice_bytes: Vec::new(),
-            progress: self.groups[unit_group as usize].record_progress.then(Vec::new),
-            edge_pkts: 0,
-        });
+        let conn = Conn::new(flow_id, u, self.now, size, first_slice, self.groups[unit_group as usize].record_progress);
+        let (mut snd, mut rcv) = (Endpoint::client(key, iss_s, &self.params), Endpoint::listener(key.reversed(), iss_r, &self.params));
+        if reused.is_some() {
+            // Generations go on from the freed endpoints', so their pending timer events stay stale.
+            let at = 2 * c as usize;
+            (snd.timer_gen, rcv.timer_gen) = (self.endpoints[at].timer_gen, self.endpoints[at + 1].timer_gen);
+            self.endpoints[at] = snd;
+            self.endpoints[at + 1] = rcv;
+            self.conns[c as usize] = conn;
+        } else {
+            self.endpoints.push(snd);
+            self.endpoints.push(rcv);
+            self.conns.push(conn);
+        }
         let mut out = std::mem::take(&mut self.scratch);
         if self.transport == Transport::Rcp {
             let (now, p) = (self.now, &self.params);
             let mut sender = RcpSender::new(key, iss_s, p);
+            sender.timer_gen = self.endpoints[2 * c as usize].timer_gen;
             sender.connect(now, p, &mut out);
             sender.app_write(size.unwrap_or(UNLIMITED_BYTES), now, p, &mut out);
             if size.is_some() {
@@ -617,7 +630,7 @@ impl Simulator {
             }
             self.rcp.insert(c, RcpConn { sender, echo_kbps: None });
             self.after_rcp(c, out);
-            return;
+            return c;
         }
         let (now, p) = (self.now, &self.params);
         let ep = &mut self.endpoints[2 * c as usize];
@@ -631,6 +644,7 @@ impl Simulator {
             None => ep.app_write(UNLIMITED_BYTES, false, now, p, &mut out),
         }
         self.after_endpoint(2 * c, out);
+        c
     }
 
     fn write_burst(&mut self, e: u32) {
@@ -661,7 +675,12 @@ impl Simulator {
                 self.enqueue(link, pkt);
             }
             Node::Host { .. } => {
-                let Some(&e) = self.demux.get(&pkt.flow.reversed()) else { return };
+                let Some(&e) = self.demux.get(&pkt.flow.reversed()) else {
+                    self.packets_to_closed_flows += 1;
+                    return;
+                };
+                let conn = &mut self.conns[(e / 2) as usize];
+                conn.in_flight = conn.in_flight.saturating_sub(1); // its endpoint's event checks recycling
                 let mut out = std::mem::take(&mut self.scratch);
                 if let Some(r) = self.rcp.get_mut(&(e / 2)) {
                     if e.is_multiple_of(2) {
@@ -699,6 +718,8 @@ impl Simulator {
         if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
             r.on_enqueue(link, &pkt, l.queue.last_drops(), self.now, &self.demux);
         }
+        let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
+        left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
         self.start_tx(link);
     }
 
@@ -712,6 +733,10 @@ impl Simulator {
         if let Some(r) = self.recorder.as_mut().filter(|r| idle && r.traces(link)) {
             r.on_dequeue(link, l.sending.as_ref(), l.queue.last_drops(), self.now, &self.demux);
         }
+        if idle {
+            let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
+            left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
+        }
     }
 
     /// Sends what an endpoint emitted, re-arms its timer, records progress, and lets the
@@ -722,8 +747,12 @@ impl Simulator {
         let node = if e.is_multiple_of(2) { self.units[u].sender_node } else { self.units[u].receiver_node };
         let Node::Host { egress } = self.nodes[node as usize] else { unreachable!("endpoints live on hosts") };
         let group_dscp = self.groups[self.units[u].group as usize].dscp;
-        if let Some(trace) = self.trace.as_mut().filter(|t| t.conn as usize == c && e.is_multiple_of(2)) {
+        if let Some(trace) = self.trace.as_mut().filter(|t| t.conn == self.conns[c].flow_id && e.is_multiple_of(2)) {
             trace.record(&self.endpoints[e as usize], &out, self.now);
+        }
+        self.conns[c].in_flight += out.len() as u32;
+        if self.recycle && self.endpoints[2 * c + 1].finished_at.is_some() {
+            self.recycle_candidates.push(c as u32);
         }
         for mut pkt in out.drain(..) {
             if e.is_multiple_of(2) {
@@ -794,6 +823,10 @@ impl Simulator {
     fn after_rcp(&mut self, c: u32, mut out: Vec<Packet>) {
         let u = self.conns[c as usize].unit as usize;
         let Node::Host { egress } = self.nodes[self.units[u].sender_node as usize] else { unreachable!("senders live on hosts") };
+        self.conns[c as usize].in_flight += out.len() as u32;
+        if self.recycle && self.endpoints[2 * c as usize + 1].finished_at.is_some() {
+            self.recycle_candidates.push(c);
+        }
         for pkt in out.drain(..) {
             self.enqueue(egress, pkt);
         }
@@ -803,6 +836,76 @@ impl Simulator {
         if s.failed && !self.conns[c as usize].done {
             self.conn_done(c as usize);
         }
+    }
+
+    /// The unit's row fields a connection's row takes.
+    fn row_context(&self, u: u32) -> RowContext {
+        let unit = &self.units[u as usize];
+        RowContext {
+            end: self.end,
+            slice: self.slice,
+            last_slice: self.n_slices - 1,
+            unit_rtt: unit.rtt,
+            group: unit.group,
+            app: self.groups[unit.group as usize].app,
+        }
+    }
+
+    /// If slot `c`'s connection is over (`flows::is_over`), builds its rows now (they are
+    /// what `collect` would build at the end: nothing of it changes any more), drops its
+    /// demultiplexing entries and RCP state, and frees the slot.
+    fn try_recycle(&mut self, c: usize) {
+        if !self.recycle || self.conns[c].freed {
+            return;
+        }
+        let rcp = self.rcp.get(&(c as u32)).map(|r| &r.sender);
+        let (snd, rcv) = (&self.endpoints[2 * c], &self.endpoints[2 * c + 1]);
+        if !is_over(&self.conns[c], snd, rcp, rcv) {
+            return;
+        }
+        let cx = self.row_context(self.conns[c].unit);
+        push_rows(&mut self.conns[c], snd, rcp.map_or(&snd.stats, |r| &r.stats), rcv, &cx, &mut self.finished);
+        // A later connection of the host pair on the same port (after the ports wrapped)
+        // may own the key by now.
+        for (key, e) in [(snd.key, 2 * c as u32), (rcv.key, 2 * c as u32 + 1)] {
+            if self.demux.get(&key) == Some(&e) {
+                self.demux.remove(&key);
+            }
+        }
+        // Past every generation a pending timer event of the slot carries.
+        let snd_gen = rcp.map_or(snd.timer_gen, |r| r.timer_gen).wrapping_add(1);
+        self.endpoints[2 * c].timer_gen = snd_gen;
+        self.endpoints[2 * c + 1].timer_gen = self.endpoints[2 * c + 1].timer_gen.wrapping_add(1);
+        self.rcp.remove(&(c as u32));
+        self.conns[c].freed = true;
+        self.free_slots.push(c as u32);
+    }
+
+    /// Rows of the connections recycled since the last call, in flow_id order; what
+    /// `finish` returns then holds only the rest. A caller streams them out so that a
+    /// finished connection costs no memory.
+    pub fn take_finished(&mut self) -> FinishedRows {
+        let mut rows = std::mem::take(&mut self.finished);
+        rows.sort();
+        rows
+    }
+
+    /// Flow rows recycled and not yet taken (`take_finished`).
+    pub fn finished_flows(&self) -> usize {
+        self.finished.flows.len()
+    }
+
+    /// Slots of the connection table: the most connections held at once (open, or over
+    /// but not yet recycled).
+    pub fn slots(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Disables recycling: every connection keeps its slot to the end, as before recycling
+    /// existed (for tests that compare the two).
+    pub fn without_recycling(mut self) -> Self {
+        self.recycle = false;
+        self
     }
 
     /// A connection delivered everything (or gave up): the application goes on.
@@ -833,56 +936,17 @@ impl Simulator {
 
     fn collect(mut self, wall_seconds: f64) -> Results {
         let end = self.end;
-        let last_slice = self.n_slices - 1;
-        let mut flows = Vec::with_capacity(self.conns.len());
-        let mut bursts = Vec::new();
-        let mut progress = Vec::new();
-        for (c, conn) in self.conns.iter_mut().enumerate() {
-            for (k, t) in conn.progress.iter().flatten().enumerate() {
-                progress.push(ProgressRow { flow_id: c as u32, packets: k as u32 + 1, fct_ns: t.as_nanos() });
+        let mut rows = std::mem::take(&mut self.finished);
+        for c in 0..self.conns.len() {
+            if self.conns[c].freed {
+                continue;
             }
+            let cx = self.row_context(self.conns[c].unit);
             let (snd, rcv) = (&self.endpoints[2 * c], &self.endpoints[2 * c + 1]);
             let snd_stats = self.rcp.get(&(c as u32)).map_or(&snd.stats, |r| &r.sender.stats);
-            let finished = rcv.finished_at;
-            let longest = conn.longest_silence.max(finished.unwrap_or(end).saturating_since(conn.last_progress));
-            // Dense over the lifetime: through the slice it finished in, or the last one.
-            let final_slice = finished.map_or(last_slice, |t| ((t.as_nanos() / self.slice.as_nanos()) as u32).min(last_slice));
-            conn.slice_bytes.resize((final_slice - conn.first_slice + 1) as usize, 0);
-            let unit = &self.units[conn.unit as usize];
-            let g = &self.groups[unit.group as usize];
-            flows.push(FlowRow {
-                flow_id: c as u32,
-                unit_id: conn.unit,
-                group: unit.group,
-                app: g.app,
-                rtt_ms: unit.rtt.as_nanos() as f64 / 1e6,
-                start_ns: conn.start.as_nanos(),
-                requested_ns: conn.requested.map(|t| t.as_nanos()),
-                end_ns: finished.map(|t| t.as_nanos()),
-                size_bytes: conn.size_bytes.filter(|&s| s > 0),
-                bytes_delivered: rcv.stats.bytes_delivered,
-                segments_sent: snd_stats.segments_sent,
-                retransmits: snd_stats.retransmits,
-                timeouts: snd_stats.timeouts,
-                timeouts_in_recovery: snd_stats.timeouts_in_recovery,
-                timeouts_after_dupacks: snd_stats.timeouts_after_dupacks,
-                timeouts_repeated: snd_stats.timeouts_repeated,
-                syn_timeouts: snd_stats.syn_timeouts,
-                fast_retransmits: snd_stats.fast_retransmits,
-                backoff_ns: snd.backoff_ns_until(finished.unwrap_or(end).min(end)),
-                longest_silence_ns: longest.as_nanos(),
-                first_slice: conn.first_slice,
-                slice_bytes: std::mem::take(&mut conn.slice_bytes),
-            });
-            for b in &snd.completed_bursts {
-                bursts.push(BurstRow { flow_id: c as u32, sent_ns: b.written.as_nanos(),
-                    first_sent_ns: Some(b.first_sent.as_nanos()), acked_ns: Some(b.acked.as_nanos()) });
-            }
-            for (written, first_sent) in snd.outstanding_bursts() {
-                bursts.push(BurstRow { flow_id: c as u32, sent_ns: written.as_nanos(),
-                    first_sent_ns: first_sent.map(Instant::as_nanos), acked_ns: None });
-            }
+            push_rows(&mut self.conns[c], snd, snd_stats, rcv, &cx, &mut rows);
         }
+        rows.sort();
         let units = self
             .units
             .iter()
@@ -921,16 +985,49 @@ impl Simulator {
             events: self.events.events_processed(),
             packets,
             wall_seconds,
-            flows,
+            flows: rows.flows,
             units,
             links,
-            bursts,
-            progress,
+            bursts: rows.bursts,
+            progress: rows.progress,
             queue_states: std::mem::take(&mut self.queue_states),
             trace: self.trace.take().map_or_else(Vec::new, |t| t.rows),
             sender_epochs: self.epochs.take().map_or_else(Vec::new, |r| r.rows),
             traces,
             skipped_log_lines: self.skipped_log_lines,
+            flows_opened: self.flows_opened,
+            packets_to_closed_flows: self.packets_to_closed_flows,
+        }
+    }
+}
+
+/// Unit `u`'s sender and receiver addresses (see `SENDER_NET`).
+fn unit_addresses(u: u32) -> (u32, u32) {
+    if u < NARROW_UNITS {
+        (SENDER_NET + u + 1, RECEIVER_NET + u + 1)
+    } else {
+        let i = u - NARROW_UNITS + 1;
+        (WIDE_SENDER_NET + i, WIDE_RECEIVER_NET + i)
+    }
+}
+
+/// Whether a scenario's connections are recycled: not when a table is keyed by slot (the
+/// `[trace]` recorder, `trace_conn`, `record_sender_epochs` read every endpoint by index).
+fn recycles(sc: &Scenario) -> bool {
+    sc.trace.is_none() && sc.trace_conn.is_none() && !sc.record_sender_epochs
+}
+
+/// Packets that left the network (delivered, dropped by a queue, lost on a link): their
+/// connections have that many fewer in flight; one with none left may be over.
+fn left_network<'a>(demux: &FxHashMap<FlowKey, u32>, conns: &mut [Conn], candidates: &mut Vec<u32>,
+                    pkts: impl IntoIterator<Item = &'a Packet>) {
+    for pkt in pkts {
+        let Some(&e) = demux.get(&pkt.flow.reversed()) else { continue };
+        let conn = &mut conns[(e / 2) as usize];
+        // Saturating: after ports wrap, a late packet of an old connection counts against the new one.
+        conn.in_flight = conn.in_flight.saturating_sub(1);
+        if conn.in_flight == 0 && conn.done {
+            candidates.push(e / 2);
         }
     }
 }
@@ -1009,21 +1106,24 @@ mod tests {
     use super::*;
 
     fn conn(size: Option<u64>) -> Conn {
-        Conn {
-            unit: 0,
-            start: Instant::ZERO,
-            requested: None,
-            size_bytes: size,
-            done: false,
-            delivered_seen: 0,
-            bursts_seen: 0,
-            bursting: false,
-            last_progress: Instant::ZERO,
-            longest_silence: Duration::ZERO,
-            first_slice: 0,
-            slice_bytes: Vec::new(),
-            progress: None,
-            edge_pkts: 0,
+        Conn::new(0, 0, Instant::ZERO, size, 0, false)
+    }
+
+    /// Every unit up to the limit gets two addresses no other unit has, the first 65 534 in
+    /// 198.18.0.0/16 and 198.19.0.0/16 as always, the rest in 10.0.0.0/8, none a network
+    /// or broadcast address of its /16 or /9.
+    #[test]
+    fn unit_addresses_are_distinct_up_to_the_limit() {
+        assert_eq!(unit_addresses(0), (0xC612_0001, 0xC613_0001));
+        assert_eq!(unit_addresses(65_533), (0xC612_FFFE, 0xC613_FFFE));
+        assert_eq!(unit_addresses(65_534), (0x0A00_0001, 0x0A80_0001));
+        let last = MAX_UNITS as u32 - 1;
+        let (s, d) = unit_addresses(last);
+        assert!(s < 0x0A7F_FFFF && d < 0x0AFF_FFFF, "{s:#x} {d:#x}: inside the /9s, below their broadcast");
+        let mut seen = rustc_hash::FxHashSet::default();
+        for u in (0..MAX_UNITS as u32).step_by(5).chain([last]) { // last % 5 != 0
+            let (s, d) = unit_addresses(u);
+            assert!(seen.insert(s) && seen.insert(d), "unit {u}");
         }
     }
 

@@ -52,6 +52,8 @@ MARKER_PKTS: tuple[int, ...] = tuple(range(100, 1076, 25))
 SMALL_PKTS: tuple[int, ...] = (5, 8, 13, 25, 50, 75, 133)
 """Flow lengths of panels (a) and (c): 13 and 133 packets are the thesis's gap sizes; the
 Pareto's smallest flow is its scale, 25 x 0.2 / 1.2 = 4.2 packets, so none is shorter than 5."""
+STREAM_FLOWS_EVERY = 100_000
+"""Flows per Parquet part when ``run`` streams."""
 MARKER_BINS: tuple[tuple[int, int], ...] = ((100, 300), (325, 550), (575, 800), (825, 1075))
 """Panels (b) and (d): marker lengths pooled into bins (too few markers per length here)."""
 
@@ -92,20 +94,33 @@ def run(
     warmup_s: float = 0.5,
     drain_s: float = 1.5,
     seed: int = 1,
+    stream_dir: Path | None = None,
 ) -> pl.DataFrame:
     """One row per counted flow: protocol, length in packets, marker or not, FCT (s; null
-    if it did not finish)."""
+    if it did not finish).
+
+    With ``stream_dir`` (for the thesis's 10^8 flows) each protocol's flow rows go to
+    Parquet parts under ``stream_dir/<protocol>`` during its run, are read back lazily, and
+    only the flows :func:`summary` uses (lengths in :data:`SMALL_PKTS` or
+    :data:`MARKER_PKTS`) are kept; the summary is the same."""
     frames = []
     for protocol in protocols:
-        flows = simulate(scenario(seed, protocol, rate_bps=rate_bps, duration_s=duration_s)).flows
+        sc = scenario(seed, protocol, rate_bps=rate_bps, duration_s=duration_s)
+        if stream_dir is None:
+            flows: pl.DataFrame | pl.LazyFrame = simulate(sc).flows
+        else:
+            sc = Scenario(**{**sc.to_dict(), "output": {"stream_flows_every": STREAM_FLOWS_EVERY}})
+            flows = simulate(sc, stream_dir=stream_dir / protocol).scan("flows")
         counted = flows.filter(
             pl.col("start_ns") >= warmup_s * 1e9, pl.col("start_ns") <= (duration_s - drain_s) * 1e9
-        )
-        frames.append(counted.select(
+        ).select(
             protocol=pl.lit(protocol),
             packets=((pl.col("size_bytes") + MSS_BYTES - 1) // MSS_BYTES).cast(pl.Int64),
             fct_s=(pl.col("end_ns") - pl.col("start_ns")) / 1e9,
-        ))
+        )
+        if isinstance(counted, pl.LazyFrame):
+            counted = counted.filter(pl.col("packets").is_in([*SMALL_PKTS, *MARKER_PKTS])).collect()
+        frames.append(counted)
     return pl.concat(frames)
 
 
