@@ -29,6 +29,7 @@ use hystart::HyStart;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
+use std::collections::VecDeque;
 
 /// TCP connection states (RFC 793), named as there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,15 +149,15 @@ pub struct EndpointStats {
 pub enum CongestionControl {
     /// RFC 5681: one MSS per RTT, ssthresh = FlightSize / 2.
     Reno,
-    /// RFC 9438.
-    Cubic(Cubic),
+    /// RFC 9438; boxed so the default, Reno, does not carry its state.
+    Cubic(Box<Cubic>),
 }
 
 impl CongestionControl {
     fn new(p: &TcpParams) -> Self {
         match p.congestion {
             Congestion::Reno => CongestionControl::Reno,
-            Congestion::Cubic => CongestionControl::Cubic(Cubic::new(p.cubic_fast_convergence)),
+            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence))),
         }
     }
 }
@@ -169,6 +170,19 @@ struct FastRecovery {
     high_rxt: u64,
     /// RFC 6582: the RTO is re-armed on the first partial ACK only.
     first_partial: bool,
+}
+
+/// Queues of features most connections do not use (interactive bursts, thin streams,
+/// diversity), kept out of `Endpoint` so it stays small (docs/performance.md).
+#[derive(Debug, Clone, Default)]
+struct FeatureQueues {
+    /// End offsets of the first transmissions not yet acknowledged (Linux `packets_out`);
+    /// kept only with `thin_linear_timeouts`.
+    segment_ends: VecDeque<u64>,
+    /// Diversity: (end offset of a copied segment, duplicate ACKs its copies still owe).
+    copy_acks: VecDeque<(u64, u32)>,
+    /// Interactive bursts written and not yet acknowledged: (end offset, write time).
+    pending_bursts: VecDeque<(u64, Instant)>,
 }
 
 #[derive(Debug, Clone)]
@@ -188,8 +202,9 @@ pub struct Endpoint {
     cwnd: u64,
     ssthresh: u64,
     cc: CongestionControl,
-    /// RFC 9406 state while the initial slow start lasts; `None` when off or over.
-    hystart: Option<HyStart>,
+    /// RFC 9406 state while the initial slow start lasts; `None` when off or over (boxed:
+    /// off by default).
+    hystart: Option<Box<HyStart>>,
     dupacks: u32,
     recovery: Option<FastRecovery>,
     /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below it.
@@ -201,7 +216,6 @@ pub struct Endpoint {
     rtt: RttEstimator,
     /// Segment being timed without timestamps (Karn): its end offset and send time.
     timed: Option<(u64, Instant)>,
-    syn_sent_at: Instant,
     syn_retransmitted: bool,
     syn_tries: u32,
     scoreboard: RangeSet,
@@ -213,11 +227,8 @@ pub struct Endpoint {
     backoff_since: Option<Instant>,
     /// RTOs since data was last acknowledged (Linux `icsk_retransmits`), for thin streams.
     rto_retries: u32,
-    /// End offsets of the first transmissions not yet acknowledged (Linux `packets_out`);
-    /// kept only with `thin_linear_timeouts`.
-    segment_ends: std::collections::VecDeque<u64>,
-    /// Diversity: (end offset of a copied segment, duplicate ACKs its copies still owe).
-    copy_acks: std::collections::VecDeque<(u64, u32)>,
+    /// Boxed on first use: most connections use none of these features.
+    queues: Option<Box<FeatureQueues>>,
     /// Opened the connection (the client): only the application side pads its idle time.
     active_opener: bool,
     // Receive half (offsets from `irs`).
@@ -236,8 +247,6 @@ pub struct Endpoint {
     pub timer_gen: u32,
     pub timer_armed: Option<Instant>,
     pub stats: EndpointStats,
-    /// Interactive bursts written and not yet acknowledged: (end offset, write time).
-    pending_bursts: std::collections::VecDeque<(u64, Instant)>,
     /// Acknowledged bursts: (write time, acknowledgement time).
     pub completed_bursts: Vec<(Instant, Instant)>,
     /// When the receive half had every byte and the FIN.
@@ -260,7 +269,7 @@ impl Endpoint {
             cwnd: p.initial_window,
             ssthresh: p.rwnd.max(2 * p.mss),
             cc: CongestionControl::new(p),
-            hystart: p.hystart.then(HyStart::default),
+            hystart: p.hystart.then(Box::default),
             dupacks: 0,
             recovery: None,
             recover_mark: 0,
@@ -269,7 +278,6 @@ impl Endpoint {
             rto_una: None,
             rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity),
             timed: None,
-            syn_sent_at: Instant::ZERO,
             syn_retransmitted: false,
             syn_tries: 0,
             scoreboard: RangeSet::default(),
@@ -278,8 +286,7 @@ impl Endpoint {
             rto_armed_at: Instant::ZERO,
             backoff_since: None,
             rto_retries: 0,
-            segment_ends: Default::default(),
-            copy_acks: Default::default(),
+            queues: None,
             active_opener: state == State::Closed,
             irs: 0,
             rcv_nxt: 0,
@@ -293,7 +300,6 @@ impl Endpoint {
             timer_gen: 0,
             timer_armed: None,
             stats: EndpointStats::default(),
-            pending_bursts: Default::default(),
             completed_bursts: Vec::new(),
             finished_at: None,
             failed: false,
@@ -313,7 +319,6 @@ impl Endpoint {
     pub fn connect(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         debug_assert_eq!(self.state, State::Closed);
         self.state = State::SynSent;
-        self.syn_sent_at = now;
         self.send_segment(0, 0, false, now, p, out);
     }
 
@@ -321,7 +326,8 @@ impl Endpoint {
     pub fn app_write(&mut self, bytes: u64, burst: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.app_written += bytes;
         if burst {
-            self.pending_bursts.push_back((1 + self.app_written, now));
+            let end = 1 + self.app_written;
+            self.queues_mut().pending_bursts.push_back((end, now));
         }
         self.try_send(now, p, out);
         if burst {
@@ -340,6 +346,10 @@ impl Endpoint {
         self.try_send(now, p, out);
     }
 
+    fn queues_mut(&mut self) -> &mut FeatureQueues {
+        self.queues.get_or_insert_default()
+    }
+
     /// The earliest pending timer.
     pub fn next_deadline(&self) -> Option<Instant> {
         match (self.rto_at, self.delack_at) {
@@ -350,7 +360,7 @@ impl Endpoint {
 
     /// Write times of the bursts not yet acknowledged.
     pub fn outstanding_bursts(&self) -> impl Iterator<Item = Instant> + '_ {
-        self.pending_bursts.iter().map(|&(_, written)| written)
+        self.queues.iter().flat_map(|q| q.pending_bursts.iter().map(|&(_, written)| written))
     }
 
     pub fn cwnd_bytes(&self) -> u64 {
@@ -451,7 +461,8 @@ impl Endpoint {
         self.rto_retries += 1;
         // Linux tcp_retransmit_timer: a thin stream (fewer than 4 segments out) keeps the
         // base RTO for its first TCP_THIN_LINEAR_RETRIES = 6 timeouts.
-        let linear = p.thin_linear_timeouts && self.state == State::Established && self.segment_ends.len() < 4
+        let linear = p.thin_linear_timeouts && self.state == State::Established
+            && self.queues.as_ref().map_or(0, |q| q.segment_ends.len()) < 4
             && self.rto_retries <= 6;
         if !linear {
             self.rtt.back_off();
@@ -494,7 +505,9 @@ impl Endpoint {
                 self.cwnd = p.mss;
                 self.recovery = None;
                 self.dupacks = 0;
-                self.copy_acks.clear(); // the timeout is the reaction to any lost copy
+                if let Some(q) = self.queues.as_deref_mut() {
+                    q.copy_acks.clear(); // the timeout is the reaction to any lost copy
+                }
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
                 self.try_send(now, p, out);
@@ -652,14 +665,16 @@ impl Endpoint {
         self.highest_ack = ack;
         self.snd_una = ack;
         self.rto_retries = 0;
-        while self.segment_ends.front().is_some_and(|&end| end <= ack) {
-            self.segment_ends.pop_front();
-        }
         self.snd_nxt = self.snd_nxt.max(ack);
         self.scoreboard.discard_below(ack);
-        while self.pending_bursts.front().is_some_and(|&(end, _)| end <= ack) {
-            let (_, written) = self.pending_bursts.pop_front().unwrap();
-            self.completed_bursts.push((written, now));
+        if let Some(q) = self.queues.as_deref_mut() {
+            while q.segment_ends.front().is_some_and(|&end| end <= ack) {
+                q.segment_ends.pop_front();
+            }
+            while q.pending_bursts.front().is_some_and(|&(end, _)| end <= ack) {
+                let (_, written) = q.pending_bursts.pop_front().unwrap();
+                self.completed_bursts.push((written, now));
+            }
         }
         if self.app_closed && ack == self.send_end() {
             self.state = match self.state {
@@ -755,7 +770,8 @@ impl Endpoint {
     /// Diversity: counts off one expected duplicate ACK for the copied segment ending at
     /// `ack`; false when no copy owes one.
     fn take_copy_ack(&mut self, ack: u64) -> bool {
-        match self.copy_acks.iter_mut().find(|(end, owed)| *end == ack && *owed > 0) {
+        let Some(q) = self.queues.as_deref_mut() else { return false };
+        match q.copy_acks.iter_mut().find(|(end, owed)| *end == ack && *owed > 0) {
             Some((_, owed)) => {
                 *owed -= 1;
                 true
@@ -768,10 +784,11 @@ impl Endpoint {
     /// the original or a copy was lost (ACKs come back in order): the sender cuts its
     /// window as for a loss (the paper: "it cuts down the congestion window"), once per ACK.
     fn settle_copies(&mut self, ack: u64, p: &TcpParams) {
+        let Some(q) = self.queues.as_deref_mut() else { return };
         let mut lost = false;
-        while let Some(&(_, owed)) = self.copy_acks.front().filter(|&&(end, _)| end < ack) {
+        while let Some(&(_, owed)) = q.copy_acks.front().filter(|&&(end, _)| end < ack) {
             lost |= owed > 0;
-            self.copy_acks.pop_front();
+            q.copy_acks.pop_front();
         }
         if lost && self.recovery.is_none() {
             let flight = self.flight_size();
@@ -980,7 +997,7 @@ impl Endpoint {
             self.emit(off, len, false, now, p, out);
         }
         if copies > 0 {
-            self.copy_acks.push_back((off + len, copies));
+            self.queues_mut().copy_acks.push_back((off + len, copies));
         }
     }
 
@@ -1094,7 +1111,7 @@ impl Endpoint {
                 self.timed = Some((end, now));
             }
             if p.thin_linear_timeouts && off > 0 {
-                self.segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
+                self.queues_mut().segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
             }
         }
         self.snd_max = self.snd_max.max(end);
