@@ -172,6 +172,26 @@ struct FastRecovery {
     first_partial: bool,
 }
 
+/// The receiver's out-of-order data.
+#[derive(Debug, Clone, Default)]
+struct OutOfOrder {
+    ranges: RangeSet,
+    /// Starts of `ranges`, most recently changed first (RFC 2018 block order).
+    recent: Vec<u64>,
+}
+
+impl OutOfOrder {
+    /// Adds `[start, end)` and makes its range the most recent.
+    fn insert(&mut self, start: u64, end: u64) {
+        self.ranges.insert(start, end);
+        let Some((s, _)) = self.ranges.range_of(start) else { return };
+        // Blocks merge as data arrives: keep the starts of ranges that still exist.
+        self.recent.retain(|&x| x != s && !(x > s && self.ranges.range_of(x).is_some_and(|(rs, _)| rs == s)));
+        self.recent.insert(0, s);
+        self.recent.truncate(8);
+    }
+}
+
 /// Queues of features most connections do not use (interactive bursts, thin streams,
 /// diversity), kept out of `Endpoint` so it stays small (docs/performance.md).
 #[derive(Debug, Clone, Default)]
@@ -209,7 +229,7 @@ pub struct Endpoint {
     recovery: Option<FastRecovery>,
     /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below it.
     recover_mark: u64,
-    highest_ack: u64,
+    /// `snd_una` before its last advance (RFC 6582 §4.2 ACK heuristic; HighACK is `snd_una`).
     prev_highest_ack: u64,
     /// `snd_una` at the last RTO: a second RTO for it holds ssthresh (RFC 5681 eq. 4 note).
     rto_una: Option<u64>,
@@ -234,9 +254,8 @@ pub struct Endpoint {
     // Receive half (offsets from `irs`).
     irs: u32,
     rcv_nxt: u64,
-    ooo: RangeSet,
-    /// Out-of-order ranges, most recently changed first (RFC 2018 block order).
-    sack_recent: Vec<u64>,
+    /// Boxed at the first out-of-order segment: most receivers never see one.
+    ooo: Option<Box<OutOfOrder>>,
     fin_offset: Option<u64>,
     ts_recent: u32,
     /// `rcv_nxt` carried by the last ACK we sent (RFC 7323 Last.ACK.sent).
@@ -273,7 +292,6 @@ impl Endpoint {
             dupacks: 0,
             recovery: None,
             recover_mark: 0,
-            highest_ack: 0,
             prev_highest_ack: 0,
             rto_una: None,
             rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity),
@@ -290,8 +308,7 @@ impl Endpoint {
             active_opener: state == State::Closed,
             irs: 0,
             rcv_nxt: 0,
-            ooo: RangeSet::default(),
-            sack_recent: Vec::new(),
+            ooo: None,
             fin_offset: None,
             ts_recent: 0,
             last_ack_sent: 0,
@@ -552,7 +569,6 @@ impl Endpoint {
                     self.end_backoff(now);
                     self.take_rtt_sample(1, seg, now, p);
                     self.snd_una = 1;
-                    self.highest_ack = 1;
                     self.rto_retries = 0;
                     self.rto_at = None;
                     self.start_after_syn_timeout(p);
@@ -661,8 +677,7 @@ impl Endpoint {
         if syn_acked {
             self.start_after_syn_timeout(p); // the listener's SYN-ACK timed out
         }
-        self.prev_highest_ack = self.highest_ack;
-        self.highest_ack = ack;
+        self.prev_highest_ack = self.snd_una;
         self.snd_una = ack;
         self.rto_retries = 0;
         self.snd_nxt = self.snd_nxt.max(ack);
@@ -814,7 +829,7 @@ impl Endpoint {
                 // RFC 6582 §3.2 step 2: a new episode only past `recover`, or by the ACK heuristic.
                 Recovery::Newreno => {
                     self.snd_una > self.recover_mark
-                        || (self.cwnd > p.mss && self.highest_ack - self.prev_highest_ack <= 4 * p.mss)
+                        || (self.cwnd > p.mss && self.snd_una - self.prev_highest_ack <= 4 * p.mss)
                 }
                 // RFC 6675 §5.1: none until HighACK reaches the RecoveryPoint of the last one.
                 Recovery::Sack => self.snd_una >= self.recover_mark,
@@ -864,18 +879,19 @@ impl Endpoint {
         }
         if start > self.rcv_nxt {
             // Out of order: remember it and send a duplicate ACK at once (RFC 5681 §4.2).
-            self.ooo.insert(start, end);
-            self.note_sack_block(start);
+            self.ooo.get_or_insert_default().insert(start, end);
             self.send_ack(now, p, out);
             return;
         }
         let before = self.rcv_nxt;
         self.rcv_nxt = end;
-        let filled_hole = !self.ooo.is_empty();
-        while let Some((_, e)) = self.ooo.pop_reaching(self.rcv_nxt) {
-            self.rcv_nxt = self.rcv_nxt.max(e);
+        let filled_hole = self.ooo.as_ref().is_some_and(|o| !o.ranges.is_empty());
+        if let Some(o) = self.ooo.as_deref_mut() {
+            while let Some((_, e)) = o.ranges.pop_reaching(self.rcv_nxt) {
+                self.rcv_nxt = self.rcv_nxt.max(e);
+            }
+            o.recent.retain(|&s| s > self.rcv_nxt);
         }
-        self.sack_recent.retain(|&s| s > self.rcv_nxt);
         let data_end = self.fin_offset.unwrap_or(u64::MAX);
         self.stats.bytes_delivered += self.rcv_nxt.min(data_end) - before.min(data_end);
         let fin_now = self.fin_offset.is_some_and(|f| self.rcv_nxt > f) && self.finished_at.is_none();
@@ -906,14 +922,6 @@ impl Endpoint {
                 }
             }
         }
-    }
-
-    fn note_sack_block(&mut self, offset: u64) {
-        let Some((s, _)) = self.ooo.range_of(offset) else { return };
-        // Blocks merge as data arrives: keep the starts of ranges that still exist.
-        self.sack_recent.retain(|&x| x != s && !(x > s && self.ooo.range_of(x).is_some_and(|(rs, _)| rs == s)));
-        self.sack_recent.insert(0, s);
-        self.sack_recent.truncate(8);
     }
 
     // ---------------------------------------------------------------- output
@@ -1172,12 +1180,12 @@ impl Endpoint {
             pkt.ts_ecr = self.ts_recent;
         }
         let mut option_bytes = 0;
-        if p.sack() && flags.ack() && !self.ooo.is_empty() {
-            for &s in &self.sack_recent {
+        if let Some(o) = self.ooo.as_deref().filter(|o| p.sack() && flags.ack() && !o.ranges.is_empty()) {
+            for &s in &o.recent {
                 if pkt.sack_count as usize == MAX_SACK_BLOCKS {
                     break;
                 }
-                if let Some((rs, re)) = self.ooo.range_of(s) {
+                if let Some((rs, re)) = o.ranges.range_of(s) {
                     let block = SackBlock { start: self.irs.wrapping_add(rs as u32), end: self.irs.wrapping_add(re as u32) };
                     if !pkt.sack_blocks().contains(&block) {
                         pkt.sack[pkt.sack_count as usize] = block;
