@@ -294,7 +294,7 @@ impl Endpoint {
             recover_mark: 0,
             prev_highest_ack: 0,
             rto_una: None,
-            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity),
+            rtt: RttEstimator::new(p.initial_rto, p.max_rto),
             timed: None,
             syn_retransmitted: false,
             syn_tries: 0,
@@ -434,7 +434,7 @@ impl Endpoint {
         let used = self.flight_size().max(self.send_end().saturating_sub(self.snd_una).min(self.cwnd));
         match p.min_rto_prime {
             Some((min_rto, fraction)) if used as f64 <= fraction * self.cwnd.max(4 * p.mss) as f64 => {
-                self.rtt.rto_with_min(min_rto)
+                self.rtt.rto_with_min(min_rto, p.granularity)
             }
             _ => self.rtt.rto(),
         }
@@ -778,7 +778,7 @@ impl Endpoint {
                 _ => return None,
             }
         };
-        self.rtt.sample(sample);
+        self.rtt.sample(sample, p.min_rto, p.granularity);
         Some(sample)
     }
 

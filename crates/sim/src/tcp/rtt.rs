@@ -10,18 +10,19 @@ pub struct RttEstimator {
     rto_base: Duration,
     /// Exponential backoff shift (RFC 6298 5.5); reset by the next valid sample.
     backoff: u32,
-    min_rto: Duration,
+    /// Here, unlike the lower bound and the clock granularity (passed in from `TcpParams`),
+    /// because `rto` is read where the parameters are not at hand (the trace).
     max_rto: Duration,
-    granularity: Duration,
 }
 
 impl RttEstimator {
-    pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration, granularity: Duration) -> Self {
-        RttEstimator { srtt_ns: None, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, min_rto, max_rto, granularity }
+    pub fn new(initial_rto: Duration, max_rto: Duration) -> Self {
+        RttEstimator { srtt_ns: None, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, max_rto }
     }
 
-    /// RFC 6298 (2.2)/(2.3): fold in a measurement R and collapse the backoff.
-    pub fn sample(&mut self, r: Duration) {
+    /// RFC 6298 (2.2)/(2.3): fold in a measurement R and collapse the backoff; the RTO is
+    /// at least `min_rto`, and its variance term at least the clock `granularity` G.
+    pub fn sample(&mut self, r: Duration, min_rto: Duration, granularity: Duration) {
         let r = r.as_nanos();
         match self.srtt_ns {
             None => {
@@ -35,8 +36,8 @@ impl RttEstimator {
             }
         }
         let srtt = self.srtt_ns.unwrap_or(r);
-        let rto = srtt + self.granularity.as_nanos().max(4 * self.rttvar_ns);
-        self.rto_base = Duration(rto.clamp(self.min_rto.as_nanos(), self.max_rto.as_nanos()));
+        let rto = srtt + granularity.as_nanos().max(4 * self.rttvar_ns);
+        self.rto_base = Duration(rto.clamp(min_rto.as_nanos(), self.max_rto.as_nanos()));
         self.backoff = 0;
     }
 
@@ -53,9 +54,9 @@ impl RttEstimator {
 
     /// As [`RttEstimator::rto`] with `min_rto` as the lower bound instead of the configured
     /// one (before any sample: the initial RTO).
-    pub fn rto_with_min(&self, min_rto: Duration) -> Duration {
+    pub fn rto_with_min(&self, min_rto: Duration, granularity: Duration) -> Duration {
         let Some(srtt) = self.srtt_ns else { return self.rto() };
-        let raw = srtt + self.granularity.as_nanos().max(4 * self.rttvar_ns);
+        let raw = srtt + granularity.as_nanos().max(4 * self.rttvar_ns);
         let base = raw.clamp(min_rto.as_nanos(), self.max_rto.as_nanos());
         Duration(base.saturating_mul(1u64 << self.backoff.min(40)).min(self.max_rto.as_nanos()))
     }
@@ -83,22 +84,27 @@ mod tests {
     use super::*;
 
     fn est() -> RttEstimator {
-        RttEstimator::new(Duration::from_secs(1), Duration::from_millis(200), Duration::from_secs(60), Duration::from_millis(1))
+        RttEstimator::new(Duration::from_secs(1), Duration::from_secs(60))
+    }
+
+    /// A sample with min RTO 200 ms and G = 1 ms.
+    fn sample(e: &mut RttEstimator, r: Duration) {
+        e.sample(r, Duration::from_millis(200), Duration::from_millis(1));
     }
 
     #[test]
     fn first_sample_gives_srtt_plus_four_halves() {
         // RFC 6298 (2.2): SRTT = R, RTTVAR = R/2, RTO = R + 4 R/2 = 3R.
         let mut e = est();
-        e.sample(Duration::from_millis(100));
+        sample(&mut e, Duration::from_millis(100));
         assert_eq!(e.rto(), Duration::from_millis(300));
     }
 
     #[test]
     fn second_sample_follows_the_ewma() {
         let mut e = est();
-        e.sample(Duration::from_millis(100));
-        e.sample(Duration::from_millis(200));
+        sample(&mut e, Duration::from_millis(100));
+        sample(&mut e, Duration::from_millis(200));
         // RTTVAR = 3/4*50 + 1/4*100 = 62.5; SRTT = 7/8*100 + 1/8*200 = 112.5; RTO = 112.5+250.
         assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
         assert_eq!(e.rto(), Duration::from_micros(362_500));
@@ -107,7 +113,7 @@ mod tests {
     #[test]
     fn min_rto_and_backoff_and_cap() {
         let mut e = est();
-        e.sample(Duration::from_millis(10));
+        sample(&mut e, Duration::from_millis(10));
         assert_eq!(e.rto(), Duration::from_millis(200), "min RTO applies");
         e.back_off();
         e.back_off();
@@ -116,7 +122,7 @@ mod tests {
             e.back_off();
         }
         assert_eq!(e.rto(), Duration::from_secs(60), "max RTO caps the backoff");
-        e.sample(Duration::from_millis(10));
+        sample(&mut e, Duration::from_millis(10));
         assert_eq!(e.rto(), Duration::from_millis(200), "a valid sample collapses the backoff");
     }
 
@@ -128,7 +134,7 @@ mod tests {
         e.reinit_after_syn_timeout();
         assert_eq!(e.rto(), Duration::from_secs(3), "no sample, backoff dropped");
         let mut e = est();
-        e.sample(Duration::from_millis(100));
+        sample(&mut e, Duration::from_millis(100));
         e.reinit_after_syn_timeout();
         assert_eq!(e.rto(), Duration::from_secs(3), "a 100 ms sample (RTO 300 ms) does not skip it");
         assert_eq!(e.srtt(), Some(Duration::from_millis(100)), "SRTT kept for the next sample");
