@@ -18,6 +18,7 @@
 
 pub mod cubic;
 pub mod hystart;
+mod compact;
 mod rtt;
 pub mod sack;
 
@@ -26,6 +27,8 @@ pub use rtt::RttEstimator;
 use crate::config::{Congestion, Recovery, TcpConfig};
 use cubic::Cubic;
 use hystart::HyStart;
+use compact::{LazyVec, Opt64};
+use std::num::NonZeroU64;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
@@ -164,8 +167,6 @@ impl CongestionControl {
 
 #[derive(Debug, Clone, Copy)]
 struct FastRecovery {
-    /// `snd_max` when recovery began: an ACK at or past it ends recovery.
-    recover: u64,
     /// Highest offset retransmitted in this episode (RFC 6675 HighRxt, exclusive end).
     high_rxt: u64,
     /// RFC 6582: the RTO is re-armed on the first partial ACK only.
@@ -227,24 +228,27 @@ pub struct Endpoint {
     hystart: Option<Box<HyStart>>,
     dupacks: u32,
     recovery: Option<FastRecovery>,
-    /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below it.
+    /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below
+    /// it; `snd_max` when the last recovery (or RTO) began, so during recovery an ACK at
+    /// or past it ends the episode.
     recover_mark: u64,
     /// `snd_una` before its last advance (RFC 6582 §4.2 ACK heuristic; HighACK is `snd_una`).
     prev_highest_ack: u64,
     /// `snd_una` at the last RTO: a second RTO for it holds ssthresh (RFC 5681 eq. 4 note).
-    rto_una: Option<u64>,
+    rto_una: Opt64<u64>,
     rtt: RttEstimator,
-    /// Segment being timed without timestamps (Karn): its end offset and send time.
-    timed: Option<(u64, Instant)>,
-    syn_retransmitted: bool,
-    syn_tries: u32,
+    /// Segment being timed without timestamps (Karn): its end offset and send time (an
+    /// end is at least 1, the SYN's, so `NonZeroU64` keeps the `Option` in 16 bytes).
+    timed: Option<(NonZeroU64, Instant)>,
+    /// SYN (or SYN-ACK) retransmissions; at most `syn_retries`, which is at most 20.
+    syn_tries: u8,
     scoreboard: RangeSet,
     last_data_sent: Instant,
-    rto_at: Option<Instant>,
+    rto_at: Opt64<Instant>,
     /// When the retransmission timer was last armed from a non-timeout event.
     rto_armed_at: Instant,
     /// The open timeout episode began here (see `EndpointStats::backoff_ns`).
-    backoff_since: Option<Instant>,
+    backoff_since: Opt64<Instant>,
     /// RTOs since data was last acknowledged (Linux `icsk_retransmits`), for thin streams.
     rto_retries: u32,
     /// Boxed on first use: most connections use none of these features.
@@ -256,18 +260,19 @@ pub struct Endpoint {
     rcv_nxt: u64,
     /// Boxed at the first out-of-order segment: most receivers never see one.
     ooo: Option<Box<OutOfOrder>>,
-    fin_offset: Option<u64>,
+    fin_offset: Opt64<u64>,
     ts_recent: u32,
     /// `rcv_nxt` carried by the last ACK we sent (RFC 7323 Last.ACK.sent).
     last_ack_sent: u64,
-    unacked_segs: u32,
-    delack_at: Option<Instant>,
+    /// In-order segments not yet acknowledged: 0, 1 or 2 (the second is acknowledged at once).
+    unacked_segs: u8,
+    delack_at: Opt64<Instant>,
     // Bookkeeping for the simulator.
     pub timer_gen: u32,
     pub timer_armed: Option<Instant>,
     pub stats: EndpointStats,
     /// Acknowledged bursts: (write time, acknowledgement time).
-    pub completed_bursts: Vec<(Instant, Instant)>,
+    pub completed_bursts: LazyVec<(Instant, Instant)>,
     /// When the receive half had every byte and the FIN.
     pub finished_at: Option<Instant>,
     /// Gave up (SYN retries exhausted), or was reset by the peer.
@@ -293,31 +298,30 @@ impl Endpoint {
             recovery: None,
             recover_mark: 0,
             prev_highest_ack: 0,
-            rto_una: None,
+            rto_una: Opt64::NONE,
             rtt: RttEstimator::new(p.initial_rto, p.max_rto),
             timed: None,
-            syn_retransmitted: false,
             syn_tries: 0,
             scoreboard: RangeSet::default(),
             last_data_sent: Instant::ZERO,
-            rto_at: None,
+            rto_at: Opt64::NONE,
             rto_armed_at: Instant::ZERO,
-            backoff_since: None,
+            backoff_since: Opt64::NONE,
             rto_retries: 0,
             queues: None,
             active_opener: state == State::Closed,
             irs: 0,
             rcv_nxt: 0,
             ooo: None,
-            fin_offset: None,
+            fin_offset: Opt64::NONE,
             ts_recent: 0,
             last_ack_sent: 0,
             unacked_segs: 0,
-            delack_at: None,
+            delack_at: Opt64::NONE,
             timer_gen: 0,
             timer_armed: None,
             stats: EndpointStats::default(),
-            completed_bursts: Vec::new(),
+            completed_bursts: LazyVec::default(),
             finished_at: None,
             failed: false,
         }
@@ -369,7 +373,7 @@ impl Endpoint {
 
     /// The earliest pending timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        match (self.rto_at, self.delack_at) {
+        match (self.rto_at.get(), self.delack_at.get()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -402,7 +406,7 @@ impl Endpoint {
     }
     /// In a retransmission-timeout episode (see `EndpointStats::backoff_ns`).
     pub fn in_timeout(&self) -> bool {
-        self.backoff_since.is_some()
+        self.backoff_since.get().is_some()
     }
     /// Application bytes acknowledged by the peer.
     pub fn bytes_acked(&self) -> u64 {
@@ -412,18 +416,18 @@ impl Endpoint {
     // ---------------------------------------------------------------- timers
 
     pub fn on_timer(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        if self.delack_at.is_some_and(|t| t <= now) {
-            self.delack_at = None;
+        if self.delack_at.get().is_some_and(|t| t <= now) {
+            self.delack_at = Opt64::NONE;
             self.send_ack(now, p, out);
         }
-        if self.rto_at.is_some_and(|t| t <= now) {
-            self.rto_at = None;
+        if self.rto_at.get().is_some_and(|t| t <= now) {
+            self.rto_at = Opt64::NONE;
             self.on_rto(now, p, out);
         }
     }
 
     fn arm_rto(&mut self, now: Instant, p: &TcpParams) {
-        self.rto_at = Some(now + self.data_rto(p));
+        self.rto_at = Opt64::some(now + self.data_rto(p));
         self.rto_armed_at = now;
     }
 
@@ -448,15 +452,15 @@ impl Endpoint {
 
     /// `backoff_ns` with a still-open timeout episode counted up to `end`.
     pub fn backoff_ns_until(&self, end: Instant) -> u64 {
-        self.stats.backoff_ns + self.backoff_since.map_or(0, |since| end.saturating_since(since).as_nanos())
+        self.stats.backoff_ns + self.backoff_since.get().map_or(0, |since| end.saturating_since(since).as_nanos())
     }
 
     /// The connection is reset (a RST arrived): nothing more is sent or delivered.
     fn abort(&mut self, now: Instant) {
         self.state = State::Closed;
         self.failed = true;
-        self.rto_at = None;
-        self.delack_at = None;
+        self.rto_at = Opt64::NONE;
+        self.delack_at = Opt64::NONE;
         self.end_backoff(now);
     }
 
@@ -488,7 +492,7 @@ impl Endpoint {
         self.backoff_since.get_or_insert(self.rto_armed_at);
         match self.state {
             State::SynSent | State::SynReceived if self.snd_una == 0 => {
-                if self.syn_tries >= p.syn_retries {
+                if u32::from(self.syn_tries) >= p.syn_retries {
                     self.state = State::Closed;
                     self.failed = true;
                     self.end_backoff(now);
@@ -496,13 +500,12 @@ impl Endpoint {
                 }
                 self.syn_tries += 1;
                 self.stats.syn_timeouts += 1;
-                self.syn_retransmitted = true;
                 self.send_segment(0, 0, false, now, p, out);
-                self.rto_at = Some(now + self.rtt.rto());
+                self.rto_at = Opt64::some(now + self.rtt.rto());
             }
             _ => {
                 self.stats.timeouts += 1;
-                if self.rto_una == Some(self.snd_una) {
+                if self.rto_una.get() == Some(self.snd_una) {
                     self.stats.timeouts_repeated += 1;
                 } else if self.recovery.is_some() {
                     self.stats.timeouts_in_recovery += 1;
@@ -510,14 +513,14 @@ impl Endpoint {
                     self.stats.timeouts_after_dupacks += 1;
                 }
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
-                if self.rto_una != Some(self.snd_una) {
+                if self.rto_una.get() != Some(self.snd_una) {
                     let flight = self.flight_size();
                     self.ssthresh = match &mut self.cc {
                         CongestionControl::Reno => (flight / 2).max(2 * p.mss),
                         CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, flight, p.mss),
                     };
                 }
-                self.rto_una = Some(self.snd_una);
+                self.rto_una = Opt64::some(self.snd_una);
                 self.hystart = None; // RFC 9406 §4.2: only the initial slow start
                 self.cwnd = p.mss;
                 self.recovery = None;
@@ -528,7 +531,7 @@ impl Endpoint {
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
                 self.try_send(now, p, out);
-                self.rto_at = Some(now + self.data_rto(p));
+                self.rto_at = Opt64::some(now + self.data_rto(p));
             }
         }
     }
@@ -570,7 +573,7 @@ impl Endpoint {
                     self.take_rtt_sample(1, seg, now, p);
                     self.snd_una = 1;
                     self.rto_retries = 0;
-                    self.rto_at = None;
+                    self.rto_at = Opt64::NONE;
                     self.start_after_syn_timeout(p);
                     let sent = out.len();
                     self.try_send(now, p, out);
@@ -613,7 +616,7 @@ impl Endpoint {
     /// RFC 5681 §3.1 and RFC 6298 (5.7): once our SYN (or SYN-ACK) timed out, data starts
     /// with a window of one segment and an RTO of 3 s, whatever the handshake's RTT sample.
     fn start_after_syn_timeout(&mut self, p: &TcpParams) {
-        if self.syn_retransmitted {
+        if self.syn_tries > 0 {
             self.cwnd = p.mss;
             self.rtt.reinit_after_syn_timeout();
         }
@@ -688,7 +691,7 @@ impl Endpoint {
             }
             while q.pending_bursts.front().is_some_and(|&(end, _)| end <= ack) {
                 let (_, written) = q.pending_bursts.pop_front().unwrap();
-                self.completed_bursts.push((written, now));
+                self.completed_bursts.vec_mut().push((written, now));
             }
         }
         if self.app_closed && ack == self.send_end() {
@@ -701,7 +704,7 @@ impl Endpoint {
         }
         let acked_data = acked - syn_acked as u64;
         match self.recovery {
-            Some(r) if ack >= r.recover => {
+            Some(_) if ack >= self.recover_mark => {
                 // Full ACK: leave recovery (RFC 6582 step 3, option 1; RFC 6675: cwnd = ssthresh).
                 self.cwnd = match p.recovery {
                     Recovery::Sack => self.ssthresh,
@@ -756,8 +759,8 @@ impl Endpoint {
         self.settle_copies(ack, p);
         // RFC 6298 5.2/5.3.
         if self.snd_una >= self.snd_max {
-            self.rto_at = None;
-        } else if !matches!(self.recovery, Some(r) if p.recovery == Recovery::Newreno && !r.first_partial && ack < r.recover)
+            self.rto_at = Opt64::NONE;
+        } else if !matches!(self.recovery, Some(r) if p.recovery == Recovery::Newreno && !r.first_partial && ack < self.recover_mark)
         {
             self.arm_rto(now, p);
         }
@@ -771,7 +774,7 @@ impl Endpoint {
             Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64)
         } else {
             match self.timed {
-                Some((end, sent)) if ack >= end => {
+                Some((end, sent)) if ack >= end.get() => {
                     self.timed = None;
                     now - sent
                 }
@@ -852,7 +855,7 @@ impl Endpoint {
             CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, flight, p.mss),
         };
         self.recover_mark = self.snd_max;
-        self.recovery = Some(FastRecovery { recover: self.snd_max, high_rxt: self.snd_una, first_partial: true });
+        self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });
         match p.recovery {
             Recovery::Sack => {
                 self.cwnd = self.ssthresh;
@@ -871,7 +874,7 @@ impl Endpoint {
         let start = unwrap(self.rcv_nxt, self.irs.wrapping_add(self.rcv_nxt as u32), seg.seq);
         let end = start + seg.seq_len() as u64;
         if seg.flags.fin() {
-            self.fin_offset = Some(end - 1);
+            self.fin_offset = Opt64::some(end - 1);
         }
         if end <= self.rcv_nxt {
             self.send_ack(now, p, out); // a duplicate: tell the sender where we are
@@ -892,9 +895,9 @@ impl Endpoint {
             }
             o.recent.retain(|&s| s > self.rcv_nxt);
         }
-        let data_end = self.fin_offset.unwrap_or(u64::MAX);
+        let data_end = self.fin_offset.get().unwrap_or(u64::MAX);
         self.stats.bytes_delivered += self.rcv_nxt.min(data_end) - before.min(data_end);
-        let fin_now = self.fin_offset.is_some_and(|f| self.rcv_nxt > f) && self.finished_at.is_none();
+        let fin_now = self.fin_offset.get().is_some_and(|f| self.rcv_nxt > f) && self.finished_at.is_none();
         if fin_now {
             self.finished_at = Some(now);
             self.state = match self.state {
@@ -1116,7 +1119,7 @@ impl Endpoint {
             self.timed = None; // Karn: never time a retransmitted segment
         } else {
             if self.timed.is_none() {
-                self.timed = Some((end, now));
+                self.timed = Some((NonZeroU64::new(end).expect("a segment ends past the SYN's offset 0"), now));
             }
             if p.thin_linear_timeouts && off > 0 {
                 self.queues_mut().segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
@@ -1126,7 +1129,7 @@ impl Endpoint {
         if off == 0 {
             self.snd_nxt = self.snd_nxt.max(1);
         }
-        if self.rto_at.is_none() {
+        if self.rto_at.get().is_none() {
             self.arm_rto(now, p);
         }
         self.stats.segments_sent += 1;
@@ -1163,7 +1166,7 @@ impl Endpoint {
 
     fn packet(&mut self, off: u64, len: u16, flags: TcpFlags, now: Instant, p: &TcpParams) -> Packet {
         self.unacked_segs = 0;
-        self.delack_at = None;
+        self.delack_at = Opt64::NONE;
         if flags.ack() {
             self.last_ack_sent = self.rcv_nxt;
         }

@@ -1,10 +1,11 @@
 //! RTT estimation and the retransmission timeout (RFC 6298; Jacobson & Karels 1988).
 
+use super::compact::Opt64;
 use smallpipe_core::Duration;
 
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
-    srtt_ns: Option<u64>,
+    srtt_ns: Opt64<u64>,
     rttvar_ns: u64,
     /// RTO before backoff.
     rto_base: Duration,
@@ -17,25 +18,25 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     pub fn new(initial_rto: Duration, max_rto: Duration) -> Self {
-        RttEstimator { srtt_ns: None, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, max_rto }
+        RttEstimator { srtt_ns: Opt64::NONE, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, max_rto }
     }
 
     /// RFC 6298 (2.2)/(2.3): fold in a measurement R and collapse the backoff; the RTO is
     /// at least `min_rto`, and its variance term at least the clock `granularity` G.
     pub fn sample(&mut self, r: Duration, min_rto: Duration, granularity: Duration) {
         let r = r.as_nanos();
-        match self.srtt_ns {
+        match self.srtt_ns.get() {
             None => {
-                self.srtt_ns = Some(r);
+                self.srtt_ns = Opt64::some(r);
                 self.rttvar_ns = r / 2;
             }
             Some(srtt) => {
                 // RTTVAR <- (1 - 1/4) RTTVAR + 1/4 |SRTT - R'|; SRTT <- (1 - 1/8) SRTT + 1/8 R'
                 self.rttvar_ns = (3 * self.rttvar_ns + srtt.abs_diff(r)) / 4;
-                self.srtt_ns = Some((7 * srtt + r) / 8);
+                self.srtt_ns = Opt64::some((7 * srtt + r) / 8);
             }
         }
-        let srtt = self.srtt_ns.unwrap_or(r);
+        let srtt = self.srtt_ns.get().unwrap_or(r);
         let rto = srtt + granularity.as_nanos().max(4 * self.rttvar_ns);
         self.rto_base = Duration(rto.clamp(min_rto.as_nanos(), self.max_rto.as_nanos()));
         self.backoff = 0;
@@ -55,7 +56,7 @@ impl RttEstimator {
     /// As [`RttEstimator::rto`] with `min_rto` as the lower bound instead of the configured
     /// one (before any sample: the initial RTO).
     pub fn rto_with_min(&self, min_rto: Duration, granularity: Duration) -> Duration {
-        let Some(srtt) = self.srtt_ns else { return self.rto() };
+        let Some(srtt) = self.srtt_ns.get() else { return self.rto() };
         let raw = srtt + granularity.as_nanos().max(4 * self.rttvar_ns);
         let base = raw.clamp(min_rto.as_nanos(), self.max_rto.as_nanos());
         Duration(base.saturating_mul(1u64 << self.backoff.min(40)).min(self.max_rto.as_nanos()))
@@ -75,7 +76,7 @@ impl RttEstimator {
     }
 
     pub fn srtt(&self) -> Option<Duration> {
-        self.srtt_ns.map(Duration)
+        self.srtt_ns.get().map(Duration)
     }
 }
 

@@ -1,13 +1,13 @@
 //! Sets of byte ranges: the sender's SACK scoreboard (RFC 6675) and the receiver's
 //! out-of-order data, from which it builds SACK blocks (RFC 2018).
 
-/// Disjoint, sorted, half-open ranges `[start, end)` of sequence offsets.
-///
-/// Boxed on the first insert: most connections never see a hole, and every endpoint has
-/// two sets, so an empty one costs a pointer rather than a `Vec` header (docs/performance.md).
+use super::compact::LazyVec;
+
+/// Disjoint, sorted, half-open ranges `[start, end)` of sequence offsets (boxed at the
+/// first insert: most connections never see a hole).
 #[derive(Debug, Clone, Default)]
 pub struct RangeSet {
-    boxed: Option<Box<Vec<(u64, u64)>>>,
+    ranges: LazyVec<(u64, u64)>,
 }
 
 impl RangeSet {
@@ -15,11 +15,7 @@ impl RangeSet {
         self.ranges().is_empty()
     }
     pub fn ranges(&self) -> &[(u64, u64)] {
-        self.boxed.as_deref().map_or(&[], Vec::as_slice)
-    }
-    /// The ranges to change; an empty set that stays empty needs no box.
-    fn ranges_mut(&mut self) -> &mut Vec<(u64, u64)> {
-        self.boxed.get_or_insert_default()
+        self.ranges.as_slice()
     }
 
     /// Adds `[start, end)`, merging overlapping and adjacent ranges. Returns whether any
@@ -28,7 +24,7 @@ impl RangeSet {
         if start >= end {
             return false;
         }
-        let ranges = self.ranges_mut();
+        let ranges = self.ranges.vec_mut();
         let i = ranges.partition_point(|&(_, e)| e < start);
         let mut j = i;
         let (mut s, mut e) = (start, end);
@@ -46,7 +42,7 @@ impl RangeSet {
 
     /// Drops everything below `offset`.
     pub fn discard_below(&mut self, offset: u64) {
-        let Some(ranges) = self.boxed.as_deref_mut() else { return };
+        let Some(ranges) = self.ranges.existing_mut() else { return };
         ranges.retain(|&(_, e)| e > offset);
         if let Some(first) = ranges.first_mut() {
             first.0 = first.0.max(offset);
@@ -56,7 +52,7 @@ impl RangeSet {
     /// Removes and returns the first range if it starts at or below `offset`.
     pub fn pop_reaching(&mut self, offset: u64) -> Option<(u64, u64)> {
         if self.ranges().first().is_some_and(|&(s, _)| s <= offset) {
-            Some(self.ranges_mut().remove(0))
+            Some(self.ranges.vec_mut().remove(0))
         } else {
             None
         }
