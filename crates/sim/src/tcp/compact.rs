@@ -91,6 +91,13 @@ impl<T> LazyVec<T> {
     pub fn existing_mut(&mut self) -> Option<&mut Vec<T>> {
         self.boxed.as_deref_mut()
     }
+    /// Frees the box once the vector is empty again, so state that comes and goes (a
+    /// hole in the sequence space) takes memory only while it lasts.
+    pub fn free_if_empty(&mut self) {
+        if self.is_empty() {
+            self.boxed = None;
+        }
+    }
     pub fn len(&self) -> usize {
         self.as_slice().len()
     }
@@ -125,6 +132,11 @@ mod tests {
         v.vec_mut().push(7);
         assert_eq!((v.len(), v.as_slice()), (1, &[7][..]));
         assert_eq!((&v).into_iter().copied().collect::<Vec<_>>(), vec![7]);
+        v.free_if_empty();
+        assert!(v.existing_mut().is_some(), "not empty: kept");
+        v.vec_mut().clear();
+        v.free_if_empty();
+        assert!(v.existing_mut().is_none(), "empty: freed");
     }
 
     #[test]

@@ -16,23 +16,23 @@
 //! retransmitted SYN at once; after an RTO the sender goes back to `snd_una` but keeps the
 //! SACK scoreboard and skips what it covers (RFC 6675 §5.1: our receivers never renege).
 
+mod compact;
 pub mod cubic;
 pub mod hystart;
-mod compact;
 mod rtt;
 pub mod sack;
 
 pub use rtt::RttEstimator;
 
 use crate::config::{Congestion, Recovery, TcpConfig};
+use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
-use compact::{LazyVec, Opt64};
-use std::num::NonZeroU64;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
 use std::collections::VecDeque;
+use std::num::NonZeroU64;
 
 /// TCP connection states (RFC 793), named as there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,7 +258,7 @@ pub struct Endpoint {
     // Receive half (offsets from `irs`).
     irs: u32,
     rcv_nxt: u64,
-    /// Boxed at the first out-of-order segment: most receivers never see one.
+    /// Boxed while there is out-of-order data: most receivers see none most of the time.
     ooo: Option<Box<OutOfOrder>>,
     fin_offset: Opt64<u64>,
     ts_recent: u32,
@@ -894,6 +894,9 @@ impl Endpoint {
                 self.rcv_nxt = self.rcv_nxt.max(e);
             }
             o.recent.retain(|&s| s > self.rcv_nxt);
+            if o.ranges.is_empty() && o.recent.is_empty() {
+                self.ooo = None; // the hole is filled: free the box until the next one
+            }
         }
         let data_end = self.fin_offset.get().unwrap_or(u64::MAX);
         self.stats.bytes_delivered += self.rcv_nxt.min(data_end) - before.min(data_end);

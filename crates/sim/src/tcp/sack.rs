@@ -3,8 +3,8 @@
 
 use super::compact::LazyVec;
 
-/// Disjoint, sorted, half-open ranges `[start, end)` of sequence offsets (boxed at the
-/// first insert: most connections never see a hole).
+/// Disjoint, sorted, half-open ranges `[start, end)` of sequence offsets (boxed while not
+/// empty: most connections see no hole most of the time).
 #[derive(Debug, Clone, Default)]
 pub struct RangeSet {
     ranges: LazyVec<(u64, u64)>,
@@ -47,12 +47,15 @@ impl RangeSet {
         if let Some(first) = ranges.first_mut() {
             first.0 = first.0.max(offset);
         }
+        self.ranges.free_if_empty();
     }
 
     /// Removes and returns the first range if it starts at or below `offset`.
     pub fn pop_reaching(&mut self, offset: u64) -> Option<(u64, u64)> {
         if self.ranges().first().is_some_and(|&(s, _)| s <= offset) {
-            Some(self.ranges.vec_mut().remove(0))
+            let first = self.ranges.vec_mut().remove(0);
+            self.ranges.free_if_empty();
+            Some(first)
         } else {
             None
         }
