@@ -76,6 +76,8 @@ impl<T: Word + std::fmt::Debug> std::fmt::Debug for Opt64<T> {
 
 #[derive(Clone, Default)]
 pub struct LazyVec<T> {
+    // The box is the point: one word in the endpoint instead of a `Vec`'s three.
+    #[allow(clippy::box_collection)]
     boxed: Option<Box<Vec<T>>>,
 }
 
