@@ -5,8 +5,8 @@
 //!   `Option<Instant>` need a word for the tag; `Opt64` stores value + 1 in a `NonZeroU64`,
 //!   so zero stands for `None`: exact for every value below `u64::MAX` (585 years in
 //!   nanoseconds, 16 EiB of offsets).
-//! - `LazyVec`: a `Vec` that most endpoints never fill, in 8 bytes instead of 24: boxed
-//!   at the first push.
+//! - `LazyVec`: a `Vec` that most endpoints leave empty, in 8 bytes instead of 24: boxed
+//!   at the first push, and freed again on `free_if_empty`.
 
 use smallpipe_core::Instant;
 use std::marker::PhantomData;
