@@ -3,6 +3,7 @@
     python benches/memory.py                      # table on stdout, docs/memory.png
     python benches/memory.py --max-flows 100000   # skip the 10^6 runs
     python benches/memory.py --kinds finished,finished_streamed   # only these kinds
+    python benches/memory.py --kinds active --max-flows 30000    # bytes per active flow only
 
 Each run is a fresh Python process (``--child KIND N``), so its resident set holds only
 that run. Four kinds of run:

@@ -79,7 +79,7 @@ impl RcpSender {
             app_closed: false,
             rate_bps: None,
             next_send_at: None,
-            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity),
+            rtt: RttEstimator::new(p.initial_rto, p.max_rto),
             timed: None,
             rto_at: None,
             dupacks: 0,
@@ -144,7 +144,7 @@ impl RcpSender {
                 if seg.flags.syn() && seg.flags.ack() && seg.ack == self.iss.wrapping_add(1) {
                     self.irs = seg.seq;
                     self.state = RcpState::Sending;
-                    self.on_ack(1, now);
+                    self.on_ack(1, now, p);
                     self.ack_peer(seg.seq.wrapping_add(1), p, out);
                     self.pace(now, p, out);
                 }
@@ -156,7 +156,7 @@ impl RcpSender {
                 let ack = self.snd_una as i64 + seg.ack.wrapping_sub(self.iss.wrapping_add(self.snd_una as u32)) as i32 as i64;
                 let ack = ack.max(0) as u64;
                 if ack > self.snd_una && ack <= self.snd_max {
-                    self.on_ack(ack, now);
+                    self.on_ack(ack, now, p);
                 } else if ack == self.snd_una && self.snd_una < self.snd_max && seg.payload_len == 0 && !seg.flags.fin() {
                     self.dupacks += 1;
                     if self.dupacks == DUPTHRESH && self.snd_una >= self.recover {
@@ -177,10 +177,10 @@ impl RcpSender {
     }
 
     /// New data acknowledged up to `ack`.
-    fn on_ack(&mut self, ack: u64, now: Instant) {
+    fn on_ack(&mut self, ack: u64, now: Instant, p: &TcpParams) {
         if let Some((end, sent)) = self.timed {
             if ack >= end {
-                self.rtt.sample(now - sent);
+                self.rtt.sample(now - sent, p.min_rto, p.granularity);
                 self.timed = None;
             }
         }

@@ -16,6 +16,7 @@ use crate::event::{Event, EventQueue};
 use crate::link::Link;
 use crate::rcp::{RcpConn, RcpSender};
 use crate::results::{LinkRow, QueueStateRow, Results, TraceRow, UnitRow};
+use crate::tcp::compact::Opt64;
 use crate::tcp::{Endpoint, State, TcpParams};
 use crate::trace::Recorder;
 use rustc_hash::FxHashMap;
@@ -542,7 +543,7 @@ impl Simulator {
             UnitApp::Replay { mode: ReplayMode::Logged, requests } => {
                 let (wanted, bytes) = requests.pop_front().expect("one event per logged request");
                 let c = self.open_conn(u, Some(bytes));
-                self.conns[c as usize].requested = Some(wanted);
+                self.conns[c as usize].requested = Opt64::some(wanted);
             }
             UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
             UnitApp::Poisson { mean_gap_s } => {
@@ -579,7 +580,7 @@ impl Simulator {
                 _ => return,
             };
             let c = self.open_conn(u, Some(size));
-            self.conns[c as usize].requested = wanted;
+            self.conns[c as usize].requested = wanted.map_or(Opt64::NONE, Opt64::some);
         }
     }
 

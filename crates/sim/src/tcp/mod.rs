@@ -16,6 +16,7 @@
 //! retransmitted SYN at once; after an RTO the sender goes back to `snd_una` but keeps the
 //! SACK scoreboard and skips what it covers (RFC 6675 §5.1: our receivers never renege).
 
+pub(crate) mod compact;
 pub mod cubic;
 mod growth;
 pub mod hystart;
@@ -25,11 +26,14 @@ pub mod sack;
 pub use rtt::RttEstimator;
 
 use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
+use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
+use std::collections::VecDeque;
+use std::num::NonZeroU64;
 
 /// TCP connection states (RFC 793), named as there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,23 +167,21 @@ pub struct EndpointStats {
 pub enum CongestionControl {
     /// RFC 5681: one MSS per RTT, ssthresh = FlightSize / 2.
     Reno,
-    /// RFC 9438.
-    Cubic(Cubic),
+    /// RFC 9438; boxed so the default, Reno, does not carry its state.
+    Cubic(Box<Cubic>),
 }
 
 impl CongestionControl {
     fn new(p: &TcpParams) -> Self {
         match p.congestion {
             Congestion::Reno => CongestionControl::Reno,
-            Congestion::Cubic => CongestionControl::Cubic(Cubic::new(p.cubic_fast_convergence)),
+            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence))),
         }
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct FastRecovery {
-    /// `snd_max` when recovery began: an ACK at or past it ends recovery.
-    recover: u64,
     /// Highest offset retransmitted in this episode (RFC 6675 HighRxt, exclusive end).
     high_rxt: u64,
     /// RFC 6582: the RTO is re-armed on the first partial ACK only.
@@ -204,6 +206,39 @@ pub struct CompletedBurst {
     pub acked: Instant,
 }
 
+/// The receiver's out-of-order data.
+#[derive(Debug, Clone, Default)]
+struct OutOfOrder {
+    ranges: RangeSet,
+    /// Starts of `ranges`, most recently changed first (RFC 2018 block order).
+    recent: Vec<u64>,
+}
+
+impl OutOfOrder {
+    /// Adds `[start, end)` and makes its range the most recent.
+    fn insert(&mut self, start: u64, end: u64) {
+        self.ranges.insert(start, end);
+        let Some((s, _)) = self.ranges.range_of(start) else { return };
+        // Blocks merge as data arrives: keep the starts of ranges that still exist.
+        self.recent.retain(|&x| x != s && !(x > s && self.ranges.range_of(x).is_some_and(|(rs, _)| rs == s)));
+        self.recent.insert(0, s);
+        self.recent.truncate(8);
+    }
+}
+
+/// Queues of features most connections do not use (interactive bursts, thin streams,
+/// diversity), kept out of `Endpoint` so it stays small (docs/performance.md).
+#[derive(Debug, Clone, Default)]
+struct FeatureQueues {
+    /// End offsets of the first transmissions not yet acknowledged (Linux `packets_out`);
+    /// kept only with `thin_linear_timeouts`.
+    segment_ends: VecDeque<u64>,
+    /// Diversity: (end offset of a copied segment, duplicate ACKs its copies still owe).
+    copy_acks: VecDeque<(u64, u32)>,
+    /// Interactive bursts written and not yet acknowledged.
+    pending_bursts: VecDeque<PendingBurst>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     /// As this endpoint sends: `src` is local.
@@ -223,56 +258,56 @@ pub struct Endpoint {
     /// Bytes acknowledged in congestion avoidance toward the next SMSS (`growth.rs`).
     ca_acked: u64,
     cc: CongestionControl,
-    /// RFC 9406 state while the initial slow start lasts; `None` when off or over.
-    hystart: Option<HyStart>,
+    /// RFC 9406 state while the initial slow start lasts; `None` when off or over (boxed:
+    /// off by default).
+    hystart: Option<Box<HyStart>>,
     dupacks: u32,
     recovery: Option<FastRecovery>,
-    /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below it.
+    /// RFC 6582 `recover` (exclusive form): no new fast retransmit for dupacks at or below
+    /// it; `snd_max` when the last recovery (or RTO) began, so during recovery an ACK at
+    /// or past it ends the episode.
     recover_mark: u64,
-    highest_ack: u64,
+    /// `snd_una` before its last advance (RFC 6582 §4.2 ACK heuristic; HighACK is `snd_una`).
     prev_highest_ack: u64,
     /// `snd_una` at the last RTO: a second RTO for it holds ssthresh (RFC 5681 eq. 4 note).
-    rto_una: Option<u64>,
+    rto_una: Opt64<u64>,
     rtt: RttEstimator,
-    /// Segment being timed without timestamps (Karn): its end offset and send time.
-    timed: Option<(u64, Instant)>,
-    syn_sent_at: Instant,
-    syn_retransmitted: bool,
-    syn_tries: u32,
+    /// Segment being timed without timestamps (Karn): its end offset and send time (an
+    /// end is at least 1, the SYN's, so `NonZeroU64` keeps the `Option` in 16 bytes).
+    timed: Option<(NonZeroU64, Instant)>,
+    /// SYN (or SYN-ACK) retransmissions; at most `syn_retries`, which is at most 20.
+    syn_tries: u8,
     scoreboard: RangeSet,
     last_data_sent: Instant,
-    rto_at: Option<Instant>,
+    rto_at: Opt64<Instant>,
     /// When the retransmission timer was last armed from a non-timeout event.
     rto_armed_at: Instant,
     /// The open timeout episode began here (see `EndpointStats::backoff_ns`).
-    backoff_since: Option<Instant>,
+    backoff_since: Opt64<Instant>,
     /// RTOs since data was last acknowledged (Linux `icsk_retransmits`), for thin streams.
     rto_retries: u32,
-    /// End offsets of the first transmissions not yet acknowledged (Linux `packets_out`);
-    /// kept only with `thin_linear_timeouts`.
-    segment_ends: std::collections::VecDeque<u64>,
-    /// Diversity: (end offset of a copied segment, duplicate ACKs its copies still owe).
-    copy_acks: std::collections::VecDeque<(u64, u32)>,
+    /// Boxed on first use: most connections use none of these features.
+    queues: Option<Box<FeatureQueues>>,
     /// Opened the connection (the client): only the application side pads its idle time.
     active_opener: bool,
     // Receive half (offsets from `irs`).
     irs: u32,
     rcv_nxt: u64,
-    ooo: RangeSet,
-    /// Out-of-order ranges, most recently changed first (RFC 2018 block order).
-    sack_recent: Vec<u64>,
-    fin_offset: Option<u64>,
+    /// Boxed while there is out-of-order data: most receivers see none most of the time.
+    ooo: Option<Box<OutOfOrder>>,
+    fin_offset: Opt64<u64>,
     ts_recent: u32,
     /// `rcv_nxt` carried by the last ACK we sent (RFC 7323 Last.ACK.sent).
     last_ack_sent: u64,
-    unacked_segs: u32,
-    delack_at: Option<Instant>,
+    /// In-order segments not yet acknowledged: 0, 1 or 2 (the second is acknowledged at once).
+    unacked_segs: u8,
+    delack_at: Opt64<Instant>,
     // Bookkeeping for the simulator.
     pub timer_gen: u32,
     pub timer_armed: Option<Instant>,
     pub stats: EndpointStats,
-    pending_bursts: std::collections::VecDeque<PendingBurst>,
-    pub completed_bursts: Vec<CompletedBurst>,
+    /// Acknowledged interactive bursts.
+    pub completed_bursts: LazyVec<CompletedBurst>,
     /// When the receive half had every byte and the FIN.
     pub finished_at: Option<Instant>,
     /// Gave up (SYN retries exhausted), or was reset by the peer.
@@ -294,41 +329,35 @@ impl Endpoint {
             ssthresh: p.rwnd.max(2 * p.mss),
             ca_acked: 0,
             cc: CongestionControl::new(p),
-            hystart: p.hystart.then(HyStart::default),
+            hystart: p.hystart.then(Box::default),
             dupacks: 0,
             recovery: None,
             recover_mark: 0,
-            highest_ack: 0,
             prev_highest_ack: 0,
-            rto_una: None,
-            rtt: RttEstimator::new(p.initial_rto, p.min_rto, p.max_rto, p.granularity).linux_rto(p.linux_rto),
+            rto_una: Opt64::NONE,
+            rtt: RttEstimator::new(p.initial_rto, p.max_rto).linux_rto(p.linux_rto),
             timed: None,
-            syn_sent_at: Instant::ZERO,
-            syn_retransmitted: false,
             syn_tries: 0,
             scoreboard: RangeSet::default(),
             last_data_sent: Instant::ZERO,
-            rto_at: None,
+            rto_at: Opt64::NONE,
             rto_armed_at: Instant::ZERO,
-            backoff_since: None,
+            backoff_since: Opt64::NONE,
             rto_retries: 0,
-            segment_ends: Default::default(),
-            copy_acks: Default::default(),
+            queues: None,
             active_opener: state == State::Closed,
             irs: 0,
             rcv_nxt: 0,
-            ooo: RangeSet::default(),
-            sack_recent: Vec::new(),
-            fin_offset: None,
+            ooo: None,
+            fin_offset: Opt64::NONE,
             ts_recent: 0,
             last_ack_sent: 0,
             unacked_segs: 0,
-            delack_at: None,
+            delack_at: Opt64::NONE,
             timer_gen: 0,
             timer_armed: None,
             stats: EndpointStats::default(),
-            pending_bursts: Default::default(),
-            completed_bursts: Vec::new(),
+            completed_bursts: LazyVec::default(),
             finished_at: None,
             failed: false,
         }
@@ -347,7 +376,6 @@ impl Endpoint {
     pub fn connect(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         debug_assert_eq!(self.state, State::Closed);
         self.state = State::SynSent;
-        self.syn_sent_at = now;
         self.send_segment(0, 0, false, now, p, out);
     }
 
@@ -356,7 +384,8 @@ impl Endpoint {
         let start = 1 + self.app_written;
         self.app_written += bytes;
         if burst {
-            self.pending_bursts.push_back(PendingBurst { start, end: 1 + self.app_written, written: now, first_sent: None });
+            let burst = PendingBurst { start, end: 1 + self.app_written, written: now, first_sent: None };
+            self.queues_mut().pending_bursts.push_back(burst);
         }
         self.try_send(now, p, out);
         if burst {
@@ -375,9 +404,13 @@ impl Endpoint {
         self.try_send(now, p, out);
     }
 
+    fn queues_mut(&mut self) -> &mut FeatureQueues {
+        self.queues.get_or_insert_default()
+    }
+
     /// The earliest pending timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        match (self.rto_at, self.delack_at) {
+        match (self.rto_at.get(), self.delack_at.get()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -385,7 +418,7 @@ impl Endpoint {
 
     /// Write and first-send times of the bursts not yet acknowledged.
     pub fn outstanding_bursts(&self) -> impl Iterator<Item = (Instant, Option<Instant>)> + '_ {
-        self.pending_bursts.iter().map(|b| (b.written, b.first_sent))
+        self.queues.iter().flat_map(|q| q.pending_bursts.iter().map(|b| (b.written, b.first_sent)))
     }
 
     pub fn cwnd_bytes(&self) -> u64 {
@@ -410,7 +443,7 @@ impl Endpoint {
     }
     /// In a retransmission-timeout episode (see `EndpointStats::backoff_ns`).
     pub fn in_timeout(&self) -> bool {
-        self.backoff_since.is_some()
+        self.backoff_since.get().is_some()
     }
     /// Application bytes acknowledged by the peer.
     pub fn bytes_acked(&self) -> u64 {
@@ -420,18 +453,18 @@ impl Endpoint {
     // ---------------------------------------------------------------- timers
 
     pub fn on_timer(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        if self.delack_at.is_some_and(|t| t <= now) {
-            self.delack_at = None;
+        if self.delack_at.get().is_some_and(|t| t <= now) {
+            self.delack_at = Opt64::NONE;
             self.send_ack(now, p, out);
         }
-        if self.rto_at.is_some_and(|t| t <= now) {
-            self.rto_at = None;
+        if self.rto_at.get().is_some_and(|t| t <= now) {
+            self.rto_at = Opt64::NONE;
             self.on_rto(now, p, out);
         }
     }
 
     fn arm_rto(&mut self, now: Instant, p: &TcpParams) {
-        self.rto_at = Some(now + self.data_rto(p));
+        self.rto_at = Opt64::some(now + self.data_rto(p));
         self.rto_armed_at = now;
     }
 
@@ -442,7 +475,7 @@ impl Endpoint {
         let used = self.flight_size().max(self.send_end().saturating_sub(self.snd_una).min(self.cwnd));
         match p.min_rto_prime {
             Some((min_rto, fraction)) if used as f64 <= fraction * self.cwnd.max(4 * p.mss) as f64 => {
-                self.rtt.rto_with_min(min_rto)
+                self.rtt.rto_with_min(min_rto, p.granularity)
             }
             _ => self.rtt.rto(),
         }
@@ -456,15 +489,15 @@ impl Endpoint {
 
     /// `backoff_ns` with a still-open timeout episode counted up to `end`.
     pub fn backoff_ns_until(&self, end: Instant) -> u64 {
-        self.stats.backoff_ns + self.backoff_since.map_or(0, |since| end.saturating_since(since).as_nanos())
+        self.stats.backoff_ns + self.backoff_since.get().map_or(0, |since| end.saturating_since(since).as_nanos())
     }
 
     /// The connection is reset (a RST arrived): nothing more is sent or delivered.
     fn abort(&mut self, now: Instant) {
         self.state = State::Closed;
         self.failed = true;
-        self.rto_at = None;
-        self.delack_at = None;
+        self.rto_at = Opt64::NONE;
+        self.delack_at = Opt64::NONE;
         self.end_backoff(now);
     }
 
@@ -486,7 +519,8 @@ impl Endpoint {
         self.rto_retries += 1;
         // Linux tcp_retransmit_timer: a thin stream (fewer than 4 segments out) keeps the
         // base RTO for its first TCP_THIN_LINEAR_RETRIES = 6 timeouts.
-        let linear = p.thin_linear_timeouts && self.state == State::Established && self.segment_ends.len() < 4
+        let linear = p.thin_linear_timeouts && self.state == State::Established
+            && self.queues.as_ref().map_or(0, |q| q.segment_ends.len()) < 4
             && self.rto_retries <= 6;
         if !linear {
             self.rtt.back_off();
@@ -495,7 +529,7 @@ impl Endpoint {
         self.backoff_since.get_or_insert(self.rto_armed_at);
         match self.state {
             State::SynSent | State::SynReceived if self.snd_una == 0 => {
-                if self.syn_tries >= p.syn_retries {
+                if u32::from(self.syn_tries) >= p.syn_retries {
                     self.state = State::Closed;
                     self.failed = true;
                     self.end_backoff(now);
@@ -503,13 +537,12 @@ impl Endpoint {
                 }
                 self.syn_tries += 1;
                 self.stats.syn_timeouts += 1;
-                self.syn_retransmitted = true;
                 self.send_segment(0, 0, false, now, p, out);
-                self.rto_at = Some(now + self.rtt.rto());
+                self.rto_at = Opt64::some(now + self.rtt.rto());
             }
             _ => {
                 self.stats.timeouts += 1;
-                if self.rto_una == Some(self.snd_una) {
+                if self.rto_una.get() == Some(self.snd_una) {
                     self.stats.timeouts_repeated += 1;
                 } else if self.recovery.is_some() {
                     self.stats.timeouts_in_recovery += 1;
@@ -517,24 +550,26 @@ impl Endpoint {
                     self.stats.timeouts_after_dupacks += 1;
                 }
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
-                if self.rto_una != Some(self.snd_una) {
+                if self.rto_una.get() != Some(self.snd_una) {
                     let flight = self.flight_size();
                     self.ssthresh = match &mut self.cc {
                         CongestionControl::Reno => (flight / 2).max(2 * p.mss),
                         CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, flight, p.mss),
                     };
                 }
-                self.rto_una = Some(self.snd_una);
+                self.rto_una = Opt64::some(self.snd_una);
                 self.hystart = None; // RFC 9406 §4.2: only the initial slow start
                 self.cwnd = p.mss;
                 self.ca_acked = 0;
                 self.recovery = None;
                 self.dupacks = 0;
-                self.copy_acks.clear(); // the timeout is the reaction to any lost copy
+                if let Some(q) = self.queues.as_deref_mut() {
+                    q.copy_acks.clear(); // the timeout is the reaction to any lost copy
+                }
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
                 self.try_send(now, p, out);
-                self.rto_at = Some(now + self.data_rto(p));
+                self.rto_at = Opt64::some(now + self.data_rto(p));
             }
         }
     }
@@ -575,9 +610,8 @@ impl Endpoint {
                     self.end_backoff(now);
                     self.take_rtt_sample(1, seg, now, p);
                     self.snd_una = 1;
-                    self.highest_ack = 1;
                     self.rto_retries = 0;
-                    self.rto_at = None;
+                    self.rto_at = Opt64::NONE;
                     self.start_after_syn_timeout(p);
                     let sent = out.len();
                     self.try_send(now, p, out);
@@ -620,7 +654,7 @@ impl Endpoint {
     /// RFC 5681 §3.1 and RFC 6298 (5.7): once our SYN (or SYN-ACK) timed out, data starts
     /// with a window of one segment and an RTO of 3 s, whatever the handshake's RTT sample.
     fn start_after_syn_timeout(&mut self, p: &TcpParams) {
-        if self.syn_retransmitted {
+        if self.syn_tries > 0 {
             self.cwnd = p.mss;
             self.rtt.reinit_after_syn_timeout();
         }
@@ -697,20 +731,21 @@ impl Endpoint {
         if syn_acked {
             self.start_after_syn_timeout(p); // the listener's SYN-ACK timed out
         }
-        self.prev_highest_ack = self.highest_ack;
-        self.highest_ack = ack;
+        self.prev_highest_ack = self.snd_una;
         self.snd_una = ack;
         self.rto_retries = 0;
-        while self.segment_ends.front().is_some_and(|&end| end <= ack) {
-            self.segment_ends.pop_front();
-        }
         self.snd_nxt = self.snd_nxt.max(ack);
         self.scoreboard.discard_below(ack);
-        while self.pending_bursts.front().is_some_and(|b| b.end <= ack) {
-            let b = self.pending_bursts.pop_front().unwrap();
-            // Acknowledged bytes were sent: `first_sent` is set.
-            let first_sent = b.first_sent.unwrap_or(b.written);
-            self.completed_bursts.push(CompletedBurst { written: b.written, first_sent, acked: now });
+        if let Some(q) = self.queues.as_deref_mut() {
+            while q.segment_ends.front().is_some_and(|&end| end <= ack) {
+                q.segment_ends.pop_front();
+            }
+            while q.pending_bursts.front().is_some_and(|b| b.end <= ack) {
+                let b = q.pending_bursts.pop_front().unwrap();
+                // Acknowledged bytes were sent: `first_sent` is set.
+                let first_sent = b.first_sent.unwrap_or(b.written);
+                self.completed_bursts.vec_mut().push(CompletedBurst { written: b.written, first_sent, acked: now });
+            }
         }
         if self.app_closed && ack == self.send_end() {
             self.state = match self.state {
@@ -722,7 +757,7 @@ impl Endpoint {
         }
         let acked_data = acked - syn_acked as u64;
         match self.recovery {
-            Some(r) if ack >= r.recover => {
+            Some(_) if ack >= self.recover_mark => {
                 // Full ACK: leave recovery (RFC 6582 step 3, option 1; RFC 6675: cwnd = ssthresh).
                 self.cwnd = match p.recovery {
                     Recovery::Sack => self.ssthresh,
@@ -781,8 +816,8 @@ impl Endpoint {
         self.settle_copies(ack, p);
         // RFC 6298 5.2/5.3.
         if self.snd_una >= self.snd_max {
-            self.rto_at = None;
-        } else if !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < r.recover)
+            self.rto_at = Opt64::NONE;
+        } else if !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < self.recover_mark)
         {
             self.arm_rto(now, p);
         }
@@ -796,21 +831,22 @@ impl Endpoint {
             Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64)
         } else {
             match self.timed {
-                Some((end, sent)) if ack >= end => {
+                Some((end, sent)) if ack >= end.get() => {
                     self.timed = None;
                     now - sent
                 }
                 _ => return None,
             }
         };
-        self.rtt.sample(sample);
+        self.rtt.sample(sample, p.min_rto, p.granularity);
         Some(sample)
     }
 
     /// Diversity: counts off one expected duplicate ACK for the copied segment ending at
     /// `ack`; false when no copy owes one.
     fn take_copy_ack(&mut self, ack: u64) -> bool {
-        match self.copy_acks.iter_mut().find(|(end, owed)| *end == ack && *owed > 0) {
+        let Some(q) = self.queues.as_deref_mut() else { return false };
+        match q.copy_acks.iter_mut().find(|(end, owed)| *end == ack && *owed > 0) {
             Some((_, owed)) => {
                 *owed -= 1;
                 true
@@ -823,10 +859,11 @@ impl Endpoint {
     /// the original or a copy was lost (ACKs come back in order): the sender cuts its
     /// window as for a loss (the paper: "it cuts down the congestion window"), once per ACK.
     fn settle_copies(&mut self, ack: u64, p: &TcpParams) {
+        let Some(q) = self.queues.as_deref_mut() else { return };
         let mut lost = false;
-        while let Some(&(_, owed)) = self.copy_acks.front().filter(|&&(end, _)| end < ack) {
+        while let Some(&(_, owed)) = q.copy_acks.front().filter(|&&(end, _)| end < ack) {
             lost |= owed > 0;
-            self.copy_acks.pop_front();
+            q.copy_acks.pop_front();
         }
         if lost && self.recovery.is_none() {
             let flight = self.flight_size();
@@ -852,7 +889,7 @@ impl Endpoint {
                 // RFC 6582 §3.2 step 2: a new episode only past `recover`, or by the ACK heuristic.
                 Recovery::Newreno => {
                     self.snd_una > self.recover_mark
-                        || (self.cwnd > p.mss && self.highest_ack - self.prev_highest_ack <= 4 * p.mss)
+                        || (self.cwnd > p.mss && self.snd_una - self.prev_highest_ack <= 4 * p.mss)
                 }
                 // RFC 6675 §5.1: none until HighACK reaches the RecoveryPoint of the last one.
                 Recovery::Sack => self.snd_una >= self.recover_mark,
@@ -876,7 +913,7 @@ impl Endpoint {
         };
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;
-        self.recovery = Some(FastRecovery { recover: self.snd_max, high_rxt: self.snd_una, first_partial: true });
+        self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });
         match p.recovery {
             Recovery::Sack => {
                 self.cwnd = self.ssthresh;
@@ -895,7 +932,7 @@ impl Endpoint {
         let start = unwrap(self.rcv_nxt, self.irs.wrapping_add(self.rcv_nxt as u32), seg.seq);
         let end = start + seg.seq_len() as u64;
         if seg.flags.fin() {
-            self.fin_offset = Some(end - 1);
+            self.fin_offset = Opt64::some(end - 1);
         }
         if end <= self.rcv_nxt {
             self.send_ack(now, p, out); // a duplicate: tell the sender where we are
@@ -903,21 +940,25 @@ impl Endpoint {
         }
         if start > self.rcv_nxt {
             // Out of order: remember it and send a duplicate ACK at once (RFC 5681 §4.2).
-            self.ooo.insert(start, end);
-            self.note_sack_block(start);
+            self.ooo.get_or_insert_default().insert(start, end);
             self.send_ack(now, p, out);
             return;
         }
         let before = self.rcv_nxt;
         self.rcv_nxt = end;
-        let filled_hole = !self.ooo.is_empty();
-        while let Some((_, e)) = self.ooo.pop_reaching(self.rcv_nxt) {
-            self.rcv_nxt = self.rcv_nxt.max(e);
+        let filled_hole = self.ooo.as_ref().is_some_and(|o| !o.ranges.is_empty());
+        if let Some(o) = self.ooo.as_deref_mut() {
+            while let Some((_, e)) = o.ranges.pop_reaching(self.rcv_nxt) {
+                self.rcv_nxt = self.rcv_nxt.max(e);
+            }
+            o.recent.retain(|&s| s > self.rcv_nxt);
+            if o.ranges.is_empty() && o.recent.is_empty() {
+                self.ooo = None; // the hole is filled: free the box until the next one
+            }
         }
-        self.sack_recent.retain(|&s| s > self.rcv_nxt);
-        let data_end = self.fin_offset.unwrap_or(u64::MAX);
+        let data_end = self.fin_offset.get().unwrap_or(u64::MAX);
         self.stats.bytes_delivered += self.rcv_nxt.min(data_end) - before.min(data_end);
-        let fin_now = self.fin_offset.is_some_and(|f| self.rcv_nxt > f) && self.finished_at.is_none();
+        let fin_now = self.fin_offset.get().is_some_and(|f| self.rcv_nxt > f) && self.finished_at.is_none();
         if fin_now {
             self.finished_at = Some(now);
             self.state = match self.state {
@@ -945,14 +986,6 @@ impl Endpoint {
                 }
             }
         }
-    }
-
-    fn note_sack_block(&mut self, offset: u64) {
-        let Some((s, _)) = self.ooo.range_of(offset) else { return };
-        // Blocks merge as data arrives: keep the starts of ranges that still exist.
-        self.sack_recent.retain(|&x| x != s && !(x > s && self.ooo.range_of(x).is_some_and(|(rs, _)| rs == s)));
-        self.sack_recent.insert(0, s);
-        self.sack_recent.truncate(8);
     }
 
     // ---------------------------------------------------------------- output
@@ -1036,7 +1069,7 @@ impl Endpoint {
             self.emit(off, len, false, now, p, out);
         }
         if copies > 0 {
-            self.copy_acks.push_back((off + len, copies));
+            self.queues_mut().copy_acks.push_back((off + len, copies));
         }
     }
 
@@ -1158,23 +1191,25 @@ impl Endpoint {
             self.timed = None; // Karn: never time a retransmitted segment
         } else {
             if self.timed.is_none() {
-                self.timed = Some((end, now));
+                self.timed = Some((NonZeroU64::new(end).expect("a segment ends past the SYN's offset 0"), now));
             }
             if p.thin_linear_timeouts && off > 0 {
-                self.segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
+                self.queues_mut().segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
             }
-            for b in self.pending_bursts.iter_mut().skip_while(|b| b.first_sent.is_some()) {
-                if b.start >= off + len {
-                    break;
+            if let Some(q) = self.queues.as_deref_mut() {
+                for b in q.pending_bursts.iter_mut().skip_while(|b| b.first_sent.is_some()) {
+                    if b.start >= off + len {
+                        break;
+                    }
+                    b.first_sent = Some(now);
                 }
-                b.first_sent = Some(now);
             }
         }
         self.snd_max = self.snd_max.max(end);
         if off == 0 {
             self.snd_nxt = self.snd_nxt.max(1);
         }
-        if self.rto_at.is_none() {
+        if self.rto_at.get().is_none() {
             self.arm_rto(now, p);
         }
         self.stats.segments_sent += 1;
@@ -1211,7 +1246,7 @@ impl Endpoint {
 
     fn packet(&mut self, off: u64, len: u16, flags: TcpFlags, now: Instant, p: &TcpParams) -> Packet {
         self.unacked_segs = 0;
-        self.delack_at = None;
+        self.delack_at = Opt64::NONE;
         if flags.ack() {
             self.last_ack_sent = self.rcv_nxt;
         }
@@ -1228,12 +1263,12 @@ impl Endpoint {
             pkt.ts_ecr = self.ts_recent;
         }
         let mut option_bytes = 0;
-        if p.sack() && flags.ack() && !self.ooo.is_empty() {
-            for &s in &self.sack_recent {
+        if let Some(o) = self.ooo.as_deref().filter(|o| p.sack() && flags.ack() && !o.ranges.is_empty()) {
+            for &s in &o.recent {
                 if pkt.sack_count as usize == MAX_SACK_BLOCKS {
                     break;
                 }
-                if let Some((rs, re)) = self.ooo.range_of(s) {
+                if let Some((rs, re)) = o.ranges.range_of(s) {
                     let block = SackBlock { start: self.irs.wrapping_add(rs as u32), end: self.irs.wrapping_add(re as u32) };
                     if !pkt.sack_blocks().contains(&block) {
                         pkt.sack[pkt.sack_count as usize] = block;

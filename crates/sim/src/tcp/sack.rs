@@ -1,21 +1,21 @@
 //! Sets of byte ranges: the sender's SACK scoreboard (RFC 6675) and the receiver's
 //! out-of-order data, from which it builds SACK blocks (RFC 2018).
 
-/// Disjoint, sorted, half-open ranges `[start, end)` of sequence offsets.
+use super::compact::LazyVec;
+
+/// Disjoint, sorted, half-open ranges `[start, end)` of sequence offsets (boxed while not
+/// empty: most connections see no hole most of the time).
 #[derive(Debug, Clone, Default)]
 pub struct RangeSet {
-    ranges: Vec<(u64, u64)>,
+    ranges: LazyVec<(u64, u64)>,
 }
 
 impl RangeSet {
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-    pub fn clear(&mut self) {
-        self.ranges.clear();
+        self.ranges().is_empty()
     }
     pub fn ranges(&self) -> &[(u64, u64)] {
-        &self.ranges
+        self.ranges.as_slice()
     }
 
     /// Adds `[start, end)`, merging overlapping and adjacent ranges. Returns whether any
@@ -24,47 +24,54 @@ impl RangeSet {
         if start >= end {
             return false;
         }
-        let i = self.ranges.partition_point(|&(_, e)| e < start);
+        let ranges = self.ranges.vec_mut();
+        let i = ranges.partition_point(|&(_, e)| e < start);
         let mut j = i;
         let (mut s, mut e) = (start, end);
         let mut covered = 0;
-        while j < self.ranges.len() && self.ranges[j].0 <= end {
-            let (rs, re) = self.ranges[j];
+        while j < ranges.len() && ranges[j].0 <= end {
+            let (rs, re) = ranges[j];
             covered += re.min(end).saturating_sub(rs.max(start));
             s = s.min(rs);
             e = e.max(re);
             j += 1;
         }
-        self.ranges.splice(i..j, [(s, e)]);
+        ranges.splice(i..j, [(s, e)]);
         covered < end - start
     }
 
     /// Drops everything below `offset`.
     pub fn discard_below(&mut self, offset: u64) {
-        self.ranges.retain(|&(_, e)| e > offset);
-        if let Some(first) = self.ranges.first_mut() {
+        let Some(ranges) = self.ranges.existing_mut() else { return };
+        ranges.retain(|&(_, e)| e > offset);
+        if let Some(first) = ranges.first_mut() {
             first.0 = first.0.max(offset);
         }
+        self.ranges.free_if_empty();
     }
 
     /// Removes and returns the first range if it starts at or below `offset`.
     pub fn pop_reaching(&mut self, offset: u64) -> Option<(u64, u64)> {
-        if self.ranges.first().is_some_and(|&(s, _)| s <= offset) {
-            Some(self.ranges.remove(0))
+        if self.ranges().first().is_some_and(|&(s, _)| s <= offset) {
+            let first = self.ranges.vec_mut().remove(0);
+            self.ranges.free_if_empty();
+            Some(first)
         } else {
             None
         }
     }
 
     pub fn contains(&self, offset: u64) -> bool {
-        let i = self.ranges.partition_point(|&(_, e)| e <= offset);
-        self.ranges.get(i).is_some_and(|&(s, _)| s <= offset)
+        let ranges = self.ranges();
+        let i = ranges.partition_point(|&(_, e)| e <= offset);
+        ranges.get(i).is_some_and(|&(s, _)| s <= offset)
     }
 
     /// The range holding `offset`, if any.
     pub fn range_of(&self, offset: u64) -> Option<(u64, u64)> {
-        let i = self.ranges.partition_point(|&(_, e)| e <= offset);
-        self.ranges.get(i).copied().filter(|&(s, _)| s <= offset)
+        let ranges = self.ranges();
+        let i = ranges.partition_point(|&(_, e)| e <= offset);
+        ranges.get(i).copied().filter(|&(s, _)| s <= offset)
     }
 
     /// Bytes at or above `offset`, and the fewest segments of at most `segment_bytes` that
@@ -72,7 +79,7 @@ impl RangeSet {
     pub fn above(&self, offset: u64, segment_bytes: u64) -> (u64, u64) {
         let mut bytes = 0;
         let mut segments = 0;
-        for &(s, e) in self.ranges.iter().rev() {
+        for &(s, e) in self.ranges().iter().rev() {
             if e <= offset {
                 break;
             }
@@ -83,14 +90,15 @@ impl RangeSet {
     }
 
     pub fn highest_end(&self) -> Option<u64> {
-        self.ranges.last().map(|&(_, e)| e)
+        self.ranges().last().map(|&(_, e)| e)
     }
 
     /// First offset in `[from, to)` that is not in the set, with the end of that gap.
     pub fn first_gap(&self, from: u64, to: u64) -> Option<(u64, u64)> {
         let mut at = from;
-        let i = self.ranges.partition_point(|&(_, e)| e <= at);
-        for &(s, e) in &self.ranges[i..] {
+        let ranges = self.ranges();
+        let i = ranges.partition_point(|&(_, e)| e <= at);
+        for &(s, e) in &ranges[i..] {
             if at >= to {
                 return None;
             }
