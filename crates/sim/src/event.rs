@@ -17,7 +17,7 @@
 
 use smallpipe_core::Instant;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// A link finished serializing the packet it was sending.
     TxDone { link: u32 },
