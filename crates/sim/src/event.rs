@@ -5,17 +5,21 @@
 //! endpoint its earliest timer), so the queue grows with the number of components, not of
 //! packets. Stale timer events are skipped by generation, not removed (O(1) "cancel").
 //!
-//! It is a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) over the 128-bit key
-//! `time << 64 | sequence`. A discrete-event simulation never schedules before the event it
-//! is handling, and a newer event has a larger sequence number, so every key pushed is
-//! larger than the last key popped: the monotonicity a radix heap needs. Keys are unique,
-//! so the order is the total order of (time, sequence), exactly the binary heap's. An entry
-//! sits in the bucket of the highest bit where it differs from the last key popped; each
-//! redistribution moves it to a lower bucket, so it moves at most 128 times, in practice a
-//! few (far-off timers), and pushes and most pops touch one `Vec` end instead of sifting
-//! through a heap of thousands.
+//! Every key is `time << 64 | sequence`, unique. A discrete-event simulation never
+//! schedules before the event it is handling and a newer event has a larger sequence
+//! number, so every key pushed is larger than the last one popped: keys are monotone. The
+//! queue uses that as a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), but only
+//! down to windows of 2^WINDOW_NS_BITS ns: the events in the window of the last key popped
+//! sit in a binary heap; every later one sits in the bucket of the highest bit where its key
+//! differs from that last key, and moves to a lower bucket or into the heap only when the
+//! heap runs dry. Thousands of far-off timers (RTOs of finished flows) then cost an O(1)
+//! push and a few moves instead of deepening every sift of the heap, while events close
+//! together are ordered by the heap as before. The order is the total order of
+//! (time, sequence), exactly the plain binary heap's.
 
 use smallpipe_core::Instant;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -33,17 +37,41 @@ pub enum Event {
     TraceSample,
 }
 
-const KEY_BITS: usize = 128;
+/// Time windows of 2^20 ns (1.05 ms): about as long as the gap between a link's events.
+const WINDOW_NS_BITS: u32 = 20;
+const WINDOW_KEY_BITS: u32 = 64 + WINDOW_NS_BITS;
+const BUCKETS: usize = (128 - WINDOW_KEY_BITS) as usize;
+
+/// An event and its key; ordered by the key alone (keys are unique).
+#[derive(Debug)]
+struct Keyed(u128, Event);
+
+impl PartialEq for Keyed {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Keyed {}
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Keyed {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
 
 #[derive(Debug)]
 pub struct EventQueue {
-    /// The smallest key and its event, once found; it is always `last`.
-    top: Option<Event>,
-    /// `buckets[b]`: keys whose highest bit differing from `last` is bit `b`.
-    buckets: Vec<Vec<(u128, Event)>>,
+    /// The events in the window of `last`: all smaller than any in `buckets`.
+    near: BinaryHeap<Reverse<Keyed>>,
+    /// `buckets[b]`: keys whose highest bit differing from `last` is bit `WINDOW_KEY_BITS + b`.
+    buckets: Vec<Vec<Keyed>>,
     /// Bit `b` set iff `buckets[b]` is not empty.
-    nonempty: u128,
-    /// The key of the event last popped or now on top.
+    nonempty: u64,
+    /// The key of the event last popped (or the smallest found when the heap was refilled).
     last: u128,
     next_seq: u64,
     popped: u64,
@@ -51,36 +79,34 @@ pub struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { top: None, buckets: vec![Vec::new(); KEY_BITS], nonempty: 0, last: 0, next_seq: 0, popped: 0 }
+        EventQueue { near: BinaryHeap::new(), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), nonempty: 0,
+                     last: 0, next_seq: 0, popped: 0 }
     }
 }
 
 impl EventQueue {
-    /// O(1). `at` must not precede the last event popped (causality).
+    /// `at` must not precede the last event popped (causality).
     pub fn push(&mut self, at: Instant, event: Event) {
         let key = (at.as_nanos() as u128) << 64 | self.next_seq as u128;
-        // Keys are unique, so equality is only the first event, at time 0, in an empty queue.
-        assert!(key >= self.last, "event at {at:?} scheduled before the event being handled at {:?}", Instant((self.last >> 64) as u64));
+        assert!(key >= self.last, "event at {at:?} scheduled before the event being handled at {:?}",
+                Instant((self.last >> 64) as u64));
         self.next_seq += 1;
-        if key == self.last {
-            self.top = Some(event); // the very first event, at time 0
-        } else {
-            self.file(key, event);
-        }
+        self.file(Keyed(key, event));
     }
 
-    /// Amortized O(log of the time span): the smallest (time, sequence).
+    /// The smallest (time, sequence).
     pub fn pop(&mut self) -> Option<(Instant, Event)> {
-        self.settle();
-        let e = self.top.take()?;
+        self.refill();
+        let Reverse(Keyed(key, event)) = self.near.pop()?;
+        self.last = key;
         self.popped += 1;
-        Some((Instant((self.last >> 64) as u64), e))
+        Some((Instant((key >> 64) as u64), event))
     }
 
-    /// The time of the next event (finds it, hence `&mut`; the order does not change).
+    /// The time of the next event (may refill the heap, hence `&mut`; the order stays).
     pub fn peek_time(&mut self) -> Option<Instant> {
-        self.settle();
-        self.top.map(|_| Instant((self.last >> 64) as u64))
+        self.refill();
+        self.near.peek().map(|Reverse(Keyed(key, _))| Instant((key >> 64) as u64))
     }
 
     /// Events popped so far.
@@ -88,28 +114,29 @@ impl EventQueue {
         self.popped
     }
 
-    fn file(&mut self, key: u128, event: Event) {
-        let b = KEY_BITS - 1 - (key ^ self.last).leading_zeros() as usize;
-        self.buckets[b].push((key, event));
-        self.nonempty |= 1 << b;
+    fn file(&mut self, keyed: Keyed) {
+        let differing = keyed.0 ^ self.last;
+        if differing >> WINDOW_KEY_BITS == 0 {
+            self.near.push(Reverse(keyed));
+        } else {
+            let b = (127 - differing.leading_zeros() - WINDOW_KEY_BITS) as usize;
+            self.buckets[b].push(keyed);
+            self.nonempty |= 1 << b;
+        }
     }
 
-    /// If nothing is on top, takes the lowest non-empty bucket: its smallest key becomes
-    /// `last` and goes on top, the others move to lower buckets (they now share more high
-    /// bits with `last`).
-    fn settle(&mut self) {
-        if self.top.is_some() || self.nonempty == 0 {
+    /// With the heap empty, the lowest non-empty bucket's smallest key becomes `last`, and
+    /// the bucket's events move into the heap (same window) or to lower buckets.
+    fn refill(&mut self) {
+        if !self.near.is_empty() || self.nonempty == 0 {
             return;
         }
         let b = self.nonempty.trailing_zeros() as usize;
         self.nonempty &= !(1 << b);
         let mut bucket = std::mem::take(&mut self.buckets[b]);
-        let (i, _) = bucket.iter().enumerate().min_by_key(|(_, (k, _))| *k).expect("non-empty bucket");
-        let (key, event) = bucket.swap_remove(i);
-        self.last = key;
-        self.top = Some(event);
-        for (k, e) in bucket.drain(..) {
-            self.file(k, e);
+        self.last = bucket.iter().map(|k| k.0).min().expect("non-empty bucket");
+        for keyed in bucket.drain(..) {
+            self.file(keyed);
         }
         self.buckets[b] = bucket; // keeps its allocation
     }
@@ -119,8 +146,6 @@ impl EventQueue {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
 
     #[test]
     fn equal_times_pop_in_insertion_order() {
