@@ -37,7 +37,8 @@ pub enum Event {
     TraceSample,
 }
 
-/// Time windows of 2^20 ns (1.05 ms): about as long as the gap between a link's events.
+/// Windows of 2^20 ns (1.05 ms): the heap holds the events of the current window only.
+/// Other widths were not measured.
 const WINDOW_NS_BITS: u32 = 20;
 const WINDOW_KEY_BITS: u32 = 64 + WINDOW_NS_BITS;
 const BUCKETS: usize = (128 - WINDOW_KEY_BITS) as usize;
