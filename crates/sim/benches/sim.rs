@@ -23,6 +23,25 @@ fn event_queue(c: &mut Criterion) {
             }
         });
     });
+    // The Figure 5.2 scenario's shape: some 2 000 near events (links' head-of-line events)
+    // under 28 000 timers 0.2-1.2 s ahead, most of them stale RTO timers of finished flows.
+    g.bench_function("push_pop_10k_at_depth_30k_far_timers", |b| {
+        let mut q = EventQueue::default();
+        let far = |i: u64| 200_000_000 + i * 7919 % 1_000_000_000;
+        for i in 0..30_000u64 {
+            let at = if i < 2000 { i * 7919 % 4000 } else { far(i) };
+            q.push(Instant(at), Event::TxDone { link: (i < 2000) as u32 });
+        }
+        let mut i = 0u64;
+        b.iter(|| {
+            for _ in 0..10_000 {
+                let (at, ev) = q.pop().unwrap();
+                i += 1;
+                let gap = if ev == (Event::TxDone { link: 1 }) { 1 + i % 3989 } else { far(i) };
+                q.push(Instant(at.as_nanos() + gap), ev);
+            }
+        });
+    });
     g.finish();
 }
 
