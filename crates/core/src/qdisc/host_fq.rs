@@ -40,10 +40,10 @@
 //! `load·max_packet/quantum_bytes` flow rotations — bounded by the flow table capacity,
 //! as in CAKE. Overflow: the fattest host is found in O(1) (length-bucketed lists); its
 //! fattest flow by a scan of that host's active flows, O(flows of that host); in `both`
-//! mode the fattest flow overall in O(1). The flow queues, the fattest-flow index and the
-//! round over hosts are the shared part `parts::drr`; the per-host flow rounds (whose
-//! quantum varies in `both` mode) are HostFQ's own. Memory: fixed tables plus one packet arena of at
-//! most `limit_pkts`+1 packets.
+//! mode the fattest flow overall in O(1). Memory: fixed tables plus one packet arena of at
+//! most `limit_pkts`+1 packets. The flow queues, the fattest-flow index and the round over
+//! hosts are the shared part `parts::drr`; the per-host flow rounds (whose quantum varies
+//! in `both` mode) are HostFQ's own.
 //!
 //! Trade-offs and limits: no AQM inside the flow queues (a backlogged flow holds its share
 //! of the buffer); triple-isolate is CAKE's approximation: it balances the heavier side of
