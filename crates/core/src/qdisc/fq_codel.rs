@@ -37,11 +37,11 @@
 //! flows, we scan 4KB of memory"): the backlogs live in their own `Vec<u32>` so the scan
 //! is a linear pass over 4 bytes per queue, and each scan drops up to a batch of packets.
 //! `flows` is a bounded configuration value (at most 65536), not the number of 5-tuples.
-//! The queues, the byte scan and the new/old lists are the shared part `parts::drr`; the
-//! per-queue CoDel state and the batch head drop are FQ-CoDel's.
-//! Memory: per queue a list head, its byte count, a deficit and CoDel state, plus one packet arena of at most `limit_pkts`+1
-//! packets. `flow_table_len` is `flows` (allocated up front; a flood of 5-tuples only
-//! collides).
+//! Memory: per queue a list head, its byte count, a deficit and CoDel state, plus one
+//! packet arena of at most `limit_pkts`+1 packets. `flow_table_len` is `flows` (allocated
+//! up front; a flood of 5-tuples only collides). The queues, the byte scan and the new/old
+//! lists are the shared part `parts::drr`; the per-queue CoDel state and the batch head
+//! drop are FQ-CoDel's.
 //!
 //! Trade-offs and limits: hashing means colliding flows share a queue (1024 queues, so
 //! with a few hundred flows some collide); the new-flow boost is a heuristic any flow can

@@ -28,9 +28,9 @@
 //!
 //! Complexity: enqueue and dequeue O(1) amortised; the longest slot is found in O(1) by
 //! keeping slots in lists by length (Linux `dep[]`); a perturbation re-hashes the queued
-//! packets, O(limit) once per `perturb_s`. Memory: `divisor` `u32`, per slot a bucket, a list head, depth-index links and a deficit
-//! and one packet arena bounded by `limit_pkts`. `flow_table_len` is the number of slots
-//! in use (at most `flows`).
+//! packets, O(limit) once per `perturb_s`. Memory: `divisor` `u32`; per slot a bucket, a
+//! list head, depth-index links and a deficit; one packet arena bounded by `limit_pkts`.
+//! `flow_table_len` is the number of slots in use (at most `flows`).
 //!
 //! The slot queues, the longest-slot index and the round (the deficit is Linux's `allot`)
 //! are the shared part `parts::drr`; the hashing, slot binding and perturbation are SFQ's.
