@@ -11,7 +11,7 @@ const STEPS: u64 = 10_000;
 
 fn packet(i: u64) -> Packet {
     let flow = FlowKey { src_ip: 1 + (i % 8) as u32, dst_ip: 100, src_port: (i % FLOWS as u64) as u16, dst_port: 80, proto: 6 };
-    Packet { flow, ip_len_bytes: if i % 3 == 0 { 64 } else { 1500 }, ..Packet::default() }
+    Packet { flow, ip_len_bytes: if i.is_multiple_of(3) { 64 } else { 1500 }, ..Packet::default() }
 }
 
 /// Two arrivals per departure, one packet per nanosecond of simulated time.
