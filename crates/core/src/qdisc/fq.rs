@@ -33,9 +33,10 @@
 //! length in packets, as Linux SFQ does — better than the thesis' O(log n), and never an
 //! O(n) scan). Dequeue O(1) amortised when `quantum_bytes` is at least the largest packet
 //! (every rotation is followed by a packet); with a smaller quantum at most
-//! ⌈max_packet/quantum⌉ rotations per packet. Memory: per queue a list head, depth-index links and a
-//! deficit, plus one packet arena of at most L+1 packets. The queues, the longest-queue
-//! index and the round are the shared part `parts::drr` (as SFQ, HostFQ and FQ-CoDel).
+//! ⌈max_packet/quantum⌉ rotations per packet. Memory: per queue a list head, depth-index
+//! links and a deficit, plus one packet arena of at most L+1 packets. The queues, the
+//! longest-queue index and the round are the shared part `parts::drr` (as for SFQ, HostFQ
+//! and FQ-CoDel).
 //!
 //! Drops: all are `flow_limit` (longest-queue push-out); FQ never refuses an arrival for
 //! any other reason.
