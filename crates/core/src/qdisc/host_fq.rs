@@ -306,7 +306,7 @@ impl Qdisc for HostFq {
 
     fn dequeue(&mut self, _cx: &mut Cx) -> Option<Packet> {
         let quantum = self.cfg.quantum_bytes as i64;
-        loop {
+        'round: loop {
             let (h, _) = self.host_round.head()?;
             let Some(&f) = self.hosts[h as usize].flows.front() else {
                 self.unschedule_host(h);
@@ -320,10 +320,15 @@ impl Qdisc for HostFq {
             }
             // Checked after the flow's emptiness: a host whose last flow was emptied by
             // push-outs leaves the round without another quantum.
-            if self.host_round.rotate_if_spent(quantum) {
+            if self.host_round.spent(h) {
+                self.host_round.rotate_head(quantum);
                 continue;
             }
-            if self.flows[f as usize].deficit <= 0 {
+            // Rotate the host's spent flows; a flow rotation leaves the host's state as it
+            // is, so only the next flow's emptiness needs checking again (in `both` mode a
+            // packet can take many rotations).
+            let mut f = f;
+            while self.flows[f as usize].deficit <= 0 {
                 // Out of quantum with packets left: a bulk flow from now on (CAKE).
                 let fl = &mut self.flows[f as usize];
                 if let (Some([src, dst]), false) = (&mut self.loads, fl.bulk) {
@@ -333,8 +338,12 @@ impl Qdisc for HostFq {
                 }
                 let q = self.flow_quantum(f);
                 self.flows[f as usize].deficit += q;
-                self.hosts[h as usize].flows.rotate_left(1);
-                continue;
+                let flows = &mut self.hosts[h as usize].flows;
+                flows.rotate_left(1);
+                f = *flows.front().expect("the rotated flow is still listed");
+                if self.queues.is_empty(f) {
+                    continue 'round;
+                }
             }
             let pkt = self.queues.pop_front(f).expect("checked non-empty");
             self.flows[f as usize].deficit -= pkt.len_bytes() as i64;

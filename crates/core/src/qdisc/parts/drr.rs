@@ -197,18 +197,18 @@ impl DrrRound {
         Some(q)
     }
 
-    /// If the head's deficit is spent, give it `quantum` more and move it to the back of
-    /// the old list; returns whether it did.
-    pub fn rotate_if_spent(&mut self, quantum: i64) -> bool {
-        let Some((q, _)) = self.head() else { return false };
-        if self.deficit[q as usize] > 0 {
-            return false;
-        }
+    /// Queue `q` has used up its deficit.
+    pub fn spent(&self, q: u32) -> bool {
+        self.deficit[q as usize] <= 0
+    }
+
+    /// The head has used up its deficit: give it `quantum` more and move it to the back of
+    /// the old list.
+    pub fn rotate_head(&mut self, quantum: i64) {
+        let Some(q) = self.pop_head() else { return };
         self.deficit[q as usize] += quantum;
-        self.pop_head();
         self.on[q as usize] = On::Old;
         self.old.push_back(q);
-        true
     }
 
     /// The queue to serve: rotates heads whose deficit is spent (`quantum_of` gives each
@@ -216,9 +216,10 @@ impl DrrRound {
     pub fn next(&mut self, mut quantum_of: impl FnMut(u32) -> i64) -> Option<u32> {
         loop {
             let (q, _) = self.head()?;
-            if !self.rotate_if_spent(quantum_of(q)) {
+            if !self.spent(q) {
                 return Some(q);
             }
+            self.rotate_head(quantum_of(q));
         }
     }
 
@@ -235,7 +236,9 @@ impl DrrRound {
             if empty(q) {
                 self.remove_head();
                 left(q);
-            } else if !self.rotate_if_spent(quantum) {
+            } else if self.spent(q) {
+                self.rotate_head(quantum);
+            } else {
                 return Some(q);
             }
         }
