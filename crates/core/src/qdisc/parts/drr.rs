@@ -147,17 +147,23 @@ enum On {
 pub(crate) struct DrrRound {
     new: VecDeque<u32>,
     old: VecDeque<u32>,
-    deficit: Vec<i64>,
-    on: Vec<On>,
+    /// Per queue, together: one cache line serves the list check and the deficit.
+    state: Vec<Sched>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sched {
+    deficit: i64,
+    on: On,
 }
 
 impl DrrRound {
     pub fn new(n: usize) -> Self {
-        DrrRound { new: VecDeque::new(), old: VecDeque::new(), deficit: vec![0; n], on: vec![On::None; n] }
+        DrrRound { new: VecDeque::new(), old: VecDeque::new(), state: vec![Sched { deficit: 0, on: On::None }; n] }
     }
 
     pub fn is_scheduled(&self, q: u32) -> bool {
-        self.on[q as usize] != On::None
+        self.state[q as usize].on != On::None
     }
     /// Queues on either list.
     pub fn scheduled_len(&self) -> usize {
@@ -178,8 +184,8 @@ impl DrrRound {
 
     fn join(&mut self, q: u32, quantum: i64, list: On) {
         debug_assert!(!self.is_scheduled(q), "queue {q} is already scheduled");
-        self.on[q as usize] = list;
-        self.deficit[q as usize] = quantum;
+        self.state[q as usize].on = list;
+        self.state[q as usize].deficit = quantum;
         if list == On::New { &mut self.new } else { &mut self.old }.push_back(q);
     }
 
@@ -199,15 +205,15 @@ impl DrrRound {
 
     /// Queue `q` has used up its deficit.
     pub fn spent(&self, q: u32) -> bool {
-        self.deficit[q as usize] <= 0
+        self.state[q as usize].deficit <= 0
     }
 
     /// The head has used up its deficit: give it `quantum` more and move it to the back of
     /// the old list.
     pub fn rotate_head(&mut self, quantum: i64) {
         let Some(q) = self.pop_head() else { return };
-        self.deficit[q as usize] += quantum;
-        self.on[q as usize] = On::Old;
+        self.state[q as usize].deficit += quantum;
+        self.state[q as usize].on = On::Old;
         self.old.push_back(q);
     }
 
@@ -246,13 +252,13 @@ impl DrrRound {
 
     /// The head sent `bytes`.
     pub fn charge(&mut self, q: u32, bytes: u64) {
-        self.deficit[q as usize] -= bytes as i64;
+        self.state[q as usize].deficit -= bytes as i64;
     }
 
     /// Take the head off the round.
     pub fn remove_head(&mut self) -> Option<u32> {
         let q = self.pop_head()?;
-        self.on[q as usize] = On::None;
+        self.state[q as usize].on = On::None;
         Some(q)
     }
 
@@ -263,11 +269,11 @@ impl DrrRound {
         let Some((q, from_new)) = self.head() else { return false };
         self.pop_head();
         if from_new && !self.old.is_empty() {
-            self.on[q as usize] = On::Old;
+            self.state[q as usize].on = On::Old;
             self.old.push_back(q);
             false
         } else {
-            self.on[q as usize] = On::None;
+            self.state[q as usize].on = On::None;
             true
         }
     }
@@ -303,7 +309,7 @@ mod tests {
             let pkt = queues.pop_front(q).unwrap();
             drr.charge(q, pkt.len_bytes());
             sent[q as usize] += pkt.len_bytes();
-            if q == 2 && drr.deficit[2] <= 0 {
+            if q == 2 && drr.state[2].deficit <= 0 {
                 rounds += 1;
             }
         }
@@ -325,7 +331,7 @@ mod tests {
         // Spent new queue: to the back of the old list with another quantum.
         drr.charge(1, 1500);
         assert_eq!(drr.next(|_| 1000), Some(0));
-        assert_eq!(drr.deficit[1], 500);
+        assert_eq!(drr.state[1].deficit, 500);
         // An emptied new queue with old queues waiting goes to the old list, not away.
         drr.schedule_new(2, 1000);
         assert!(!drr.retire_head());
