@@ -33,8 +33,10 @@
 //! length in packets, as Linux SFQ does — better than the thesis' O(log n), and never an
 //! O(n) scan). Dequeue O(1) amortised when `quantum_bytes` is at least the largest packet
 //! (every rotation is followed by a packet); with a smaller quantum at most
-//! ⌈max_packet/quantum⌉ rotations per packet. Memory: O(n) 40-byte queue structs plus one
-//! packet arena of at most L+1 packets.
+//! ⌈max_packet/quantum⌉ rotations per packet. Memory: per queue a list head, depth-index
+//! links and a deficit, plus one packet arena of at most L+1 packets. The queues, the
+//! longest-queue index and the round are the shared part `parts::drr` (as for SFQ, HostFQ
+//! and FQ-CoDel).
 //!
 //! Drops: all are `flow_limit` (longest-queue push-out); FQ never refuses an arrival for
 //! any other reason.
@@ -45,13 +47,12 @@
 //! (hashed: `buckets`, allocated up front; exact: table entries).
 
 use super::parts::hash::{bucket, flow_hash};
-use super::parts::{Arena, BoundedTable, DepthIndex, PktList, Slot};
+use super::parts::{BoundedTable, DrrRound, FlowQueues};
 use super::{Cx, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::{FlowKey, Packet};
 use crate::stats::DropReason;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// How FQ maps packets to queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -110,37 +111,21 @@ impl FqConfig {
         } as usize;
         Ok(Fq {
             cfg: self.clone(),
-            queues: vec![FqQueue::default(); n],
+            queues: FlowQueues::by_pkts(n),
             table: (self.classifier == FqClassifier::Exact).then(|| BoundedTable::new(self.flow_table_capacity)),
-            active: VecDeque::new(),
-            depth: DepthIndex::new(n),
-            arena: Arena::new(),
-            len: 0,
-            bytes: 0,
+            drr: DrrRound::new(n),
             salt: None,
         })
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct FqQueue {
-    list: PktList,
-    deficit: i64,
-    /// On the active list (possibly empty after a push-out, until the scheduler reaches it).
-    scheduled: bool,
-}
-const _: () = assert!(std::mem::size_of::<FqQueue>() <= 64);
-
 #[derive(Debug)]
 pub struct Fq {
     cfg: FqConfig,
-    queues: Vec<FqQueue>,
+    queues: FlowQueues,
     table: Option<BoundedTable<FlowKey>>,
-    active: VecDeque<u32>,
-    depth: DepthIndex,
-    arena: Arena,
-    len: usize,
-    bytes: u64,
+    /// A queue stays scheduled when push-outs empty it, until the round reaches it.
+    drr: DrrRound,
     salt: Option<u64>,
 }
 
@@ -156,19 +141,17 @@ impl Fq {
         match &mut self.table {
             None => bucket(h, self.cfg.buckets),
             Some(t) => {
-                let slot = t.lookup(*key, h);
-                if let Slot::New(i) = slot {
-                    self.queues[i as usize] = FqQueue::default();
-                }
-                t.set_busy(slot.index());
-                slot.index()
+                // A new or evicted entry was idle: empty and off the round, nothing to reset.
+                let i = t.lookup(*key, h).index();
+                t.set_busy(i);
+                i
             }
         }
     }
 
-    fn unschedule(&mut self, i: u32) {
-        self.queues[i as usize].scheduled = false;
-        if let Some(t) = &mut self.table {
+    /// Queue `i` left the round: its exact-table entry may be evicted.
+    fn unscheduled(table: &mut Option<BoundedTable<FlowKey>>, i: u32) {
+        if let Some(t) = table {
             t.set_idle(i);
         }
     }
@@ -177,63 +160,41 @@ impl Fq {
 impl Qdisc for Fq {
     fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
         let i = self.classify(&pkt.flow, cx);
-        let q = &mut self.queues[i as usize];
-        self.arena.push_back(&mut q.list, pkt);
-        if !q.scheduled {
-            q.scheduled = true;
-            q.deficit = self.cfg.quantum_bytes as i64;
-            self.active.push_back(i);
+        self.queues.push_back(i, pkt);
+        if !self.drr.is_scheduled(i) {
+            self.drr.schedule(i, self.cfg.quantum_bytes as i64);
         }
-        self.depth.inc(i);
-        self.len += 1;
-        self.bytes += pkt.len_bytes();
-        if self.len > self.cfg.limit_pkts as usize {
-            let v = self.depth.longest().expect("over the limit means something is queued");
-            let dropped = self.arena.pop_back(&mut self.queues[v as usize].list).expect("longest is non-empty");
-            self.depth.dec(v);
-            self.len -= 1;
-            self.bytes -= dropped.len_bytes();
+        if self.queues.len_pkts() > self.cfg.limit_pkts as usize {
+            let v = self.queues.fattest().expect("over the limit means something is queued");
+            let dropped = self.queues.pop_back(v).expect("longest is non-empty");
             cx.drop(dropped, DropReason::FlowLimit);
         }
     }
 
     fn dequeue(&mut self, _cx: &mut Cx) -> Option<Packet> {
-        loop {
-            let &i = self.active.front()?;
-            let q = &mut self.queues[i as usize];
-            if q.list.is_empty() {
-                // Emptied by push-outs while waiting for its turn.
-                self.active.pop_front();
-                self.unschedule(i);
-                continue;
-            }
-            if q.deficit <= 0 {
-                q.deficit += self.cfg.quantum_bytes as i64;
-                self.active.rotate_left(1);
-                continue;
-            }
-            let pkt = self.arena.pop_front(&mut q.list).expect("checked non-empty");
-            q.deficit -= pkt.len_bytes() as i64;
-            let empty = q.list.is_empty();
-            self.depth.dec(i);
-            self.len -= 1;
-            self.bytes -= pkt.len_bytes();
-            if empty {
-                self.active.pop_front();
-                self.unschedule(i);
-            }
-            return Some(pkt);
+        let (queues, table) = (&self.queues, &mut self.table);
+        let i = self.drr.next_nonempty(
+            self.cfg.quantum_bytes as i64,
+            |i| queues.is_empty(i),
+            |i| Self::unscheduled(table, i),
+        )?;
+        let pkt = self.queues.pop_front(i).expect("next_nonempty gives a non-empty queue");
+        self.drr.charge(i, pkt.len_bytes());
+        if self.queues.is_empty(i) {
+            self.drr.remove_head();
+            Self::unscheduled(&mut self.table, i);
         }
+        Some(pkt)
     }
 
     fn len_pkts(&self) -> usize {
-        self.len
+        self.queues.len_pkts()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.queues.backlog_bytes()
     }
     fn flow_table_len(&self) -> usize {
-        self.table.as_ref().map_or(self.queues.len(), |t| t.len())
+        self.table.as_ref().map_or(self.cfg.buckets as usize, |t| t.len())
     }
 }
 

@@ -37,16 +37,18 @@
 //! flows, we scan 4KB of memory"): the backlogs live in their own `Vec<u32>` so the scan
 //! is a linear pass over 4 bytes per queue, and each scan drops up to a batch of packets.
 //! `flows` is a bounded configuration value (at most 65536), not the number of 5-tuples.
-//! Memory: `flows` queue structs (fixed) plus one packet arena of at most `limit_pkts`+1
-//! packets. `flow_table_len` is `flows` (allocated up front; a flood of 5-tuples only
-//! collides).
+//! Memory: per queue a list head, its byte count, a deficit and CoDel state, plus one
+//! packet arena of at most `limit_pkts`+1 packets. `flow_table_len` is `flows` (allocated
+//! up front; a flood of 5-tuples only collides). The queues, the byte scan and the new/old
+//! lists are the shared part `parts::drr`; the per-queue CoDel state and the batch head
+//! drop are FQ-CoDel's.
 //!
 //! Trade-offs and limits: hashing means colliding flows share a queue (1024 queues, so
 //! with a few hundred flows some collide); the new-flow boost is a heuristic any flow can
 //! earn by pausing; the CE-threshold option of Linux is not implemented.
 
 use super::parts::hash::{bucket, flow_hash};
-use super::parts::{Arena, PktList};
+use super::parts::{DrrRound, FlowQueues};
 use super::{Cx, Qdisc};
 use crate::aqm::codel::{codel_dequeue, CodelParams, CodelQueue, CodelStats, CodelVars};
 use crate::error::ConfigError;
@@ -54,7 +56,6 @@ use crate::packet::Packet;
 use crate::stats::{DropReason, MarkReason};
 use crate::time::Duration;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -127,13 +128,9 @@ impl FqCodelConfig {
                 ecn: self.ecn,
             },
             cfg: self.clone(),
-            flows: vec![Flow::default(); n],
-            backlogs: vec![0; n],
-            new_flows: VecDeque::new(),
-            old_flows: VecDeque::new(),
-            arena: Arena::new(),
-            len: 0,
-            bytes: 0,
+            codel: vec![CodelVars::default(); n],
+            queues: FlowQueues::by_bytes(n),
+            drr: DrrRound::new(n),
             salt: None,
             codel_stats: CodelStats::default(),
             overflow_drops: 0,
@@ -142,36 +139,16 @@ impl FqCodelConfig {
     }
 }
 
-/// Which list a queue is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum On {
-    #[default]
-    None,
-    New,
-    Old,
-}
-
-#[derive(Debug, Clone, Default)]
-struct Flow {
-    list: PktList,
-    deficit: i64,
-    on: On,
-    codel: CodelVars,
-}
-const _: () = assert!(std::mem::size_of::<Flow>() <= 128);
-
 #[derive(Debug)]
 pub struct FqCodel {
     cfg: FqCodelConfig,
     params: CodelParams,
-    flows: Vec<Flow>,
-    /// Bytes queued per flow, apart from the flows for a cache-friendly fattest-flow scan.
-    backlogs: Vec<u32>,
-    new_flows: VecDeque<u32>,
-    old_flows: VecDeque<u32>,
-    arena: Arena,
-    len: usize,
-    bytes: u64,
+    /// Each queue's CoDel state.
+    codel: Vec<CodelVars>,
+    /// Fattest by bytes: the per-queue byte counts are scanned on overflow, as Linux.
+    queues: FlowQueues,
+    /// RFC 8290's new and old lists.
+    drr: DrrRound,
     salt: Option<u64>,
     codel_stats: CodelStats,
     overflow_drops: u64,
@@ -181,24 +158,17 @@ pub struct FqCodel {
 /// One flow's queue as CoDel sees it; drops go to the discipline's drop list. Its
 /// `backlog_bytes` is the discipline's, as Linux hands CoDel `sch->qstats.backlog`.
 struct FlowQueue<'a> {
-    arena: &'a mut Arena,
-    list: &'a mut PktList,
-    backlog: &'a mut u32,
-    len: &'a mut usize,
-    bytes: &'a mut u64,
+    queues: &'a mut FlowQueues,
+    i: u32,
     drops: &'a mut Vec<(Packet, DropReason)>,
 }
 
 impl CodelQueue for FlowQueue<'_> {
     fn pop(&mut self) -> Option<Packet> {
-        let p = self.arena.pop_front(self.list)?;
-        *self.backlog -= p.ip_len_bytes as u32;
-        *self.len -= 1;
-        *self.bytes -= p.len_bytes();
-        Some(p)
+        self.queues.pop_front(self.i)
     }
     fn backlog_bytes(&self) -> u64 {
-        *self.bytes
+        self.queues.backlog_bytes()
     }
     fn drop(&mut self, pkt: Packet) {
         self.drops.push((pkt, DropReason::Early));
@@ -222,21 +192,11 @@ impl FqCodel {
     /// once half its backlog is gone, and add the number dropped to its CoDel count
     /// (Linux `fq_codel_drop`: "tell codel to increase its signal strength").
     fn drop_from_fattest(&mut self, cx: &mut Cx) {
-        let (mut fat, mut max) = (0usize, 0u32);
-        for (i, &b) in self.backlogs.iter().enumerate() {
-            if b > max {
-                (fat, max) = (i, b);
-            }
-        }
-        let threshold = max / 2;
-        let (mut dropped_bytes, mut n) = (0u32, 0u32);
-        let flow = &mut self.flows[fat];
-        while let Some(p) = self.arena.pop_front(&mut flow.list) {
-            let l = p.ip_len_bytes as u32;
-            self.backlogs[fat] -= l;
-            self.len -= 1;
-            self.bytes -= l as u64;
-            dropped_bytes += l;
+        let fat = self.queues.fattest().expect("the byte scan always names a queue");
+        let threshold = self.queues.bytes(fat) / 2;
+        let (mut dropped_bytes, mut n) = (0u64, 0u32);
+        while let Some(p) = self.queues.pop_front(fat) {
+            dropped_bytes += p.len_bytes();
             n += 1;
             self.overflow_drops += 1;
             cx.drop(p, DropReason::FlowLimit);
@@ -244,7 +204,8 @@ impl FqCodel {
                 break;
             }
         }
-        flow.codel.count = flow.codel.count.saturating_add(n);
+        let codel = &mut self.codel[fat as usize];
+        codel.count = codel.count.saturating_add(n);
     }
 }
 
@@ -252,82 +213,48 @@ impl Qdisc for FqCodel {
     fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
         let salt = *self.salt.get_or_insert_with(|| cx.rng.next_u64());
         let i = bucket(flow_hash(&pkt.flow, salt), self.cfg.flows);
-        let flow = &mut self.flows[i as usize];
-        self.arena.push_back(&mut flow.list, pkt);
-        self.backlogs[i as usize] += pkt.ip_len_bytes as u32;
-        self.len += 1;
-        self.bytes += pkt.len_bytes();
-        if flow.on == On::None {
-            flow.on = On::New;
-            flow.deficit = self.cfg.quantum_bytes as i64;
-            self.new_flows.push_back(i);
+        self.queues.push_back(i, pkt);
+        if !self.drr.is_scheduled(i) {
+            self.drr.schedule_new(i, self.cfg.quantum_bytes as i64);
             self.new_flow_count += 1;
         }
-        while self.len > self.cfg.limit_pkts as usize || self.bytes > self.cfg.memory_limit_bytes {
+        while self.queues.len_pkts() > self.cfg.limit_pkts as usize
+            || self.queues.backlog_bytes() > self.cfg.memory_limit_bytes
+        {
             self.drop_from_fattest(cx);
         }
     }
 
     fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
+        let quantum = self.cfg.quantum_bytes as i64;
         loop {
-            let (from_new, i) = match self.new_flows.front() {
-                Some(&i) => (true, i),
-                None => (false, *self.old_flows.front()?),
-            };
-            let flow = &mut self.flows[i as usize];
-            if flow.deficit <= 0 {
-                flow.deficit += self.cfg.quantum_bytes as i64;
-                flow.on = On::Old;
-                if from_new {
-                    self.new_flows.pop_front();
-                } else {
-                    self.old_flows.pop_front();
-                }
-                self.old_flows.push_back(i);
-                continue;
-            }
-            let mut q = FlowQueue {
-                arena: &mut self.arena,
-                list: &mut flow.list,
-                backlog: &mut self.backlogs[i as usize],
-                len: &mut self.len,
-                bytes: &mut self.bytes,
-                drops: cx.drops,
-            };
-            let out = codel_dequeue(&self.params, &mut flow.codel, &mut self.codel_stats, cx.now, &mut q);
+            // CoDel runs after the deficit check: a queue is found empty only when its
+            // turn comes with deficit left (RFC 8290 Section 4.2 order).
+            let i = self.drr.next(|_| quantum)?;
+            let mut q = FlowQueue { queues: &mut self.queues, i, drops: cx.drops };
+            let out = codel_dequeue(&self.params, &mut self.codel[i as usize], &mut self.codel_stats, cx.now, &mut q);
             let Some(mut pkt) = out.pkt else {
-                // Empty queue: a new flow gets one pass through the old list first (so it
-                // cannot starve old flows by staying new); an old flow leaves.
-                if from_new {
-                    self.new_flows.pop_front();
-                    if !self.old_flows.is_empty() {
-                        flow.on = On::Old;
-                        self.old_flows.push_back(i);
-                    } else {
-                        flow.on = On::None;
-                    }
-                } else {
-                    self.old_flows.pop_front();
-                    flow.on = On::None;
-                }
+                // Empty queue: a new one gets a pass through the old list first, an old one
+                // leaves.
+                self.drr.retire_head();
                 continue;
             };
             if out.mark {
                 cx.mark(&mut pkt, MarkReason::Early);
             }
-            flow.deficit -= pkt.len_bytes() as i64;
+            self.drr.charge(i, pkt.len_bytes());
             return Some(pkt);
         }
     }
 
     fn len_pkts(&self) -> usize {
-        self.len
+        self.queues.len_pkts()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.queues.backlog_bytes()
     }
     fn flow_table_len(&self) -> usize {
-        self.flows.len()
+        self.codel.len()
     }
 }
 
@@ -434,7 +361,7 @@ mod tests {
         assert_eq!(q.last_drops().len(), 10);
         let salt = q.inner().salt.unwrap();
         let i = bucket(flow_hash(&pkt(s, 9, 1, 1).flow, salt), q.inner().cfg.flows) as usize;
-        assert_eq!(q.inner().flows[i].codel.count, 10);
+        assert_eq!(q.inner().codel[i].count, 10);
         // When CoDel first drops in that flow it resumes at count − lastcount = 10, so the
         // second drop follows after interval/√10 = 31.62 ms, not a whole interval. One
         // 1000-byte arrival and one departure per ms from t = 2 ms: the 10 packets left

@@ -41,14 +41,16 @@
 //! as in CAKE. Overflow: the fattest host is found in O(1) (length-bucketed lists); its
 //! fattest flow by a scan of that host's active flows, O(flows of that host); in `both`
 //! mode the fattest flow overall in O(1). Memory: fixed tables plus one packet arena of at
-//! most `limit_pkts`+1 packets.
+//! most `limit_pkts`+1 packets. The flow queues, the fattest-flow index and the round over
+//! hosts are the shared part `parts::drr`; the per-host flow rounds (whose quantum varies
+//! in `both` mode) are HostFQ's own.
 //!
 //! Trade-offs and limits: no AQM inside the flow queues (a backlogged flow holds its share
 //! of the buffer); triple-isolate is CAKE's approximation: it balances the heavier side of
 //! each flow, not a joint optimum. Host identity is the IP address (no NAT lookup).
 
 use super::parts::hash::{flow_hash, host_hash};
-use super::parts::{Arena, BoundedTable, DepthIndex, PktList, Slot};
+use super::parts::{BoundedTable, DepthIndex, DrrRound, FlowQueues, Slot};
 use super::{Cx, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::{FlowKey, Packet};
@@ -116,16 +118,13 @@ impl HostFqConfig {
         Ok(HostFq {
             cfg: self.clone(),
             flows: vec![HFlow::default(); nf],
+            queues: FlowQueues::by_pkts(nf),
             flow_table: BoundedTable::new(self.flow_table_capacity),
             hosts: (0..drr_hosts).map(|_| Host::default()).collect(),
             host_table: (!both).then(|| BoundedTable::new(self.host_table_capacity)),
             loads: both.then(|| [load(), load()]),
-            active_hosts: VecDeque::new(),
-            flow_depth: DepthIndex::new(nf),
+            host_round: DrrRound::new(drr_hosts),
             host_depth: DepthIndex::new(drr_hosts),
-            arena: Arena::new(),
-            len: 0,
-            bytes: 0,
             salt: None,
         })
     }
@@ -133,7 +132,7 @@ impl HostFqConfig {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct HFlow {
-    list: PktList,
+    /// Deficit in its host's flow round (the quantum varies with the host load).
     deficit: i64,
     /// DRR host (valid while scheduled).
     host: u32,
@@ -150,8 +149,6 @@ const _: () = assert!(std::mem::size_of::<HFlow>() <= 64);
 struct Host {
     /// Its scheduled flows, next to serve at the front.
     flows: VecDeque<u32>,
-    deficit: i64,
-    scheduled: bool,
 }
 
 /// Flow counts per host address (`both` mode): `flows` (scheduled) keeps an entry busy,
@@ -187,16 +184,15 @@ impl LoadTable {
 pub struct HostFq {
     cfg: HostFqConfig,
     flows: Vec<HFlow>,
+    /// The flows' packets; the fattest flow overall (`both` mode) by packets.
+    queues: FlowQueues,
     flow_table: BoundedTable<FlowKey>,
     hosts: Vec<Host>,
     host_table: Option<BoundedTable<u32>>,
     loads: Option<[LoadTable; 2]>,
-    active_hosts: VecDeque<u32>,
-    flow_depth: DepthIndex,
+    /// The round over hosts (one host in `both` mode).
+    host_round: DrrRound,
     host_depth: DepthIndex,
-    arena: Arena,
-    len: usize,
-    bytes: u64,
     salt: Option<u64>,
 }
 
@@ -225,12 +221,10 @@ impl HostFq {
         let h = match (&mut self.host_table, &mut self.loads) {
             (Some(t), _) => {
                 let ip = if self.cfg.host_key == HostKey::Src { key.src_ip } else { key.dst_ip };
-                let slot = t.lookup(ip, host_hash(ip, salt));
-                if let Slot::New(i) = slot {
-                    self.hosts[i as usize].deficit = 0;
-                }
-                t.set_busy(slot.index());
-                slot.index()
+                // A new or evicted entry was idle: off the round, so it joins with a quantum.
+                let i = t.lookup(ip, host_hash(ip, salt)).index();
+                t.set_busy(i);
+                i
             }
             (None, Some([src, dst])) => {
                 self.flows[f as usize].src = src.join(key.src_ip, salt);
@@ -239,13 +233,10 @@ impl HostFq {
             }
             (None, None) => unreachable!("one of the host tables exists"),
         };
-        let host = &mut self.hosts[h as usize];
-        if !host.scheduled {
-            host.scheduled = true;
-            host.deficit = self.cfg.quantum_bytes as i64;
-            self.active_hosts.push_back(h);
+        if !self.host_round.is_scheduled(h) {
+            self.host_round.schedule(h, self.cfg.quantum_bytes as i64);
         }
-        host.flows.push_back(f);
+        self.hosts[h as usize].flows.push_back(f);
         let q = self.flow_quantum(f);
         let fl = &mut self.flows[f as usize];
         fl.scheduled = true;
@@ -269,8 +260,9 @@ impl HostFq {
         self.flow_table.set_idle(f);
     }
 
+    /// The head host has no flows left: off the round, and its entry may be evicted.
     fn unschedule_host(&mut self, h: u32) {
-        self.hosts[h as usize].scheduled = false;
+        self.host_round.remove_head();
         if let Some(t) = &mut self.host_table {
             t.set_idle(h);
         }
@@ -279,13 +271,13 @@ impl HostFq {
     /// The flow to push a packet out of: fattest flow of the fattest host.
     fn victim(&self) -> u32 {
         if self.host_table.is_none() {
-            return self.flow_depth.longest().expect("something is queued");
+            return self.queues.fattest().expect("something is queued");
         }
         let h = self.host_depth.longest().expect("something is queued");
         *self.hosts[h as usize]
             .flows
             .iter()
-            .max_by_key(|&&f| self.flow_depth.depth(f))
+            .max_by_key(|&&f| self.queues.pkts(f))
             .expect("a host with packets has flows")
     }
 }
@@ -302,45 +294,41 @@ impl Qdisc for HostFq {
         if !self.flows[f as usize].scheduled {
             self.activate(f, &pkt.flow, salt);
         }
-        let fl = &mut self.flows[f as usize];
-        self.arena.push_back(&mut fl.list, pkt);
-        self.flow_depth.inc(f);
-        self.host_depth.inc(fl.host);
-        self.len += 1;
-        self.bytes += pkt.len_bytes();
-        if self.len > self.cfg.limit_pkts as usize {
+        self.queues.push_back(f, pkt);
+        self.host_depth.inc(self.flows[f as usize].host);
+        if self.queues.len_pkts() > self.cfg.limit_pkts as usize {
             let v = self.victim();
-            let fl = &mut self.flows[v as usize];
-            let dropped = self.arena.pop_back(&mut fl.list).expect("victim is non-empty");
-            self.flow_depth.dec(v);
-            self.host_depth.dec(fl.host);
-            self.len -= 1;
-            self.bytes -= dropped.len_bytes();
+            let dropped = self.queues.pop_back(v).expect("victim is non-empty");
+            self.host_depth.dec(self.flows[v as usize].host);
             cx.drop(dropped, DropReason::FlowLimit);
         }
     }
 
     fn dequeue(&mut self, _cx: &mut Cx) -> Option<Packet> {
         let quantum = self.cfg.quantum_bytes as i64;
-        loop {
-            let &h = self.active_hosts.front()?;
+        'round: loop {
+            let (h, _) = self.host_round.head()?;
             let Some(&f) = self.hosts[h as usize].flows.front() else {
-                self.active_hosts.pop_front();
                 self.unschedule_host(h);
                 continue;
             };
-            if self.flows[f as usize].list.is_empty() {
+            if self.queues.is_empty(f) {
                 // Emptied by push-outs while waiting.
                 self.hosts[h as usize].flows.pop_front();
                 self.deactivate(f);
                 continue;
             }
-            if self.hosts[h as usize].deficit <= 0 {
-                self.hosts[h as usize].deficit += quantum;
-                self.active_hosts.rotate_left(1);
+            // Checked after the flow's emptiness: a host whose last flow was emptied by
+            // push-outs leaves the round without another quantum.
+            if self.host_round.spent(h) {
+                self.host_round.rotate_head(quantum);
                 continue;
             }
-            if self.flows[f as usize].deficit <= 0 {
+            // Rotate the host's spent flows; a flow rotation leaves the host's state as it
+            // is, so only the next flow's emptiness needs checking again (in `both` mode a
+            // packet can take many rotations).
+            let mut f = f;
+            while self.flows[f as usize].deficit <= 0 {
                 // Out of quantum with packets left: a bulk flow from now on (CAKE).
                 let fl = &mut self.flows[f as usize];
                 if let (Some([src, dst]), false) = (&mut self.loads, fl.bulk) {
@@ -350,23 +338,21 @@ impl Qdisc for HostFq {
                 }
                 let q = self.flow_quantum(f);
                 self.flows[f as usize].deficit += q;
-                self.hosts[h as usize].flows.rotate_left(1);
-                continue;
+                let flows = &mut self.hosts[h as usize].flows;
+                flows.rotate_left(1);
+                f = *flows.front().expect("the rotated flow is still listed");
+                if self.queues.is_empty(f) {
+                    continue 'round;
+                }
             }
-            let fl = &mut self.flows[f as usize];
-            let pkt = self.arena.pop_front(&mut fl.list).expect("checked non-empty");
-            fl.deficit -= pkt.len_bytes() as i64;
-            let empty = fl.list.is_empty();
-            self.hosts[h as usize].deficit -= pkt.len_bytes() as i64;
-            self.flow_depth.dec(f);
+            let pkt = self.queues.pop_front(f).expect("checked non-empty");
+            self.flows[f as usize].deficit -= pkt.len_bytes() as i64;
+            self.host_round.charge(h, pkt.len_bytes());
             self.host_depth.dec(h);
-            self.len -= 1;
-            self.bytes -= pkt.len_bytes();
-            if empty {
+            if self.queues.is_empty(f) {
                 self.hosts[h as usize].flows.pop_front();
                 self.deactivate(f);
                 if self.hosts[h as usize].flows.is_empty() {
-                    self.active_hosts.pop_front();
                     self.unschedule_host(h);
                 }
             }
@@ -375,10 +361,10 @@ impl Qdisc for HostFq {
     }
 
     fn len_pkts(&self) -> usize {
-        self.len
+        self.queues.len_pkts()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.queues.backlog_bytes()
     }
     fn flow_table_len(&self) -> usize {
         self.flow_table.len()

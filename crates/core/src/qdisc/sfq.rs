@@ -28,23 +28,25 @@
 //!
 //! Complexity: enqueue and dequeue O(1) amortised; the longest slot is found in O(1) by
 //! keeping slots in lists by length (Linux `dep[]`); a perturbation re-hashes the queued
-//! packets, O(limit) once per `perturb_s`. Memory: `divisor` `u32`, `flows` slot structs
-//! and one packet arena bounded by `limit_pkts`. `flow_table_len` is the number of slots
-//! in use (at most `flows`).
+//! packets, O(limit) once per `perturb_s`. Memory: `divisor` `u32`; per slot a bucket, a
+//! list head, depth-index links and a deficit; one packet arena bounded by `limit_pkts`.
+//! `flow_table_len` is the number of slots in use (at most `flows`).
+//!
+//! The slot queues, the longest-slot index and the round (the deficit is Linux's `allot`)
+//! are the shared part `parts::drr`; the hashing, slot binding and perturbation are SFQ's.
 //!
 //! Trade-offs and limits: hashing makes fairness stochastic (collisions share a slot until
 //! the next perturbation); a DRR round costs one `quantum` per slot so small packets are
 //! not favoured; no AQM within a slot.
 
 use super::parts::hash::{bucket, flow_hash};
-use super::parts::{Arena, DepthIndex, PktList, NIL};
+use super::parts::{DrrRound, FlowQueues, NIL};
 use super::{Cx, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
 use crate::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -90,13 +92,10 @@ impl SfqConfig {
         Ok(Sfq {
             cfg: self.clone(),
             ht: vec![NIL; self.divisor as usize],
-            slots: vec![SfqSlot { list: PktList::default(), allot: 0, bucket: NIL }; n],
+            slot_bucket: vec![NIL; n],
             free: (0..self.flows).rev().collect(),
-            ring: VecDeque::with_capacity(n),
-            depth: DepthIndex::new(n),
-            arena: Arena::new(),
-            len: 0,
-            bytes: 0,
+            slots: FlowQueues::by_pkts(n),
+            ring: DrrRound::new(n),
             salt: None,
             next_perturb: None,
             perturbations: 0,
@@ -104,29 +103,17 @@ impl SfqConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct SfqSlot {
-    list: PktList,
-    /// Deficit in bytes (may go negative by less than one packet).
-    allot: i64,
-    /// The hash bucket bound to this slot.
-    bucket: u32,
-}
-const _: () = assert!(std::mem::size_of::<SfqSlot>() <= 64);
-
 #[derive(Debug)]
 pub struct Sfq {
     cfg: SfqConfig,
     /// Bucket → slot, or NIL.
     ht: Vec<u32>,
-    slots: Vec<SfqSlot>,
+    /// Slot → the hash bucket bound to it, or NIL.
+    slot_bucket: Vec<u32>,
     free: Vec<u32>,
-    /// Active slots, next to serve at the front.
-    ring: VecDeque<u32>,
-    depth: DepthIndex,
-    arena: Arena,
-    len: usize,
-    bytes: u64,
+    slots: FlowQueues,
+    /// Active slots (exactly the non-empty ones); the deficit is Linux's `allot`.
+    ring: DrrRound,
     salt: Option<u64>,
     next_perturb: Option<Instant>,
     perturbations: u64,
@@ -158,19 +145,13 @@ impl Sfq {
         self.next_perturb = Some(cx.now + Duration::from_secs(self.cfg.perturb_s));
         self.perturbations += 1;
         // Re-hash what is queued, slot by slot in service order (per-flow order is kept).
-        let mut queued = Vec::with_capacity(self.len);
-        while let Some(x) = self.ring.pop_front() {
-            let slot = &mut self.slots[x as usize];
-            while let Some(p) = self.arena.pop_front(&mut slot.list) {
-                self.depth.dec(x);
+        let mut queued = Vec::with_capacity(self.slots.len_pkts());
+        while let Some(x) = self.ring.remove_head() {
+            while let Some(p) = self.slots.pop_front(x) {
                 queued.push(p);
             }
-            self.ht[slot.bucket as usize] = NIL;
-            slot.bucket = NIL;
-            self.free.push(x);
+            self.release_slot(x);
         }
-        self.len = 0;
-        self.bytes = 0;
         for p in queued {
             self.insert(p, cx);
         }
@@ -188,47 +169,39 @@ impl Sfq {
             };
             x = free;
             self.ht[b as usize] = x;
-            self.slots[x as usize].bucket = b;
+            self.slot_bucket[x as usize] = b;
         }
-        let slot = &mut self.slots[x as usize];
-        if slot.list.len >= self.cfg.depth_pkts {
+        if self.slots.pkts(x) >= self.cfg.depth_pkts {
             cx.drop(pkt, DropReason::FlowLimit);
             return None;
         }
-        self.arena.push_back(&mut slot.list, pkt);
-        self.depth.inc(x);
-        if slot.list.len == 1 {
+        self.slots.push_back(x, pkt);
+        if self.slots.pkts(x) == 1 {
             // A new flow joins at the end of the round with a full quantum.
-            slot.allot = self.cfg.quantum_bytes as i64;
-            self.ring.push_back(x);
+            self.ring.schedule(x, self.cfg.quantum_bytes as i64);
         }
-        self.len += 1;
-        self.bytes += pkt.len_bytes();
         Some(x)
     }
 
+    /// Unbind an empty slot (already off the round) from its bucket.
     fn release_slot(&mut self, x: u32) {
-        let slot = &mut self.slots[x as usize];
-        self.ht[slot.bucket as usize] = NIL;
-        slot.bucket = NIL;
+        let b = std::mem::replace(&mut self.slot_bucket[x as usize], NIL);
+        self.ht[b as usize] = NIL;
         self.free.push(x);
     }
 
     /// Push out one packet: the tail of the longest slot, or, when all slots hold a single
     /// packet, the packet of the slot next in round robin (Linux `sfq_drop`).
     fn push_out(&mut self, cx: &mut Cx) {
-        let Some(x) = self.depth.longest() else { return };
-        let victim = if self.depth.depth(x) > 1 {
+        let Some(x) = self.slots.fattest() else { return };
+        let victim = if self.slots.pkts(x) > 1 {
             x
         } else {
-            let head = self.ring.pop_front().expect("a queued packet implies an active slot");
+            let head = self.ring.remove_head().expect("a queued packet implies an active slot");
             self.release_slot(head);
             head
         };
-        let pkt = self.arena.pop_back(&mut self.slots[victim as usize].list).expect("non-empty");
-        self.depth.dec(victim);
-        self.len -= 1;
-        self.bytes -= pkt.len_bytes();
+        let pkt = self.slots.pop_back(victim).expect("non-empty");
         cx.drop(pkt, DropReason::FlowLimit);
     }
 }
@@ -236,43 +209,32 @@ impl Sfq {
 impl Qdisc for Sfq {
     fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
         self.maybe_perturb(cx);
-        if self.insert(pkt, cx).is_some() && self.len > self.cfg.limit_pkts as usize {
+        if self.insert(pkt, cx).is_some() && self.slots.len_pkts() > self.cfg.limit_pkts as usize {
             self.push_out(cx);
         }
     }
 
     fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
         self.maybe_perturb(cx);
-        loop {
-            let &x = self.ring.front()?;
-            let slot = &mut self.slots[x as usize];
-            if slot.allot <= 0 {
-                slot.allot += self.cfg.quantum_bytes as i64;
-                self.ring.rotate_left(1);
-                continue;
-            }
-            let pkt = self.arena.pop_front(&mut slot.list).expect("active slots are non-empty");
-            slot.allot -= pkt.len_bytes() as i64;
-            let empty = slot.list.is_empty();
-            self.depth.dec(x);
-            self.len -= 1;
-            self.bytes -= pkt.len_bytes();
-            if empty {
-                self.ring.pop_front();
-                self.release_slot(x);
-            }
-            return Some(pkt);
+        let quantum = self.cfg.quantum_bytes as i64;
+        let x = self.ring.next(|_| quantum)?;
+        let pkt = self.slots.pop_front(x).expect("active slots are non-empty");
+        self.ring.charge(x, pkt.len_bytes());
+        if self.slots.is_empty(x) {
+            self.ring.remove_head();
+            self.release_slot(x);
         }
+        Some(pkt)
     }
 
     fn len_pkts(&self) -> usize {
-        self.len
+        self.slots.len_pkts()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.slots.backlog_bytes()
     }
     fn flow_table_len(&self) -> usize {
-        self.ring.len()
+        self.ring.scheduled_len()
     }
 }
 

@@ -27,10 +27,6 @@ impl DepthIndex {
         }
     }
 
-    pub fn depth(&self, q: u32) -> u32 {
-        self.depth[q as usize]
-    }
-
     fn unlink(&mut self, q: u32) {
         let (p, n, d) = (self.prev[q as usize], self.next[q as usize], self.depth[q as usize]);
         if p != NIL {
