@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import polars as pl
 
@@ -40,7 +41,7 @@ BULK_FLOWS: tuple[int, ...] = (5, 10, 20)
 BURST_BYTES = 1448  # one MSS of a 1500-byte packet with timestamps
 CLIENTS = 10
 WARMUP_S = 20.0
-QUEUES: dict[str, dict] = {
+QUEUES: dict[str, dict[str, Any]] = {
     "droptail": {"kind": "droptail", "limit_bytes": 40_000},
     "red": {"kind": "red", "mode": "bytes", "limit_bytes": 40_000, "min_th_pkts": 5.0, "max_th_pkts": 15.0,
             "max_p": 0.1, "w_q": 0.002, "gentle": False, "mean_pkt_size_bytes": 500},
@@ -83,15 +84,15 @@ def transitions(result: Result, smart_framing: bool) -> dict[str, float]:
             "p_to_model": tcp_sf_transitions(p_s)["TO"] if smart_framing else p_s}
 
 
-def _row(variant: str, queue: str, bulk: int, *, duration_s: float, seed: int) -> tuple[dict, pl.Series]:
+def _row(variant: str, queue: str, bulk: int, *, duration_s: float, seed: int) -> tuple[dict[str, Any], pl.Series]:
     result = simulate(scenario(variant, queue, bulk, duration_s=duration_s, seed=seed))
     done = result.bursts.filter(pl.col("sent_ns") >= int(WARMUP_S * 1e9)).drop_nulls("response_ns")
     response_s = (done["response_ns"] / 1e9).sort()
     link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
     row = {"queue": queue, "variant": variant, "bulk_flows": bulk, "loss_rate": link["loss_rate"],
-           "bursts": done.height, "mean_response_s": float(response_s.mean()),
-           **{f"p{round(q * 100)}_response_s": float(response_s.quantile(q, "nearest")) for q in QUANTILES},
-           "over_1s": float((response_s > 1.0).mean()), **transitions(result, VARIANTS[variant])}
+           "bursts": done.height, "mean_response_s": float(cast(float, response_s.mean())),
+           **{f"p{round(q * 100)}_response_s": float(cast(float, response_s.quantile(q, "nearest"))) for q in QUANTILES},
+           "over_1s": float(cast(float, (response_s > 1.0).mean())), **transitions(result, VARIANTS[variant])}
     return row, response_s
 
 

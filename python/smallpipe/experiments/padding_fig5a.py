@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -52,7 +53,7 @@ def run(*, bulk_flows: Sequence[int] = BULK_FLOWS, queues: Sequence[str] = ("red
     rows = []
     for queue in queues:
         for n in bulk_flows:
-            row: dict = {"queue": queue, "bulk_flows": n}
+            row: dict[str, Any] = {"queue": queue, "bulk_flows": n}
             for approach in ("interactive", "backlogged"):
                 result = simulate(scenario(approach, queue, n, duration_s=duration_s, seed=seed))
                 if approach == "interactive":

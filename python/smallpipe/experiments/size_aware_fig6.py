@@ -57,14 +57,15 @@ def run(*, w_max: Sequence[int] = W_MAX_PKTS, sizes: Sequence[int] = SIZES_PKTS,
         steady = padhye.throughput_full_pps(FIG6_P, rtt_s=rtt_s, t0_s=T0_S, wm_pkts=float(w), b=1.0) * rtt_s
         for g, d in enumerate(sizes):
             row = {"w_max_pkts": w, "size_pkts": d, **group_throughput(done, g, d, rtt_s)}
-            row["analysis_pkts_per_rtt"] = analysis.throughput_pkts_per_rtt(
-                d, FIG6_P, rtt_s=rtt_s, t0_s=T0_S, w_max_pkts=float(w))
-            row["cardwell_pkts_per_rtt"] = cardwell.throughput_pkts_per_rtt(
+            analysis_pkts = analysis.throughput_pkts_per_rtt(d, FIG6_P, rtt_s=rtt_s, t0_s=T0_S, w_max_pkts=float(w))
+            cardwell_pkts = cardwell.throughput_pkts_per_rtt(
                 d, FIG6_P, rtt_s=rtt_s, t0_s=T0_S, w_max_pkts=float(w), handshake=False)
+            row["analysis_pkts_per_rtt"] = analysis_pkts
+            row["cardwell_pkts_per_rtt"] = cardwell_pkts
             row["padhye_pkts_per_rtt"] = steady
             sim = row["sim_pkts_per_rtt"]
-            row["analysis_over_sim"] = row["analysis_pkts_per_rtt"] / sim if sim else None
-            row["cardwell_over_sim"] = row["cardwell_pkts_per_rtt"] / sim if sim else None
+            row["analysis_over_sim"] = analysis_pkts / sim if sim else None
+            row["cardwell_over_sim"] = cardwell_pkts / sim if sim else None
             rows.append(row)
     return pl.DataFrame(rows)
 
