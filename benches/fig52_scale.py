@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The thesis's Figure 5.2 at scale: each protocol in its own process (one core each),
+flow rows streamed to Parquet parts, with wall time, peak resident memory and flows per
+point recorded.
+
+    python benches/fig52_scale.py --flows 1e6 --jobs 2 --out docs/reproductions/thesis/scale
+    python benches/fig52_scale.py --flows 1e8 --jobs 1 --protocols tcp   # the thesis's scale
+
+``--flows`` is the number of flows each protocol's run starts: the simulated time is
+flows / arrival rate (10 800 flows/s at 2.4 Gbit/s, from the link, the load and the mean
+size), of which the first second (warm-up) and the last three (drain) are not counted. Writes ``thesis-fig5.2-scale.csv`` (the
+summary table of ``smallpipe reproduce thesis-fig5.2``, with the flows behind each point),
+``thesis-fig5.2-scale.png`` and ``resources.json`` (per protocol: flows started, wall
+seconds, peak RSS, simulated seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import polars as pl
+from smallpipe.experiments import thesis_fig52 as fig
+from smallpipe.experiments.provenance import write_csv
+from smallpipe.experiments.thesis_fig51 import PACKET_SIZE_BYTES
+
+WARMUP_S = 1.0
+DRAIN_S = 3.0
+
+
+def arrival_rate_per_s(rate_bps: float) -> float:
+    """Flows per second of the Poisson process: the offered load over the mean flow size on the wire."""
+    return fig.LOAD * rate_bps / (fig.MEAN_PKTS * PACKET_SIZE_BYTES * 8)
+
+
+def child(protocol: str, flows: float, rate_bps: int, stream_dir: Path, out: Path) -> None:
+    """One protocol's run: its counted rows to ``out`` (Parquet), its resources on stdout."""
+    duration_s = flows / arrival_rate_per_s(rate_bps)
+    started = time.monotonic()
+    rows = fig.run(protocols=[protocol], rate_bps=rate_bps, duration_s=duration_s, warmup_s=WARMUP_S,
+                   drain_s=DRAIN_S, stream_dir=stream_dir)
+    wall_s = time.monotonic() - started
+    started_flows = pl.scan_parquet(stream_dir / protocol / "flows" / "*.parquet").select(pl.len()).collect().item()
+    rows.write_parquet(out)
+    print(json.dumps({
+        "protocol": protocol,
+        "flows_started": started_flows,
+        "simulated_s": duration_s,
+        "wall_s": round(wall_s, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--flows", type=float, default=1e6, help="flows started per protocol [1e6]")
+    parser.add_argument("--rate-bps", type=int, default=fig.RATE_BPS)
+    parser.add_argument("--protocols", nargs="+", default=list(fig.WITH_RCP))
+    parser.add_argument("--jobs", type=int, default=2, help="protocols run at once, one process each [2]")
+    parser.add_argument("--out", type=Path, default=Path("results/fig52-scale"))
+    parser.add_argument("--child", nargs=3, metavar=("PROTOCOL", "STREAM_DIR", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        protocol, stream_dir, out = args.child
+        child(protocol, args.flows, args.rate_bps, Path(stream_dir), Path(out))
+        return
+    least = (WARMUP_S + DRAIN_S + 1) * arrival_rate_per_s(args.rate_bps)
+    if args.flows < least:
+        raise SystemExit(f"--flows: {args.flows:g} is not allowed; expected at least {least:.0f} (one counted "
+                         f"second besides the {WARMUP_S:g} s warm-up and {DRAIN_S:g} s drain)")
+    unknown = set(args.protocols) - set(fig.WITH_RCP)
+    if unknown:
+        raise SystemExit(f"--protocols: {sorted(unknown)} not known; expected some of {list(fig.WITH_RCP)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fig52-scale-") as tmp:
+        def one(protocol: str) -> dict[str, object]:
+            rows = Path(tmp) / f"{protocol}.parquet"
+            done = subprocess.run(
+                [sys.executable, __file__, "--flows", str(args.flows), "--rate-bps", str(args.rate_bps),
+                 "--child", protocol, str(Path(tmp) / "parts"), str(rows)],
+                check=True, capture_output=True, text=True)
+            stats: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+            print(json.dumps(stats), flush=True)
+            return stats
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            resources = list(pool.map(one, args.protocols))
+        rows = pl.concat([pl.read_parquet(Path(tmp) / f"{p}.parquet") for p in args.protocols])
+    table = fig.summary(rows)
+    write_csv(table, args.out / "thesis-fig5.2-scale.csv")
+    fig.plot(table, args.out / "thesis-fig5.2-scale.png", rate_bps=args.rate_bps,
+             title=f"Thesis Fig. 5.2: {args.rate_bps / 1e9:g} Gbit/s, {args.flows:.0e} flows per protocol")
+    (args.out / "resources.json").write_text(json.dumps(
+        {"flows_per_protocol": args.flows, "rate_bps": args.rate_bps, "runs": resources}, indent=1) + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
