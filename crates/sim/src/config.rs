@@ -7,7 +7,7 @@ use crate::workload::Dist;
 use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
 /// Units per run (flows, sessions, users, host pairs, log clients). Memory, not addresses
-/// (`sim::unit_addresses` has 8 million), sets it: a unit costs about 12 KB (hosts, four
+/// (`sim::units::unit_addresses` has 8 million), sets it: a unit costs about 12 KB (hosts, four
 /// access links with their queues, routes: docs/performance.md), so 10^6 units take about
 /// 12 GB, three times the 4 GB a run should fit in; the memory guard (guard.py) refuses
 /// sooner on a smaller machine. Host pairs of a Poisson group carry any number of flows.

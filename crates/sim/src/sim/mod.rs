@@ -1,0 +1,443 @@
+//! The simulator: one object owns every node, link, endpoint and event, so several runs can
+//! live in one process. Time advances from event to event; ties go in insertion order.
+//! This file holds the `Simulator` itself, its construction and the event loop; the rest is
+//! split by responsibility:
+//! - `topology`: nodes, links, routes, forwarding;
+//! - `units`: the workload model (units and their applications);
+//! - `endpoints`: connections, demultiplexing, timers, recycling;
+//! - `recorders`: queue states, traces, collecting the results.
+//!
+//! Connections are opened by the data sender (the server pushes the object the client
+//! implicitly asked for) and recorded one row each.
+
+mod endpoints;
+mod recorders;
+mod topology;
+mod units;
+
+use self::endpoints::{left_network, recycles};
+use self::recorders::Trace;
+use self::topology::Node;
+use self::units::{Unit, UnitApp};
+use crate::config::{AppKind, DiamondConfig, EdgeConfig, FlowGroup, Scenario, TopologyConfig, Transport};
+use crate::epochs::EpochRecorder;
+use crate::event::{Event, EventQueue};
+use crate::flows::{Conn, FinishedRows};
+use crate::link::Link;
+use crate::rcp::RcpConn;
+use crate::results::{QueueStateRow, Results};
+use crate::tcp::{Endpoint, TcpParams};
+use crate::trace::Recorder;
+use rustc_hash::FxHashMap;
+use smallpipe_core::{ConfigError, Duration, FlowKey, Instant, Packet};
+
+pub struct Simulator {
+    now: Instant,
+    end: Instant,
+    slice: Duration,
+    n_slices: u32,
+    seed: u64,
+    events: EventQueue,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    endpoints: Vec<Endpoint>,
+    demux: FxHashMap<FlowKey, u32>,
+    groups: Vec<FlowGroup>,
+    units: Vec<Unit>,
+    /// Connections by slot (`crate::flows`); a freed slot waits on `free_slots`.
+    conns: Vec<Conn>,
+    free_slots: Vec<u32>,
+    /// Connections opened so far: the next one's `flow_id`.
+    flows_opened: u32,
+    /// Whether slots of connections that are over are recycled (see `recycles`).
+    recycle: bool,
+    /// Slots whose connection may be over, checked after the event that named them.
+    recycle_candidates: Vec<u32>,
+    /// Rows of recycled connections not yet handed out (`take_finished`).
+    finished: FinishedRows,
+    /// Packets that reached a host after their connection was recycled (dropped there).
+    packets_to_closed_flows: u64,
+    params: TcpParams,
+    scratch: Vec<Packet>,
+    overhead: Duration,
+    skipped_log_lines: u64,
+    edge: EdgeConfig,
+    /// The diamond's routing and its path 2 link (path 1 is link 0).
+    diamond: Option<(DiamondConfig, u32)>,
+    /// Diamond `lifetime` routing: packets the edge has seen per 5-tuple.
+    edge_seen: FxHashMap<FlowKey, u32>,
+    queue_states: Vec<QueueStateRow>,
+    trace: Option<Trace>,
+    /// Slices whose end has been passed and sampled (see `advance`).
+    sampled_slices: u32,
+    /// When `advance` was first called: the run's wall time excludes building it.
+    wall_start: Option<std::time::Instant>,
+    epochs: Option<EpochRecorder>,
+    transport: Transport,
+    /// With `transport = "rcp"`: the RCP sender of each connection (by connection index),
+    /// which replaces the TCP endpoint `2c`.
+    rcp: FxHashMap<u32, RcpConn>,
+    /// The scenario's `[trace]` recorder; `None` (the default) costs one branch per hook.
+    recorder: Option<Box<Recorder>>,
+}
+
+fn ms(v: f64) -> Duration {
+    Duration((v * 1e6).round() as u64)
+}
+pub(crate) fn secs(v: f64) -> Duration {
+    Duration((v * 1e9).round() as u64)
+}
+
+impl Simulator {
+    /// Builds the dumbbell: per-unit sender and receiver hosts around one bottleneck.
+    pub fn new(sc: &Scenario) -> Result<Self, ConfigError> {
+        sc.validate()?;
+        let l = &sc.link;
+        let rate = l.rate_bps as u64;
+        let overhead = match sc.tcp.overhead_max_ms {
+            Some(v) => ms(v),
+            None => Duration::serialization(sc.tcp.packet_size_bytes as u64, rate),
+        };
+        let mut sim = Simulator {
+            now: Instant::ZERO,
+            end: Instant::ZERO + secs(sc.duration_s),
+            slice: secs(sc.slice_s),
+            n_slices: (sc.duration_s / sc.slice_s).ceil() as u32,
+            seed: sc.seed,
+            events: EventQueue::default(),
+            nodes: vec![Node::Router { routes: FxHashMap::default() }, Node::Router { routes: FxHashMap::default() }],
+            links: Vec::new(),
+            endpoints: Vec::new(),
+            demux: FxHashMap::default(),
+            groups: sc.flows.clone(),
+            units: Vec::new(),
+            conns: Vec::new(),
+            free_slots: Vec::new(),
+            flows_opened: 0,
+            recycle: recycles(sc),
+            recycle_candidates: Vec::new(),
+            finished: FinishedRows::default(),
+            packets_to_closed_flows: 0,
+            params: TcpParams::from_config(&sc.tcp).for_transport(sc.transport),
+            scratch: Vec::new(),
+            overhead,
+            skipped_log_lines: 0,
+            edge: sc.edge.clone(),
+            diamond: None,
+            edge_seen: FxHashMap::default(),
+            queue_states: Vec::new(),
+            trace: sc.trace_conn.map(|conn| Trace { conn, iss: None, rows: Vec::new() }),
+            sampled_slices: 0,
+            wall_start: None,
+            epochs: sc.record_sender_epochs.then(EpochRecorder::default),
+            transport: sc.transport,
+            rcp: FxHashMap::default(),
+            recorder: None,
+        };
+        sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
+        sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
+        if let TopologyConfig::Diamond(d) = &sc.topology {
+            let q = d.path2_queue.as_ref().unwrap_or(&l.queue);
+            let rate2 = d.path2_rate_bps.map_or(rate, |r| r as u64);
+            let path2 = sim.add_link("bottleneck_path2", rate2, ms(l.delay_ms), Duration::ZERO, l.loss, q, 1)?;
+            sim.diamond = Some((d.clone(), path2));
+        }
+        // Traced links are those made so far: the bottleneck directions and path 2.
+        if let Some(t) = &sc.trace {
+            let recorder = Recorder::new(t, &sim.links);
+            if let Some(at) = recorder.first_sample() {
+                sim.events.push(at, Event::TraceSample);
+            }
+            sim.recorder = Some(Box::new(recorder));
+        }
+        for (link, nth) in [(0, &l.drop_nth), (1, &l.reverse_drop_nth)] {
+            let mut nth = nth.clone();
+            nth.sort_unstable();
+            sim.links[link].drop_nth = nth;
+        }
+        for (gi, g) in sc.flows.iter().enumerate() {
+            match g.app {
+                AppKind::Replay => sim.add_replay_clients(sc, gi)?,
+                _ => {
+                    for _ in 0..g.count {
+                        let app = match g.app {
+                            AppKind::Session => UnitApp::Session,
+                            AppKind::Web => UnitApp::Web { to_open: 0 },
+                            AppKind::Poisson => {
+                                let per_s = g.rate_per_s.unwrap_or_else(|| {
+                                    let mean_bytes = g.mean_size_bytes().expect("validated: finite mean");
+                                    g.load.unwrap_or(1.0) * l.rate_bps / (8.0 * mean_bytes)
+                                });
+                                UnitApp::Poisson { mean_gap_s: g.count as f64 / per_s }
+                            }
+                            _ => UnitApp::Single,
+                        };
+                        let (u, start) = sim.add_unit(sc, gi, app)?;
+                        // A Poisson process's first arrival also comes one gap after its start.
+                        let unit = &mut sim.units[u as usize];
+                        let first = match unit.app {
+                            UnitApp::Poisson { mean_gap_s } => start + secs(unit.rng.exponential(mean_gap_s)),
+                            _ => start,
+                        };
+                        sim.events.push(first, Event::Unit { unit: u });
+                    }
+                }
+            }
+        }
+        Ok(sim)
+    }
+
+    /// Runs to the end of the scenario and collects the results.
+    pub fn run(mut self) -> Results {
+        while !self.advance(u64::MAX) {}
+        self.finish()
+    }
+
+    /// Processes at most `max_events` more events (in the same order as one uninterrupted
+    /// run: pausing keeps all state); returns whether the scenario's end was reached. A
+    /// caller that runs in chunks can check for signals and report progress in between.
+    pub fn advance(&mut self, max_events: u64) -> bool {
+        self.wall_start.get_or_insert_with(std::time::Instant::now);
+        for _ in 0..max_events {
+            let Some(t) = self.events.peek_time().filter(|&t| t < self.end) else {
+                return true;
+            };
+            while self.sampled_slices < self.n_slices && t >= self.slice_end(self.sampled_slices) {
+                self.sample_queue_states(self.sampled_slices);
+                self.sampled_slices += 1;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            debug_assert!(t >= self.now, "causality");
+            self.now = t;
+            self.handle(ev);
+        }
+        false
+    }
+
+    /// Simulated time reached: the time of the last event processed.
+    pub fn now_ns(&self) -> u64 {
+        self.now.as_nanos()
+    }
+
+    /// The scenario's end.
+    pub fn end_ns(&self) -> u64 {
+        self.end.as_nanos()
+    }
+
+    /// The length of a slice (`FlowRow::first_slice` counts them).
+    pub fn slice_ns(&self) -> u64 {
+        self.slice.as_nanos()
+    }
+
+    /// Collects the results after `advance` returned true.
+    pub fn finish(mut self) -> Results {
+        for k in self.sampled_slices..self.n_slices {
+            self.sample_queue_states(k);
+        }
+        self.now = self.end;
+        let wall = self.wall_start.map_or(0.0, |w| w.elapsed().as_secs_f64());
+        self.collect(wall)
+    }
+
+    /// Collects the results of a run stopped before its end: they cover simulated time up
+    /// to `now_ns()` (the duration and the last slice end there), as if the scenario had
+    /// been that long.
+    pub fn finish_early(mut self) -> Results {
+        // At least 1 ns, so that rates over the duration stay defined.
+        self.end = self.now.max(Instant::ZERO + Duration(1));
+        self.n_slices = self.n_slices.min((self.now.as_nanos() / self.slice.as_nanos()) as u32 + 1);
+        self.finish()
+    }
+
+    fn slice_end(&self, k: u32) -> Instant {
+        (Instant::ZERO + Duration(self.slice.as_nanos() * (k as u64 + 1))).min(self.end)
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::TxDone { link } => {
+                let l = &mut self.links[link as usize];
+                let sent = l.sending;
+                if let Some(at) = l.finish_tx(self.now) {
+                    self.events.push(at, Event::Arrive { link });
+                }
+                if let (Some(r), Some(pkt)) = (self.recorder.as_mut().filter(|r| r.traces(link)), &sent) {
+                    r.on_departure(pkt, self.now);
+                }
+                self.start_tx(link);
+                // The two bottleneck directions (links 0 and 1) pass one box: what one
+                // sends, the other's queue sees as its reverse direction (TAQ's ACKs).
+                if link < 2 {
+                    if let Some(pkt) = sent {
+                        self.links[1 - link as usize].queue.observe_reverse(&pkt, self.now);
+                    }
+                }
+            }
+            Event::Arrive { link } => {
+                let l = &mut self.links[link as usize];
+                let to = l.to_node;
+                let (pkt, next) = l.arrive();
+                if let Some(at) = next {
+                    self.events.push(at, Event::Arrive { link });
+                }
+                match pkt {
+                    Ok(pkt) => self.deliver(to, pkt),
+                    Err(lost) => {
+                        if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
+                            r.on_link_loss(link, &lost, self.now, &self.demux);
+                        }
+                        left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, [&lost]);
+                    }
+                }
+            }
+            Event::Timer { endpoint, gen } if self.transport == Transport::Rcp && endpoint.is_multiple_of(2) => {
+                let Some(r) = self.rcp.get_mut(&(endpoint / 2)) else { return };
+                if r.sender.timer_gen != gen {
+                    return; // superseded
+                }
+                r.sender.timer_armed = None;
+                let mut out = std::mem::take(&mut self.scratch);
+                r.sender.on_timer(self.now, &self.params, &mut out);
+                self.after_rcp(endpoint / 2, out);
+            }
+            Event::Timer { endpoint, gen } => {
+                let ep = &mut self.endpoints[endpoint as usize];
+                if ep.timer_gen != gen {
+                    return; // superseded
+                }
+                ep.timer_armed = None;
+                let mut out = std::mem::take(&mut self.scratch);
+                ep.on_timer(self.now, &self.params, &mut out);
+                self.after_endpoint(endpoint, out);
+            }
+            Event::App { endpoint } => self.write_burst(endpoint),
+            Event::Unit { unit } => self.unit_event(unit),
+            Event::TraceSample => self.trace_sample(),
+        }
+        while let Some(c) = self.recycle_candidates.pop() {
+            self.try_recycle(c as usize);
+        }
+    }
+}
+
+/// Validates and runs a scenario.
+pub fn simulate(sc: &Scenario) -> Result<Results, ConfigError> {
+    Ok(Simulator::new(sc)?.run())
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smallpipe_core::AnyQdisc;
+
+
+    /// The forward bottleneck's TAQ sees the reverse bottleneck's ACKs (`observe_reverse`),
+    /// so its flows get two-way epochs: at least the 200 ms propagation RTT, at most that
+    /// plus a full 50-packet buffer of 1500-byte packets at 1 Mbit/s (600 ms) and slack.
+    #[test]
+    fn forward_taq_observes_the_reverse_bottleneck() {
+        let sc = Scenario::from_json(
+            r#"{"duration_s":5,"link":{"rate_bps":1000000,"queue":{"kind":"taq"}},"tcp":{"delayed_ack":false},
+                "flows":[{"app":"bulk","count":4,"rtt_ms":200}]}"#,
+        )
+        .unwrap();
+        let mut sim = Simulator::new(&sc).unwrap();
+        while let Some((t, ev)) = sim.events.pop() {
+            if t >= sim.end {
+                break;
+            }
+            sim.now = t;
+            sim.handle(ev);
+        }
+        let now = sim.now;
+        let AnyQdisc::Taq(taq) = sim.links[0].queue.inner() else { panic!("taq on the bottleneck") };
+        let s = taq.taq_snapshot(now);
+        assert_eq!((s.flows_tracked, s.two_way_flows), (4, 4));
+        let epoch_ms = s.mean_epoch_ns as f64 / 1e6;
+        assert!((200.0..1000.0).contains(&epoch_ms), "{epoch_ms} ms");
+    }
+
+    /// Sampling TAQ's state at every slice end must not change the run: the same scenario
+    /// with 1 s and 30 s slices delivers the same bytes with the same retransmissions.
+    #[test]
+    fn sampling_queue_states_does_not_change_the_run() {
+        let run = |slice_s: f64| {
+            let json = format!(
+                r#"{{"duration_s":60,"slice_s":{slice_s},"link":{{"rate_bps":500000,"queue":{{"kind":"taq","limit_pkts":25}}}},
+                    "tcp":{{"delayed_ack":false,"packet_size_bytes":500}},"flows":[{{"app":"bulk","count":40,"rtt_ms":200}}]}}"#
+            );
+            let r = simulate(&Scenario::from_json(&json).unwrap()).unwrap();
+            let per_flow: Vec<(u64, u64)> = r.flows.iter().map(|f| (f.bytes_delivered, f.retransmits)).collect();
+            (per_flow, r.queue_states.len())
+        };
+        let (fine, fine_rows) = run(1.0);
+        let (coarse, coarse_rows) = run(30.0);
+        assert_eq!((fine_rows, coarse_rows), (60, 2));
+        assert_eq!(fine, coarse);
+    }
+
+    /// A mix of workloads (bulk, web, interactive, sessions) over TAQ with a traced flow:
+    /// every table of the results is non-empty.
+    const MIXED: &str = r#"{"duration_s":40,"slice_s":3,"trace_conn":0,
+        "link":{"rate_bps":400000,"queue":{"kind":"taq","limit_pkts":30}},
+        "tcp":{"delayed_ack":false,"packet_size_bytes":500},
+        "flows":[{"app":"bulk","count":6,"rtt_ms":[100,300],"record_progress":true},
+                 {"app":"web","count":3,"rtt_ms":150,"size_bytes":20000},
+                 {"app":"interactive","count":2,"rtt_ms":120,"burst_bytes":100,"mean_gap_s":1.0},
+                 {"app":"session","count":3,"rtt_ms":200,"size_bytes":30000}]}"#;
+
+    /// The results without the wall time, which no two runs share.
+    fn comparable(mut r: Results) -> String {
+        r.wall_seconds = 0.0;
+        format!("{r:?}")
+    }
+
+    /// Running in chunks (as the Python bindings do, to see Ctrl-C) must not change the
+    /// run: chunks of 1, 7, 13 and 997 events in turn give the results of one `run`.
+    #[test]
+    fn running_in_chunks_of_odd_sizes_gives_the_same_results() {
+        let sc = Scenario::from_json(MIXED).unwrap();
+        let whole = simulate(&sc).unwrap();
+        assert!(!whole.bursts.is_empty() && !whole.queue_states.is_empty() && !whole.trace.is_empty());
+        let mut sim = Simulator::new(&sc).unwrap();
+        let mut chunks = [1, 7, 13, 997].into_iter().cycle();
+        let mut calls = 0;
+        while !sim.advance(chunks.next().unwrap()) {
+            calls += 1;
+        }
+        assert!(calls > 100, "{calls} chunks");
+        assert_eq!(comparable(sim.finish()), comparable(whole));
+    }
+
+    /// A run stopped early covers the time up to where it stopped: its duration is that
+    /// time, and every slice that ended before the stop holds the bytes the full run
+    /// delivered in it (the simulation is causal: later events cannot change them).
+    #[test]
+    fn a_run_stopped_early_is_a_prefix_of_the_full_run() {
+        let sc = Scenario::from_json(MIXED).unwrap();
+        let whole = simulate(&sc).unwrap();
+        let mut sim = Simulator::new(&sc).unwrap();
+        while sim.now_ns() < 17_500_000_000 {
+            assert!(!sim.advance(1));
+        }
+        let stopped_ns = sim.now_ns();
+        let part = sim.finish_early();
+        assert_eq!(part.duration_ns, stopped_ns);
+        let complete_slices = (stopped_ns / part.slice_ns) as u32; // slices 0 to 4 end by 15 s
+        assert_eq!(complete_slices, 5);
+        let bytes = |r: &Results| -> Vec<(u32, u32, u64)> {
+            r.flows
+                .iter()
+                .flat_map(|f| f.slice_bytes.iter().enumerate().map(move |(i, &b)| (f.flow_id, f.first_slice + i as u32, b)))
+                .filter(|&(_, k, _)| k < complete_slices)
+                .collect()
+        };
+        assert!(!bytes(&part).is_empty());
+        assert_eq!(bytes(&part), bytes(&whole));
+        assert!(part.flows.iter().all(|f| f.first_slice + f.slice_bytes.len() as u32 <= complete_slices + 1));
+        assert!(part.flows.len() <= whole.flows.len());
+        let states = |r: &Results| r.queue_states.iter().filter(|q| q.slice < complete_slices).map(|q| format!("{q:?}")).collect::<Vec<_>>();
+        assert_eq!(states(&part), states(&whole));
+    }
+}
