@@ -6,6 +6,9 @@
 use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
 use std::collections::VecDeque;
 
+/// Packets of pipe capacity an empty pipe keeps (a few cache lines' worth of slots).
+const PIPE_KEPT_CAPACITY: usize = 64;
+
 pub struct Link {
     pub name: String,
     pub rate_bps: u64,
@@ -66,6 +69,12 @@ impl Link {
     pub fn arrive(&mut self) -> (Result<Packet, Packet>, Option<Instant>) {
         let (_, pkt) = self.pipe.pop_front().expect("Arrive with an empty pipe");
         let next = self.pipe.front().map(|(t, _)| *t);
+        if next.is_none() && self.pipe.capacity() > PIPE_KEPT_CAPACITY {
+            // A drained pipe gives back what a burst made it grow to: otherwise every one
+            // of thousands of access links keeps its largest burst's capacity (up to a
+            // bandwidth-delay product of packets) for the rest of the run.
+            self.pipe.shrink_to(PIPE_KEPT_CAPACITY);
+        }
         self.arrivals += 1;
         if self.rng.chance(self.loss) || self.drop_nth.binary_search(&self.arrivals).is_ok() {
             self.queue.record_external_drop(&pkt, DropReason::LinkLoss);
@@ -114,5 +123,27 @@ mod tests {
         // Uniform on [0, J] has mean J/2 and standard deviation J/√12; the FIFO hold-back of
         // the back-to-back packets only raises it. 2000 spaced draws: standard error 0.0065 J.
         assert!((0.45 * j..0.65 * j).contains(&mean), "mean extra delay {mean} of {j}");
+    }
+
+    /// A pipe that a burst filled gives the memory back once it drains, and keeps its
+    /// order while it does.
+    #[test]
+    fn a_drained_pipe_keeps_little_capacity() {
+        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(10), limit_bytes: None });
+        let q = Accounted::new(q.build().unwrap(), Rng::new(1, 2));
+        let mut link = Link::new("bottleneck".into(), 1_000_000_000, Duration::from_millis(40), Duration::ZERO, 0.0,
+                                 q, 0, Rng::new(1, 3));
+        let burst = 10_000u32;
+        for i in 0..burst {
+            link.sending = Some(Packet { seq: i, ..Packet::default() });
+            link.finish_tx(Instant(u64::from(i) * 1_000));
+        }
+        assert!(link.pipe.capacity() >= burst as usize);
+        for i in 0..burst {
+            let (pkt, next) = link.arrive();
+            assert_eq!(pkt.expect("no loss configured").seq, i, "FIFO");
+            assert_eq!(next.is_none(), i == burst - 1);
+        }
+        assert!(link.pipe.capacity() <= PIPE_KEPT_CAPACITY, "capacity {}", link.pipe.capacity());
     }
 }
