@@ -17,33 +17,27 @@ from smallpipe.result import simulate
 CLIENTS = (200, 300, 400)
 RED_VARIANTS = [
     ("packet mode, not gentle (Figure 9 as run)", {}),
-    ("byte mode, not gentle", {"mode": "bytes"}),
-    ("byte mode, gentle (ns-2's defaults)", {"mode": "bytes", "gentle": True}),
-    ("packet mode, gentle", {"gentle": True}),
+    # In byte mode `limit_bytes` replaces `limit_pkts`: the same 40 kB buffer, counted in bytes.
+    ("byte mode, not gentle", {"link.queue.mode": "bytes", "link.queue.limit_bytes": padding_fig9.BUFFER_BYTES}),
+    ("byte mode, gentle (ns-2's defaults)",
+     {"link.queue.mode": "bytes", "link.queue.limit_bytes": padding_fig9.BUFFER_BYTES, "link.queue.gentle": True}),
+    ("packet mode, gentle", {"link.queue.gentle": True}),
 ]
 
 
 def red_diversity(seed: int) -> None:
     """Mean response time and bottleneck loss of interactive and 2-copy diversity clients
     under Figure 9's RED with its mode and `gentle` changed."""
-    base = padding_fig9.QUEUES["red"]
-    for name, change in RED_VARIANTS:
-        red = {**base, **change}
-        if red["mode"] == "bytes":  # the same 40 kB buffer, counted in bytes
-            del red["limit_pkts"]
-            red["limit_bytes"] = padding_fig9.BUFFER_BYTES
-        padding_fig9.QUEUES["red"] = red
-        try:
-            for n in CLIENTS:
-                cells = []
-                for approach in ("interactive", "diversity"):
-                    r = simulate(padding_fig9.scenario(approach, "red", n, duration_s=200.0, seed=seed))
-                    done = r.bursts.filter(pl.col("sent_ns") >= int(padding_fig9.WARMUP_S * 1e9)).drop_nulls("response_ns")
-                    loss = r.links.filter(pl.col("name") == "bottleneck")["loss_rate"].item()
-                    cells.append(f"{approach} {done['response_ns'].mean() / 1e9:.3f} s (loss {loss:.3f})")
-                print(f"{name}, {n} clients: " + ", ".join(cells), flush=True)
-        finally:
-            padding_fig9.QUEUES["red"] = base
+    for name, overrides in RED_VARIANTS:
+        for n in CLIENTS:
+            cells = []
+            for approach in ("interactive", "diversity"):
+                sc = padding_fig9.scenario(approach, "red", n, duration_s=200.0, seed=seed).with_overrides(overrides)
+                r = simulate(sc)
+                done = r.bursts.filter(pl.col("sent_ns") >= int(padding_fig9.WARMUP_S * 1e9)).drop_nulls("response_ns")
+                loss = r.links.filter(pl.col("name") == "bottleneck")["loss_rate"].item()
+                cells.append(f"{approach} {done['response_ns'].mean() / 1e9:.3f} s (loss {loss:.3f})")
+            print(f"{name}, {n} clients: " + ", ".join(cells), flush=True)
 
 
 def main() -> None:
