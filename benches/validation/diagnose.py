@@ -225,20 +225,17 @@ def web_spread(args):
     """Is the ≥ 100 KB web row's gap more than which dozen objects one seed draws?"""
     import numpy as np
     import sp_side
-    from run import WEB_TAIL_S
+    from run import counted_objects, lower_quantile
 
     def big(objects, spec):
-        first, last = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"] - WEB_TAIL_S
-        return [(size, np.inf if t is None else t) for size, start, t, _ in objects
-                if size >= 100_000 and first <= start <= last]
+        return counted_objects(objects, spec, 100_000, float("inf"))
 
     def stats(sample):
-        times = np.asarray([t for _, t in sample])
-        per_100kb = np.asarray([t / size * 1e5 for size, t in sample])
-        q = lambda v, x: float(np.quantile(v, x, method="inverted_cdf"))  # noqa: E731 (as run.py's rows)
-        return {"n": len(sample), "median_s": q(times, 0.5), "p90_s": q(times, 0.9),
+        times = [t for _, t in sample]
+        per_100kb = [t / size * 1e5 for size, t in sample]
+        return {"n": len(sample), "median_s": lower_quantile(times, 0.5), "p90_s": lower_quantile(times, 0.9),
                 "median_size_kb": float(np.median([s for s, _ in sample])) / 1e3,
-                "median_s_per_100kb": q(per_100kb, 0.5)}
+                "median_s_per_100kb": lower_quantile(per_100kb, 0.5)}
 
     rows = []
     for seed in range(1, args.seeds + 1):
@@ -248,7 +245,7 @@ def web_spread(args):
     for key in ("median_s", "p90_s", "median_s_per_100kb"):
         v = np.asarray([r[key] for r in rows])
         print(f"smallpipe over {len(v)} seeds, {key}: min {v.min():.3g}, median {np.median(v):.3g}, max {v.max():.3g}")
-    for line in open(args.linux):
+    for line in Path(args.linux).read_text().splitlines():
         r = json.loads(line)
         if r["name"].startswith("web") and r["simulator"] == "linux":
             seed = int(r["name"].split("seed=")[1])

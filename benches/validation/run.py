@@ -212,6 +212,19 @@ def compare(results, spec_list):
     return rows
 
 
+def counted_objects(objects, spec, lo, hi):
+    """(size, download s) of the objects of ``lo <= size < hi`` bytes opened after the
+    warm-up and before the last WEB_TAIL_S; an unfinished one takes infinitely long."""
+    first, last = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"] - WEB_TAIL_S
+    return [(size, np.inf if t is None else t) for size, start, t, _ in objects
+            if lo <= size < hi and first <= start <= last]
+
+
+def lower_quantile(values, q):
+    """The lower empirical quantile: an actual sample (infinite if it is an unfinished object)."""
+    return float(np.quantile(np.asarray(values), q, method="inverted_cdf"))
+
+
 def web_rows(pairs):
     """Median and p90 download time per size bucket (the TAQ Figure 12 buckets) of the objects
     opened after the warm-up; an unfinished object is slower than any finished one."""
@@ -222,16 +235,13 @@ def web_rows(pairs):
     for lo, hi in itertools.pairwise(edges):
         samples = ([], [])
         for a, b, s in pairs:
-            first, last = s["warmup_s"], s["warmup_s"] + s["duration_s"] - WEB_TAIL_S
             for side, r in enumerate((a, b)):
-                samples[side].extend(np.inf if t is None else t for size, start, t, _ in r["objects"]
-                                     if lo <= size < hi and first <= start <= last)
+                samples[side].extend(t for _, t in counted_objects(r["objects"], s, lo, hi))
         if not all(samples):
             continue
         label = f"{lo / 1e3:g}–{hi / 1e3:g} KB" if hi != float("inf") else f"≥ {lo / 1e3:g} KB"
         for q, name in ((0.5, "median"), (0.9, "p90")):
-            # The lower empirical quantile: an actual sample (infinite if it is an unfinished object).
-            x, y = (float(np.quantile(np.asarray(v), q, method="inverted_cdf")) for v in samples)
+            x, y = (lower_quantile(v, q) for v in samples)
             rows.append(row("web", f"{label}: {name} download time (n = {len(samples[0])} / {len(samples[1])})",
                             x, y, "±20%", np.isfinite(x) and abs(rel(x, y)) <= 0.20, "s"))
     return rows
