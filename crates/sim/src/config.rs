@@ -529,6 +529,12 @@ pub struct FlowGroup {
     /// rule (e.g. to put background telnet flows in a chosen class).
     #[serde(default)]
     pub dscp: Option<u8>,
+    /// `[flows.tcp]`: keys of `[tcp]` whose values this group's endpoints (both ends of its
+    /// connections) take instead of the scenario's, so one run can mix TCP variants. Kept
+    /// as given (the canonical form lists only the overrides); `Scenario::group_tcp` gives
+    /// the merged, validated table. Unset: the scenario's `[tcp]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 fn d_seed() -> u64 { 1 }
@@ -628,6 +634,23 @@ impl Scenario {
         serde_json::to_string(self).expect("a scenario always serializes")
     }
 
+    /// The TCP knobs of group `i`'s endpoints: `[tcp]` with the group's `[flows.tcp]` keys
+    /// over it, checked as `[tcp]` is; errors name `flows[i].tcp.<key>`.
+    pub fn group_tcp(&self, i: usize) -> Result<TcpConfig, ConfigError> {
+        let Some(overrides) = &self.flows[i].tcp else { return Ok(self.tcp.clone()) };
+        let field = format!("flows[{i}].tcp");
+        let serde_json::Value::Object(mut merged) = serde_json::to_value(&self.tcp).expect("[tcp] serializes") else {
+            unreachable!("[tcp] serializes as a table")
+        };
+        merged.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let tcp: TcpConfig = serde_path_to_error::deserialize(serde_json::Value::Object(merged)).map_err(|e| {
+            let path = e.path().to_string();
+            serde_error(if path == "." { field.clone() } else { format!("{field}.{path}") }, &e.into_inner().to_string())
+        })?;
+        tcp.validate().map_err(|e| e.within(&field))?;
+        Ok(tcp)
+    }
+
     /// Range checks of every field, in declaration order.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check(self.duration_s.is_finite() && self.duration_s > 0.0 && self.duration_s <= 1e7,
@@ -645,7 +668,8 @@ impl Scenario {
         check(!self.flows.is_empty(), "flows", "[]", "at least one [[flows]] group")?;
         let min_rtt_ms = 2.0 * (self.link.delay_ms + self.link.receiver_delay_ms);
         for (i, g) in self.flows.iter().enumerate() {
-            g.validate(min_rtt_ms, self.tcp.mss_bytes()).map_err(|e| e.within(&format!("flows[{i}]")))?;
+            let mss = self.group_tcp(i)?.mss_bytes();
+            g.validate(min_rtt_ms, mss).map_err(|e| e.within(&format!("flows[{i}]")))?;
         }
         // Checked here, not when the units are built: a run that would stop at the last unit
         // has allocated hundreds of MB first. A replayed log's clients are counted at set-up.
@@ -1098,6 +1122,35 @@ mod tests {
         let ok = r#"{"edge":{"mark":"size_oracle","threshold_bytes":10000},"topology":{"kind":"diamond","routing":"size"},"flows":[{"app":"bulk"}]}"#;
         let s = Scenario::from_json(ok).unwrap();
         assert_eq!(Scenario::from_json(&s.to_json()).unwrap(), s);
+    }
+
+    #[test]
+    fn group_tcp_tables_override_tcp_and_are_checked_with_the_group_index() {
+        let e = err(r#"{"flows":[{"app":"bulk"},{"app":"bulk"},{"app":"bulk","tcp":{"initial_window_pkts":0}}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows[2].tcp.initial_window_pkts", "0"));
+        assert!(e.allowed.contains("1 to 100"), "{e}");
+        let e = err(r#"{"flows":[{"app":"bulk","tcp":{"mss":500}}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows[0].tcp.mss", "an unknown field"));
+        assert!(e.allowed.contains("packet_size_bytes"), "{e}");
+        let e = err(r#"{"flows":[{"app":"bulk","tcp":{"recovery":"vegas"}}]}"#);
+        assert_eq!(e.field, "flows[0].tcp.recovery");
+        let e = err(r#"{"flows":[{"app":"bulk","tcp":5}]}"#);
+        assert_eq!((e.field.as_str(), e.allowed.as_str()), ("flows[0].tcp", "a table"));
+        // Checked merged: the group's own packet size bounds what depends on it (MSS 536).
+        let e = err(r#"{"flows":[{"app":"interactive","burst_bytes":1000,"tcp":{"packet_size_bytes":576,"timestamps":false}}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("flows[0].burst_bytes", "1000"));
+        assert!(e.allowed.contains("536"), "{e}");
+        // ... and a rule across keys sees the scenario's value of the other key.
+        let e = err(r#"{"tcp":{"recovery":"newreno"},"flows":[{"app":"bulk","tcp":{"dupack_rule":"ns3"}}]}"#);
+        assert_eq!(e.field, "flows[0].tcp.dupack_rule");
+        let s = Scenario::from_json(r#"{"tcp":{"min_rto_ms":200},"flows":[{"app":"bulk","tcp":{"initial_window_pkts":10}},{"app":"bulk"}]}"#).unwrap();
+        let (g0, g1) = (s.group_tcp(0).unwrap(), s.group_tcp(1).unwrap());
+        assert_eq!((g0.initial_window_pkts, g0.min_rto_ms), (10, 200.0));
+        assert_eq!(g1, s.tcp);
+        // The canonical form keeps only the overrides, and none where there are none.
+        let json = s.to_json();
+        assert_eq!(json.matches("\"tcp\":").count(), 2, "{json}");
+        assert_eq!(Scenario::from_json(&json).unwrap(), s);
     }
 
     #[test]

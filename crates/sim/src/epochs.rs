@@ -35,11 +35,11 @@ pub(crate) struct EpochRecorder {
 }
 
 impl EpochRecorder {
-    /// Records slice `slice` ending at `at` for each (connection, its sender, still open)
-    /// given: open ones, and closed ones that sent in the slice (the one they closed in).
+    /// Records slice `slice` ending at `at` for each (connection, its sender, still open,
+    /// its MSS) given: open ones, and closed ones that sent in the slice (the one they closed in).
     pub(crate) fn record<'a>(&mut self, slice: u32, at: Instant,
-                             senders: impl Iterator<Item = (u32, &'a Endpoint, bool)>, mss: u64, taq: Option<&Taq>) {
-        for (flow_id, ep, open) in senders {
+                             senders: impl Iterator<Item = (u32, &'a Endpoint, bool, u64)>, taq: Option<&Taq>) {
+        for (flow_id, ep, open, mss) in senders {
             let c = flow_id as usize;
             if self.sent_before.len() <= c {
                 self.sent_before.resize(c + 1, 0);

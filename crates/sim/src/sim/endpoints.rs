@@ -29,6 +29,7 @@ impl Simulator {
         let c = reused.unwrap_or(self.conns.len() as u32);
         let unit = &mut self.units[u as usize];
         let unit_group = unit.group;
+        let p = &self.params[unit.tcp as usize];
         let port = unit.next_port;
         unit.next_port = if port == u16::MAX { FIRST_CLIENT_PORT } else { port + 1 };
         let key = FlowKey { src_ip: unit.sender_ip, dst_ip: unit.receiver_ip, src_port: port, dst_port: SERVER_PORT, proto: 6 };
@@ -42,7 +43,7 @@ impl Simulator {
         self.demux.insert(key.reversed(), 2 * c + 1);
         let first_slice = (self.now.as_nanos() / self.slice.as_nanos()) as u32;
         let conn = Conn::new(flow_id, u, self.now, size, first_slice, self.groups[unit_group as usize].record_progress);
-        let (mut snd, mut rcv) = (Endpoint::client(key, iss_s, &self.params), Endpoint::listener(key.reversed(), iss_r, &self.params));
+        let (mut snd, mut rcv) = (Endpoint::client(key, iss_s, p), Endpoint::listener(key.reversed(), iss_r, p));
         if reused.is_some() {
             // Generations go on from the freed endpoints', so their pending timer events stay stale.
             let at = 2 * c as usize;
@@ -57,7 +58,7 @@ impl Simulator {
         }
         let mut out = std::mem::take(&mut self.scratch);
         if self.transport == Transport::Rcp {
-            let (now, p) = (self.now, &self.params);
+            let now = self.now;
             let mut sender = RcpSender::new(key, iss_s, p);
             sender.timer_gen = self.endpoints[2 * c as usize].timer_gen;
             sender.connect(now, p, &mut out);
@@ -69,7 +70,7 @@ impl Simulator {
             self.after_rcp(c, out);
             return c;
         }
-        let (now, p) = (self.now, &self.params);
+        let now = self.now;
         let ep = &mut self.endpoints[2 * c as usize];
         ep.connect(now, p, &mut out);
         match size {
@@ -128,7 +129,7 @@ impl Simulator {
                 conn.last_progress = now;
                 unit.bytes_delivered += new_bytes;
                 if let Some(progress) = &mut conn.progress {
-                    let mss = self.params.mss;
+                    let mss = self.params[unit.tcp as usize].mss;
                     let whole = delivered / mss + (ep.finished_at.is_some() && !delivered.is_multiple_of(mss)) as u64;
                     while (progress.len() as u64) < whole {
                         progress.push(now - conn.start);

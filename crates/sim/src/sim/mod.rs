@@ -19,7 +19,7 @@ use self::endpoints::{left_network, recycles};
 use self::recorders::Trace;
 use self::topology::Node;
 use self::units::{Unit, UnitApp};
-use crate::config::{AppKind, DiamondConfig, EdgeConfig, FlowGroup, Scenario, TopologyConfig, Transport};
+use crate::config::{AppKind, DiamondConfig, EdgeConfig, FlowGroup, Scenario, TcpConfig, TopologyConfig, Transport};
 use crate::epochs::EpochRecorder;
 use crate::event::{Event, EventQueue};
 use crate::flows::{Conn, FinishedRows};
@@ -57,9 +57,12 @@ pub struct Simulator {
     finished: FinishedRows,
     /// Packets that reached a host after their connection was recycled (dropped there).
     packets_to_closed_flows: u64,
-    params: TcpParams,
+    /// The distinct TCP knobs of the run's groups (`Scenario::group_tcp`); a unit's endpoints
+    /// use `params[unit.tcp]`, so a connection costs no more memory than with one table.
+    params: Vec<TcpParams>,
+    /// Per group: its index into `params`, and its senders' processing delay bound.
+    group_tcp: Vec<(u16, Duration)>,
     scratch: Vec<Packet>,
-    overhead: Duration,
     skipped_log_lines: u64,
     edge: EdgeConfig,
     /// The diamond's routing and its path 2 link (path 1 is link 0).
@@ -94,10 +97,7 @@ impl Simulator {
         sc.validate()?;
         let l = &sc.link;
         let rate = l.rate_bps as u64;
-        let overhead = match sc.tcp.overhead_max_ms {
-            Some(v) => ms(v),
-            None => Duration::serialization(sc.tcp.packet_size_bytes as u64, rate),
-        };
+        let (params, group_tcp) = distinct_params(sc, rate)?;
         let mut sim = Simulator {
             now: Instant::ZERO,
             end: Instant::ZERO + secs(sc.duration_s),
@@ -118,9 +118,9 @@ impl Simulator {
             recycle_candidates: Vec::new(),
             finished: FinishedRows::default(),
             packets_to_closed_flows: 0,
-            params: TcpParams::from_config(&sc.tcp).for_transport(sc.transport),
+            params,
+            group_tcp,
             scratch: Vec::new(),
-            overhead,
             skipped_log_lines: 0,
             edge: sc.edge.clone(),
             diamond: None,
@@ -291,23 +291,25 @@ impl Simulator {
                 }
             }
             Event::Timer { endpoint, gen } if self.transport == Transport::Rcp && endpoint.is_multiple_of(2) => {
+                let tcp = self.tcp_of(endpoint);
                 let Some(r) = self.rcp.get_mut(&(endpoint / 2)) else { return };
                 if r.sender.timer_gen != gen {
                     return; // superseded
                 }
                 r.sender.timer_armed = None;
                 let mut out = std::mem::take(&mut self.scratch);
-                r.sender.on_timer(self.now, &self.params, &mut out);
+                r.sender.on_timer(self.now, &self.params[tcp], &mut out);
                 self.after_rcp(endpoint / 2, out);
             }
             Event::Timer { endpoint, gen } => {
+                let p = &self.params[self.tcp_of(endpoint)];
                 let ep = &mut self.endpoints[endpoint as usize];
                 if ep.timer_gen != gen {
                     return; // superseded
                 }
                 ep.timer_armed = None;
                 let mut out = std::mem::take(&mut self.scratch);
-                ep.on_timer(self.now, &self.params, &mut out);
+                ep.on_timer(self.now, p, &mut out);
                 self.after_endpoint(endpoint, out);
             }
             Event::App { endpoint } => self.write_burst(endpoint),
@@ -318,6 +320,35 @@ impl Simulator {
             self.try_recycle(c as usize);
         }
     }
+
+    /// The index into `params` of endpoint `e`'s knobs (its unit's group's).
+    fn tcp_of(&self, e: u32) -> usize {
+        self.units[self.conns[(e / 2) as usize].unit as usize].tcp as usize
+    }
+}
+
+/// The distinct TCP knobs of the scenario's groups, and per group its index among them and
+/// its senders' processing delay bound (`overhead_max_ms`, or one bottleneck transmission
+/// of the group's full-size packet).
+fn distinct_params(sc: &Scenario, rate_bps: u64) -> Result<(Vec<TcpParams>, Vec<(u16, Duration)>), ConfigError> {
+    let mut configs: Vec<TcpConfig> = Vec::new();
+    let mut group_tcp = Vec::with_capacity(sc.flows.len());
+    for gi in 0..sc.flows.len() {
+        let tcp = sc.group_tcp(gi)?;
+        let overhead = match tcp.overhead_max_ms {
+            Some(v) => ms(v),
+            None => Duration::serialization(tcp.packet_size_bytes as u64, rate_bps),
+        };
+        let index = configs.iter().position(|c| *c == tcp).unwrap_or_else(|| {
+            configs.push(tcp);
+            configs.len() - 1
+        });
+        let index = u16::try_from(index).map_err(|_| ConfigError::new("flows", format!("more than {} distinct [flows.tcp] tables", u16::MAX),
+            format!("at most {} (groups with equal tables share one)", u16::MAX)))?;
+        group_tcp.push((index, overhead));
+    }
+    let params = configs.iter().map(|c| TcpParams::from_config(c).for_transport(sc.transport)).collect();
+    Ok((params, group_tcp))
 }
 
 /// Validates and runs a scenario.
@@ -408,6 +439,57 @@ mod tests {
         }
         assert!(calls > 100, "{calls} chunks");
         assert_eq!(comparable(sim.finish()), comparable(whole));
+    }
+
+    /// Per-group `[flows.tcp]`: each group's sender sends its first flight by its own knobs.
+    /// Half an RTT after the handshake no ACK of data is back, so a sender has sent its SYN
+    /// and exactly its initial window, IW segments of its MSS (packet size less 40 header
+    /// bytes and, with timestamps, 12 option bytes): group 0 IW 2 of 1500-byte packets
+    /// (1448-byte MSS), group 1 IW 10 of 576-byte packets without timestamps (536), group 2
+    /// the scenario's `[tcp]`, IW 4 of 1448.
+    #[test]
+    fn groups_send_their_first_flight_by_their_own_tcp_table() {
+        let sc = Scenario::from_json(
+            r#"{"duration_s":1,"link":{"rate_bps":10000000},"tcp":{"initial_window_pkts":4},
+                "flows":[{"app":"bulk","rtt_ms":100,"tcp":{"initial_window_pkts":2}},
+                         {"app":"bulk","rtt_ms":100,"tcp":{"initial_window_pkts":10,"packet_size_bytes":576,"timestamps":false}},
+                         {"app":"bulk","rtt_ms":100}]}"#,
+        )
+        .unwrap();
+        let mut sim = Simulator::new(&sc).unwrap();
+        assert_eq!(sim.params.len(), 3);
+        // The handshake takes one RTT (100 ms); data ACKs return one RTT after that.
+        let stop = Instant::ZERO + Duration(150_000_000);
+        while let Some((t, ev)) = sim.events.pop() {
+            if t >= stop {
+                break;
+            }
+            sim.now = t;
+            sim.handle(ev);
+        }
+        let first_flight: Vec<(u64, u64)> = (0..3)
+            .map(|c| {
+                let snd = &sim.endpoints[2 * sim.conns.iter().position(|k| k.unit == c).unwrap()];
+                (snd.stats.segments_sent - 1, snd.flight_bytes())
+            })
+            .collect();
+        assert_eq!(first_flight, [(2, 2 * 1448), (10, 10 * 536), (4, 4 * 1448)]);
+    }
+
+    /// Groups with equal tables share one entry of `params`; without any `[flows.tcp]` the
+    /// run has the one table it always had.
+    #[test]
+    fn equal_group_tables_share_one_params_entry() {
+        let sc = Scenario::from_json(
+            r#"{"tcp":{"initial_window_pkts":3},"flows":[{"app":"bulk"},{"app":"bulk","tcp":{"initial_window_pkts":3}},
+                {"app":"bulk","tcp":{"smart_framing":true}},{"app":"bulk","tcp":{"smart_framing":true}}]}"#,
+        )
+        .unwrap();
+        let sim = Simulator::new(&sc).unwrap();
+        assert_eq!(sim.params.len(), 2);
+        assert_eq!(sim.units.iter().map(|u| u.tcp).collect::<Vec<_>>(), [0, 0, 1, 1]);
+        let sim = Simulator::new(&Scenario::from_json(r#"{"flows":[{"app":"bulk"},{"app":"web","size_bytes":1000}]}"#).unwrap()).unwrap();
+        assert_eq!(sim.params.len(), 1);
     }
 
     /// A run stopped early covers the time up to where it stopped: its duration is that

@@ -20,8 +20,11 @@ impl Simulator {
                 AnyQdisc::Taq(taq) => Some(taq),
                 _ => None,
             };
-            let senders = self.conns.iter().enumerate().map(|(c, conn)| (conn.flow_id, &self.endpoints[2 * c], !conn.done));
-            rec.record(k, at, senders, self.params.mss, taq);
+            let senders = self.conns.iter().enumerate().map(|(c, conn)| {
+                let mss = self.params[self.units[conn.unit as usize].tcp as usize].mss;
+                (conn.flow_id, &self.endpoints[2 * c], !conn.done, mss)
+            });
+            rec.record(k, at, senders, taq);
         }
         for l in &self.links {
             if let AnyQdisc::Taq(taq) = l.queue.inner() {

@@ -52,18 +52,19 @@ impl Simulator {
                     self.packets_to_closed_flows += 1;
                     return;
                 };
+                let p = &self.params[self.tcp_of(e)];
                 let conn = &mut self.conns[(e / 2) as usize];
                 conn.in_flight = conn.in_flight.saturating_sub(1); // its endpoint's event checks recycling
                 let mut out = std::mem::take(&mut self.scratch);
                 if let Some(r) = self.rcp.get_mut(&(e / 2)) {
                     if e.is_multiple_of(2) {
-                        r.sender.on_segment(&pkt, self.now, &self.params, &mut out);
+                        r.sender.on_segment(&pkt, self.now, p, &mut out);
                         self.after_rcp(e / 2, out);
                         return;
                     }
                     r.echo_kbps = pkt.rcp_rate_kbps.or(r.echo_kbps);
                 }
-                self.endpoints[e as usize].on_segment(&pkt, self.now, &self.params, &mut out);
+                self.endpoints[e as usize].on_segment(&pkt, self.now, p, &mut out);
                 self.after_endpoint(e, out);
             }
         }

@@ -39,6 +39,8 @@ pub(super) struct Unit {
     pub(super) rtt: Duration,
     pub(super) rng: Rng,
     pub(super) next_port: u16,
+    /// Index of the unit's TCP knobs in `Simulator::params` (its group's).
+    pub(super) tcp: u16,
     pub(super) app: UnitApp,
     /// Connections opened, and still open (the receiver has not had everything).
     pub(super) opened: u32,
@@ -85,7 +87,8 @@ impl Simulator {
         let (s_ip, d_ip) = unit_addresses(u);
         let s_node = self.nodes.len() as u32;
         let d_node = s_node + 1;
-        let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, self.overhead, 0.0, &access_queue, 0)?;
+        let (tcp, overhead) = self.group_tcp[gi];
+        let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, overhead, 0.0, &access_queue, 0)?;
         let s_down = self.add_link(&format!("sender{u}_down"), access_rate, sender_delay, Duration::ZERO, 0.0, &access_queue, s_node)?;
         let d_up = self.add_link(&format!("receiver{u}_up"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, 1)?;
         let d_down = self.add_link(&format!("receiver{u}_down"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, d_node)?;
@@ -104,6 +107,7 @@ impl Simulator {
             rtt: ms(rtt_ms),
             rng,
             next_port: FIRST_CLIENT_PORT,
+            tcp,
             app,
             opened: 0,
             open: 0,
@@ -229,9 +233,10 @@ impl Simulator {
         if ep.failed {
             return;
         }
+        let p = &self.params[unit.tcp as usize];
         let mut out = std::mem::take(&mut self.scratch);
-        let burst = g.burst_bytes.map_or(self.params.mss, |b| b as u64);
-        ep.app_write(burst, true, self.now, &self.params, &mut out);
+        let burst = g.burst_bytes.map_or(p.mss, |b| b as u64);
+        ep.app_write(burst, true, self.now, p, &mut out);
         if g.gap_from == GapFrom::Send {
             let gap = secs(unit.rng.exponential(g.mean_gap_s));
             self.events.push(self.now + gap, Event::App { endpoint: e });
