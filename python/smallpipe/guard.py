@@ -132,7 +132,8 @@ def estimate_memory(config: Mapping[str, Any]) -> Estimate:
             if app == "interactive":
                 rows += count * duration_s / float(group["mean_gap_s"])
             if group.get("record_progress"):
-                rows += bottleneck_bytes / packet_bytes + count
+                group_packet_bytes = float((group.get("tcp") or {}).get("packet_size_bytes", packet_bytes))
+                rows += bottleneck_bytes / group_packet_bytes + count
             continue
         if app == "replay":
             lines = _log_lines(str(group.get("log_path") or ""))

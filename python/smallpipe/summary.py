@@ -4,6 +4,7 @@ times and hangs for sized transfers, per-slice fairness for bulk flows)."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -60,6 +61,11 @@ def setup_rows(scenario: Scenario) -> list[tuple[str, str]]:
                 f"IW {tcp['initial_window_pkts']}, min RTO {tcp['min_rto_ms']:g} ms"
                 f"{', delayed ACKs' if tcp['delayed_ack'] else ''}"
             ),
+        ),
+        *(
+            (f"TCP of flows[{index}]", ", ".join(f"{key} = {json.dumps(value)}" for key, value in group["tcp"].items()))
+            for index, group in enumerate(scenario["flows"])
+            if group.get("tcp")
         ),
     ]
 

@@ -5,11 +5,12 @@ Set-up (Section IV-D): telnet flows of each segment size through a byte-mode Dro
 the load is set by Pareto and http cross traffic of 576-byte mean segments. Ours: the
 Section III-D bottleneck (5 Mbit/s, round-trip propagation 12 ms, 40 kB), 5 telnet clients
 per size (gaps of mean 1 s from the previous acknowledgement), MSS 1024 bytes (timestamps
-off) so every burst is one segment. The simulator has one MSS for all flows, so the cross
-traffic is N TCP senders writing 576-byte messages with exponential gaps of mean 50 ms
-from the previous write (a Poisson stream per sender, not Pareto on/off, not http); when
-their window holds writes back they leave merged, so the table gives the cross traffic's
-measured mean segment size. A flow's loss rate is its resends over its sends.
+off) so every burst is one segment. The cross traffic is N TCP senders of their own
+576-byte MSS (a ``[flows.tcp]`` packet size) writing 576-byte messages with exponential
+gaps of mean 50 ms from the previous write (a Poisson stream per sender, not Pareto
+on/off, not http); writes a full window holds back leave as 576-byte segments still, and
+the table gives the cross traffic's measured mean segment size. A flow's loss rate is its
+resends over its sends.
 
 What the paper reports: flows with smaller segments see "significantly lower" loss.
 """
@@ -35,7 +36,7 @@ HEADER_BYTES = 40
 
 
 def scenario(cross: int, *, duration_s: float, seed: int) -> Scenario:
-    """5 telnet clients per segment size and ``cross`` Poisson 576-byte senders."""
+    """5 telnet clients per segment size and ``cross`` Poisson senders of 576-byte segments."""
     telnet = [{"count": CLIENTS, "app": "interactive", "rtt_ms": 12.0, "start_s": [0.0, 2.0], "burst_bytes": size,
                "mean_gap_s": 1.0} for size in SEGMENT_BYTES]
     return Scenario(
@@ -46,7 +47,8 @@ def scenario(cross: int, *, duration_s: float, seed: int) -> Scenario:
         tcp={"packet_size_bytes": max(SEGMENT_BYTES) + HEADER_BYTES, "timestamps": False, "delayed_ack": False,
              "min_rto_ms": 1000.0},
         flows=[*telnet, {"count": cross, "app": "interactive", "rtt_ms": 12.0, "start_s": [0.0, 2.0],
-                         "burst_bytes": CROSS_MESSAGE_BYTES, "mean_gap_s": 0.05, "gap_from": "send"}],
+                         "burst_bytes": CROSS_MESSAGE_BYTES, "mean_gap_s": 0.05, "gap_from": "send",
+                         "tcp": {"packet_size_bytes": CROSS_MESSAGE_BYTES + HEADER_BYTES}}],
     )
 
 

@@ -162,6 +162,7 @@ def linux_settings(scenario: Scenario, congestion_control: str | None = None, rf
     if congestion_control not in CONGESTION_CONTROLS:
         raise _config_error("congestion_control", repr(congestion_control), f"one of {', '.join(CONGESTION_CONTROLS)}")
     _check_link(scenario)
+    per_group = _group_congestion(scenario, congestion_control)
     if scenario["trace_conn"] is not None:
         _refuse("trace_conn", scenario["trace_conn"], "unset: the testbed records TCP_INFO per slice, not every segment")
     if scenario["record_sender_epochs"]:
@@ -177,5 +178,22 @@ def linux_settings(scenario: Scenario, congestion_control: str | None = None, rf
         client_route=common,
         server_route=server_route,
         mtu_bytes=tcp["packet_size_bytes"],
-        congestion_control=[congestion_control] * len(scenario["flows"]),
+        congestion_control=per_group,
     )
+
+
+def _group_congestion(scenario: Scenario, default: str) -> list[str]:
+    """``TCP_CONGESTION`` per group: its ``[flows.tcp]`` congestion (a socket option, so it
+    can differ per sender), else ``default``. Other per-group keys are host-wide sysctls or
+    per-route attributes here; one that differs from ``[tcp]`` is refused."""
+    tcp = scenario["tcp"]
+    congestion = []
+    for index, group in enumerate(scenario["flows"]):
+        overrides = group.get("tcp") or {}
+        for key, value in overrides.items():
+            if key != "congestion" and value != tcp[key]:
+                _refuse(f"flows[{index}].tcp.{key}", value,
+                        f"{tcp[key]!r}, the scenario's tcp.{key}: per group the testbed sets only "
+                        "congestion (TCP_CONGESTION per socket); the other knobs are per host or route")
+        congestion.append(str(overrides.get("congestion", default)))
+    return congestion
