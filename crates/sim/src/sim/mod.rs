@@ -60,8 +60,7 @@ pub struct Simulator {
     /// The distinct TCP knobs of the run's groups (`Scenario::group_tcp`); a unit's endpoints
     /// use `params[unit.tcp]`, so a connection costs no more memory than with one table.
     params: Vec<TcpParams>,
-    /// Per group: its index into `params`, and its senders' processing delay bound.
-    group_tcp: Vec<(u16, Duration)>,
+    group_tcp: Vec<GroupTcp>,
     scratch: Vec<Packet>,
     skipped_log_lines: u64,
     edge: EdgeConfig,
@@ -327,10 +326,18 @@ impl Simulator {
     }
 }
 
-/// The distinct TCP knobs of the scenario's groups, and per group its index among them and
-/// its senders' processing delay bound (`overhead_max_ms`, or one bottleneck transmission
-/// of the group's full-size packet).
-fn distinct_params(sc: &Scenario, rate_bps: u64) -> Result<(Vec<TcpParams>, Vec<(u16, Duration)>), ConfigError> {
+/// A group's TCP as its units are built with it.
+#[derive(Debug, Clone, Copy)]
+struct GroupTcp {
+    /// Index of its knobs in `Simulator::params`.
+    params: u16,
+    /// Its senders' processing delay bound (`overhead_max_ms`, or one bottleneck
+    /// transmission of the group's full-size packet).
+    overhead: Duration,
+}
+
+/// The distinct TCP knobs of the scenario's groups, and what each group takes of them.
+fn distinct_params(sc: &Scenario, rate_bps: u64) -> Result<(Vec<TcpParams>, Vec<GroupTcp>), ConfigError> {
     let mut configs: Vec<TcpConfig> = Vec::new();
     let mut group_tcp = Vec::with_capacity(sc.flows.len());
     for gi in 0..sc.flows.len() {
@@ -345,7 +352,7 @@ fn distinct_params(sc: &Scenario, rate_bps: u64) -> Result<(Vec<TcpParams>, Vec<
         });
         let index = u16::try_from(index).map_err(|_| ConfigError::new("flows", format!("more than {} distinct [flows.tcp] tables", u16::MAX),
             format!("at most {} (groups with equal tables share one)", u16::MAX)))?;
-        group_tcp.push((index, overhead));
+        group_tcp.push(GroupTcp { params: index, overhead });
     }
     let params = configs.iter().map(|c| TcpParams::from_config(c).for_transport(sc.transport)).collect();
     Ok((params, group_tcp))

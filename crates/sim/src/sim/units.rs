@@ -87,8 +87,8 @@ impl Simulator {
         let (s_ip, d_ip) = unit_addresses(u);
         let s_node = self.nodes.len() as u32;
         let d_node = s_node + 1;
-        let (tcp, overhead) = self.group_tcp[gi];
-        let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, overhead, 0.0, &access_queue, 0)?;
+        let group_tcp = self.group_tcp[gi];
+        let s_up = self.add_link(&format!("sender{u}_up"), access_rate, sender_delay, group_tcp.overhead, 0.0, &access_queue, 0)?;
         let s_down = self.add_link(&format!("sender{u}_down"), access_rate, sender_delay, Duration::ZERO, 0.0, &access_queue, s_node)?;
         let d_up = self.add_link(&format!("receiver{u}_up"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, 1)?;
         let d_down = self.add_link(&format!("receiver{u}_down"), access_rate, receiver_delay, Duration::ZERO, 0.0, &access_queue, d_node)?;
@@ -107,7 +107,7 @@ impl Simulator {
             rtt: ms(rtt_ms),
             rng,
             next_port: FIRST_CLIENT_PORT,
-            tcp,
+            tcp: group_tcp.params,
             app,
             opened: 0,
             open: 0,
