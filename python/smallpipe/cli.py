@@ -297,7 +297,7 @@ def testbed(
     overrides: OverridesOption = None,
     cc: Annotated[
         str | None,
-        typer.Option(help="Congestion control of every sender: reno, cubic or bbr [default: the scenario's tcp.congestion]."),
+        typer.Option(help="Congestion control of every sender without its group's own flows[].tcp.congestion: reno, cubic or bbr [default: the scenario's tcp.congestion]."),
     ] = None,
     linux_tcp: Annotated[
         bool, typer.Option(help="Keep Linux's RACK, tail loss probes and F-RTO (default: off, as in the RFCs).")

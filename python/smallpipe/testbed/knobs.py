@@ -149,8 +149,9 @@ def linux_settings(scenario: Scenario, congestion_control: str | None = None, rf
     """How to honour ``scenario`` on Linux; refuses what cannot be.
 
     Arguments:
-        congestion_control: ``TCP_CONGESTION`` of every data sender; default: the scenario's
-            ``tcp.congestion`` (``bbr`` exists only here: the simulator has no BBR).
+        congestion_control: ``TCP_CONGESTION`` of every data sender whose group sets no
+            ``tcp.congestion`` of its own; default: the scenario's ``tcp.congestion``
+            (``bbr`` exists only here: the simulator has no BBR).
         rfc: switch off the Linux behaviours the RFCs (and the simulator) do not have
             (RACK, tail loss probes, F-RTO, linear SYN timeouts) where a sysctl can.
 
