@@ -123,7 +123,6 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
         ("min_rto_prime_ms", None, "unset: Linux has no differentiated minimum RTO"),
         ("padding_dummies", 0, "0: the traffic generator writes no dummy packets"),
         ("diversity_copies", 1, "1: Linux TCP cannot send copies of a segment"),
-        ("diversity_copy_retransmissions", False, "false: Linux TCP cannot send copies of a segment"),
         ("fully_backlogged", False, "false: the traffic generator does not pad idle time"),
         ("smart_framing", False, "false: Linux TCP always fills segments to the MSS it can"),
     ):
