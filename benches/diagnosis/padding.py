@@ -3,6 +3,7 @@
 
     python3 benches/diagnosis/padding.py red-diversity   # Figure 9: does RED's mode or `gentle` make diversity degrade gently?
     python3 benches/diagnosis/padding.py gain            # Figure 5(b): which ns-2 setting brings the backlogged flow's G to the model?
+    python3 benches/diagnosis/padding.py copied-retransmissions  # diversity with its resends after a timeout copied too
 
 Seed 1, 200 s per run as Figures 5(b) and 9's full runs (bursts of the first 20 s left out).
 """
@@ -96,12 +97,41 @@ def gain(seed: int) -> None:
                   f"G {gains}; model {model_gain(p, rto_s):.2f}; {events}", flush=True)
 
 
+COPIED = {"tcp.diversity_copy_retransmissions": True}
+
+
+def copied_retransmissions(seed: int) -> None:
+    """2-copy diversity with `diversity_copy_retransmissions` against the paper's single
+    resends: Figure 5(b)'s points against Eq. (14) and against Eq. (3) at p² (every round
+    fails with p^k when every round is copied), and Figure 9's RED (as run, and gentle)."""
+    rtt_s, rto_s = padding_fig5.RTT_MS / 1e3, 1.0
+    for p in padding_fig5.LOSSES:
+        cells = []
+        for name, overrides in (("single resends", {}), ("copied resends", COPIED)):
+            sc = padding_fig5.scenario("diversity", p, flows=10, duration_s=200.0, seed=seed).with_overrides(overrides)
+            got = response_means_s(simulate(sc).bursts, warmup_s=padding_fig5.WARMUP_S)
+            cells.append(f"{name} {got['write_to_ack_s']:.4f} s")
+        print(f"Figure 5(b) diversity, p {p}: " + ", ".join(cells)
+              + f"; Eq. (14) {m.response_time_diversity(p, rto_s, rtt_s):.4f} s, "
+              f"Eq. (3) at p^2 {interactive.response_time_interactive(p * p, rto_s, rtt_s):.4f} s", flush=True)
+    for red, red_overrides in (("RED as run", {}), ("RED gentle", {"link.queue.gentle": True})):
+        for n in CLIENTS:
+            cells = []
+            for name, overrides in (("single resends", {}), ("copied resends", COPIED)):
+                sc = padding_fig9.scenario("diversity", "red", n, duration_s=200.0, seed=seed)
+                r = simulate(sc.with_overrides({**red_overrides, **overrides}))
+                done = r.bursts.filter(pl.col("sent_ns") >= int(padding_fig9.WARMUP_S * 1e9)).drop_nulls("response_ns")
+                loss = r.links.filter(pl.col("name") == "bottleneck")["loss_rate"].item()
+                cells.append(f"{name} {done['response_ns'].mean() / 1e9:.3f} s (loss {loss:.3f})")
+            print(f"Figure 9 {red}, {n} clients: " + ", ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["red-diversity", "gain"])
+    parser.add_argument("what", choices=["red-diversity", "gain", "copied-retransmissions"])
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    {"red-diversity": red_diversity, "gain": gain}[args.what](args.seed)
+    {"red-diversity": red_diversity, "gain": gain, "copied-retransmissions": copied_retransmissions}[args.what](args.seed)
 
 
 if __name__ == "__main__":
