@@ -64,6 +64,14 @@ GAIN_VARIANTS = [
 ]
 
 
+def means_s(bursts: pl.DataFrame) -> dict:
+    """`response_means_s` and the mean time from a burst's first send to the first ACK
+    covering it by SACK or cumulative ACK (`send_to_cover_s`, from `covered_ns`)."""
+    done = bursts.filter(pl.col("sent_ns") >= int(padding_fig5.WARMUP_S * 1e9)).drop_nulls("response_ns")
+    cover_ns = (done["covered_ns"] - done["first_sent_ns"]).mean()
+    return response_means_s(bursts, warmup_s=padding_fig5.WARMUP_S) | {"send_to_cover_s": cover_ns / 1e9}
+
+
 def model_gain(p: float, rto_s: float) -> float:
     """Eq. (3) over Eq. (10) with Brosh's Q (Eq. 7 summed, w_max = 2·E[w]) at RTT 12 ms."""
     rtt_s = padding_fig5.RTT_MS / 1e3
@@ -85,7 +93,7 @@ def gain(seed: int) -> None:
             for approach in ("interactive", "backlogged"):
                 sc = padding_fig5.scenario(approach, p, flows=10, duration_s=200.0, seed=seed).with_overrides(overrides)
                 r = simulate(sc)
-                got[approach] = response_means_s(r.bursts, warmup_s=padding_fig5.WARMUP_S)
+                got[approach] = means_s(r.bursts)
                 if approach == "backlogged":
                     per_s = 1 / (10 * 200.0)
                     events = (f"RTOs {r.flows['timeouts'].sum() * per_s:.3f}/s, "

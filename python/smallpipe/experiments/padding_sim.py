@@ -55,15 +55,12 @@ def response_means_s(bursts: pl.DataFrame, *, warmup_s: float) -> dict[str, Any]
     write-to-acknowledgement time (s) and the paper's metric, the mean time from the first
     send of the burst's first byte to its acknowledgement (``send_to_ack_s``): for a
     fully-backlogged flow the paper times a marked packet from its send, not from when the
-    application had it (Section III-D); and from that send to the first ACK whose
-    cumulative ACK or SACK blocks cover the burst (``send_to_cover_s``), which no earlier
-    hole holds back. ``None`` when no burst qualifies."""
+    application had it (Section III-D). ``None`` when no burst qualifies."""
     done = bursts.filter(pl.col("sent_ns") >= int(warmup_s * 1e9)).drop_nulls("response_ns")
     if done.height == 0:
-        return {"bursts": 0, "write_to_ack_s": None, "send_to_ack_s": None, "send_to_cover_s": None}
+        return {"bursts": 0, "write_to_ack_s": None, "send_to_ack_s": None}
     return {"bursts": done.height, "write_to_ack_s": metrics.to_float(done["response_ns"].mean()) / 1e9,
-            "send_to_ack_s": metrics.to_float((done["acked_ns"] - done["first_sent_ns"]).mean()) / 1e9,
-            "send_to_cover_s": metrics.to_float((done["covered_ns"] - done["first_sent_ns"]).mean()) / 1e9}
+            "send_to_ack_s": metrics.to_float((done["acked_ns"] - done["first_sent_ns"]).mean()) / 1e9}
 
 
 def plot_per_queue(table: pl.DataFrame, path: Path, *, x: str, xlabel: str, panel: str, title: str) -> None:
