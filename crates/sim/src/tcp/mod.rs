@@ -703,11 +703,11 @@ impl Endpoint {
                 }
             }
         }
-        // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
-        // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         if new_sack || ack > self.snd_una {
             self.note_covered_bursts(ack, now);
         }
+        // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
+        // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
         // Diversity: the ACK of a copy the receiver discarded is expected, not a loss signal.
         let copy_ack = ack == self.snd_una && seg.seq_len() == 0 && self.take_copy_ack(ack);
