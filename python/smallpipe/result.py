@@ -123,12 +123,15 @@ highest value is ``delay_ns`` (buckets 1% wide; empty buckets left out). See
 :func:`smallpipe.metrics.queue_delay_quantiles`."""
 
 BURSTS_SCHEMA = pl.Schema(
-    {"flow_id": pl.Int64, "sent_ns": pl.Int64, "first_sent_ns": pl.Int64, "acked_ns": pl.Int64,
-     "response_ns": pl.Int64}
+    {"flow_id": pl.Int64, "sent_ns": pl.Int64, "first_sent_ns": pl.Int64, "covered_ns": pl.Int64,
+     "acked_ns": pl.Int64, "response_ns": pl.Int64}
 )
 """One row per interactive burst: ``sent_ns`` when the application wrote it, ``first_sent_ns``
 when its first byte first went on the wire (null while unsent, and on the testbed, where the
-application cannot see it), ``acked_ns`` when all of it was acknowledged; ``response_ns`` is
+application cannot see it), ``covered_ns`` when the first ACK whose cumulative ACK or SACK
+blocks cover all of it reached the sender (null until then and on the testbed; before
+``acked_ns`` when an earlier hole held the cumulative ACK back), ``acked_ns`` when all of it
+was cumulatively acknowledged; ``response_ns`` is
 ``acked_ns − sent_ns``. ``acked_ns``/``response_ns`` null if never acknowledged."""
 
 PROGRESS_SCHEMA = pl.Schema({"flow_id": pl.Int64, "packets": pl.Int64, "fct_ns": pl.Int64})

@@ -203,6 +203,7 @@ fn rows_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, f: &[FlowRow], b
     bursts.set_item("flow_id", b.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
     bursts.set_item("sent_ns", b.iter().map(|x| x.sent_ns).collect::<Vec<_>>())?;
     bursts.set_item("first_sent_ns", b.iter().map(|x| x.first_sent_ns).collect::<Vec<_>>())?;
+    bursts.set_item("covered_ns", b.iter().map(|x| x.covered_ns).collect::<Vec<_>>())?;
     bursts.set_item("acked_ns", b.iter().map(|x| x.acked_ns).collect::<Vec<_>>())?;
     bursts.set_item("response_ns", b.iter().map(|x| x.acked_ns.map(|a| a - x.sent_ns)).collect::<Vec<_>>())?;
     out.set_item("bursts", bursts)?;

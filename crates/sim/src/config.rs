@@ -378,6 +378,10 @@ pub struct TcpConfig {
     /// expects one duplicate ACK per copy and does not count it toward fast retransmit. 1: off.
     #[serde(default = "d_one")]
     pub diversity_copies: u32,
+    /// With `diversity_copies`: retransmissions after a timeout are copied too. Off: they
+    /// go out once, as the paper's Approach III ("it retransmits the packet only once").
+    #[serde(default)]
+    pub diversity_copy_retransmissions: bool,
     /// The fully-backlogged misbehaviour (Figure 1): when the application has nothing to
     /// send, the sender fills the window with full-size dummy segments, so real data always
     /// finds a window grown as a bulk flow's. Off: an application-limited sender.
@@ -780,6 +784,8 @@ impl TcpConfig {
         check(self.padding_dummy_bytes >= 1 && self.padding_dummy_bytes <= self.mss_bytes(), "padding_dummy_bytes",
             self.padding_dummy_bytes, "1 byte to one MSS")?;
         check((1..=8).contains(&self.diversity_copies), "diversity_copies", self.diversity_copies, "1 to 8 copies")?;
+        check(!self.diversity_copy_retransmissions || self.diversity_copies > 1, "diversity_copy_retransmissions",
+              self.diversity_copy_retransmissions, "false unless diversity_copies is 2 or more")?;
         check(!self.smart_framing || self.mss_bytes() >= 4, "smart_framing", self.smart_framing,
             &format!("false with an MSS of {} bytes (TCP-SF cuts a 1-SMSS window into 4 segments)", self.mss_bytes()))?;
         if let Some(o) = self.overhead_max_ms {
@@ -1051,6 +1057,15 @@ mod tests {
 
         let e = err(r#"{"seed":1}"#);
         assert_eq!(e.field, "flows");
+    }
+
+    #[test]
+    fn copied_retransmissions_need_copies() {
+        let e = err(r#"{"tcp":{"diversity_copy_retransmissions":true},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.diversity_copy_retransmissions", "true"));
+        assert!(e.allowed.contains("diversity_copies is 2 or more"), "{e}");
+        let ok = r#"{"tcp":{"diversity_copy_retransmissions":true,"diversity_copies":2},"flows":[{"app":"bulk"}]}"#;
+        assert!(Scenario::from_json(ok).is_ok());
     }
 
     #[test]

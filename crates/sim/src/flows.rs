@@ -163,11 +163,13 @@ pub(crate) fn push_rows(conn: &mut Conn, snd: &Endpoint, snd_stats: &EndpointSta
     });
     for b in &snd.completed_bursts {
         out.bursts.push(BurstRow { flow_id: id, sent_ns: b.written.as_nanos(),
-            first_sent_ns: Some(b.first_sent.as_nanos()), acked_ns: Some(b.acked.as_nanos()) });
+            first_sent_ns: Some(b.first_sent.as_nanos()), covered_ns: Some(b.covered.as_nanos()),
+            acked_ns: Some(b.acked.as_nanos()) });
     }
-    for (written, first_sent) in snd.outstanding_bursts() {
+    for (written, first_sent, covered) in snd.outstanding_bursts() {
         out.bursts.push(BurstRow { flow_id: id, sent_ns: written.as_nanos(),
-            first_sent_ns: first_sent.map(Instant::as_nanos), acked_ns: None });
+            first_sent_ns: first_sent.map(Instant::as_nanos), covered_ns: covered.map(Instant::as_nanos),
+            acked_ns: None });
     }
 }
 

@@ -124,6 +124,9 @@ pub struct BurstRow {
     /// First transmission of the burst's first byte (the padding paper's response time
     /// runs from here); `None` while still unsent.
     pub first_sent_ns: Option<u64>,
+    /// First ACK whose cumulative ACK or SACK blocks covered the whole burst: the sender
+    /// then knows the receiver holds it, though an earlier hole may hold `acked_ns` back.
+    pub covered_ns: Option<u64>,
     pub acked_ns: Option<u64>,
 }
 

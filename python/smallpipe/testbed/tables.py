@@ -113,7 +113,8 @@ def _links(box_out: Path, duration_ns: int) -> pl.DataFrame:
 
 def _bursts(server: dict[str, Any]) -> pl.DataFrame:
     rows = [
-        {"flow_id": b["flow_id"], "sent_ns": b["sent_ns"], "first_sent_ns": None, "acked_ns": b["acked_ns"],
+        {"flow_id": b["flow_id"], "sent_ns": b["sent_ns"], "first_sent_ns": None, "covered_ns": None,
+         "acked_ns": b["acked_ns"],
          "response_ns": None if b["acked_ns"] is None else b["acked_ns"] - b["sent_ns"]}
         for b in server["bursts"]
     ]

@@ -86,6 +86,7 @@ pub struct TcpParams {
     pub padding_dummies: u32,
     pub padding_dummy_bytes: u64,
     pub diversity_copies: u32,
+    pub diversity_copy_retransmissions: bool,
     pub fully_backlogged: bool,
     pub smart_framing: bool,
 }
@@ -127,6 +128,7 @@ impl TcpParams {
             padding_dummies: c.padding_dummies,
             padding_dummy_bytes: c.padding_dummy_bytes as u64,
             diversity_copies: c.diversity_copies,
+            diversity_copy_retransmissions: c.diversity_copy_retransmissions,
             fully_backlogged: c.fully_backlogged,
             smart_framing: c.smart_framing,
         }
@@ -196,6 +198,8 @@ struct PendingBurst {
     written: Instant,
     /// First transmission of its first byte (the paper's marked-packet send time).
     first_sent: Option<Instant>,
+    /// First ACK whose cumulative ACK or SACK blocks covered all of it.
+    covered: Option<Instant>,
 }
 
 /// An acknowledged interactive burst.
@@ -203,6 +207,8 @@ struct PendingBurst {
 pub struct CompletedBurst {
     pub written: Instant,
     pub first_sent: Instant,
+    /// First ACK whose cumulative ACK or SACK blocks covered all of it (at most `acked`).
+    pub covered: Instant,
     pub acked: Instant,
 }
 
@@ -384,7 +390,7 @@ impl Endpoint {
         let start = 1 + self.app_written;
         self.app_written += bytes;
         if burst {
-            let burst = PendingBurst { start, end: 1 + self.app_written, written: now, first_sent: None };
+            let burst = PendingBurst { start, end: 1 + self.app_written, written: now, first_sent: None, covered: None };
             self.queues_mut().pending_bursts.push_back(burst);
         }
         self.try_send(now, p, out);
@@ -416,9 +422,9 @@ impl Endpoint {
         }
     }
 
-    /// Write and first-send times of the bursts not yet acknowledged.
-    pub fn outstanding_bursts(&self) -> impl Iterator<Item = (Instant, Option<Instant>)> + '_ {
-        self.queues.iter().flat_map(|q| q.pending_bursts.iter().map(|b| (b.written, b.first_sent)))
+    /// Write, first-send and SACK-cover times of the bursts not yet acknowledged.
+    pub fn outstanding_bursts(&self) -> impl Iterator<Item = (Instant, Option<Instant>, Option<Instant>)> + '_ {
+        self.queues.iter().flat_map(|q| q.pending_bursts.iter().map(|b| (b.written, b.first_sent, b.covered)))
     }
 
     pub fn cwnd_bytes(&self) -> u64 {
@@ -697,6 +703,9 @@ impl Endpoint {
                 }
             }
         }
+        if new_sack || ack > self.snd_una {
+            self.note_covered_bursts(ack, now);
+        }
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
@@ -723,6 +732,19 @@ impl Endpoint {
         }
     }
 
+    /// Bursts whose bytes the cumulative `ack` and the SACK scoreboard now cover all of get
+    /// `covered = now`: the first ACK telling the sender the receiver holds the burst, even
+    /// while an earlier hole keeps the cumulative ACK below it.
+    fn note_covered_bursts(&mut self, ack: u64, now: Instant) {
+        let Some(q) = self.queues.as_deref_mut() else { return };
+        for b in q.pending_bursts.iter_mut().filter(|b| b.covered.is_none()) {
+            let from = b.start.max(ack);
+            if b.end <= ack || self.scoreboard.range_of(from).is_some_and(|(_, e)| e >= b.end) {
+                b.covered = Some(now);
+            }
+        }
+    }
+
     fn on_new_ack(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
@@ -744,7 +766,8 @@ impl Endpoint {
                 let b = q.pending_bursts.pop_front().unwrap();
                 // Acknowledged bytes were sent: `first_sent` is set.
                 let first_sent = b.first_sent.unwrap_or(b.written);
-                self.completed_bursts.vec_mut().push(CompletedBurst { written: b.written, first_sent, acked: now });
+                let covered = b.covered.unwrap_or(now);
+                self.completed_bursts.vec_mut().push(CompletedBurst { written: b.written, first_sent, covered, acked: now });
             }
         }
         if self.app_closed && ack == self.send_end() {
@@ -1041,9 +1064,10 @@ impl Endpoint {
             if self.snd_nxt + len - self.snd_una > window {
                 break;
             }
-            let first_send = self.snd_nxt >= self.snd_max;
+            // After an RTO `send_new` goes back to `snd_una`: those sends are retransmissions.
+            let copy = self.snd_nxt >= self.snd_max || p.diversity_copy_retransmissions;
             self.send_segment(self.snd_nxt, len, fin, now, p, out);
-            if first_send && p.diversity_copies > 1 && len < p.mss && !fin && self.snd_nxt + len == self.send_end() {
+            if copy && p.diversity_copies > 1 && len < p.mss && !fin && self.snd_nxt + len == self.send_end() {
                 self.send_copies(self.snd_nxt, len, window, now, p, out);
             }
             self.snd_nxt += len + fin as u64;

@@ -1044,7 +1044,7 @@ fn diversity_sends_small_segments_k_times_and_one_copy_is_enough() {
     let mut acks = Vec::new();
     s.on_segment(&out[1], t(150), &p, &mut acks); // the first copy is lost
     c.on_segment(&acks[0], t(200), &p, &mut out);
-    let answered = CompletedBurst { written: t(100), first_sent: t(100), acked: t(200) };
+    let answered = CompletedBurst { written: t(100), first_sent: t(100), covered: t(200), acked: t(200) };
     assert_eq!(c.completed_bursts.as_slice(), [answered], "answered in one RTT");
     assert_eq!(c.stats.retransmits, 0);
     // Full-size segments are not copied.
@@ -1206,7 +1206,7 @@ fn smart_framing_losing_the_first_of_four_is_a_fast_retransmit() {
         assert_eq!((resent[0].seq, resent[0].payload_len), (out[0].seq, 250), "{recovery:?}");
         s.on_segment(&resent[0], t(250), &p, &mut acks);
         c.on_segment(acks.last().unwrap(), t(300), &p, &mut resent);
-        let answered = CompletedBurst { written: t(100), first_sent: t(100), acked: t(300) };
+        let answered = CompletedBurst { written: t(100), first_sent: t(100), covered: t(300), acked: t(300) };
         assert_eq!(c.completed_bursts.as_slice(), [answered], "{recovery:?}: two RTTs, no RTO");
     }
 }
@@ -1250,12 +1250,12 @@ fn a_burst_first_sent_when_the_window_opens_records_that_send() {
     let mut out = Vec::new();
     c.app_write(100, true, t(100), &p, &mut out);
     c.app_write(1000, true, t(120), &p, &mut out);
-    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(100), Some(t(100))), (t(120), None)]);
+    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(100), Some(t(100)), None), (t(120), None, None)]);
     let mut acks = Vec::new();
     s.on_segment(&out[0], t(150), &p, &mut acks);
     let mut next = Vec::new();
     c.on_segment(&acks[0], t(200), &p, &mut next);
-    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(120), Some(t(200)))]);
+    assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(), [(t(120), Some(t(200)), None)]);
     let mut acks = Vec::new();
     for seg in out[1..].iter().chain(&next) {
         s.on_segment(seg, t(250), &p, &mut acks);
@@ -1263,8 +1263,8 @@ fn a_burst_first_sent_when_the_window_opens_records_that_send() {
     for a in &acks {
         c.on_segment(a, t(300), &p, &mut next);
     }
-    let first = CompletedBurst { written: t(100), first_sent: t(100), acked: t(200) };
-    let second = CompletedBurst { written: t(120), first_sent: t(200), acked: t(300) };
+    let first = CompletedBurst { written: t(100), first_sent: t(100), covered: t(200), acked: t(200) };
+    let second = CompletedBurst { written: t(120), first_sent: t(200), covered: t(300), acked: t(300) };
     assert_eq!(c.completed_bursts.as_slice(), [first, second]);
 }
 
@@ -1462,4 +1462,77 @@ fn an_active_flow_fits_in_one_kib() {
         "Endpoint is {endpoint_bytes} bytes and Conn {conn_bytes}: at most {} per endpoint fit the goal",
         (GOAL_BYTES - conn_bytes - demux_bytes) / 2
     );
+}
+
+#[test]
+fn a_burst_is_covered_by_the_first_sack_block_that_holds_it_while_a_hole_holds_the_ack() {
+    // Two 100-byte bursts; the first is lost. With SACK the receiver's ACK of the second
+    // (one RTT after its send) carries a SACK block over all of it (RFC 2018 §4): covered
+    // at 200 ms, though the cumulative ACK passes it only after the first burst's RTO
+    // resend (1 s later, then one RTT). Without SACK only the cumulative ACK covers it.
+    for recovery in [Recovery::Sack, Recovery::Newreno] {
+        let p = params(|c| c.recovery = recovery);
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(100, true, t(100), &p, &mut out);
+        c.app_write(100, true, t(100), &p, &mut out);
+        assert_eq!(out.len(), 2);
+        let mut acks = Vec::new();
+        s.on_segment(&out[1], t(150), &p, &mut acks);
+        let mut resent = Vec::new();
+        c.on_segment(&acks[0], t(200), &p, &mut resent);
+        let sacked = (recovery == Recovery::Sack).then_some(t(200));
+        assert_eq!(c.outstanding_bursts().collect::<Vec<_>>(),
+                   [(t(100), Some(t(100)), None), (t(100), Some(t(100)), sacked)], "{recovery:?}");
+        let rto = c.next_deadline().unwrap();
+        assert_eq!(rto, t(1100), "{recovery:?}: the 1 s minimum RTO from the first send");
+        c.on_timer(rto, &p, &mut resent);
+        assert_eq!(resent[0].seq, out[0].seq, "{recovery:?}");
+        let mut acks = Vec::new();
+        s.on_segment(&resent[0], t(1150), &p, &mut acks);
+        c.on_segment(&acks[0], t(1200), &p, &mut resent);
+        let second_covered = sacked.unwrap_or(t(1200));
+        assert_eq!(c.completed_bursts.as_slice(), [
+            CompletedBurst { written: t(100), first_sent: t(100), covered: t(1200), acked: t(1200) },
+            CompletedBurst { written: t(100), first_sent: t(100), covered: second_covered, acked: t(1200) },
+        ], "{recovery:?}");
+    }
+}
+
+#[test]
+fn diversity_copies_a_timeout_retransmission_only_when_asked() {
+    // All four copies of a 200-byte burst are lost; the RTO fires at 1.1 s (1 s minimum).
+    // The paper's Approach III resends once; with `diversity_copy_retransmissions` the
+    // resend goes out 4 times (800 bytes fit the 1-segment window after the RTO). A second
+    // burst keeps data outstanding, so the three copies' ACKs would be RFC 5681 duplicate
+    // ACKs (three: a fast retransmit) if they were counted; the receiver keeps one copy.
+    for (copied, sends) in [(false, 1), (true, 4)] {
+        let p = params(|c| {
+            c.diversity_copies = 4;
+            c.diversity_copy_retransmissions = copied;
+            c.recovery = Recovery::Newreno;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut lost = Vec::new();
+        c.app_write(200, true, t(100), &p, &mut lost);
+        assert_eq!(lost.len(), 4);
+        let mut resent = Vec::new();
+        c.on_timer(t(1100), &p, &mut resent);
+        assert_eq!(resent.len(), sends, "copied: {copied}");
+        assert!(resent.iter().all(|r| (r.seq, r.payload_len) == (lost[0].seq, 200)), "copied: {copied}");
+        c.app_write(200, true, t(1120), &p, &mut resent);
+        assert_eq!(resent.len(), sends + 4, "the second burst and its copies (a first send)");
+        let mut acks = Vec::new();
+        for seg in &resent {
+            s.on_segment(seg, t(1150), &p, &mut acks);
+        }
+        assert_eq!(s.stats.bytes_delivered, 400, "copied: {copied}: each byte delivered once");
+        let mut more = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(1200), &p, &mut more);
+        }
+        assert_eq!((c.stats.retransmits, c.stats.fast_retransmits), (1, 0), "copied: {copied}");
+        assert!(more.iter().all(|m| m.payload_len == 0 || m.seq != lost[0].seq), "no resend of the burst");
+        assert_eq!(c.completed_bursts.len(), 2, "copied: {copied}");
+    }
 }
