@@ -182,6 +182,7 @@ CAUSES = (
     "data lost, 3 dummies arrived: fast retransmit",
     "data lost, 3 dummies arrived: timeout",
     "data lost, a dummy lost too: timeout",
+    "data lost, dummies not sent on their own",
 )
 
 
@@ -204,8 +205,8 @@ def classify_padding_bursts(r, dummies: int = 3, dummy_bytes: int = 20) -> pl.Da
             # A dummy counts when it left on its own (not merged into the data's segment).
             pads = [next((s for s in segs[flow] if s[1] <= d < s[1] + s[2]), None)
                     for d in range(start + burst_bytes, start + stride, dummy_bytes)]
-            arrived = sum(s is not None and s[1] > start and not s[3] and (len(data) < 2 or s[0] < data[1][0])
-                          for s in pads)
+            merged = any(s is None or s[1] <= start for s in pads)
+            arrived = sum(not s[3] and (len(data) < 2 or s[0] < data[1][0]) for s in pads if not merged)
             first_ns = data[0][0]
             i = bisect.bisect_right(ack_t, first_ns) - 1
             hole = i < 0 or ack_rel[i] < start
@@ -217,6 +218,8 @@ def classify_padding_bursts(r, dummies: int = 3, dummy_bytes: int = 20) -> pl.Da
                     cause = CAUSES[1]
                 else:
                     cause = CAUSES[2]
+            elif merged:
+                cause = CAUSES[6]
             elif arrived == dummies:
                 cause = CAUSES[3] if repair_ns < TIMEOUT_NS else CAUSES[4]
             else:
