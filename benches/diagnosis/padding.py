@@ -279,7 +279,9 @@ def padding_model(seed: int) -> None:
         held = t.filter(pl.col("cause") == CAUSES[1])
         print(f"  bursts sent while an earlier byte was unacknowledged: {t['hole_at_send'].sum()} "
               f"({t['hole_at_send'].mean():.4f}, first order {hole_at_send_share(p, rto_s, rtt_s):.4f}); of them held > 1.5 RTT: {held.height}, "
-              f"> {TIMEOUT_NS / 1e9:g} s: {(held['response_ns'] > TIMEOUT_NS).sum()}")
+              f"> {TIMEOUT_NS / 1e9:g} s: {(held['response_ns'] > TIMEOUT_NS).sum()}; their wait beyond one RTT adds "
+              f"{(held['response_ns'].sum() / 1e9 - held.height * rtt_s) / n:.4f} s to the mean, "
+              f"sim − Eq. (12) is {sim_s - model:.4f} s")
         cover_s = t["cover_ns"].mean() / 1e9
         print(f"  timed to the first ACK covering the burst by SACK or cumulative ACK: mean {cover_s:.4f} s, "
               f"sim/model {cover_s / model:.2f}", flush=True)
