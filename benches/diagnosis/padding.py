@@ -137,7 +137,7 @@ def copied_retransmissions(seed: int) -> None:
             print(f"Figure 9 {red}, {n} clients: " + ", ".join(cells), flush=True)
 
 
-PADDING_LOSSES = (0.035, 0.05, 0.1)
+PADDING_LOSSES = padding_fig5.LOSSES
 HEADER_BYTES = 52  # 40 header bytes and 12 of timestamps on every data segment
 SYN = 0x02
 SLOW_NS = int(1.5 * padding_fig5.RTT_MS * 1e6)  # later than this an ACK was not the first one
