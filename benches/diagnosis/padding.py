@@ -190,7 +190,9 @@ def classify_padding_bursts(r, dummies: int = 3, dummy_bytes: int = 20) -> pl.Da
     """One row per burst written after the warm-up and acknowledged: its cause (`CAUSES`),
     response time, time from its write to its first cover by SACK or ACK (`cover_ns`), whether an earlier byte was still unacknowledged when it left
     (`hole_at_send`), the time from its first send to the data's first retransmission
-    (`repair_ns`, null if none) and how many of its data's retransmissions the wire lost."""
+    (`repair_ns`, null if none), how many of its data's retransmissions the wire lost, and
+    for a burst sent behind a hole the time to that hole's first resend after the burst's
+    send and whether the wire lost it (`hole_repair_ns`, `hole_repair_lost`)."""
     segs, acks = _data_segments(r.events), _acks(r.events)
     burst_bytes = padding_fig5.BURST_BYTES
     stride = burst_bytes + dummies * dummy_bytes
@@ -210,6 +212,9 @@ def classify_padding_bursts(r, dummies: int = 3, dummy_bytes: int = 20) -> pl.Da
             first_ns = data[0][0]
             i = bisect.bisect_right(ack_t, first_ns) - 1
             hole = i < 0 or ack_rel[i] < start
+            # The oldest unacknowledged byte when the burst left, and its first resend after that.
+            hole_tx = [] if not hole or i < 0 else [
+                s for s in segs[flow] if s[1] <= ack_rel[i] < s[1] + s[2] and s[0] > first_ns]
             repair_ns = data[1][0] - first_ns if len(data) > 1 else None
             if not data[0][3]:
                 if b["acked_ns"] - b["first_sent_ns"] <= SLOW_NS:
@@ -226,7 +231,9 @@ def classify_padding_bursts(r, dummies: int = 3, dummy_bytes: int = 20) -> pl.Da
                 cause = CAUSES[5]
             rows.append({"flow_id": flow, "cause": cause, "response_ns": b["response_ns"],
                          "cover_ns": b["covered_ns"] - b["sent_ns"], "hole_at_send": hole,
-                         "repair_ns": repair_ns, "retransmissions_lost": sum(s[3] for s in data[1:])})
+                         "repair_ns": repair_ns, "retransmissions_lost": sum(s[3] for s in data[1:]),
+                         "hole_repair_ns": hole_tx[0][0] - first_ns if hole_tx else None,
+                         "hole_repair_lost": hole_tx[0][3] if hole_tx else None})
     return pl.DataFrame(rows)
 
 
@@ -282,6 +289,11 @@ def padding_model(seed: int) -> None:
               f"> {TIMEOUT_NS / 1e9:g} s: {(held['response_ns'] > TIMEOUT_NS).sum()}; their wait beyond one RTT adds "
               f"{(held['response_ns'].sum() / 1e9 - held.height * rtt_s) / n:.4f} s to the mean, "
               f"sim − Eq. (12) is {sim_s - model:.4f} s")
+        long = held.filter(pl.col("response_ns") > TIMEOUT_NS)
+        fast = long.filter(pl.col("hole_repair_ns") < TIMEOUT_NS)
+        print(f"  of the {long.height} held > {TIMEOUT_NS / 1e9:g} s: the hole's fast retransmit lost in "
+              f"{fast['hole_repair_lost'].sum()}, sent and not lost in {(~fast['hole_repair_lost']).sum()}; "
+              f"no fast retransmit of the hole (its RTO) in {long.height - fast.height}")
         cover_s = t["cover_ns"].mean() / 1e9
         print(f"  timed to the first ACK covering the burst by SACK or cumulative ACK: mean {cover_s:.4f} s, "
               f"sim/model {cover_s / model:.2f}", flush=True)
