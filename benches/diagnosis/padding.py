@@ -188,8 +188,8 @@ CAUSES = (
 
 def classify_padding_bursts(r, dummies: int = 3, dummy_bytes: int = 20) -> pl.DataFrame:
     """One row per burst written after the warm-up and acknowledged: its cause (`CAUSES`),
-    response time, time from its write to its first cover by SACK or ACK (`cover_ns`), whether an earlier byte was still unacknowledged when it left
-    (`hole_at_send`), the time from its first send to the data's first retransmission
+    response time, time from its write to its first cover by SACK or ACK (`cover_ns`),
+    whether an earlier byte was still unacknowledged when it left (`hole_at_send`), the time from its first send to the data's first retransmission
     (`repair_ns`, null if none), how many of its data's retransmissions the wire lost, and
     for a burst sent behind a hole the time to that hole's first resend after the burst's
     send and whether the wire lost it (`hole_repair_ns`, `hole_repair_lost`)."""
@@ -285,7 +285,8 @@ def padding_model(seed: int) -> None:
                   f"contribution {contrib:.4f} s (model {q_contrib:.4f} s){extra}")
         held = t.filter(pl.col("cause") == CAUSES[1])
         print(f"  bursts sent while an earlier byte was unacknowledged: {t['hole_at_send'].sum()} "
-              f"({t['hole_at_send'].mean():.4f}, first order {hole_at_send_share(p, rto_s, rtt_s):.4f}); of them held > 1.5 RTT: {held.height}, "
+              f"({t['hole_at_send'].mean():.4f}, first order {hole_at_send_share(p, rto_s, rtt_s):.4f}); "
+              f"of them held > 1.5 RTT: {held.height}, "
               f"> {TIMEOUT_NS / 1e9:g} s: {(held['response_ns'] > TIMEOUT_NS).sum()}; their wait beyond one RTT adds "
               f"{(held['response_ns'].sum() / 1e9 - held.height * rtt_s) / n:.4f} s to the mean, "
               f"sim − Eq. (12) is {sim_s - model:.4f} s")
