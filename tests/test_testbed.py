@@ -72,6 +72,7 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("tcp.hystart", True, "tcp.hystart"),
         ("tcp.dupack_rule", "ns3", "tcp.dupack_rule"),
         ("tcp.recovery_rto", "first_partial", "tcp.recovery_rto"),
+        ("tcp.disorder_ack", "ns3", "tcp.disorder_ack"),
         ("tcp.cwnd_growth", "byte_counting", "tcp.cwnd_growth"),
     ],
 )

@@ -45,14 +45,17 @@ namespace spdiag {
 using namespace ns3;
 static double g_warm = 0;
 static std::vector<double> g_lastNewAck;
+static std::vector<int> g_state;
 uint64_t nRto = 0, nLossEntries = 0, nFromRecovery = 0, nFromDisorder = 0, nEarly = 0, nRecoveryEntries = 0;
+uint64_t nEarlyRecovery = 0, nEarlyDisorder = 0;
 static bool Counting() { return Simulator::Now().GetSeconds() >= g_warm; }
 static void OnAck(uint32_t i, SequenceNumber32 o, SequenceNumber32 n)
 {
     if (n > o) g_lastNewAck[i] = Simulator::Now().GetSeconds();
 }
-static void OnState(uint32_t, TcpSocketState::TcpCongState_t o, TcpSocketState::TcpCongState_t n)
+static void OnState(uint32_t i, TcpSocketState::TcpCongState_t o, TcpSocketState::TcpCongState_t n)
 {
+    g_state[i] = n;
     if (Counting() && n == TcpSocketState::CA_LOSS) {
         ++nLossEntries;
         if (o == TcpSocketState::CA_RECOVERY) ++nFromRecovery;
@@ -66,7 +69,12 @@ static void OnRto(uint32_t i, Time o, Time n)
     // cannot expire sooner than the old RTO after the last one.
     if (!Counting() || !o.IsStrictlyPositive() || n.GetNanoSeconds() != 2 * o.GetNanoSeconds()) return;
     ++nRto;
-    if (Simulator::Now().GetSeconds() - g_lastNewAck[i] < o.GetSeconds() - 1e-6) ++nEarly;
+    // ReTxTimeout doubles m_rto before it enters CA_LOSS: g_state is the state the RTO left.
+    if (Simulator::Now().GetSeconds() - g_lastNewAck[i] < o.GetSeconds() - 1e-6) {
+        ++nEarly;
+        if (g_state[i] == TcpSocketState::CA_RECOVERY) ++nEarlyRecovery;
+        if (g_state[i] == TcpSocketState::CA_DISORDER) ++nEarlyDisorder;
+    }
 }
 static void Hook(Ptr<Application> app, uint32_t i)
 {
@@ -78,9 +86,17 @@ static void Hook(Ptr<Application> app, uint32_t i)
 void Schedule(Ptr<Application> app, uint32_t i, double at)
 {
     if (g_lastNewAck.size() <= i) g_lastNewAck.resize(i + 1, 0);
+    if (g_state.size() <= i) g_state.resize(i + 1, TcpSocketState::CA_OPEN);
     Simulator::Schedule(Seconds(at), &Hook, app, i);
 }
-void Reset(double warm) { g_warm = warm; g_lastNewAck.clear(); nRto = nLossEntries = nFromRecovery = nFromDisorder = nEarly = nRecoveryEntries = 0; }
+void Reset(double warm)
+{
+    g_warm = warm;
+    g_lastNewAck.clear();
+    g_state.clear();
+    nRto = nLossEntries = nFromRecovery = nFromDisorder = nEarly = nRecoveryEntries = 0;
+    nEarlyRecovery = nEarlyDisorder = 0;
+}
 }
 """
 
@@ -127,7 +143,8 @@ def rto(args):
             r = ns3_side.run(ns, spec)
             print(f"N = {n}, seed {seed}, ns-3 patch {args.ns3_patch}: {sum(r['timeouts']) / n:.2f} timeouts per flow; "
                   f"{int(d.nRto)} RTOs; {int(d.nLossEntries)} entries into CA_LOSS, {int(d.nFromRecovery)} of them "
-                  f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data; "
+                  f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data "
+                  f"({int(d.nEarlyRecovery)} in CA_RECOVERY, {int(d.nEarlyDisorder)} in CA_DISORDER); "
                   f"{int(d.nRecoveryEntries)} entries into fast recovery",
                   flush=True)
             print_smallpipe_rtos(n, seed, spec, overrides)

@@ -272,6 +272,19 @@ pub enum DupackRule {
     Ns3,
 }
 
+/// What an ACK that advances `snd_una` and SACKs new data does outside recovery (SACK only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DisorderAck {
+    /// RFC 6298 (5.3) restarts the timer and RFC 5681 grows cwnd, as on any ACK of new data.
+    Rfc,
+    /// A diagnostic: no timer restart, as ns-3.44 in `CA_DISORDER` (it skips `NewAck`).
+    Ns3Timer,
+    /// A diagnostic: no timer restart and no window growth, ns-3.44's whole `CA_DISORDER`
+    /// branch of `ProcessAck` (neither `NewAck` nor `IncreaseWindow`).
+    Ns3,
+}
+
 /// Every TCP knob a paper varies. Defaults follow the RFCs (noted per field).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -316,6 +329,10 @@ pub struct TcpConfig {
     /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
     #[serde(default = "d_recovery_rto")]
     pub recovery_rto: RecoveryRto,
+    /// An ACK that advances `snd_una` and SACKs new data outside recovery: RFC 6298/5681's
+    /// restart and growth, or (ns-3, a diagnostic) neither or only the growth.
+    #[serde(default = "d_disorder_ack")]
+    pub disorder_ack: DisorderAck,
     /// Window growth per ACK of new data (Reno only; CUBIC and HyStart++ have their own).
     #[serde(default = "d_cwnd_growth")]
     pub cwnd_growth: CwndGrowth,
@@ -552,6 +569,7 @@ fn d_delack_ms() -> f64 { 200.0 }
 fn d_dupthresh() -> u32 { 3 }
 fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
 fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
+fn d_disorder_ack() -> DisorderAck { DisorderAck::Rfc }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
@@ -733,6 +751,9 @@ impl TcpConfig {
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
         check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
             "first_partial", "\"rfc6298\", or \"first_partial\" only with recovery = \"sack\" (NewReno does it already)")?;
+        check(self.disorder_ack == DisorderAck::Rfc || self.recovery == Recovery::Sack, "disorder_ack",
+            if self.disorder_ack == DisorderAck::Ns3 { "ns3" } else { "ns3_timer" },
+            "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
@@ -977,6 +998,8 @@ mod tests {
         assert_eq!(e.field, "tcp.dupack_rule");
         let e = err(r#"{"tcp":{"recovery_rto":"first_partial","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.recovery_rto");
+        let e = err(r#"{"tcp":{"disorder_ack":"ns3_timer","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.disorder_ack", "ns3_timer"));
         let e = err(r#"{"tcp":{"abc_limit_pkts":0},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.abc_limit_pkts");
         let ok = r#"{"tcp":{"cwnd_growth":"linux","dupack_rule":"ns3"},"flows":[{"app":"bulk"}]}"#;

@@ -25,7 +25,7 @@ pub mod sack;
 
 pub use rtt::RttEstimator;
 
-use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
+use crate::config::{Congestion, CwndGrowth, DisorderAck, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
@@ -68,6 +68,7 @@ pub struct TcpParams {
     pub dupack_rule: DupackRule,
     /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
     pub first_partial_rto: bool,
+    pub disorder_ack: DisorderAck,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -111,6 +112,7 @@ impl TcpParams {
             dupthresh: c.dupack_threshold,
             dupack_rule: c.dupack_rule,
             first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
+            disorder_ack: c.disorder_ack,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -706,8 +708,11 @@ impl Endpoint {
         // CA_RECOVERY and CA_LOSS (after an RTO, until `recover`).
         let ns3_counts = self.recovery.is_none() && self.snd_una >= self.recover_mark;
         let dupacks_before = self.dupacks;
+        // ns-3 handles such an ACK in CA_DISORDER (DupAck moved it there first) and skips NewAck.
+        let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
+            .then_some(p.disorder_ack);
         if ack > self.snd_una {
-            self.on_new_ack(ack, seg, now, p, out);
+            self.on_new_ack(ack, seg, ns3_disorder, now, p, out);
         }
         if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
             match p.dupack_rule {
@@ -723,7 +728,10 @@ impl Endpoint {
         }
     }
 
-    fn on_new_ack(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+    /// `ns3_disorder`: the ACK also SACKs new data outside recovery and ns-3's rule is on
+    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip.
+    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ns3_disorder: Option<DisorderAck>, now: Instant, p: &TcpParams,
+        out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
         let rtt_sample = self.take_rtt_sample(ack, seg, now, p);
@@ -792,7 +800,7 @@ impl Endpoint {
             },
             None => {
                 self.dupacks = 0;
-                if acked_data > 0 {
+                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) {
                     if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
                         let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
                         self.cwnd += growth.bytes;
@@ -817,7 +825,8 @@ impl Endpoint {
         // RFC 6298 5.2/5.3.
         if self.snd_una >= self.snd_max {
             self.rto_at = Opt64::NONE;
-        } else if !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < self.recover_mark)
+        } else if ns3_disorder.is_none()
+            && !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < self.recover_mark)
         {
             self.arm_rto(now, p);
         }

@@ -1447,6 +1447,40 @@ fn first_partial_rto_restarts_the_timer_on_the_first_partial_ack_only() {
     }
 }
 
+#[test]
+fn ns3_disorder_ack_neither_restarts_the_timer_nor_grows_the_window() {
+    // Segments 0-9 leave at 100 ms (IW 10), which starts the timer: it expires one RTO after
+    // 100 ms (RFC 6298 5.1). Segment 1 is lost, and so is the ACK of segment 0; segment 2
+    // draws ACK 1000 SACK 2, which the sender gets at 200 ms outside recovery: it
+    // acknowledges new data and SACKs new data (a duplicate ACK by RFC 6675 §2). RFC 6298
+    // (5.3) restarts the timer (one RTO after 200 ms) and RFC 5681 (2) grows cwnd by one
+    // SMSS in slow start. ns-3.44 handles it in CA_DISORDER (`DupAck` moved it there), where
+    // `ProcessAck` calls neither `NewAck` (the timer still one RTO after 100 ms) nor, for
+    // "ns3", `IncreaseWindow` (cwnd unchanged).
+    for (rule, restarted, grown) in [(DisorderAck::Rfc, true, 1), (DisorderAck::Ns3Timer, false, 1),
+        (DisorderAck::Ns3, false, 0)]
+    {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.limited_transmit = false;
+            c.disorder_ack = rule;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+        let (rto_at_send, cwnd_at_send) = (c.rto(), c.cwnd_bytes());
+        let mut acks = Vec::new();
+        s.on_segment(&out[0], t(150), &p, &mut acks);
+        s.on_segment(&out[2], t(151), &p, &mut acks);
+        let mut sent = Vec::new();
+        c.on_segment(&acks[1], t(200), &p, &mut sent);
+        assert_eq!((c.snd_una, c.dupacks, c.recovery.is_none()), (1 + p.mss, 1, true), "{rule:?}");
+        let expires = if restarted { t(200) + c.rto() } else { t(100) + rto_at_send };
+        assert_eq!(c.next_deadline(), Some(expires), "{rule:?}");
+        assert_eq!(c.cwnd_bytes(), cwnd_at_send + grown * p.mss, "{rule:?}");
+    }
+}
+
 /// Issue 13's goal: an active flow (its two endpoints, the simulator's `Conn` and two
 /// entries of the demultiplexing map) takes at most 1 KiB. The endpoint was 816 bytes
 /// before issue 13 (1 808 bytes per flow).
