@@ -1481,6 +1481,83 @@ fn ns3_disorder_ack_neither_restarts_the_timer_nor_grows_the_window() {
     }
 }
 
+#[test]
+fn ns3_partial_ack_sends_one_segment_outside_cwnd() {
+    // Segments 0-9 of 20 leave at 100 ms; the ACKs of 0 and 1 let 10-13 out (slow start).
+    // 2 and 6-13 are lost. The dupacks of 3, 4 and 5 start recovery: 2 resent, cwnd =
+    // ssthresh = FlightSize/2 = 6 segments (2-13 out). Its ACK 6 is partial; nothing above
+    // 6 is SACKed, so 6-13 count in the pipe: 8. RFC 6675 (C): cwnd − pipe < 0, nothing
+    // sent. ns-3's `ProcessAck` first calls `DoRetransmit` (segment 6 was not resent):
+    // NextSeg finds no lost segment (rule 1) and returns new data (rule 2): segment 14,
+    // outside cwnd.
+    let seq = |i: u32| 1 + i * 1000;
+    for (rule, sends) in [(PartialAck::Rfc6675, vec![]), (PartialAck::Ns3, vec![seq(14)])] {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.limited_transmit = false;
+            c.recovery_partial_ack = rule;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
+        let mut acks = Vec::new();
+        for i in [0, 1, 3, 4, 5] {
+            s.on_segment(&out[i], t(150), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!((c.stats.fast_retransmits, c.cwnd_bytes()), (1, 6 * p.mss), "{rule:?}");
+        assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [10, 11, 12, 13, 2].map(seq), "{rule:?}");
+        let mut ack = Vec::new();
+        s.on_segment(&sent[4], t(250), &p, &mut ack);
+        assert_eq!(ack[0].ack, seq(6), "a partial ACK");
+        let mut after = Vec::new();
+        c.on_segment(&ack[0], t(300), &p, &mut after);
+        assert!(c.recovery.is_some());
+        assert_eq!(after.iter().map(|x| x.seq).collect::<Vec<_>>(), sends, "{rule:?}");
+    }
+}
+
+#[test]
+fn ns3_pipe_keeps_a_sacked_retransmission_in_flight() {
+    // Segments 0-9 of 20 leave at 100 ms; the ACKs of 0 and 1 let 10-13 out (slow start).
+    // 2 and 4 are lost. The dupacks of 3, 5, 6 start recovery: 2 resent, cwnd = ssthresh =
+    // FlightSize/2 = 6 segments (2-13 out). The dupacks of 7, 8, 9 make 4 lost (3 SACKed
+    // above) and bring the pipe to 2 (resent) + 10-13 = 5: 4 is resent (pipe 6). The resent
+    // 2 is lost again; the resent 4 arrives and its ACK SACKs it. RFC 6675 SetPipe skips
+    // SACKed octets: 2 + 10-13 = 5 < cwnd, one new segment (14). ns-3's BytesInFlight
+    // (sent − SACKed − lost + retransmitted) still counts segment 4: 6, nothing sent.
+    let seq = |i: u32| 1 + i * 1000;
+    for (rule, sends) in [(RecoveryPipe::Rfc6675, vec![seq(14)]), (RecoveryPipe::Ns3, vec![])] {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.limited_transmit = false;
+            c.recovery_pipe = rule;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
+        let mut acks = Vec::new();
+        for i in [0, 1, 3, 5, 6, 7, 8, 9] {
+            s.on_segment(&out[i], t(150), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!((c.stats.fast_retransmits, c.cwnd_bytes()), (1, 6 * p.mss), "{rule:?}");
+        assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [10, 11, 12, 13, 2, 4].map(seq), "{rule:?}");
+        let mut ack = Vec::new();
+        s.on_segment(&sent[5], t(250), &p, &mut ack);
+        let mut after = Vec::new();
+        c.on_segment(&ack[0], t(300), &p, &mut after);
+        assert!(c.recovery.is_some() && c.scoreboard.contains(seq(4) as u64), "{rule:?}");
+        assert_eq!(after.iter().map(|x| x.seq).collect::<Vec<_>>(), sends, "{rule:?}");
+    }
+}
+
 /// Issue 13's goal: an active flow (its two endpoints, the simulator's `Conn` and two
 /// entries of the demultiplexing map) takes at most 1 KiB. The endpoint was 816 bytes
 /// before issue 13 (1 808 bytes per flow).
