@@ -47,7 +47,8 @@ static double g_warm = 0;
 static std::vector<double> g_lastNewAck;
 static std::vector<int> g_state;
 uint64_t nRto = 0, nLossEntries = 0, nFromRecovery = 0, nFromDisorder = 0, nEarly = 0, nRecoveryEntries = 0;
-uint64_t nEarlyRecovery = 0, nEarlyDisorder = 0;
+uint64_t nEarlyRecovery = 0, nEarlyDisorder = 0, nRetx = 0, nRetxRecovery = 0, nRetxLoss = 0;
+static std::vector<SequenceNumber32> g_highEnd;
 static bool Counting() { return Simulator::Now().GetSeconds() >= g_warm; }
 static void OnAck(uint32_t i, SequenceNumber32 o, SequenceNumber32 n)
 {
@@ -76,17 +77,33 @@ static void OnRto(uint32_t i, Time o, Time n)
         if (g_state[i] == TcpSocketState::CA_DISORDER) ++nEarlyDisorder;
     }
 }
+// Data segments starting below the highest end sent so far are retransmissions; counted by
+// the congestion state they left in.
+static void OnTx(uint32_t i, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>)
+{
+    if (p->GetSize() == 0) return;
+    SequenceNumber32 end = h.GetSequenceNumber() + p->GetSize();
+    if (Counting() && h.GetSequenceNumber() < g_highEnd[i]) {
+        ++nRetx;
+        if (g_state[i] == TcpSocketState::CA_RECOVERY) ++nRetxRecovery;
+        if (g_state[i] == TcpSocketState::CA_LOSS) ++nRetxLoss;
+    }
+    if (end > g_highEnd[i]) g_highEnd[i] = end;
+}
 static void Hook(Ptr<Application> app, uint32_t i)
 {
     Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
     s->TraceConnectWithoutContext("HighestRxAck", MakeBoundCallback(&OnAck, i));
     s->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnState, i));
     s->TraceConnectWithoutContext("RTO", MakeBoundCallback(&OnRto, i));
+    s->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTx, i));
+    g_highEnd[i] = DynamicCast<TcpSocketBase>(s)->GetTxBuffer()->HeadSequence();
 }
 void Schedule(Ptr<Application> app, uint32_t i, double at)
 {
     if (g_lastNewAck.size() <= i) g_lastNewAck.resize(i + 1, 0);
     if (g_state.size() <= i) g_state.resize(i + 1, TcpSocketState::CA_OPEN);
+    if (g_highEnd.size() <= i) g_highEnd.resize(i + 1);
     Simulator::Schedule(Seconds(at), &Hook, app, i);
 }
 void Reset(double warm)
@@ -94,8 +111,9 @@ void Reset(double warm)
     g_warm = warm;
     g_lastNewAck.clear();
     g_state.clear();
+    g_highEnd.clear();
     nRto = nLossEntries = nFromRecovery = nFromDisorder = nEarly = nRecoveryEntries = 0;
-    nEarlyRecovery = nEarlyDisorder = 0;
+    nEarlyRecovery = nEarlyDisorder = nRetx = nRetxRecovery = nRetxLoss = 0;
 }
 }
 """
@@ -108,7 +126,8 @@ def smallpipe_rtos(spec, overrides):
     import smallpipe
     import sp_side
 
-    cols = ("timeouts", "timeouts_in_recovery", "timeouts_after_dupacks", "timeouts_repeated", "fast_retransmits")
+    cols = ("timeouts", "timeouts_in_recovery", "timeouts_after_dupacks", "timeouts_repeated", "fast_retransmits",
+            "retransmits")
     totals = []
     for end in (spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]):
         sc, _ = sp_side.scenario(spec, end)
@@ -145,7 +164,8 @@ def rto(args):
                   f"{int(d.nRto)} RTOs; {int(d.nLossEntries)} entries into CA_LOSS, {int(d.nFromRecovery)} of them "
                   f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data "
                   f"({int(d.nEarlyRecovery)} in CA_RECOVERY, {int(d.nEarlyDisorder)} in CA_DISORDER); "
-                  f"{int(d.nRecoveryEntries)} entries into fast recovery",
+                  f"{int(d.nRecoveryEntries)} entries into fast recovery; {int(d.nRetx)} retransmissions, "
+                  f"{int(d.nRetxRecovery)} in CA_RECOVERY, {int(d.nRetxLoss)} in CA_LOSS",
                   flush=True)
             print_smallpipe_rtos(n, seed, spec, overrides)
 
@@ -164,7 +184,8 @@ def print_smallpipe_rtos(n, seed, spec, overrides):
           f"{sp['timeouts']} RTOs; {sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} "
           f"after duplicate ACKs without fast retransmit, {sp['timeouts_repeated']} repeated, "
           f"{sp['timeouts'] - sp['timeouts_in_recovery'] - sp['timeouts_after_dupacks'] - sp['timeouts_repeated']} "
-          f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery", flush=True)
+          f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery; {sp['retransmits']} retransmissions",
+          flush=True)
 
 
 def noload(args):

@@ -307,6 +307,19 @@ pub enum RecoveryPipe {
     Ns3,
 }
 
+/// Whether the fast retransmit restarts the retransmission timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FastRetransmitRto {
+    /// Restart it, as RFC 6675 §6's variant that re-arms the timer on a retransmission
+    /// sent during recovery (smallpipe's rule until now).
+    Restart,
+    /// Leave it running from the last ACK of new data: RFC 6298 (5.1) starts the timer on
+    /// a send only when it is not running, and only (5.3) an ACK of new data restarts it;
+    /// ns-3.44's `EnterRecovery` does so. A diagnostic.
+    Keep,
+}
+
 /// Every TCP knob a paper varies. Defaults follow the RFCs (noted per field).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -361,6 +374,9 @@ pub struct TcpConfig {
     /// The pipe of SACK recovery: RFC 6675's, or (ns-3, a diagnostic) with SACKed retransmissions in it.
     #[serde(default = "d_recovery_pipe")]
     pub recovery_pipe: RecoveryPipe,
+    /// Whether the fast retransmit restarts the timer (smallpipe's default) or leaves it running (RFC 6298 5.1, ns-3).
+    #[serde(default = "d_fast_retransmit_rto")]
+    pub fast_retransmit_rto: FastRetransmitRto,
     /// Window growth per ACK of new data (Reno only; CUBIC and HyStart++ have their own).
     #[serde(default = "d_cwnd_growth")]
     pub cwnd_growth: CwndGrowth,
@@ -600,6 +616,7 @@ fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
 fn d_disorder_ack() -> DisorderAck { DisorderAck::Rfc }
 fn d_recovery_partial_ack() -> PartialAck { PartialAck::Rfc6675 }
 fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
+fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }

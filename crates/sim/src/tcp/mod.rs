@@ -26,7 +26,7 @@ pub mod sack;
 pub use rtt::RttEstimator;
 
 use crate::config::{
-    Congestion, CwndGrowth, DisorderAck, DupackRule, PartialAck, Recovery, RecoveryPipe, RecoveryRto, RtoRule,
+    Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe, RecoveryRto, RtoRule,
     TcpConfig,
 };
 use compact::{LazyVec, Opt64};
@@ -74,6 +74,7 @@ pub struct TcpParams {
     pub disorder_ack: DisorderAck,
     pub recovery_partial_ack: PartialAck,
     pub recovery_pipe: RecoveryPipe,
+    pub fast_retransmit_rto: FastRetransmitRto,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -120,6 +121,7 @@ impl TcpParams {
             disorder_ack: c.disorder_ack,
             recovery_partial_ack: c.recovery_partial_ack,
             recovery_pipe: c.recovery_pipe,
+            fast_retransmit_rto: c.fast_retransmit_rto,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -953,7 +955,9 @@ impl Endpoint {
                 self.cwnd = self.ssthresh + p.dupthresh as u64 * p.mss;
             }
         }
-        self.arm_rto(now, p);
+        if p.fast_retransmit_rto == FastRetransmitRto::Restart {
+            self.arm_rto(now, p);
+        }
     }
 
     fn on_data(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {

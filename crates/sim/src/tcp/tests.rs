@@ -1558,6 +1558,37 @@ fn ns3_pipe_keeps_a_sacked_retransmission_in_flight() {
     }
 }
 
+#[test]
+fn fast_retransmit_restarts_the_timer_or_keeps_it() {
+    // Segments 0-9 leave at 100 ms; 2 is lost. The ACKs of 0 and 1 arrive at 200 ms (RFC
+    // 6298 5.3: the timer restarts, one RTO after 200 ms; the segments they let out do not
+    // touch a running timer, 5.1). The dupacks of 3, 4, 5 start recovery at 300 ms.
+    // "restart": one RTO after 300 ms. "keep" (RFC 6298 alone, ns-3): one RTO after 200 ms.
+    for (rule, restarted_ms) in [(FastRetransmitRto::Restart, 300), (FastRetransmitRto::Keep, 200)] {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.limited_transmit = false;
+            c.fast_retransmit_rto = rule;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
+        let mut acks = Vec::new();
+        for i in [0, 1, 3, 4, 5] {
+            s.on_segment(&out[i], t(150), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for (k, a) in acks.iter().enumerate() {
+            c.on_segment(a, t(if k < 2 { 200 } else { 300 }), &p, &mut sent);
+            if k == 1 {
+                assert_eq!(c.next_deadline(), Some(t(200) + c.rto()));
+            }
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rule:?}");
+    }
+}
+
 /// Issue 13's goal: an active flow (its two endpoints, the simulator's `Conn` and two
 /// entries of the demultiplexing map) takes at most 1 KiB. The endpoint was 816 bytes
 /// before issue 13 (1 808 bytes per flow).
