@@ -49,6 +49,8 @@ static std::vector<int> g_state;
 uint64_t nRto = 0, nLossEntries = 0, nFromRecovery = 0, nFromDisorder = 0, nEarly = 0, nRecoveryEntries = 0;
 uint64_t nEarlyRecovery = 0, nEarlyDisorder = 0, nRetx = 0, nRetxRecovery = 0, nRetxLoss = 0;
 static std::vector<SequenceNumber32> g_highEnd;
+static std::vector<double> g_recoveryEntry;
+uint64_t nSoonAfterEntry = 0;
 static bool Counting() { return Simulator::Now().GetSeconds() >= g_warm; }
 static void OnAck(uint32_t i, SequenceNumber32 o, SequenceNumber32 n)
 {
@@ -57,6 +59,7 @@ static void OnAck(uint32_t i, SequenceNumber32 o, SequenceNumber32 n)
 static void OnState(uint32_t i, TcpSocketState::TcpCongState_t o, TcpSocketState::TcpCongState_t n)
 {
     g_state[i] = n;
+    if (n == TcpSocketState::CA_RECOVERY) g_recoveryEntry[i] = Simulator::Now().GetSeconds();
     if (Counting() && n == TcpSocketState::CA_LOSS) {
         ++nLossEntries;
         if (o == TcpSocketState::CA_RECOVERY) ++nFromRecovery;
@@ -76,6 +79,9 @@ static void OnRto(uint32_t i, Time o, Time n)
         if (g_state[i] == TcpSocketState::CA_RECOVERY) ++nEarlyRecovery;
         if (g_state[i] == TcpSocketState::CA_DISORDER) ++nEarlyDisorder;
     }
+    // A timer restarted by the fast retransmit cannot expire sooner than the RTO after it.
+    if (g_state[i] == TcpSocketState::CA_RECOVERY && Simulator::Now().GetSeconds() - g_recoveryEntry[i] < o.GetSeconds() - 1e-6)
+        ++nSoonAfterEntry;
 }
 // Data segments starting below the highest end sent so far are retransmissions; counted by
 // the congestion state they left in.
@@ -104,6 +110,7 @@ void Schedule(Ptr<Application> app, uint32_t i, double at)
     if (g_lastNewAck.size() <= i) g_lastNewAck.resize(i + 1, 0);
     if (g_state.size() <= i) g_state.resize(i + 1, TcpSocketState::CA_OPEN);
     if (g_highEnd.size() <= i) g_highEnd.resize(i + 1);
+    if (g_recoveryEntry.size() <= i) g_recoveryEntry.resize(i + 1, 0);
     Simulator::Schedule(Seconds(at), &Hook, app, i);
 }
 void Reset(double warm)
@@ -112,8 +119,9 @@ void Reset(double warm)
     g_lastNewAck.clear();
     g_state.clear();
     g_highEnd.clear();
+    g_recoveryEntry.clear();
     nRto = nLossEntries = nFromRecovery = nFromDisorder = nEarly = nRecoveryEntries = 0;
-    nEarlyRecovery = nEarlyDisorder = nRetx = nRetxRecovery = nRetxLoss = 0;
+    nEarlyRecovery = nEarlyDisorder = nRetx = nRetxRecovery = nRetxLoss = nSoonAfterEntry = 0;
 }
 }
 """
@@ -164,7 +172,8 @@ def rto(args):
                   f"{int(d.nRto)} RTOs; {int(d.nLossEntries)} entries into CA_LOSS, {int(d.nFromRecovery)} of them "
                   f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data "
                   f"({int(d.nEarlyRecovery)} in CA_RECOVERY, {int(d.nEarlyDisorder)} in CA_DISORDER); "
-                  f"{int(d.nRecoveryEntries)} entries into fast recovery; {int(d.nRetx)} retransmissions, "
+                  f"{int(d.nRecoveryEntries)} entries into fast recovery; {int(d.nSoonAfterEntry)} RTOs in CA_RECOVERY "
+                  f"sooner than the RTO after entering it; {int(d.nRetx)} retransmissions, "
                   f"{int(d.nRetxRecovery)} in CA_RECOVERY, {int(d.nRetxLoss)} in CA_LOSS",
                   flush=True)
             print_smallpipe_rtos(n, seed, spec, overrides)
@@ -179,13 +188,17 @@ def parse_set(kv):
 
 
 def print_smallpipe_rtos(n, seed, spec, overrides):
+    import sp_side
+
     sp = smallpipe_rtos(spec, overrides)
+    r = sp_side.run(spec, overrides)
+    rows = f"loss rate {r['loss_rate']:.4f}, goodput {sum(r['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s"
     print(f"N = {n}, seed {seed}, smallpipe {overrides or ''}: {sp['timeouts'] / n:.2f} timeouts per flow; "
           f"{sp['timeouts']} RTOs; {sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} "
           f"after duplicate ACKs without fast retransmit, {sp['timeouts_repeated']} repeated, "
           f"{sp['timeouts'] - sp['timeouts_in_recovery'] - sp['timeouts_after_dupacks'] - sp['timeouts_repeated']} "
-          f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery; {sp['retransmits']} retransmissions",
-          flush=True)
+          f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery; {sp['retransmits']} retransmissions; "
+          f"{rows}", flush=True)
 
 
 def noload(args):
