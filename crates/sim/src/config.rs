@@ -311,12 +311,12 @@ pub enum RecoveryPipe {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FastRetransmitRto {
-    /// Restart it, as RFC 6675 §6's variant that re-arms the timer on a retransmission
-    /// sent during recovery (smallpipe's rule until now).
+    /// Restart it (the default). RFC 6675 §6 allows re-arming the timer on each
+    /// retransmission sent during recovery; this re-arms it on the first only.
     Restart,
     /// Leave it running from the last ACK of new data: RFC 6298 (5.1) starts the timer on
     /// a send only when it is not running, and only (5.3) an ACK of new data restarts it;
-    /// ns-3.44's `EnterRecovery` does so. A diagnostic.
+    /// ns-3.44's `EnterRecovery` does the same (docs/validation.md, diagnosis 3).
     Keep,
 }
 

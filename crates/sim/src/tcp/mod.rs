@@ -26,8 +26,8 @@ pub mod sack;
 pub use rtt::RttEstimator;
 
 use crate::config::{
-    Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe, RecoveryRto, RtoRule,
-    TcpConfig,
+    Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe,
+    RecoveryRto, RtoRule, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;

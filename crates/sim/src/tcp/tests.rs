@@ -542,16 +542,37 @@ fn one_window(recovery: Recovery, segments: u64) -> (TcpParams, Endpoint, Endpoi
 /// `one_window` with duplicate ACKs counted by `rule`.
 fn one_window_counting(recovery: Recovery, rule: DupackRule, segments: u64)
                        -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
-    let p = params(|c| {
+    one_window_with(|c| {
         c.recovery = recovery;
         c.dupack_rule = rule;
+    }, segments)
+}
+
+/// `one_window` (SACK unless `edit` says otherwise) with `edit` applied to the config.
+fn one_window_with(edit: impl FnOnce(&mut TcpConfig), segments: u64) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
+    let p = params(|c| {
         c.initial_window_pkts = 10;
         c.limited_transmit = false;
+        edit(c);
     });
     let (mut c, s) = established(&p, 0, 0);
     let mut out = Vec::new();
     c.app_write(segments * p.mss, false, t(100), &p, &mut out);
     (p, c, s, out)
+}
+
+/// Hands the segments `arrive` (indices into `out`) to the receiver at 150 ms and its ACKs
+/// to the sender at 200 ms; returns what the sender sent.
+fn deliver(p: &TcpParams, c: &mut Endpoint, s: &mut Endpoint, out: &[Packet], arrive: &[usize]) -> Vec<Packet> {
+    let mut acks = Vec::new();
+    for &i in arrive {
+        s.on_segment(&out[i], t(150), p, &mut acks);
+    }
+    let mut sent = Vec::new();
+    for a in &acks {
+        c.on_segment(a, t(200), p, &mut sent);
+    }
+    sent
 }
 
 #[test]
@@ -1460,14 +1481,7 @@ fn ns3_disorder_ack_neither_restarts_the_timer_nor_grows_the_window() {
     for (rule, restarted, grown) in [(DisorderAck::Rfc, true, 1), (DisorderAck::Ns3Timer, false, 1),
         (DisorderAck::Ns3, false, 0)]
     {
-        let p = params(|c| {
-            c.initial_window_pkts = 10;
-            c.limited_transmit = false;
-            c.disorder_ack = rule;
-        });
-        let (mut c, mut s) = established(&p, 0, 0);
-        let mut out = Vec::new();
-        c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+        let (p, mut c, mut s, out) = one_window_with(|c| c.disorder_ack = rule, 10);
         let (rto_at_send, cwnd_at_send) = (c.rto(), c.cwnd_bytes());
         let mut acks = Vec::new();
         s.on_segment(&out[0], t(150), &p, &mut acks);
@@ -1492,22 +1506,8 @@ fn ns3_partial_ack_sends_one_segment_outside_cwnd() {
     // outside cwnd.
     let seq = |i: u32| 1 + i * 1000;
     for (rule, sends) in [(PartialAck::Rfc6675, vec![]), (PartialAck::Ns3, vec![seq(14)])] {
-        let p = params(|c| {
-            c.initial_window_pkts = 10;
-            c.limited_transmit = false;
-            c.recovery_partial_ack = rule;
-        });
-        let (mut c, mut s) = established(&p, 0, 0);
-        let mut out = Vec::new();
-        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
-        let mut acks = Vec::new();
-        for i in [0, 1, 3, 4, 5] {
-            s.on_segment(&out[i], t(150), &p, &mut acks);
-        }
-        let mut sent = Vec::new();
-        for a in &acks {
-            c.on_segment(a, t(200), &p, &mut sent);
-        }
+        let (p, mut c, mut s, out) = one_window_with(|c| c.recovery_partial_ack = rule, 20);
+        let sent = deliver(&p, &mut c, &mut s, &out, &[0, 1, 3, 4, 5]);
         assert_eq!((c.stats.fast_retransmits, c.cwnd_bytes()), (1, 6 * p.mss), "{rule:?}");
         assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [10, 11, 12, 13, 2].map(seq), "{rule:?}");
         let mut ack = Vec::new();
@@ -1531,22 +1531,8 @@ fn ns3_pipe_keeps_a_sacked_retransmission_in_flight() {
     // (sent − SACKed − lost + retransmitted) still counts segment 4: 6, nothing sent.
     let seq = |i: u32| 1 + i * 1000;
     for (rule, sends) in [(RecoveryPipe::Rfc6675, vec![seq(14)]), (RecoveryPipe::Ns3, vec![])] {
-        let p = params(|c| {
-            c.initial_window_pkts = 10;
-            c.limited_transmit = false;
-            c.recovery_pipe = rule;
-        });
-        let (mut c, mut s) = established(&p, 0, 0);
-        let mut out = Vec::new();
-        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
-        let mut acks = Vec::new();
-        for i in [0, 1, 3, 5, 6, 7, 8, 9] {
-            s.on_segment(&out[i], t(150), &p, &mut acks);
-        }
-        let mut sent = Vec::new();
-        for a in &acks {
-            c.on_segment(a, t(200), &p, &mut sent);
-        }
+        let (p, mut c, mut s, out) = one_window_with(|c| c.recovery_pipe = rule, 20);
+        let sent = deliver(&p, &mut c, &mut s, &out, &[0, 1, 3, 5, 6, 7, 8, 9]);
         assert_eq!((c.stats.fast_retransmits, c.cwnd_bytes()), (1, 6 * p.mss), "{rule:?}");
         assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [10, 11, 12, 13, 2, 4].map(seq), "{rule:?}");
         let mut ack = Vec::new();
@@ -1565,24 +1551,16 @@ fn fast_retransmit_restarts_the_timer_or_keeps_it() {
     // touch a running timer, 5.1). The dupacks of 3, 4, 5 start recovery at 300 ms.
     // "restart": one RTO after 300 ms. "keep" (RFC 6298 alone, ns-3): one RTO after 200 ms.
     for (rule, restarted_ms) in [(FastRetransmitRto::Restart, 300), (FastRetransmitRto::Keep, 200)] {
-        let p = params(|c| {
-            c.initial_window_pkts = 10;
-            c.limited_transmit = false;
-            c.fast_retransmit_rto = rule;
-        });
-        let (mut c, mut s) = established(&p, 0, 0);
-        let mut out = Vec::new();
-        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
-        let mut acks = Vec::new();
-        for i in [0, 1, 3, 4, 5] {
-            s.on_segment(&out[i], t(150), &p, &mut acks);
+        let (p, mut c, mut s, out) = one_window_with(|c| c.fast_retransmit_rto = rule, 20);
+        deliver(&p, &mut c, &mut s, &out, &[0, 1]);
+        assert_eq!(c.next_deadline(), Some(t(200) + c.rto()));
+        let mut dupacks = Vec::new();
+        for i in [3, 4, 5] {
+            s.on_segment(&out[i], t(250), &p, &mut dupacks);
         }
         let mut sent = Vec::new();
-        for (k, a) in acks.iter().enumerate() {
-            c.on_segment(a, t(if k < 2 { 200 } else { 300 }), &p, &mut sent);
-            if k == 1 {
-                assert_eq!(c.next_deadline(), Some(t(200) + c.rto()));
-            }
+        for a in &dupacks {
+            c.on_segment(a, t(300), &p, &mut sent);
         }
         assert_eq!(c.stats.fast_retransmits, 1);
         assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rule:?}");
