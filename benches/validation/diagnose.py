@@ -6,9 +6,11 @@
     python3 benches/validation/diagnose.py rto N[,N...] [--ns3-patch P] [--measure-s S]
                                               [--set KEY=VALUE ...] [--smallpipe-only]
         # many-flow RTOs by where they fire, in ns-3 (entries into CA_LOSS from CA_RECOVERY,
-        # CA_DISORDER or CA_OPEN, repeats, and those sooner than the RTO after the last ACK of
-        # new data, impossible under RFC 6298 5.3) and in smallpipe (flows.timeouts_* columns),
-        # smallpipe with each --set applied (e.g. tcp.dupack_rule=ns3)
+        # CA_DISORDER or CA_OPEN, repeats, those sooner than the RTO after the last ACK of
+        # new data, impossible under RFC 6298 5.3, and those in CA_RECOVERY sooner than the
+        # RTO after entering it, impossible if the fast retransmit restarts the timer; its
+        # retransmissions by state) and in smallpipe (flows.timeouts_* columns, loss rate and
+        # goodput), smallpipe with each --set applied (e.g. tcp.fast_retransmit_rto=keep)
     python3 benches/validation/diagnose.py linux-causes [--bernoulli-s S] [--many-s S]
         # smallpipe alone on the Linux column's specs (one seed) with the Linux behaviours
         # suspected for its rows outside: window growth per segment acknowledged
