@@ -72,6 +72,10 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("tcp.hystart", True, "tcp.hystart"),
         ("tcp.dupack_rule", "ns3", "tcp.dupack_rule"),
         ("tcp.recovery_rto", "first_partial", "tcp.recovery_rto"),
+        ("tcp.disorder_ack", "ns3", "tcp.disorder_ack"),
+        ("tcp.recovery_partial_ack", "ns3", "tcp.recovery_partial_ack"),
+        ("tcp.recovery_pipe", "ns3", "tcp.recovery_pipe"),
+        ("tcp.fast_retransmit_rto", "keep", "tcp.fast_retransmit_rto"),
         ("tcp.cwnd_growth", "byte_counting", "tcp.cwnd_growth"),
     ],
 )

@@ -6,9 +6,11 @@
     python3 benches/validation/diagnose.py rto N[,N...] [--ns3-patch P] [--measure-s S]
                                               [--set KEY=VALUE ...] [--smallpipe-only]
         # many-flow RTOs by where they fire, in ns-3 (entries into CA_LOSS from CA_RECOVERY,
-        # CA_DISORDER or CA_OPEN, repeats, and those sooner than the RTO after the last ACK of
-        # new data, impossible under RFC 6298 5.3) and in smallpipe (flows.timeouts_* columns),
-        # smallpipe with each --set applied (e.g. tcp.dupack_rule=ns3)
+        # CA_DISORDER or CA_OPEN, repeats, those sooner than the RTO after the last ACK of
+        # new data, impossible under RFC 6298 5.3, and those in CA_RECOVERY sooner than the
+        # RTO after entering it, impossible if the fast retransmit restarts the timer; its
+        # retransmissions by state) and in smallpipe (flows.timeouts_* columns, loss rate and
+        # goodput), smallpipe with each --set applied (e.g. tcp.fast_retransmit_rto=keep)
     python3 benches/validation/diagnose.py linux-causes [--bernoulli-s S] [--many-s S]
         # smallpipe alone on the Linux column's specs (one seed) with the Linux behaviours
         # suspected for its rows outside: window growth per segment acknowledged
@@ -45,14 +47,21 @@ namespace spdiag {
 using namespace ns3;
 static double g_warm = 0;
 static std::vector<double> g_lastNewAck;
+static std::vector<int> g_state;
 uint64_t nRto = 0, nLossEntries = 0, nFromRecovery = 0, nFromDisorder = 0, nEarly = 0, nRecoveryEntries = 0;
+uint64_t nEarlyRecovery = 0, nEarlyDisorder = 0, nRetx = 0, nRetxRecovery = 0, nRetxLoss = 0;
+static std::vector<SequenceNumber32> g_highEnd;
+static std::vector<double> g_recoveryEntry;
+uint64_t nSoonAfterEntry = 0;
 static bool Counting() { return Simulator::Now().GetSeconds() >= g_warm; }
 static void OnAck(uint32_t i, SequenceNumber32 o, SequenceNumber32 n)
 {
     if (n > o) g_lastNewAck[i] = Simulator::Now().GetSeconds();
 }
-static void OnState(uint32_t, TcpSocketState::TcpCongState_t o, TcpSocketState::TcpCongState_t n)
+static void OnState(uint32_t i, TcpSocketState::TcpCongState_t o, TcpSocketState::TcpCongState_t n)
 {
+    g_state[i] = n;
+    if (n == TcpSocketState::CA_RECOVERY) g_recoveryEntry[i] = Simulator::Now().GetSeconds();
     if (Counting() && n == TcpSocketState::CA_LOSS) {
         ++nLossEntries;
         if (o == TcpSocketState::CA_RECOVERY) ++nFromRecovery;
@@ -66,7 +75,28 @@ static void OnRto(uint32_t i, Time o, Time n)
     // cannot expire sooner than the old RTO after the last one.
     if (!Counting() || !o.IsStrictlyPositive() || n.GetNanoSeconds() != 2 * o.GetNanoSeconds()) return;
     ++nRto;
-    if (Simulator::Now().GetSeconds() - g_lastNewAck[i] < o.GetSeconds() - 1e-6) ++nEarly;
+    // ReTxTimeout doubles m_rto before it enters CA_LOSS: g_state is the state the RTO left.
+    if (Simulator::Now().GetSeconds() - g_lastNewAck[i] < o.GetSeconds() - 1e-6) {
+        ++nEarly;
+        if (g_state[i] == TcpSocketState::CA_RECOVERY) ++nEarlyRecovery;
+        if (g_state[i] == TcpSocketState::CA_DISORDER) ++nEarlyDisorder;
+    }
+    // A timer restarted by the fast retransmit cannot expire sooner than the RTO after it.
+    if (g_state[i] == TcpSocketState::CA_RECOVERY && Simulator::Now().GetSeconds() - g_recoveryEntry[i] < o.GetSeconds() - 1e-6)
+        ++nSoonAfterEntry;
+}
+// Data segments starting below the highest end sent so far are retransmissions; counted by
+// the congestion state they left in.
+static void OnTx(uint32_t i, Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase>)
+{
+    if (p->GetSize() == 0) return;
+    SequenceNumber32 end = h.GetSequenceNumber() + p->GetSize();
+    if (Counting() && h.GetSequenceNumber() < g_highEnd[i]) {
+        ++nRetx;
+        if (g_state[i] == TcpSocketState::CA_RECOVERY) ++nRetxRecovery;
+        if (g_state[i] == TcpSocketState::CA_LOSS) ++nRetxLoss;
+    }
+    if (end > g_highEnd[i]) g_highEnd[i] = end;
 }
 static void Hook(Ptr<Application> app, uint32_t i)
 {
@@ -74,13 +104,27 @@ static void Hook(Ptr<Application> app, uint32_t i)
     s->TraceConnectWithoutContext("HighestRxAck", MakeBoundCallback(&OnAck, i));
     s->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnState, i));
     s->TraceConnectWithoutContext("RTO", MakeBoundCallback(&OnRto, i));
+    s->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTx, i));
+    g_highEnd[i] = DynamicCast<TcpSocketBase>(s)->GetTxBuffer()->HeadSequence();
 }
 void Schedule(Ptr<Application> app, uint32_t i, double at)
 {
     if (g_lastNewAck.size() <= i) g_lastNewAck.resize(i + 1, 0);
+    if (g_state.size() <= i) g_state.resize(i + 1, TcpSocketState::CA_OPEN);
+    if (g_highEnd.size() <= i) g_highEnd.resize(i + 1);
+    if (g_recoveryEntry.size() <= i) g_recoveryEntry.resize(i + 1, 0);
     Simulator::Schedule(Seconds(at), &Hook, app, i);
 }
-void Reset(double warm) { g_warm = warm; g_lastNewAck.clear(); nRto = nLossEntries = nFromRecovery = nFromDisorder = nEarly = nRecoveryEntries = 0; }
+void Reset(double warm)
+{
+    g_warm = warm;
+    g_lastNewAck.clear();
+    g_state.clear();
+    g_highEnd.clear();
+    g_recoveryEntry.clear();
+    nRto = nLossEntries = nFromRecovery = nFromDisorder = nEarly = nRecoveryEntries = 0;
+    nEarlyRecovery = nEarlyDisorder = nRetx = nRetxRecovery = nRetxLoss = nSoonAfterEntry = 0;
+}
 }
 """
 
@@ -92,7 +136,8 @@ def smallpipe_rtos(spec, overrides):
     import smallpipe
     import sp_side
 
-    cols = ("timeouts", "timeouts_in_recovery", "timeouts_after_dupacks", "timeouts_repeated", "fast_retransmits")
+    cols = ("timeouts", "timeouts_in_recovery", "timeouts_after_dupacks", "timeouts_repeated", "fast_retransmits",
+            "retransmits")
     totals = []
     for end in (spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]):
         sc, _ = sp_side.scenario(spec, end)
@@ -127,8 +172,11 @@ def rto(args):
             r = ns3_side.run(ns, spec)
             print(f"N = {n}, seed {seed}, ns-3 patch {args.ns3_patch}: {sum(r['timeouts']) / n:.2f} timeouts per flow; "
                   f"{int(d.nRto)} RTOs; {int(d.nLossEntries)} entries into CA_LOSS, {int(d.nFromRecovery)} of them "
-                  f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data; "
-                  f"{int(d.nRecoveryEntries)} entries into fast recovery",
+                  f"from CA_RECOVERY, {int(d.nFromDisorder)} from CA_DISORDER; {int(d.nEarly)} RTOs sooner than the RTO after the last ACK of new data "
+                  f"({int(d.nEarlyRecovery)} in CA_RECOVERY, {int(d.nEarlyDisorder)} in CA_DISORDER); "
+                  f"{int(d.nRecoveryEntries)} entries into fast recovery; {int(d.nSoonAfterEntry)} RTOs in CA_RECOVERY "
+                  f"sooner than the RTO after entering it; {int(d.nRetx)} retransmissions, "
+                  f"{int(d.nRetxRecovery)} in CA_RECOVERY, {int(d.nRetxLoss)} in CA_LOSS",
                   flush=True)
             print_smallpipe_rtos(n, seed, spec, overrides)
 
@@ -142,12 +190,17 @@ def parse_set(kv):
 
 
 def print_smallpipe_rtos(n, seed, spec, overrides):
+    import sp_side
+
     sp = smallpipe_rtos(spec, overrides)
+    r = sp_side.run(spec, overrides)
+    rows = f"loss rate {r['loss_rate']:.4f}, goodput {sum(r['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s"
     print(f"N = {n}, seed {seed}, smallpipe {overrides or ''}: {sp['timeouts'] / n:.2f} timeouts per flow; "
           f"{sp['timeouts']} RTOs; {sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} "
           f"after duplicate ACKs without fast retransmit, {sp['timeouts_repeated']} repeated, "
           f"{sp['timeouts'] - sp['timeouts_in_recovery'] - sp['timeouts_after_dupacks'] - sp['timeouts_repeated']} "
-          f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery", flush=True)
+          f"with no duplicate ACK; {sp['fast_retransmits']} entries into fast recovery; {sp['retransmits']} retransmissions; "
+          f"{rows}", flush=True)
 
 
 def noload(args):

@@ -74,15 +74,16 @@ def objects(r):
             for size, start, end, rtt in f.select("size_bytes", "start_ns", "end_ns", "rtt_ms").iter_rows()]
 
 
-def run(spec):
+def run(spec, overrides=None):
+    """`overrides`: scenario overrides on top of the aligned settings (diagnose.py's --set)."""
     warm, end = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]
     drops = forward_indices(spec)
     t0 = time.perf_counter()
     sc, mss = scenario(spec, end, drops)
-    r = smallpipe.simulate(sc)
+    r = smallpipe.simulate(sc.with_overrides(overrides or {}))
     # Counters over [warm, end]: the same seed gives the same run up to `warm`, so a run
     # that stops there is the prefix to subtract.
-    prefix = smallpipe.simulate(scenario(spec, warm, drops)[0]) if warm > 0 else None
+    prefix = smallpipe.simulate(scenario(spec, warm, drops)[0].with_overrides(overrides or {})) if warm > 0 else None
     wall = time.perf_counter() - t0
 
     def bn(res):

@@ -272,6 +272,54 @@ pub enum DupackRule {
     Ns3,
 }
 
+/// What an ACK that advances `snd_una` and SACKs new data does outside recovery (SACK only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DisorderAck {
+    /// RFC 6298 (5.3) restarts the timer and RFC 5681 grows cwnd, as on any ACK of new data.
+    Rfc,
+    /// A diagnostic: no timer restart, as ns-3.44 in `CA_DISORDER` (it skips `NewAck`).
+    Ns3Timer,
+    /// A diagnostic: no timer restart and no window growth, ns-3.44's whole `CA_DISORDER`
+    /// branch of `ProcessAck` (neither `NewAck` nor `IncreaseWindow`).
+    Ns3,
+}
+
+/// What a partial ACK sends in SACK recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartialAck {
+    /// RFC 6675 §5 (B), (C): update the scoreboard and pipe, send what cwnd − pipe allows.
+    Rfc6675,
+    /// A diagnostic: first, unless the new head was retransmitted, one segment by NextSeg
+    /// rules 1–2 (else the head) outside cwnd, as ns-3.44's `ProcessAck` (`DoRetransmit`).
+    Ns3,
+}
+
+/// What the pipe of SACK recovery counts (RFC 6675 SetPipe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryPipe {
+    /// RFC 6675 §4 SetPipe: SACKed octets are never in the pipe.
+    Rfc6675,
+    /// A diagnostic: a retransmitted segment stays in the pipe once SACKed, until the
+    /// cumulative ACK passes it, as ns-3.44's `TcpTxBuffer::BytesInFlight` counts.
+    Ns3,
+}
+
+/// Whether the fast retransmit restarts the retransmission timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FastRetransmitRto {
+    /// Restart it (the default). RFC 6675 §6 allows re-arming the timer on each
+    /// retransmission sent during recovery; this re-arms it on the first only.
+    Restart,
+    /// Leave it running from the last ACK of new data: RFC 6298 (5.1) starts the timer on
+    /// a send only when it is not running, and only (5.3) an ACK of new data restarts it;
+    /// ns-3.44's `EnterRecovery` does the same (docs/validation.md, diagnosis 3).
+    Keep,
+}
+
 /// Every TCP knob a paper varies. Defaults follow the RFCs (noted per field).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -316,6 +364,19 @@ pub struct TcpConfig {
     /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
     #[serde(default = "d_recovery_rto")]
     pub recovery_rto: RecoveryRto,
+    /// An ACK that advances `snd_una` and SACKs new data outside recovery: RFC 6298/5681's
+    /// restart and growth, or (ns-3, a diagnostic) neither or only the growth.
+    #[serde(default = "d_disorder_ack")]
+    pub disorder_ack: DisorderAck,
+    /// A partial ACK in SACK recovery: RFC 6675's, or (ns-3, a diagnostic) one more segment outside cwnd first.
+    #[serde(default = "d_recovery_partial_ack")]
+    pub recovery_partial_ack: PartialAck,
+    /// The pipe of SACK recovery: RFC 6675's, or (ns-3, a diagnostic) with SACKed retransmissions in it.
+    #[serde(default = "d_recovery_pipe")]
+    pub recovery_pipe: RecoveryPipe,
+    /// Whether the fast retransmit restarts the timer (smallpipe's default) or leaves it running (RFC 6298 5.1, ns-3).
+    #[serde(default = "d_fast_retransmit_rto")]
+    pub fast_retransmit_rto: FastRetransmitRto,
     /// Window growth per ACK of new data (Reno only; CUBIC and HyStart++ have their own).
     #[serde(default = "d_cwnd_growth")]
     pub cwnd_growth: CwndGrowth,
@@ -562,6 +623,10 @@ fn d_delack_ms() -> f64 { 200.0 }
 fn d_dupthresh() -> u32 { 3 }
 fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
 fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
+fn d_disorder_ack() -> DisorderAck { DisorderAck::Rfc }
+fn d_recovery_partial_ack() -> PartialAck { PartialAck::Rfc6675 }
+fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
+fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
@@ -761,6 +826,13 @@ impl TcpConfig {
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
         check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
             "first_partial", "\"rfc6298\", or \"first_partial\" only with recovery = \"sack\" (NewReno does it already)")?;
+        check(self.disorder_ack == DisorderAck::Rfc || self.recovery == Recovery::Sack, "disorder_ack",
+            if self.disorder_ack == DisorderAck::Ns3 { "ns3" } else { "ns3_timer" },
+            "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
+        check(self.recovery_partial_ack == PartialAck::Rfc6675 || self.recovery == Recovery::Sack,
+            "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
+        check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
+            "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
@@ -1007,6 +1079,12 @@ mod tests {
         assert_eq!(e.field, "tcp.dupack_rule");
         let e = err(r#"{"tcp":{"recovery_rto":"first_partial","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.recovery_rto");
+        let e = err(r#"{"tcp":{"disorder_ack":"ns3_timer","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.disorder_ack", "ns3_timer"));
+        let e = err(r#"{"tcp":{"recovery_partial_ack":"ns3","recovery":"reno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.recovery_partial_ack", "ns3"));
+        let e = err(r#"{"tcp":{"recovery_pipe":"ns3","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.recovery_pipe", "ns3"));
         let e = err(r#"{"tcp":{"abc_limit_pkts":0},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "tcp.abc_limit_pkts");
         let ok = r#"{"tcp":{"cwnd_growth":"linux","dupack_rule":"ns3"},"flows":[{"app":"bulk"}]}"#;

@@ -111,6 +111,16 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
         _refuse("tcp.dupack_rule", tcp["dupack_rule"], '"rfc": ns-3\'s duplicate-ACK count is a simulator diagnostic')
     if tcp["recovery_rto"] != "rfc6298":
         _refuse("tcp.recovery_rto", tcp["recovery_rto"], '"rfc6298": ns-3\'s timer restart is a simulator diagnostic')
+    if tcp["disorder_ack"] != "rfc":
+        _refuse("tcp.disorder_ack", tcp["disorder_ack"], '"rfc": ns-3\'s CA_DISORDER ACK is a simulator diagnostic')
+    if tcp["fast_retransmit_rto"] != "restart":
+        _refuse("tcp.fast_retransmit_rto", tcp["fast_retransmit_rto"],
+                '"restart": Linux keeps its own timer rules; "keep" is a simulator diagnostic')
+    if tcp["recovery_pipe"] != "rfc6675":
+        _refuse("tcp.recovery_pipe", tcp["recovery_pipe"], '"rfc6675": ns-3\'s pipe is a simulator diagnostic')
+    if tcp["recovery_partial_ack"] != "rfc6675":
+        _refuse("tcp.recovery_partial_ack", tcp["recovery_partial_ack"],
+                '"rfc6675": ns-3\'s partial-ACK retransmission is a simulator diagnostic')
     if tcp["cwnd_growth"] == "byte_counting":
         _refuse("tcp.cwnd_growth", "byte_counting",
                 '"linux" (what Linux does) or "per_ack": Linux has no RFC 3465 byte counting with a limit L')

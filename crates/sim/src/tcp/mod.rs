@@ -25,7 +25,10 @@ pub mod sack;
 
 pub use rtt::RttEstimator;
 
-use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
+use crate::config::{
+    Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe,
+    RecoveryRto, RtoRule, TcpConfig,
+};
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
@@ -68,6 +71,10 @@ pub struct TcpParams {
     pub dupack_rule: DupackRule,
     /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
     pub first_partial_rto: bool,
+    pub disorder_ack: DisorderAck,
+    pub recovery_partial_ack: PartialAck,
+    pub recovery_pipe: RecoveryPipe,
+    pub fast_retransmit_rto: FastRetransmitRto,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -112,6 +119,10 @@ impl TcpParams {
             dupthresh: c.dupack_threshold,
             dupack_rule: c.dupack_rule,
             first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
+            disorder_ack: c.disorder_ack,
+            recovery_partial_ack: c.recovery_partial_ack,
+            recovery_pipe: c.recovery_pipe,
+            fast_retransmit_rto: c.fast_retransmit_rto,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -243,6 +254,9 @@ struct FeatureQueues {
     copy_acks: VecDeque<(u64, u32)>,
     /// Interactive bursts written and not yet acknowledged.
     pending_bursts: VecDeque<PendingBurst>,
+    /// `recovery_pipe = "ns3"`: what fast recovery retransmitted, not yet cumulatively
+    /// acknowledged (ns-3's `m_retrans` flags).
+    recovery_rexmits: RangeSet,
 }
 
 #[derive(Debug, Clone)]
@@ -571,6 +585,7 @@ impl Endpoint {
                 self.dupacks = 0;
                 if let Some(q) = self.queues.as_deref_mut() {
                     q.copy_acks.clear(); // the timeout is the reaction to any lost copy
+                    q.recovery_rexmits = RangeSet::default(); // ns-3's SetSentListLost clears `m_retrans`
                 }
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
@@ -715,8 +730,11 @@ impl Endpoint {
         // CA_RECOVERY and CA_LOSS (after an RTO, until `recover`).
         let ns3_counts = self.recovery.is_none() && self.snd_una >= self.recover_mark;
         let dupacks_before = self.dupacks;
+        // ns-3 handles such an ACK in CA_DISORDER (DupAck moved it there first) and skips NewAck.
+        let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
+            .then_some(p.disorder_ack);
         if ack > self.snd_una {
-            self.on_new_ack(ack, seg, now, p, out);
+            self.on_new_ack(ack, seg, ns3_disorder, now, p, out);
         }
         if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
             match p.dupack_rule {
@@ -745,7 +763,10 @@ impl Endpoint {
         }
     }
 
-    fn on_new_ack(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+    /// `ns3_disorder`: the ACK also SACKs new data outside recovery and ns-3's rule is on
+    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip.
+    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ns3_disorder: Option<DisorderAck>, now: Instant, p: &TcpParams,
+        out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
         let rtt_sample = self.take_rtt_sample(ack, seg, now, p);
@@ -762,6 +783,7 @@ impl Endpoint {
             while q.segment_ends.front().is_some_and(|&end| end <= ack) {
                 q.segment_ends.pop_front();
             }
+            q.recovery_rexmits.discard_below(ack);
             while q.pending_bursts.front().is_some_and(|b| b.end <= ack) {
                 let b = q.pending_bursts.pop_front().unwrap();
                 // Acknowledged bytes were sent: `first_sent` is set.
@@ -815,7 +837,7 @@ impl Endpoint {
             },
             None => {
                 self.dupacks = 0;
-                if acked_data > 0 {
+                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) {
                     if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
                         let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
                         self.cwnd += growth.bytes;
@@ -836,11 +858,19 @@ impl Endpoint {
                 }
             }
         }
+        if p.recovery_partial_ack == PartialAck::Ns3 && matches!(self.recovery, Some(r) if ack >= r.high_rxt) {
+            // ns-3's partial ACK: unless the new head was retransmitted, `DoRetransmit` sends
+            // NextSeg's rule 1 or 2 (never 3), else the head, before and outside cwnd − pipe.
+            let seg = self.next_seg(p).filter(|&(off, _, _)| off >= self.snd_max || self.is_lost(off, p));
+            let seg = seg.unwrap_or_else(|| self.segment_at(ack, p));
+            self.send_next_seg(seg, now, p, out);
+        }
         self.settle_copies(ack, p);
         // RFC 6298 5.2/5.3.
         if self.snd_una >= self.snd_max {
             self.rto_at = Opt64::NONE;
-        } else if !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < self.recover_mark)
+        } else if ns3_disorder.is_none()
+            && !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < self.recover_mark)
         {
             self.arm_rto(now, p);
         }
@@ -948,7 +978,9 @@ impl Endpoint {
                 self.cwnd = self.ssthresh + p.dupthresh as u64 * p.mss;
             }
         }
-        self.arm_rto(now, p);
+        if p.fast_retransmit_rto == FastRetransmitRto::Restart {
+            self.arm_rto(now, p);
+        }
     }
 
     fn on_data(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
@@ -1153,7 +1185,21 @@ impl Endpoint {
             }
             at = e;
         }
+        if p.recovery_pipe == RecoveryPipe::Ns3 {
+            pipe += self.sacked_rexmit_bytes();
+        }
         pipe
+    }
+
+    /// ns-3's `BytesInFlight` = sent − SACKed − lost + retransmitted: `Update` marks a
+    /// retransmitted segment SACKed without clearing its `m_retrans`, so it counts once more
+    /// than RFC 6675's SetPipe, which skips every SACKed octet.
+    fn sacked_rexmit_bytes(&self) -> u64 {
+        let Some(q) = self.queues.as_deref() else { return 0 };
+        let sacked = self.scoreboard.ranges();
+        q.recovery_rexmits.ranges().iter()
+            .flat_map(|&(rs, re)| sacked.iter().map(move |&(s, e)| re.min(e).saturating_sub(rs.max(s))))
+            .sum()
     }
 
     /// RFC 6675 NextSeg rules 1-3: a lost hole, else new data, else a rescue of an
@@ -1187,21 +1233,26 @@ impl Endpoint {
 
     fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         while self.cwnd >= self.pipe(p) + p.mss {
-            let Some((off, len, fin)) = self.next_seg(p) else { break };
-            let retransmission = off < self.snd_max;
-            self.send_segment(off, len, fin, now, p, out);
-            let end = off + len + fin as u64;
-            if let Some(r) = self.recovery.as_mut().filter(|_| retransmission) {
-                r.high_rxt = r.high_rxt.max(end);
-            }
-            self.snd_nxt = self.snd_nxt.max(end);
-            if fin {
-                self.state = match self.state {
-                    State::Established => State::FinWait1,
-                    State::CloseWait => State::LastAck,
-                    s => s,
-                };
-            }
+            let Some(seg) = self.next_seg(p) else { break };
+            self.send_next_seg(seg, now, p, out);
+        }
+    }
+
+    /// Sends a segment NextSeg chose: HighRxt or HighData move (RFC 6675 (C.2), (C.3)).
+    fn send_next_seg(&mut self, (off, len, fin): (u64, u64, bool), now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let retransmission = off < self.snd_max;
+        self.send_segment(off, len, fin, now, p, out);
+        let end = off + len + fin as u64;
+        if let Some(r) = self.recovery.as_mut().filter(|_| retransmission) {
+            r.high_rxt = r.high_rxt.max(end);
+        }
+        self.snd_nxt = self.snd_nxt.max(end);
+        if fin {
+            self.state = match self.state {
+                State::Established => State::FinWait1,
+                State::CloseWait => State::LastAck,
+                s => s,
+            };
         }
     }
 
@@ -1213,6 +1264,9 @@ impl Endpoint {
                 self.stats.retransmits += 1;
             }
             self.timed = None; // Karn: never time a retransmitted segment
+            if p.recovery_pipe == RecoveryPipe::Ns3 && self.recovery.is_some() {
+                self.queues_mut().recovery_rexmits.insert(off, end);
+            }
         } else {
             if self.timed.is_none() {
                 self.timed = Some((NonZeroU64::new(end).expect("a segment ends past the SYN's offset 0"), now));

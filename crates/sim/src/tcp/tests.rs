@@ -542,16 +542,37 @@ fn one_window(recovery: Recovery, segments: u64) -> (TcpParams, Endpoint, Endpoi
 /// `one_window` with duplicate ACKs counted by `rule`.
 fn one_window_counting(recovery: Recovery, rule: DupackRule, segments: u64)
                        -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
-    let p = params(|c| {
+    one_window_with(|c| {
         c.recovery = recovery;
         c.dupack_rule = rule;
+    }, segments)
+}
+
+/// `one_window` (SACK unless `edit` says otherwise) with `edit` applied to the config.
+fn one_window_with(edit: impl FnOnce(&mut TcpConfig), segments: u64) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
+    let p = params(|c| {
         c.initial_window_pkts = 10;
         c.limited_transmit = false;
+        edit(c);
     });
     let (mut c, s) = established(&p, 0, 0);
     let mut out = Vec::new();
     c.app_write(segments * p.mss, false, t(100), &p, &mut out);
     (p, c, s, out)
+}
+
+/// Hands the segments `arrive` (indices into `out`) to the receiver at 150 ms and its ACKs
+/// to the sender at 200 ms; returns what the sender sent.
+fn deliver(p: &TcpParams, c: &mut Endpoint, s: &mut Endpoint, out: &[Packet], arrive: &[usize]) -> Vec<Packet> {
+    let mut acks = Vec::new();
+    for &i in arrive {
+        s.on_segment(&out[i], t(150), p, &mut acks);
+    }
+    let mut sent = Vec::new();
+    for a in &acks {
+        c.on_segment(a, t(200), p, &mut sent);
+    }
+    sent
 }
 
 #[test]
@@ -1444,6 +1465,105 @@ fn first_partial_rto_restarts_the_timer_on_the_first_partial_ack_only() {
             assert!(c.recovery.is_some(), "a partial ACK");
         }
         assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rto_rule:?}");
+    }
+}
+
+#[test]
+fn ns3_disorder_ack_neither_restarts_the_timer_nor_grows_the_window() {
+    // Segments 0-9 leave at 100 ms (IW 10), which starts the timer: it expires one RTO after
+    // 100 ms (RFC 6298 5.1). Segment 1 is lost, and so is the ACK of segment 0; segment 2
+    // draws ACK 1000 SACK 2, which the sender gets at 200 ms outside recovery: it
+    // acknowledges new data and SACKs new data (a duplicate ACK by RFC 6675 §2). RFC 6298
+    // (5.3) restarts the timer (one RTO after 200 ms) and RFC 5681 (2) grows cwnd by one
+    // SMSS in slow start. ns-3.44 handles it in CA_DISORDER (`DupAck` moved it there), where
+    // `ProcessAck` calls neither `NewAck` (the timer still one RTO after 100 ms) nor, for
+    // "ns3", `IncreaseWindow` (cwnd unchanged).
+    for (rule, restarted, grown) in [(DisorderAck::Rfc, true, 1), (DisorderAck::Ns3Timer, false, 1),
+        (DisorderAck::Ns3, false, 0)]
+    {
+        let (p, mut c, mut s, out) = one_window_with(|c| c.disorder_ack = rule, 10);
+        let (rto_at_send, cwnd_at_send) = (c.rto(), c.cwnd_bytes());
+        let mut acks = Vec::new();
+        s.on_segment(&out[0], t(150), &p, &mut acks);
+        s.on_segment(&out[2], t(151), &p, &mut acks);
+        let mut sent = Vec::new();
+        c.on_segment(&acks[1], t(200), &p, &mut sent);
+        assert_eq!((c.snd_una, c.dupacks, c.recovery.is_none()), (1 + p.mss, 1, true), "{rule:?}");
+        let expires = if restarted { t(200) + c.rto() } else { t(100) + rto_at_send };
+        assert_eq!(c.next_deadline(), Some(expires), "{rule:?}");
+        assert_eq!(c.cwnd_bytes(), cwnd_at_send + grown * p.mss, "{rule:?}");
+    }
+}
+
+#[test]
+fn ns3_partial_ack_sends_one_segment_outside_cwnd() {
+    // Segments 0-9 of 20 leave at 100 ms; the ACKs of 0 and 1 let 10-13 out (slow start).
+    // 2 and 6-13 are lost. The dupacks of 3, 4 and 5 start recovery: 2 resent, cwnd =
+    // ssthresh = FlightSize/2 = 6 segments (2-13 out). Its ACK 6 is partial; nothing above
+    // 6 is SACKed, so 6-13 count in the pipe: 8. RFC 6675 (C): cwnd − pipe < 0, nothing
+    // sent. ns-3's `ProcessAck` first calls `DoRetransmit` (segment 6 was not resent):
+    // NextSeg finds no lost segment (rule 1) and returns new data (rule 2): segment 14,
+    // outside cwnd.
+    let seq = |i: u32| 1 + i * 1000;
+    for (rule, sends) in [(PartialAck::Rfc6675, vec![]), (PartialAck::Ns3, vec![seq(14)])] {
+        let (p, mut c, mut s, out) = one_window_with(|c| c.recovery_partial_ack = rule, 20);
+        let sent = deliver(&p, &mut c, &mut s, &out, &[0, 1, 3, 4, 5]);
+        assert_eq!((c.stats.fast_retransmits, c.cwnd_bytes()), (1, 6 * p.mss), "{rule:?}");
+        assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [10, 11, 12, 13, 2].map(seq), "{rule:?}");
+        let mut ack = Vec::new();
+        s.on_segment(&sent[4], t(250), &p, &mut ack);
+        assert_eq!(ack[0].ack, seq(6), "a partial ACK");
+        let mut after = Vec::new();
+        c.on_segment(&ack[0], t(300), &p, &mut after);
+        assert!(c.recovery.is_some());
+        assert_eq!(after.iter().map(|x| x.seq).collect::<Vec<_>>(), sends, "{rule:?}");
+    }
+}
+
+#[test]
+fn ns3_pipe_keeps_a_sacked_retransmission_in_flight() {
+    // Segments 0-9 of 20 leave at 100 ms; the ACKs of 0 and 1 let 10-13 out (slow start).
+    // 2 and 4 are lost. The dupacks of 3, 5, 6 start recovery: 2 resent, cwnd = ssthresh =
+    // FlightSize/2 = 6 segments (2-13 out). The dupacks of 7, 8, 9 make 4 lost (3 SACKed
+    // above) and bring the pipe to 2 (resent) + 10-13 = 5: 4 is resent (pipe 6). The resent
+    // 2 is lost again; the resent 4 arrives and its ACK SACKs it. RFC 6675 SetPipe skips
+    // SACKed octets: 2 + 10-13 = 5 < cwnd, one new segment (14). ns-3's BytesInFlight
+    // (sent − SACKed − lost + retransmitted) still counts segment 4: 6, nothing sent.
+    let seq = |i: u32| 1 + i * 1000;
+    for (rule, sends) in [(RecoveryPipe::Rfc6675, vec![seq(14)]), (RecoveryPipe::Ns3, vec![])] {
+        let (p, mut c, mut s, out) = one_window_with(|c| c.recovery_pipe = rule, 20);
+        let sent = deliver(&p, &mut c, &mut s, &out, &[0, 1, 3, 5, 6, 7, 8, 9]);
+        assert_eq!((c.stats.fast_retransmits, c.cwnd_bytes()), (1, 6 * p.mss), "{rule:?}");
+        assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [10, 11, 12, 13, 2, 4].map(seq), "{rule:?}");
+        let mut ack = Vec::new();
+        s.on_segment(&sent[5], t(250), &p, &mut ack);
+        let mut after = Vec::new();
+        c.on_segment(&ack[0], t(300), &p, &mut after);
+        assert!(c.recovery.is_some() && c.scoreboard.contains(seq(4) as u64), "{rule:?}");
+        assert_eq!(after.iter().map(|x| x.seq).collect::<Vec<_>>(), sends, "{rule:?}");
+    }
+}
+
+#[test]
+fn fast_retransmit_restarts_the_timer_or_keeps_it() {
+    // Segments 0-9 leave at 100 ms; 2 is lost. The ACKs of 0 and 1 arrive at 200 ms (RFC
+    // 6298 5.3: the timer restarts, one RTO after 200 ms; the segments they let out do not
+    // touch a running timer, 5.1). The dupacks of 3, 4, 5 start recovery at 300 ms.
+    // "restart": one RTO after 300 ms. "keep" (RFC 6298 alone, ns-3): one RTO after 200 ms.
+    for (rule, restarted_ms) in [(FastRetransmitRto::Restart, 300), (FastRetransmitRto::Keep, 200)] {
+        let (p, mut c, mut s, out) = one_window_with(|c| c.fast_retransmit_rto = rule, 20);
+        deliver(&p, &mut c, &mut s, &out, &[0, 1]);
+        assert_eq!(c.next_deadline(), Some(t(200) + c.rto()));
+        let mut dupacks = Vec::new();
+        for i in [3, 4, 5] {
+            s.on_segment(&out[i], t(250), &p, &mut dupacks);
+        }
+        let mut sent = Vec::new();
+        for a in &dupacks {
+            c.on_segment(a, t(300), &p, &mut sent);
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rule:?}");
     }
 }
 
