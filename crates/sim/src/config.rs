@@ -247,7 +247,8 @@ pub enum CwndGrowth {
 pub enum RtoRule {
     /// RFC 6298 (2.3): max(min_rto, SRTT + max(G, 4·RTTVAR)).
     Rfc6298,
-    /// Linux's `tcp_set_rto`: SRTT + max(4·RTTVAR, min_rto) (`rto_min` bounds the variance term).
+    /// Linux's `tcp_rtt_estimator` and `tcp_set_rto`: SRTT + a variance term that is at least
+    /// min_rto and the largest deviation of the last RTT, decaying once per RTT (docs/tcp.md).
     Linux,
 }
 
@@ -746,6 +747,8 @@ impl TcpConfig {
             self.initial_rto_ms, "a positive number of ms")?;
         check(self.syn_retries <= 20, "syn_retries", self.syn_retries, "0 to 20")?;
         finite_at_least("clock_granularity_ms", self.clock_granularity_ms, 0.0)?;
+        check(self.min_rto_prime_ms.is_none() || self.rto_rule == RtoRule::Rfc6298, "rto_rule", "linux",
+            "\"rfc6298\" with min_rto_prime_ms (Linux's variance term carries min_rto_ms in its state)")?;
         if let Some(m) = self.min_rto_prime_ms {
             check(m.is_finite() && m > 0.0 && m <= self.min_rto_ms, "min_rto_prime_ms", m,
                 "a positive number of ms at most min_rto_ms, or unset")?;
@@ -981,6 +984,13 @@ mod tests {
         assert_eq!(e.field, "tcp.abc_limit_pkts");
         let ok = r#"{"tcp":{"cwnd_growth":"linux","dupack_rule":"ns3"},"flows":[{"app":"bulk"}]}"#;
         assert!(Scenario::from_json(ok).is_ok());
+    }
+
+    #[test]
+    fn linux_rto_refuses_a_differentiated_minimum() {
+        let e = err(r#"{"tcp":{"rto_rule":"linux","min_rto_prime_ms":200},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.rto_rule", "linux"));
+        assert!(Scenario::from_json(r#"{"tcp":{"rto_rule":"linux"},"flows":[{"app":"bulk"}]}"#).is_ok());
     }
 
     #[test]

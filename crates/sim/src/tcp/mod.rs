@@ -838,7 +838,7 @@ impl Endpoint {
                 _ => return None,
             }
         };
-        self.rtt.sample(sample, p.min_rto, p.granularity);
+        self.rtt.sample(sample, p.min_rto, p.granularity, ack, self.snd_max);
         Some(sample)
     }
 
