@@ -241,6 +241,20 @@ pub enum CwndGrowth {
     Linux,
 }
 
+/// When a receiver acknowledges in-order data at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AckRule {
+    /// RFC 5681 §4.2: every second full segment, out-of-order data, hole fills; else after
+    /// `delayed_ack_ms`.
+    Rfc5681,
+    /// As `rfc5681`, plus Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`):
+    /// the first data segment, one arriving more than the receiver's RTO after the previous
+    /// one, and an old (duplicate) segment each make the next min(16, rwnd / 2 MSS) ACKs
+    /// immediate.
+    Linux,
+}
+
 /// The retransmission timeout's bound on SRTT and RTTVAR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -261,6 +275,9 @@ pub enum RecoveryRto {
     /// A diagnostic: only the first partial ACK of an episode, as ns-3.44 does in SACK
     /// recovery (RFC 6582's "Impatient" variant, which smallpipe's NewReno uses anyway).
     FirstPartial,
+    /// As `rfc6298`, and also every retransmission of the segment at `snd_una` (Linux
+    /// `tcp_xmit_retransmit_queue`), so a hole retransmitted late in a recovery gets a full RTO.
+    Linux,
 }
 
 /// How duplicate ACKs are counted toward fast retransmit (SACK recovery).
@@ -305,6 +322,10 @@ pub struct TcpConfig {
     /// full segments.
     #[serde(default)]
     pub ack_first_data: bool,
+    /// When the receiver acknowledges at once besides RFC 5681's cases: never, or also in
+    /// Linux's quick-ACK mode (after the first data and after a silence longer than its RTO).
+    #[serde(default = "d_ack_rule")]
+    pub ack_rule: AckRule,
     /// Limited transmit (RFC 3042).
     #[serde(default = "d_true")]
     pub limited_transmit: bool,
@@ -554,6 +575,7 @@ fn d_dupthresh() -> u32 { 3 }
 fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
 fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
+fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
 fn d_rwnd() -> u64 { 65_535 }
@@ -733,7 +755,8 @@ impl TcpConfig {
         check(self.dupack_rule == DupackRule::Rfc || self.recovery == Recovery::Sack, "dupack_rule", "ns3",
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
         check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
-            "first_partial", "\"rfc6298\", or \"first_partial\" only with recovery = \"sack\" (NewReno does it already)")?;
+            if self.recovery_rto == RecoveryRto::Linux { "linux" } else { "first_partial" },
+            "\"rfc6298\", or another rule only with recovery = \"sack\"")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;

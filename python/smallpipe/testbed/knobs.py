@@ -109,8 +109,9 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
                 "(hystart) for the whole host, not per namespace, and Reno has none")
     if tcp["dupack_rule"] != "rfc":
         _refuse("tcp.dupack_rule", tcp["dupack_rule"], '"rfc": ns-3\'s duplicate-ACK count is a simulator diagnostic')
-    if tcp["recovery_rto"] != "rfc6298":
-        _refuse("tcp.recovery_rto", tcp["recovery_rto"], '"rfc6298": ns-3\'s timer restart is a simulator diagnostic')
+    if tcp["recovery_rto"] == "first_partial":
+        _refuse("tcp.recovery_rto", "first_partial",
+                '"rfc6298" or "linux" (what Linux does): ns-3\'s timer restart is a simulator diagnostic')
     if tcp["cwnd_growth"] == "byte_counting":
         _refuse("tcp.cwnd_growth", "byte_counting",
                 '"linux" (what Linux does) or "per_ack": Linux has no RFC 3465 byte counting with a limit L')

@@ -23,9 +23,9 @@ pub mod hystart;
 mod rtt;
 pub mod sack;
 
-pub use rtt::RttEstimator;
+pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
-use crate::config::{Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
+use crate::config::{AckRule, Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
@@ -63,11 +63,15 @@ pub struct TcpParams {
     pub hystart: bool,
     pub delayed_ack: Option<Duration>,
     pub ack_first_data: bool,
+    /// Linux's quick-ACK mode: this many immediate ACKs when it starts (0: `ack_rule = "rfc5681"`).
+    pub quick_acks: u8,
     pub limited_transmit: bool,
     pub dupthresh: u32,
     pub dupack_rule: DupackRule,
     /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
     pub first_partial_rto: bool,
+    /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
+    pub head_retransmit_rto: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -107,10 +111,16 @@ impl TcpParams {
             hystart: c.hystart,
             delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
             ack_first_data: c.ack_first_data,
+            // Linux tcp_incr_quickack: rcv_wnd / (2 rcv_mss), at least 2, at most TCP_MAX_QUICKACKS = 16.
+            quick_acks: match c.ack_rule {
+                AckRule::Rfc5681 => 0,
+                AckRule::Linux => (c.rwnd_bytes / (2 * mss)).clamp(2, 16) as u8,
+            },
             limited_transmit: c.limited_transmit,
             dupthresh: c.dupack_threshold,
             dupack_rule: c.dupack_rule,
             first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
+            head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -226,8 +236,9 @@ impl OutOfOrder {
     }
 }
 
-/// Queues of features most connections do not use (interactive bursts, thin streams,
-/// diversity), kept out of `Endpoint` so it stays small (docs/performance.md).
+/// Queues and state of features most connections do not use (interactive bursts, thin
+/// streams, diversity, Linux's RTO and quick ACKs), kept out of `Endpoint` so it stays small
+/// (docs/performance.md).
 #[derive(Debug, Clone, Default)]
 struct FeatureQueues {
     /// End offsets of the first transmissions not yet acknowledged (Linux `packets_out`);
@@ -237,6 +248,11 @@ struct FeatureQueues {
     copy_acks: VecDeque<(u64, u32)>,
     /// Interactive bursts written and not yet acknowledged.
     pending_bursts: VecDeque<PendingBurst>,
+    /// Linux's RTT variance state (`rto_rule = "linux"`).
+    linux_rtt: LinuxVar,
+    /// Arrival of the last in-order data segment (`ack_rule = "linux"`: a longer silence than
+    /// the RTO restarts quick-ACK mode).
+    last_data_rcv: Option<Instant>,
 }
 
 #[derive(Debug, Clone)]
@@ -301,6 +317,8 @@ pub struct Endpoint {
     last_ack_sent: u64,
     /// In-order segments not yet acknowledged: 0, 1 or 2 (the second is acknowledged at once).
     unacked_segs: u8,
+    /// Immediate ACKs left in Linux's quick-ACK mode (`ack_rule = "linux"`).
+    quick_acks: u8,
     delack_at: Opt64<Instant>,
     // Bookkeeping for the simulator.
     pub timer_gen: u32,
@@ -335,7 +353,7 @@ impl Endpoint {
             recover_mark: 0,
             prev_highest_ack: 0,
             rto_una: Opt64::NONE,
-            rtt: RttEstimator::new(p.initial_rto, p.max_rto).linux_rto(p.linux_rto),
+            rtt: RttEstimator::new(p.initial_rto, p.max_rto),
             timed: None,
             syn_tries: 0,
             scoreboard: RangeSet::default(),
@@ -353,6 +371,7 @@ impl Endpoint {
             ts_recent: 0,
             last_ack_sent: 0,
             unacked_segs: 0,
+            quick_acks: 0,
             delack_at: Opt64::NONE,
             timer_gen: 0,
             timer_armed: None,
@@ -838,7 +857,12 @@ impl Endpoint {
                 _ => return None,
             }
         };
-        self.rtt.sample(sample, p.min_rto, p.granularity, ack, self.snd_max);
+        let linux = if p.linux_rto {
+            Some(LinuxSample { var: &mut self.queues.get_or_insert_default().linux_rtt, acked: ack, sent_max: self.snd_max })
+        } else {
+            None
+        };
+        self.rtt.sample(sample, p.min_rto, p.granularity, linux);
         Some(sample)
     }
 
@@ -935,7 +959,9 @@ impl Endpoint {
             self.fin_offset = Opt64::some(end - 1);
         }
         if end <= self.rcv_nxt {
-            self.send_ack(now, p, out); // a duplicate: tell the sender where we are
+            // A duplicate: tell the sender where we are (Linux also enters quick-ACK mode).
+            self.quick_acks = self.quick_acks.max(p.quick_acks);
+            self.send_ack(now, p, out);
             return;
         }
         if start > self.rcv_nxt {
@@ -969,7 +995,17 @@ impl Endpoint {
             };
         }
         self.unacked_segs += 1;
-        let ack_now = filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss;
+        if p.quick_acks > 0 {
+            // Linux tcp_event_data_recv: the first data, or data after a silence longer than
+            // the RTO ("the sender failed to restart window"), starts quick-ACK mode.
+            let rto = self.rtt.rto();
+            let last = self.queues_mut().last_data_rcv.replace(now);
+            if last.is_none_or(|t| now.saturating_since(t) > rto) {
+                self.quick_acks = self.quick_acks.max(p.quick_acks);
+            }
+        }
+        let ack_now = filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss
+            || self.quick_acks > 0;
         match p.delayed_ack {
             Some(delay) if !ack_now => {
                 self.delack_at.get_or_insert(now + delay);
@@ -1187,6 +1223,10 @@ impl Endpoint {
         if off < self.snd_max {
             if off > 0 {
                 self.stats.retransmits += 1;
+                // Outside a timeout episode: there the RTO handler arms the timer itself.
+                if p.head_retransmit_rto && off == self.snd_una && self.backoff_since.get().is_none() {
+                    self.arm_rto(now, p);
+                }
             }
             self.timed = None; // Karn: never time a retransmitted segment
         } else {
@@ -1245,6 +1285,9 @@ impl Endpoint {
     }
 
     fn packet(&mut self, off: u64, len: u16, flags: TcpFlags, now: Instant, p: &TcpParams) -> Packet {
+        if flags.ack() {
+            self.quick_acks = self.quick_acks.saturating_sub(1); // Linux tcp_dec_quickack_mode
+        }
         self.unacked_segs = 0;
         self.delack_at = Opt64::NONE;
         if flags.ack() {

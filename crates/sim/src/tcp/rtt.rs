@@ -15,15 +15,14 @@ pub struct RttEstimator {
     /// Here, unlike the lower bound and the clock granularity (passed in from `TcpParams`),
     /// because `rto` is read where the parameters are not at hand (the trace).
     max_rto: Duration,
-    /// Linux's estimator instead of RFC 6298's RTTVAR (boxed: most runs use RFC 6298's).
-    linux: Option<Box<LinuxVar>>,
 }
 
-/// Linux's variance state. Its RTO is SRTT + `rttvar_ns`, where `rttvar_ns` never falls
-/// below `min_rto`, jumps at once to the largest deviation seen in the current RTT and
-/// decays towards it by a quarter of the gap once per RTT.
+/// Linux's variance state for `rto_rule = "linux"`, kept by the caller with its other rarely
+/// used state (the estimator stays small). Linux's RTO is SRTT + `rttvar_ns`, where
+/// `rttvar_ns` never falls below `min_rto`, jumps at once to the largest deviation seen in
+/// the current RTT and decays towards it by a quarter of the gap once per RTT.
 #[derive(Debug, Clone, Default)]
-struct LinuxVar {
+pub struct LinuxVar {
     /// Four times the mean deviation (RFC 6298's 4·RTTVAR), but a sample below SRTT raises
     /// it with gain 1/32 instead of 1/4.
     mdev_ns: u64,
@@ -34,44 +33,42 @@ struct LinuxVar {
     rtt_seq: u64,
 }
 
+/// A sample for Linux's estimator: its state, the ACK's cumulative offset and the highest
+/// offset sent (they mark Linux's RTT boundaries).
+pub struct LinuxSample<'a> {
+    pub var: &'a mut LinuxVar,
+    pub acked: u64,
+    pub sent_max: u64,
+}
+
 impl RttEstimator {
     pub fn new(initial_rto: Duration, max_rto: Duration) -> Self {
-        RttEstimator { srtt_ns: Opt64::NONE, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, max_rto, linux: None }
+        RttEstimator { srtt_ns: Opt64::NONE, rttvar_ns: 0, rto_base: initial_rto, backoff: 0, max_rto }
     }
 
-    /// Linux's estimator and RTO (`tcp_rtt_estimator`, `tcp_set_rto`) instead of RFC 6298's.
-    pub fn linux_rto(mut self, on: bool) -> Self {
-        self.linux = on.then(Box::default);
-        self
-    }
-
-    /// The RTO before backoff for the current SRTT and RTTVAR, `min_rto` as the lower bound
-    /// (Linux's variance term carries its own, folded in by `sample`).
+    /// RFC 6298's RTO before backoff for the current SRTT and RTTVAR, `min_rto` as the lower bound.
     fn base_ns(&self, srtt: u64, min_rto: Duration, granularity: Duration) -> u64 {
-        let rto = match &self.linux {
-            Some(l) => srtt + l.rttvar_ns,
-            None => (srtt + granularity.as_nanos().max(4 * self.rttvar_ns)).max(min_rto.as_nanos()),
-        };
-        rto.min(self.max_rto.as_nanos())
+        (srtt + granularity.as_nanos().max(4 * self.rttvar_ns)).max(min_rto.as_nanos()).min(self.max_rto.as_nanos())
     }
 
     /// RFC 6298 (2.2)/(2.3): fold in a measurement R and collapse the backoff; the RTO is
-    /// at least `min_rto`, and its variance term at least the clock `granularity` G.
-    /// `acked` (the ACK's cumulative offset) and `sent_max` (the highest offset sent) mark
-    /// Linux's RTT boundaries; RFC 6298 does not use them.
-    pub fn sample(&mut self, r: Duration, min_rto: Duration, granularity: Duration, acked: u64, sent_max: u64) {
+    /// at least `min_rto`, and its variance term at least the clock `granularity` G. With
+    /// `linux`, Linux's `tcp_rtt_estimator` and `tcp_set_rto` instead (G unused).
+    pub fn sample(&mut self, r: Duration, min_rto: Duration, granularity: Duration, linux: Option<LinuxSample>) {
         let r = r.as_nanos();
         let min_rto_ns = min_rto.as_nanos();
-        match (self.srtt_ns.get(), self.linux.as_deref_mut()) {
-            (None, Some(l)) => {
+        // Linux's variance term, or None for RFC 6298's.
+        let linux_var_ns = match (self.srtt_ns.get(), linux) {
+            (None, Some(LinuxSample { var: l, sent_max, .. })) => {
                 // As RFC 6298 (2.2), with min_rto folded into the variance term.
                 self.srtt_ns = Opt64::some(r);
                 l.mdev_ns = 2 * r;
                 l.rttvar_ns = l.mdev_ns.max(min_rto_ns);
                 l.mdev_max_ns = l.rttvar_ns;
                 l.rtt_seq = sent_max;
+                Some(l.rttvar_ns)
             }
-            (Some(srtt), Some(l)) => {
+            (Some(srtt), Some(LinuxSample { var: l, acked, sent_max })) => {
                 let err = r as i64 - srtt as i64;
                 self.srtt_ns = Opt64::some((srtt as i64 + (err >> 3)) as u64);
                 let mut step = err.abs() - (l.mdev_ns >> 2) as i64;
@@ -91,19 +88,25 @@ impl RttEstimator {
                     l.rtt_seq = sent_max;
                     l.mdev_max_ns = min_rto_ns;
                 }
+                Some(l.rttvar_ns)
             }
             (None, None) => {
                 self.srtt_ns = Opt64::some(r);
                 self.rttvar_ns = r / 2;
+                None
             }
             (Some(srtt), None) => {
                 // RTTVAR <- (1 - 1/4) RTTVAR + 1/4 |SRTT - R'|; SRTT <- (1 - 1/8) SRTT + 1/8 R'
                 self.rttvar_ns = (3 * self.rttvar_ns + srtt.abs_diff(r)) / 4;
                 self.srtt_ns = Opt64::some((7 * srtt + r) / 8);
+                None
             }
-        }
+        };
         let srtt = self.srtt_ns.get().unwrap_or(r);
-        self.rto_base = Duration(self.base_ns(srtt, min_rto, granularity));
+        self.rto_base = Duration(match linux_var_ns {
+            Some(var) => (srtt + var).min(self.max_rto.as_nanos()),
+            None => self.base_ns(srtt, min_rto, granularity),
+        });
         self.backoff = 0;
     }
 
@@ -154,7 +157,7 @@ mod tests {
 
     /// A sample with min RTO 200 ms and G = 1 ms.
     fn sample(e: &mut RttEstimator, r: Duration) {
-        e.sample(r, Duration::from_millis(200), Duration::from_millis(1), 0, 0);
+        e.sample(r, Duration::from_millis(200), Duration::from_millis(1), None);
     }
 
     #[test]
@@ -191,6 +194,23 @@ mod tests {
         assert_eq!(e.rto(), Duration::from_millis(200), "a valid sample collapses the backoff");
     }
 
+    /// An estimator with Linux's state beside it, as the endpoint keeps them.
+    struct Linux(RttEstimator, LinuxVar);
+
+    impl Linux {
+        fn new() -> Self {
+            Linux(est(), LinuxVar::default())
+        }
+        fn sample(&mut self, r_ms: u64, min_rto: Duration, acked: u64, sent_max: u64) {
+            let linux = Some(LinuxSample { var: &mut self.1, acked, sent_max });
+            self.0.sample(Duration::from_millis(r_ms), min_rto, Duration::from_millis(1), linux);
+        }
+        /// The variance term: RTO minus SRTT.
+        fn var_ns(&self) -> u64 {
+            self.0.rto().as_nanos() - self.0.srtt().unwrap().as_nanos()
+        }
+    }
+
     #[test]
     fn linux_rto_adds_the_minimum_to_srtt_where_rfc_6298_takes_the_larger() {
         // Samples 400 ms then 420 ms: RTTVAR = 3/4·200 + 1/4·20 = 155 ms, SRTT = 7/8·400 +
@@ -198,28 +218,21 @@ mod tests {
         // 402.5 + max(620, 1000) = 1402.5 ms. Then 40 samples of 400 ms: RTTVAR decays to
         // under 1 ms and SRTT to 400 ms, so RFC 6298 gives the 1 s floor and Linux 1.4 s.
         let (min_rto, g) = (Duration::from_secs(1), Duration::from_millis(1));
-        let mut rfc = RttEstimator::new(Duration::from_secs(1), Duration::from_secs(60));
-        let mut linux = rfc.clone().linux_rto(true);
-        for e in [&mut rfc, &mut linux] {
-            e.sample(Duration::from_millis(400), min_rto, g, 1, 10);
-            e.sample(Duration::from_millis(420), min_rto, g, 2, 11);
+        let (mut rfc, mut linux) = (est(), Linux::new());
+        for (k, r) in [400, 420].into_iter().enumerate() {
+            rfc.sample(Duration::from_millis(r), min_rto, g, None);
+            linux.sample(r, min_rto, 1 + k as u64, 10 + k as u64);
         }
-        assert_eq!((rfc.rto(), linux.rto()), (Duration::from_micros(1_022_500), Duration::from_micros(1_402_500)));
-        for e in [&mut rfc, &mut linux] {
-            for k in 0..40 {
-                e.sample(Duration::from_millis(400), min_rto, g, 11 + k, 20 + k);
-            }
+        assert_eq!((rfc.rto(), linux.0.rto()), (Duration::from_micros(1_022_500), Duration::from_micros(1_402_500)));
+        for k in 0..40 {
+            rfc.sample(Duration::from_millis(400), min_rto, g, None);
+            linux.sample(400, min_rto, 11 + k, 20 + k);
         }
         assert_eq!(rfc.rto(), Duration::from_secs(1));
-        let l = linux.rto().as_nanos();
+        let l = linux.0.rto().as_nanos();
         assert!((1_400_000_000..1_400_100_000).contains(&l), "{l}");
-        linux.back_off();
-        assert_eq!(linux.rto().as_nanos(), 2 * l, "backoff doubles it as RFC 6298 (5.5)");
-    }
-
-    /// Linux's variance term: RTO minus SRTT.
-    fn linux_var_ns(e: &RttEstimator) -> u64 {
-        e.rto().as_nanos() - e.srtt().unwrap().as_nanos()
+        linux.0.back_off();
+        assert_eq!(linux.0.rto().as_nanos(), 2 * l, "backoff doubles it as RFC 6298 (5.5)");
     }
 
     #[test]
@@ -231,20 +244,20 @@ mod tests {
         // it still holds at the ACK past 10 that ends the RTT (mdev_max 1062.5 = rttvar; the
         // next RTT's mdev_max starts at 1000). At the end of that RTT rttvar decays by
         // (1062.5 - 1000)/4 = 15.625 to 1046.875 ms.
-        let (min_rto, g) = (Duration::from_secs(1), Duration::from_millis(1));
-        let mut e = RttEstimator::new(Duration::from_secs(1), Duration::from_secs(60)).linux_rto(true);
-        e.sample(Duration::from_millis(400), min_rto, g, 1, 10);
-        assert_eq!(e.rto(), Duration::from_millis(1400));
-        e.sample(Duration::from_millis(420), min_rto, g, 5, 12);
-        e.sample(Duration::from_millis(1000), min_rto, g, 8, 14);
-        assert_eq!(linux_var_ns(&e), 1_062_500_000);
-        assert_eq!(e.srtt(), Some(Duration(477_187_500)), "402.5 + 597.5/8");
-        e.sample(Duration::from_millis(300), min_rto, g, 9, 14);
-        assert_eq!(linux_var_ns(&e), 1_062_500_000, "held within the RTT (RFC 6298's 4·RTTVAR: 974.06)");
-        e.sample(Duration::from_millis(400), min_rto, g, 11, 20);
-        assert_eq!(linux_var_ns(&e), 1_062_500_000, "the RTT that saw the peak ends: no decay");
-        e.sample(Duration::from_millis(400), min_rto, g, 21, 30);
-        assert_eq!(linux_var_ns(&e), 1_046_875_000, "a quarter of the gap to rto_min");
+        let min_rto = Duration::from_secs(1);
+        let mut e = Linux::new();
+        e.sample(400, min_rto, 1, 10);
+        assert_eq!(e.0.rto(), Duration::from_millis(1400));
+        e.sample(420, min_rto, 5, 12);
+        e.sample(1000, min_rto, 8, 14);
+        assert_eq!(e.var_ns(), 1_062_500_000);
+        assert_eq!(e.0.srtt(), Some(Duration(477_187_500)), "402.5 + 597.5/8");
+        e.sample(300, min_rto, 9, 14);
+        assert_eq!(e.var_ns(), 1_062_500_000, "held within the RTT (RFC 6298's 4·RTTVAR: 974.06)");
+        e.sample(400, min_rto, 11, 20);
+        assert_eq!(e.var_ns(), 1_062_500_000, "the RTT that saw the peak ends: no decay");
+        e.sample(400, min_rto, 21, 30);
+        assert_eq!(e.var_ns(), 1_046_875_000, "a quarter of the gap to rto_min");
     }
 
     #[test]
@@ -253,13 +266,12 @@ mod tests {
         // = 3/4·200 + 1/4·300 = 225, RTO = 362.5 + 900 = 1262.5 ms. Linux: |err| - mdev/4 =
         // 300 - 200 = 100 ms, times 1/8 for a falling RTT: mdev = 812.5, RTO = 1175 ms.
         let (min_rto, g) = (Duration::from_millis(10), Duration::from_millis(1));
-        let mut rfc = RttEstimator::new(Duration::from_secs(1), Duration::from_secs(60));
-        let mut linux = rfc.clone().linux_rto(true);
-        for e in [&mut rfc, &mut linux] {
-            e.sample(Duration::from_millis(400), min_rto, g, 1, 10);
-            e.sample(Duration::from_millis(100), min_rto, g, 2, 10);
+        let (mut rfc, mut linux) = (est(), Linux::new());
+        for (k, r) in [400, 100].into_iter().enumerate() {
+            rfc.sample(Duration::from_millis(r), min_rto, g, None);
+            linux.sample(r, min_rto, 1 + k as u64, 10);
         }
-        assert_eq!((rfc.rto(), linux.rto()), (Duration::from_micros(1_262_500), Duration::from_millis(1175)));
+        assert_eq!((rfc.rto(), linux.0.rto()), (Duration::from_micros(1_262_500), Duration::from_millis(1175)));
     }
 
     #[test]
