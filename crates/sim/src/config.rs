@@ -241,6 +241,19 @@ pub enum CwndGrowth {
     Linux,
 }
 
+/// How much SACK fast recovery sends per ACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryPacing {
+    /// RFC 6675: cwnd = ssthresh at once, then whatever `cwnd - pipe` allows.
+    Rfc6675,
+    /// RFC 6937 Proportional Rate Reduction with slow-start reduction bound (PRR-SSRB), as
+    /// Linux's `tcp_cwnd_reduction`: while pipe > ssthresh, sends ssthresh/prior cwnd of what
+    /// is delivered; below, rebuilds towards ssthresh by at most one segment more than is
+    /// delivered per ACK; the fast retransmit always goes out.
+    Prr,
+}
+
 /// When a receiver acknowledges in-order data at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -335,6 +348,9 @@ pub struct TcpConfig {
     /// Duplicate-ACK accounting: RFC 6675's, or ns-3's (a diagnostic; SACK recovery only).
     #[serde(default = "d_dupack_rule")]
     pub dupack_rule: DupackRule,
+    /// How much SACK recovery sends per ACK: RFC 6675's, or RFC 6937's PRR (Linux's).
+    #[serde(default = "d_recovery_pacing")]
+    pub recovery_pacing: RecoveryPacing,
     /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
     #[serde(default = "d_recovery_rto")]
     pub recovery_rto: RecoveryRto,
@@ -576,6 +592,7 @@ fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
 fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
+fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
 fn d_rwnd() -> u64 { 65_535 }
@@ -754,6 +771,8 @@ impl TcpConfig {
         check((1..=100).contains(&self.dupack_threshold), "dupack_threshold", self.dupack_threshold, "1 to 100")?;
         check(self.dupack_rule == DupackRule::Rfc || self.recovery == Recovery::Sack, "dupack_rule", "ns3",
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
+        check(self.recovery_pacing == RecoveryPacing::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pacing",
+            "prr", "\"rfc6675\", or \"prr\" only with recovery = \"sack\"")?;
         check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
             if self.recovery_rto == RecoveryRto::Linux { "linux" } else { "first_partial" },
             "\"rfc6298\", or another rule only with recovery = \"sack\"")?;

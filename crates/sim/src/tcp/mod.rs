@@ -25,7 +25,7 @@ pub mod sack;
 
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
-use crate::config::{AckRule, Congestion, CwndGrowth, DupackRule, Recovery, RecoveryRto, RtoRule, TcpConfig};
+use crate::config::{AckRule, Congestion, CwndGrowth, DupackRule, Recovery, RecoveryPacing, RecoveryRto, RtoRule, TcpConfig};
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
@@ -72,6 +72,8 @@ pub struct TcpParams {
     pub first_partial_rto: bool,
     /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
     pub head_retransmit_rto: bool,
+    /// RFC 6937 PRR-SSRB in SACK recovery (`recovery_pacing = "prr"`).
+    pub prr: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -121,6 +123,7 @@ impl TcpParams {
             dupack_rule: c.dupack_rule,
             first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
             head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
+            prr: c.recovery_pacing == RecoveryPacing::Prr,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -253,6 +256,20 @@ struct FeatureQueues {
     /// Arrival of the last in-order data segment (`ack_rule = "linux"`: a longer silence than
     /// the RTO restarts quick-ACK mode).
     last_data_rcv: Option<Instant>,
+    prr: Prr,
+}
+
+/// RFC 6937 state of the current SACK recovery (`recovery_pacing = "prr"`), bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Prr {
+    /// Delivered (cumulatively acknowledged or newly SACKed) since the recovery began.
+    delivered: u64,
+    /// Sent since the recovery began.
+    out: u64,
+    /// cwnd when it began (Linux's `prior_cwnd`, RFC 6937's RecoverFS).
+    prior_cwnd: u64,
+    /// Delivered by the ACK being processed; 0 once it has set cwnd.
+    this_ack: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -707,6 +724,7 @@ impl Endpoint {
             self.state = State::Established; // the handshake's third segment
             self.count_handshake_as_unacked(p);
         }
+        let sacked_before = if p.prr { self.sacked_from(self.snd_una) } else { 0 };
         let mut new_sack = false;
         if p.sack() {
             for b in seg.sack_blocks() {
@@ -714,6 +732,17 @@ impl Endpoint {
                 if s >= self.snd_una && e <= self.snd_max && e > ack {
                     new_sack |= self.scoreboard.insert(s.max(ack), e);
                 }
+            }
+        }
+        if p.prr {
+            // RFC 6937 DeliveredData: the change in snd_una plus the change in SACKed bytes.
+            let delivered = (ack.saturating_sub(self.snd_una) + self.sacked_from(ack.max(self.snd_una)))
+                .saturating_sub(sacked_before);
+            let in_recovery = self.recovery.is_some();
+            let prr = &mut self.queues_mut().prr;
+            prr.this_ack = delivered;
+            if in_recovery {
+                prr.delivered += delivered;
             }
         }
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
@@ -939,6 +968,14 @@ impl Endpoint {
         self.ca_acked = 0;
         self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });
         match p.recovery {
+            Recovery::Sack if p.prr => {
+                let prior_cwnd = self.cwnd;
+                let q = self.queues_mut();
+                q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, this_ack: q.prr.this_ack };
+                self.prr_set_cwnd(p);
+                self.retransmit_una(now, p, out); // forced, as Linux does
+                self.sack_send(now, p, out);
+            }
             Recovery::Sack => {
                 self.cwnd = self.ssthresh;
                 self.retransmit_una(now, p, out);
@@ -1168,6 +1205,34 @@ impl Endpoint {
         pipe
     }
 
+    /// SACKed bytes at or above `from`.
+    fn sacked_from(&self, from: u64) -> u64 {
+        self.scoreboard.ranges().iter().map(|&(s, e)| e.saturating_sub(s.max(from))).sum()
+    }
+
+    /// RFC 6937 PRR-SSRB as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
+    /// cwnd = pipe + what may be sent now. Linux counts whole segments, hence the rounding.
+    fn prr_set_cwnd(&mut self, p: &TcpParams) {
+        let pipe = self.pipe(p);
+        let ssthresh = self.ssthresh;
+        let Some(q) = self.queues.as_deref_mut() else { return };
+        let prr = &mut q.prr;
+        if prr.this_ack == 0 {
+            return;
+        }
+        let sndcnt = if pipe > ssthresh {
+            // Proportional: ceil(ssthresh · delivered / prior_cwnd) segments in all.
+            ((ssthresh * prr.delivered).div_ceil(prr.prior_cwnd.max(1) * p.mss) * p.mss).saturating_sub(prr.out)
+        } else {
+            // Slow-start reduction bound: towards ssthresh, one segment more than delivered.
+            (ssthresh - pipe).min(prr.delivered.saturating_sub(prr.out).max(prr.this_ack) + p.mss)
+        };
+        // The fast retransmit always goes out.
+        let sndcnt = if prr.out == 0 { sndcnt.max(p.mss) } else { sndcnt };
+        prr.this_ack = 0;
+        self.cwnd = pipe + sndcnt;
+    }
+
     /// RFC 6675 NextSeg rules 1-3: a lost hole, else new data, else a rescue of an
     /// un-SACKed hole below the highest SACKed byte.
     fn next_seg(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
@@ -1198,6 +1263,9 @@ impl Endpoint {
     }
 
     fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if p.prr {
+            self.prr_set_cwnd(p);
+        }
         while self.cwnd >= self.pipe(p) + p.mss {
             let Some((off, len, fin)) = self.next_seg(p) else { break };
             let retransmission = off < self.snd_max;
@@ -1255,6 +1323,9 @@ impl Endpoint {
         self.stats.segments_sent += 1;
         if len > 0 {
             self.last_data_sent = now;
+        }
+        if p.prr && self.recovery.is_some() {
+            self.queues_mut().prr.out += len;
         }
         self.emit(off, len, fin, now, p, out);
     }

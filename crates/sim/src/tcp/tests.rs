@@ -1527,6 +1527,45 @@ fn linux_recovery_rto_restarts_the_timer_when_the_head_is_retransmitted() {
     }
 }
 
+#[test]
+fn prr_spreads_the_reduction_over_the_acks_where_rfc_6675_waits_then_sends() {
+    // SACK, a window of 20 segments (40 written), segment 0 lost; the duplicate ACK j
+    // SACKs segment j. At j = 3 fast retransmit: ssthresh = 20/2 = 10, pipe before it =
+    // segments 4..19 = 16, and after dupack j (no loss) pipe = (19 - j) originals + the
+    // resend + n new segments sent so far.
+    // RFC 6675: cwnd = 10 at once, so nothing new until pipe < 10, at j = 11; then one per
+    // dupack. PRR (RFC 6937, Linux's tcp_cwnd_reduction, prior cwnd 20): while pipe > 10,
+    // ceil(10 (j - 2) / 20) segments sent in all (the resend forced at j = 3): one per two
+    // dupacks; at j = 15 pipe is 4 + 1 + 5 = 10, so the slow-start bound allows
+    // min(10 - pipe, ...) = 0, and from j = 16 pipe 9 allows one each.
+    for (pacing, expected) in [
+        (crate::config::RecoveryPacing::Rfc6675, [1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
+        (crate::config::RecoveryPacing::Prr, [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 1, 1]),
+    ] {
+        let p = params(|c| {
+            c.initial_window_pkts = 20;
+            c.limited_transmit = false;
+            c.recovery_pacing = pacing;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(40 * p.mss, false, t(100), &p, &mut out);
+        assert_eq!(out.len(), 20);
+        let mut sent_per_dupack = Vec::new();
+        for (j, seg) in out.iter().enumerate().skip(1) {
+            let mut ack = Vec::new();
+            s.on_segment(seg, t(150 + j as u64), &p, &mut ack);
+            let mut sent = Vec::new();
+            c.on_segment(&ack[0], t(300 + j as u64), &p, &mut sent);
+            if j >= 3 {
+                sent_per_dupack.push(sent.len());
+            }
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        assert_eq!(sent_per_dupack, expected, "{pacing:?}");
+    }
+}
+
 /// Issue 13's goal: an active flow (its two endpoints, the simulator's `Conn` and two
 /// entries of the demultiplexing map) takes at most 1 KiB. The endpoint was 816 bytes
 /// before issue 13 (1 808 bytes per flow).
