@@ -162,24 +162,26 @@ fn linux_quick_ack_mode_acks_the_first_segments_and_those_after_a_silence_at_onc
     // first data segment, and again after a segment that arrives more than the receiver's
     // RTO (1 s: the 1 s minimum over a 100 ms handshake RTT) after the previous one;
     // otherwise RFC 5681's pairs. Six segments at 200..205 ms, or three there and three
-    // 1001 ms (or 898 ms) after the third.
+    // 1001 ms (or 898 ms) after the third. An old segment (tcp_enter_quickack_mode) also
+    // restarts the mode: the first segment again after the third, then 3 and 4 at once.
     let p = |rule| params(|c| {
         c.delayed_ack = true;
         c.initial_window_pkts = 6;
         c.rwnd_bytes = 6000;
         c.ack_rule = rule;
     });
-    let acks_for = |p: &TcpParams, arrivals: &[u64]| {
+    let acks_in_order = |p: &TcpParams, order: &[usize], arrivals: &[u64]| {
         let (mut c, mut s) = established(p, 0, 0);
         let mut out = Vec::new();
         c.app_write(6000, false, t(100), p, &mut out);
         assert_eq!(out.len(), 6);
-        out.iter().zip(arrivals).map(|(seg, &at)| {
+        order.iter().zip(arrivals).map(|(&i, &at)| {
             let mut acks = Vec::new();
-            s.on_segment(seg, t(at), p, &mut acks);
+            s.on_segment(&out[i], t(at), p, &mut acks);
             acks.iter().map(|a| a.ack).collect::<Vec<_>>()
         }).collect::<Vec<_>>()
     };
+    let acks_for = |p: &TcpParams, arrivals: &[u64]| acks_in_order(p, &[0, 1, 2, 3, 4, 5], arrivals);
     let together = [200, 201, 202, 203, 204, 205];
     let (rfc, linux) = (p(crate::config::AckRule::Rfc5681), p(crate::config::AckRule::Linux));
     assert_eq!(acks_for(&rfc, &together), [vec![], vec![2001], vec![], vec![4001], vec![], vec![6001]]);
@@ -188,6 +190,8 @@ fn linux_quick_ack_mode_acks_the_first_segments_and_those_after_a_silence_at_onc
     assert_eq!(acks_for(&linux, &silence), [vec![1001], vec![2001], vec![3001], vec![4001], vec![5001], vec![6001]]);
     let shorter = [200, 201, 202, 1100, 1101, 1102];
     assert_eq!(acks_for(&linux, &shorter), [vec![1001], vec![2001], vec![3001], vec![], vec![5001], vec![]]);
+    let old_segment = acks_in_order(&linux, &[0, 1, 2, 0, 3, 4, 5], &[200, 201, 202, 203, 204, 205, 206]);
+    assert_eq!(old_segment, [vec![1001], vec![2001], vec![3001], vec![3001], vec![4001], vec![5001], vec![]]);
 }
 
 #[test]
