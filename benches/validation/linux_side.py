@@ -5,7 +5,7 @@ middlebox emulates the bottleneck), and reduced to the same result dict.
 Alignment: the scenario is ``sp_side``'s except ``tcp.overhead_max_ms`` (the simulator's
 random processing delay, off there; real hosts have their own jitter and the testbed refuses
 the knob) and ``tcp.ack_first_data`` (set there to match ns-3; Linux's quick-ACK mode
-acknowledges the first segments at once by itself, and the testbed refuses the knob). Linux runs ``reno`` with the RFC switches of docs/testbed.md (no RACK, TLP, F-RTO).
+acknowledges the first segments at once by itself, and the testbed refuses the knob). Linux runs ``reno`` with the RFC switches of docs/testbed.md (no TLP, F-RTO; RACK cannot be switched off from Linux 6.17).
 What Linux cannot switch off (PRR, undo, its RTO formula, adaptive delayed ACKs) stays and is
 the first suspect for any row outside its tolerance (docs/validation.md).
 

@@ -300,7 +300,8 @@ def testbed(
         typer.Option(help="Congestion control of every sender without its group's own flows[].tcp.congestion: reno, cubic or bbr [default: the scenario's tcp.congestion]."),
     ] = None,
     linux_tcp: Annotated[
-        bool, typer.Option(help="Keep Linux's RACK, tail loss probes and F-RTO (default: off, as in the RFCs).")
+        bool, typer.Option(help="Keep Linux's RACK, tail loss probes and F-RTO (default: off, as in the RFCs; "
+                          "RACK stays on from Linux 6.17).")
     ] = False,
 ) -> None:
     """Run a scenario on real Linux TCP in network namespaces through smallpipe-box (root)."""

@@ -241,13 +241,41 @@ pub enum CwndGrowth {
     Linux,
 }
 
+/// How much SACK fast recovery sends per ACK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryPacing {
+    /// RFC 6675: cwnd = ssthresh at once, then whatever `cwnd - pipe` allows.
+    Rfc6675,
+    /// RFC 6937 Proportional Rate Reduction with slow-start reduction bound (PRR-SSRB), as
+    /// Linux's `tcp_cwnd_reduction`: while pipe > ssthresh, sends ssthresh/prior cwnd of what
+    /// is delivered; below, rebuilds towards ssthresh by at most one segment more than is
+    /// delivered per ACK; the fast retransmit always goes out.
+    Prr,
+}
+
+/// When a receiver acknowledges in-order data at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AckRule {
+    /// RFC 5681 §4.2: every second full segment, out-of-order data, hole fills; else after
+    /// `delayed_ack_ms`.
+    Rfc5681,
+    /// As `rfc5681`, plus Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`):
+    /// the first data segment, one arriving more than the receiver's RTO after the previous
+    /// one, and an old (duplicate) segment each make the next min(16, rwnd / 2 MSS) ACKs
+    /// immediate.
+    Linux,
+}
+
 /// The retransmission timeout's bound on SRTT and RTTVAR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RtoRule {
     /// RFC 6298 (2.3): max(min_rto, SRTT + max(G, 4·RTTVAR)).
     Rfc6298,
-    /// Linux's `tcp_set_rto`: SRTT + max(4·RTTVAR, min_rto) (`rto_min` bounds the variance term).
+    /// Linux's `tcp_rtt_estimator` and `tcp_set_rto`: SRTT + a variance term that is at least
+    /// min_rto and the largest deviation of the last RTT, decaying once per RTT (docs/tcp.md).
     Linux,
 }
 
@@ -260,6 +288,9 @@ pub enum RecoveryRto {
     /// A diagnostic: only the first partial ACK of an episode, as ns-3.44 does in SACK
     /// recovery (RFC 6582's "Impatient" variant, which smallpipe's NewReno uses anyway).
     FirstPartial,
+    /// As `rfc6298`, and also every retransmission of the segment at `snd_una` (Linux
+    /// `tcp_xmit_retransmit_queue`), so a hole retransmitted late in a recovery gets a full RTO.
+    Linux,
 }
 
 /// How duplicate ACKs are counted toward fast retransmit (SACK recovery).
@@ -352,6 +383,10 @@ pub struct TcpConfig {
     /// full segments.
     #[serde(default)]
     pub ack_first_data: bool,
+    /// When the receiver acknowledges at once besides RFC 5681's cases: never, or also in
+    /// Linux's quick-ACK mode (after the first data and after a silence longer than its RTO).
+    #[serde(default = "d_ack_rule")]
+    pub ack_rule: AckRule,
     /// Limited transmit (RFC 3042).
     #[serde(default = "d_true")]
     pub limited_transmit: bool,
@@ -361,6 +396,9 @@ pub struct TcpConfig {
     /// Duplicate-ACK accounting: RFC 6675's, or ns-3's (a diagnostic; SACK recovery only).
     #[serde(default = "d_dupack_rule")]
     pub dupack_rule: DupackRule,
+    /// How much SACK recovery sends per ACK: RFC 6675's, or RFC 6937's PRR (Linux's).
+    #[serde(default = "d_recovery_pacing")]
+    pub recovery_pacing: RecoveryPacing,
     /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
     #[serde(default = "d_recovery_rto")]
     pub recovery_rto: RecoveryRto,
@@ -628,6 +666,8 @@ fn d_recovery_partial_ack() -> PartialAck { PartialAck::Rfc6675 }
 fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
 fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
+fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
+fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
 fn d_rwnd() -> u64 { 65_535 }
@@ -824,8 +864,11 @@ impl TcpConfig {
         check((1..=100).contains(&self.dupack_threshold), "dupack_threshold", self.dupack_threshold, "1 to 100")?;
         check(self.dupack_rule == DupackRule::Rfc || self.recovery == Recovery::Sack, "dupack_rule", "ns3",
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
+        check(self.recovery_pacing == RecoveryPacing::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pacing",
+            "prr", "\"rfc6675\", or \"prr\" only with recovery = \"sack\"")?;
         check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
-            "first_partial", "\"rfc6298\", or \"first_partial\" only with recovery = \"sack\" (NewReno does it already)")?;
+            if self.recovery_rto == RecoveryRto::Linux { "linux" } else { "first_partial" },
+            "\"rfc6298\", or another rule only with recovery = \"sack\"")?;
         check(self.disorder_ack == DisorderAck::Rfc || self.recovery == Recovery::Sack, "disorder_ack",
             if self.disorder_ack == DisorderAck::Ns3 { "ns3" } else { "ns3_timer" },
             "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
@@ -846,6 +889,8 @@ impl TcpConfig {
             self.initial_rto_ms, "a positive number of ms")?;
         check(self.syn_retries <= 20, "syn_retries", self.syn_retries, "0 to 20")?;
         finite_at_least("clock_granularity_ms", self.clock_granularity_ms, 0.0)?;
+        check(self.min_rto_prime_ms.is_none() || self.rto_rule == RtoRule::Rfc6298, "rto_rule", "linux",
+            "\"rfc6298\" with min_rto_prime_ms (Linux's variance term carries min_rto_ms in its state)")?;
         if let Some(m) = self.min_rto_prime_ms {
             check(m.is_finite() && m > 0.0 && m <= self.min_rto_ms, "min_rto_prime_ms", m,
                 "a positive number of ms at most min_rto_ms, or unset")?;
@@ -1089,6 +1134,13 @@ mod tests {
         assert_eq!(e.field, "tcp.abc_limit_pkts");
         let ok = r#"{"tcp":{"cwnd_growth":"linux","dupack_rule":"ns3"},"flows":[{"app":"bulk"}]}"#;
         assert!(Scenario::from_json(ok).is_ok());
+    }
+
+    #[test]
+    fn linux_rto_refuses_a_differentiated_minimum() {
+        let e = err(r#"{"tcp":{"rto_rule":"linux","min_rto_prime_ms":200},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.rto_rule", "linux"));
+        assert!(Scenario::from_json(r#"{"tcp":{"rto_rule":"linux"},"flows":[{"app":"bulk"}]}"#).is_ok());
     }
 
     #[test]

@@ -180,7 +180,7 @@ impl RcpSender {
     fn on_ack(&mut self, ack: u64, now: Instant, p: &TcpParams) {
         if let Some((end, sent)) = self.timed {
             if ack >= end {
-                self.rtt.sample(now - sent, p.min_rto, p.granularity);
+                self.rtt.sample(now - sent, p.min_rto, p.granularity, None);
                 self.timed = None;
             }
         }

@@ -109,8 +109,9 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
                 "(hystart) for the whole host, not per namespace, and Reno has none")
     if tcp["dupack_rule"] != "rfc":
         _refuse("tcp.dupack_rule", tcp["dupack_rule"], '"rfc": ns-3\'s duplicate-ACK count is a simulator diagnostic')
-    if tcp["recovery_rto"] != "rfc6298":
-        _refuse("tcp.recovery_rto", tcp["recovery_rto"], '"rfc6298": ns-3\'s timer restart is a simulator diagnostic')
+    if tcp["recovery_rto"] == "first_partial":
+        _refuse("tcp.recovery_rto", "first_partial",
+                '"rfc6298" or "linux" (what Linux does): ns-3\'s timer restart is a simulator diagnostic')
     if tcp["disorder_ack"] != "rfc":
         _refuse("tcp.disorder_ack", tcp["disorder_ack"], '"rfc": ns-3\'s CA_DISORDER ACK is a simulator diagnostic')
     if tcp["fast_retransmit_rto"] != "restart":
@@ -146,7 +147,7 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if rfc:
         # Linux extras beyond RFC 5681/6582/6675/6298, off where a sysctl allows it.
         sysctls |= {
-            "net.ipv4.tcp_recovery": "0",  # RACK loss detection
+            "net.ipv4.tcp_recovery": "0",  # RACK loss detection; no effect from Linux 6.17 (docs/testbed.md)
             "net.ipv4.tcp_early_retrans": "0",  # tail loss probes
             "net.ipv4.tcp_frto": "0",  # F-RTO spurious-timeout detection
             "net.ipv4.tcp_syn_linear_timeouts": "0",  # SYN retries back off exponentially from the first
@@ -163,7 +164,8 @@ def linux_settings(scenario: Scenario, congestion_control: str | None = None, rf
             ``tcp.congestion`` of its own; default: the scenario's ``tcp.congestion``
             (``bbr`` exists only here: the simulator has no BBR).
         rfc: switch off the Linux behaviours the RFCs (and the simulator) do not have
-            (RACK, tail loss probes, F-RTO, linear SYN timeouts) where a sysctl can.
+            (RACK, tail loss probes, F-RTO, linear SYN timeouts) where a sysctl can (RACK
+            stays on from Linux 6.17, whatever the sysctl says).
 
     Raises:
         ConfigError: a knob the testbed cannot honour is set, naming it and what it allows.

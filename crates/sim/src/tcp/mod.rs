@@ -23,11 +23,11 @@ pub mod hystart;
 mod rtt;
 pub mod sack;
 
-pub use rtt::RttEstimator;
+pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use crate::config::{
-    Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe,
-    RecoveryRto, RtoRule, TcpConfig,
+    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery,
+    RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
@@ -66,6 +66,8 @@ pub struct TcpParams {
     pub hystart: bool,
     pub delayed_ack: Option<Duration>,
     pub ack_first_data: bool,
+    /// Linux's quick-ACK mode: this many immediate ACKs when it starts (0: `ack_rule = "rfc5681"`).
+    pub quick_acks: u8,
     pub limited_transmit: bool,
     pub dupthresh: u32,
     pub dupack_rule: DupackRule,
@@ -75,6 +77,10 @@ pub struct TcpParams {
     pub recovery_partial_ack: PartialAck,
     pub recovery_pipe: RecoveryPipe,
     pub fast_retransmit_rto: FastRetransmitRto,
+    /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
+    pub head_retransmit_rto: bool,
+    /// RFC 6937 PRR-SSRB in SACK recovery (`recovery_pacing = "prr"`).
+    pub prr: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -115,6 +121,11 @@ impl TcpParams {
             hystart: c.hystart,
             delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
             ack_first_data: c.ack_first_data,
+            // Linux tcp_incr_quickack: rcv_wnd / (2 rcv_mss), at least 2, at most TCP_MAX_QUICKACKS = 16.
+            quick_acks: match c.ack_rule {
+                AckRule::Rfc5681 => 0,
+                AckRule::Linux => (c.rwnd_bytes / (2 * mss)).clamp(2, 16) as u8,
+            },
             limited_transmit: c.limited_transmit,
             dupthresh: c.dupack_threshold,
             dupack_rule: c.dupack_rule,
@@ -123,6 +134,8 @@ impl TcpParams {
             recovery_partial_ack: c.recovery_partial_ack,
             recovery_pipe: c.recovery_pipe,
             fast_retransmit_rto: c.fast_retransmit_rto,
+            head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
+            prr: c.recovery_pacing == RecoveryPacing::Prr,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -243,8 +256,9 @@ impl OutOfOrder {
     }
 }
 
-/// Queues of features most connections do not use (interactive bursts, thin streams,
-/// diversity), kept out of `Endpoint` so it stays small (docs/performance.md).
+/// Queues and state of features most connections do not use (interactive bursts, thin
+/// streams, diversity, Linux's RTO and quick ACKs), kept out of `Endpoint` so it stays small
+/// (docs/performance.md).
 #[derive(Debug, Clone, Default)]
 struct FeatureQueues {
     /// End offsets of the first transmissions not yet acknowledged (Linux `packets_out`);
@@ -257,6 +271,25 @@ struct FeatureQueues {
     /// `recovery_pipe = "ns3"`: what fast recovery retransmitted, not yet cumulatively
     /// acknowledged (ns-3's `m_retrans` flags).
     recovery_rexmits: RangeSet,
+    /// Linux's RTT variance state (`rto_rule = "linux"`).
+    linux_rtt: LinuxVar,
+    /// Arrival of the last in-order data segment (`ack_rule = "linux"`: a longer silence than
+    /// the RTO restarts quick-ACK mode).
+    last_data_rcv: Option<Instant>,
+    prr: Prr,
+}
+
+/// RFC 6937 state of the current SACK recovery (`recovery_pacing = "prr"`), bytes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Prr {
+    /// Delivered (cumulatively acknowledged or newly SACKed) since the recovery began.
+    delivered: u64,
+    /// Sent since the recovery began.
+    out: u64,
+    /// cwnd when it began (Linux's `prior_cwnd`, RFC 6937's RecoverFS).
+    prior_cwnd: u64,
+    /// Delivered by the ACK being processed; 0 once it has set cwnd.
+    this_ack: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -321,6 +354,8 @@ pub struct Endpoint {
     last_ack_sent: u64,
     /// In-order segments not yet acknowledged: 0, 1 or 2 (the second is acknowledged at once).
     unacked_segs: u8,
+    /// Immediate ACKs left in Linux's quick-ACK mode (`ack_rule = "linux"`).
+    quick_acks: u8,
     delack_at: Opt64<Instant>,
     // Bookkeeping for the simulator.
     pub timer_gen: u32,
@@ -355,7 +390,7 @@ impl Endpoint {
             recover_mark: 0,
             prev_highest_ack: 0,
             rto_una: Opt64::NONE,
-            rtt: RttEstimator::new(p.initial_rto, p.max_rto).linux_rto(p.linux_rto),
+            rtt: RttEstimator::new(p.initial_rto, p.max_rto),
             timed: None,
             syn_tries: 0,
             scoreboard: RangeSet::default(),
@@ -373,6 +408,7 @@ impl Endpoint {
             ts_recent: 0,
             last_ack_sent: 0,
             unacked_segs: 0,
+            quick_acks: 0,
             delack_at: Opt64::NONE,
             timer_gen: 0,
             timer_armed: None,
@@ -709,6 +745,7 @@ impl Endpoint {
             self.state = State::Established; // the handshake's third segment
             self.count_handshake_as_unacked(p);
         }
+        let sacked_before = if p.prr { self.sacked_from(self.snd_una) } else { 0 };
         let mut new_sack = false;
         if p.sack() {
             for b in seg.sack_blocks() {
@@ -720,6 +757,17 @@ impl Endpoint {
         }
         if new_sack || ack > self.snd_una {
             self.note_covered_bursts(ack, now);
+        }
+        if p.prr {
+            // RFC 6937 DeliveredData: the change in snd_una plus the change in SACKed bytes.
+            let delivered = (ack.saturating_sub(self.snd_una) + self.sacked_from(ack.max(self.snd_una)))
+                .saturating_sub(sacked_before);
+            let in_recovery = self.recovery.is_some();
+            let prr = &mut self.queues_mut().prr;
+            prr.this_ack = delivered;
+            if in_recovery {
+                prr.delivered += delivered;
+            }
         }
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
@@ -891,7 +939,12 @@ impl Endpoint {
                 _ => return None,
             }
         };
-        self.rtt.sample(sample, p.min_rto, p.granularity);
+        let linux = if p.linux_rto {
+            Some(LinuxSample { var: &mut self.queues.get_or_insert_default().linux_rtt, acked: ack, sent_max: self.snd_max })
+        } else {
+            None
+        };
+        self.rtt.sample(sample, p.min_rto, p.granularity, linux);
         Some(sample)
     }
 
@@ -968,6 +1021,14 @@ impl Endpoint {
         self.ca_acked = 0;
         self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });
         match p.recovery {
+            Recovery::Sack if p.prr => {
+                let prior_cwnd = self.cwnd;
+                let q = self.queues_mut();
+                q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, this_ack: q.prr.this_ack };
+                self.prr_set_cwnd(p);
+                self.retransmit_una(now, p, out); // forced, as Linux does
+                self.sack_send(now, p, out);
+            }
             Recovery::Sack => {
                 self.cwnd = self.ssthresh;
                 self.retransmit_una(now, p, out);
@@ -990,7 +1051,9 @@ impl Endpoint {
             self.fin_offset = Opt64::some(end - 1);
         }
         if end <= self.rcv_nxt {
-            self.send_ack(now, p, out); // a duplicate: tell the sender where we are
+            // A duplicate: tell the sender where we are (Linux also enters quick-ACK mode).
+            self.quick_acks = self.quick_acks.max(p.quick_acks);
+            self.send_ack(now, p, out);
             return;
         }
         if start > self.rcv_nxt {
@@ -1024,7 +1087,17 @@ impl Endpoint {
             };
         }
         self.unacked_segs += 1;
-        let ack_now = filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss;
+        if p.quick_acks > 0 {
+            // Linux tcp_event_data_recv: the first data, or data after a silence longer than
+            // the RTO ("the sender failed to restart window"), starts quick-ACK mode.
+            let rto = self.rtt.rto();
+            let last = self.queues_mut().last_data_rcv.replace(now);
+            if last.is_none_or(|t| now.saturating_since(t) > rto) {
+                self.quick_acks = self.quick_acks.max(p.quick_acks);
+            }
+        }
+        let ack_now = filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss
+            || self.quick_acks > 0;
         match p.delayed_ack {
             Some(delay) if !ack_now => {
                 self.delack_at.get_or_insert(now + delay);
@@ -1202,6 +1275,34 @@ impl Endpoint {
             .sum()
     }
 
+    /// SACKed bytes at or above `from`.
+    fn sacked_from(&self, from: u64) -> u64 {
+        self.scoreboard.ranges().iter().map(|&(s, e)| e.saturating_sub(s.max(from))).sum()
+    }
+
+    /// RFC 6937 PRR-SSRB as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
+    /// cwnd = pipe + what may be sent now. Linux counts whole segments, hence the rounding.
+    fn prr_set_cwnd(&mut self, p: &TcpParams) {
+        let pipe = self.pipe(p);
+        let ssthresh = self.ssthresh;
+        let Some(q) = self.queues.as_deref_mut() else { return };
+        let prr = &mut q.prr;
+        if prr.this_ack == 0 {
+            return;
+        }
+        let sndcnt = if pipe > ssthresh {
+            // Proportional: ceil(ssthresh · delivered / prior_cwnd) segments in all.
+            ((ssthresh * prr.delivered).div_ceil(prr.prior_cwnd.max(1) * p.mss) * p.mss).saturating_sub(prr.out)
+        } else {
+            // Slow-start reduction bound: towards ssthresh, one segment more than delivered.
+            (ssthresh - pipe).min(prr.delivered.saturating_sub(prr.out).max(prr.this_ack) + p.mss)
+        };
+        // The fast retransmit always goes out.
+        let sndcnt = if prr.out == 0 { sndcnt.max(p.mss) } else { sndcnt };
+        prr.this_ack = 0;
+        self.cwnd = pipe + sndcnt;
+    }
+
     /// RFC 6675 NextSeg rules 1-3: a lost hole, else new data, else a rescue of an
     /// un-SACKed hole below the highest SACKed byte.
     fn next_seg(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
@@ -1232,6 +1333,9 @@ impl Endpoint {
     }
 
     fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if p.prr {
+            self.prr_set_cwnd(p);
+        }
         while self.cwnd >= self.pipe(p) + p.mss {
             let Some(seg) = self.next_seg(p) else { break };
             self.send_next_seg(seg, now, p, out);
@@ -1262,6 +1366,10 @@ impl Endpoint {
         if off < self.snd_max {
             if off > 0 {
                 self.stats.retransmits += 1;
+                // Outside a timeout episode: there the RTO handler arms the timer itself.
+                if p.head_retransmit_rto && off == self.snd_una && self.backoff_since.get().is_none() {
+                    self.arm_rto(now, p);
+                }
             }
             self.timed = None; // Karn: never time a retransmitted segment
             if p.recovery_pipe == RecoveryPipe::Ns3 && self.recovery.is_some() {
@@ -1294,6 +1402,9 @@ impl Endpoint {
         if len > 0 {
             self.last_data_sent = now;
         }
+        if p.prr && self.recovery.is_some() {
+            self.queues_mut().prr.out += len;
+        }
         self.emit(off, len, fin, now, p, out);
     }
 
@@ -1323,6 +1434,9 @@ impl Endpoint {
     }
 
     fn packet(&mut self, off: u64, len: u16, flags: TcpFlags, now: Instant, p: &TcpParams) -> Packet {
+        if flags.ack() {
+            self.quick_acks = self.quick_acks.saturating_sub(1); // Linux tcp_dec_quickack_mode
+        }
         self.unacked_segs = 0;
         self.delack_at = Opt64::NONE;
         if flags.ack() {

@@ -157,6 +157,44 @@ fn ack_first_data_acknowledges_the_first_segment_at_once_then_every_second() {
 }
 
 #[test]
+fn linux_quick_ack_mode_acks_the_first_segments_and_those_after_a_silence_at_once() {
+    // Linux tcp_incr_quickack: rcv_wnd / (2 MSS) = 6000 / 2000 = 3 immediate ACKs after the
+    // first data segment, and again after a segment that arrives more than the receiver's
+    // RTO (1 s: the 1 s minimum over a 100 ms handshake RTT) after the previous one;
+    // otherwise RFC 5681's pairs. Six segments at 200..205 ms, or three there and three
+    // 1001 ms (or 898 ms) after the third. An old segment (tcp_enter_quickack_mode) also
+    // restarts the mode: the first segment again after the third, then 3 and 4 at once.
+    let p = |rule| params(|c| {
+        c.delayed_ack = true;
+        c.initial_window_pkts = 6;
+        c.rwnd_bytes = 6000;
+        c.ack_rule = rule;
+    });
+    let acks_in_order = |p: &TcpParams, order: &[usize], arrivals: &[u64]| {
+        let (mut c, mut s) = established(p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(6000, false, t(100), p, &mut out);
+        assert_eq!(out.len(), 6);
+        order.iter().zip(arrivals).map(|(&i, &at)| {
+            let mut acks = Vec::new();
+            s.on_segment(&out[i], t(at), p, &mut acks);
+            acks.iter().map(|a| a.ack).collect::<Vec<_>>()
+        }).collect::<Vec<_>>()
+    };
+    let acks_for = |p: &TcpParams, arrivals: &[u64]| acks_in_order(p, &[0, 1, 2, 3, 4, 5], arrivals);
+    let together = [200, 201, 202, 203, 204, 205];
+    let (rfc, linux) = (p(crate::config::AckRule::Rfc5681), p(crate::config::AckRule::Linux));
+    assert_eq!(acks_for(&rfc, &together), [vec![], vec![2001], vec![], vec![4001], vec![], vec![6001]]);
+    assert_eq!(acks_for(&linux, &together), [vec![1001], vec![2001], vec![3001], vec![], vec![5001], vec![]]);
+    let silence = [200, 201, 202, 1203, 1204, 1205];
+    assert_eq!(acks_for(&linux, &silence), [vec![1001], vec![2001], vec![3001], vec![4001], vec![5001], vec![6001]]);
+    let shorter = [200, 201, 202, 1100, 1101, 1102];
+    assert_eq!(acks_for(&linux, &shorter), [vec![1001], vec![2001], vec![3001], vec![], vec![5001], vec![]]);
+    let old_segment = acks_in_order(&linux, &[0, 1, 2, 0, 3, 4, 5], &[200, 201, 202, 203, 204, 205, 206]);
+    assert_eq!(old_segment, [vec![1001], vec![2001], vec![3001], vec![3001], vec![4001], vec![5001], vec![]]);
+}
+
+#[test]
 fn sack_recovery_retransmits_every_lost_hole_within_the_window() {
     let p = params(|c| {
         c.recovery = Recovery::Sack;
@@ -1564,6 +1602,91 @@ fn fast_retransmit_restarts_the_timer_or_keeps_it() {
         }
         assert_eq!(c.stats.fast_retransmits, 1);
         assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rule:?}");
+    }
+}
+
+#[test]
+fn linux_recovery_rto_restarts_the_timer_when_the_head_is_retransmitted() {
+    // SACK, 20 segments written, 0-9 sent, 1 and 5 lost. ACKs of 0, 2, 3, 4 at 200 ms:
+    // fast retransmit of 1. Its ACK (5, a partial ACK) at 300 ms restarts the timer (RFC
+    // 6298 5.3); 5 is not yet lost (nothing SACKed above it). The SACKs of 6 and 7 at 500
+    // and 501 ms send new data (NextSeg rule 2); the SACK of 8 at 502 ms makes 5 lost
+    // (DupThresh SACKed segments above) and it is resent. RFC 6298 keeps the timer one RTO
+    // after 300 ms; Linux (`tcp_xmit_retransmit_queue` re-arms on resending the head) one
+    // RTO after 502 ms.
+    for (rule, restarted_ms) in [(RecoveryRto::Rfc6298, 300), (RecoveryRto::Linux, 502)] {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.limited_transmit = false;
+            c.recovery_rto = rule;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(20 * p.mss, false, t(100), &p, &mut out);
+        assert_eq!(out.len(), 10);
+        let seg = |i: u32| *out.iter().find(|x| x.seq == 1 + i * 1000).unwrap();
+        let mut acks = Vec::new();
+        for i in [0, 2, 3, 4] {
+            s.on_segment(&seg(i), t(150 + i as u64), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        let retx = *sent.iter().find(|x| x.seq == 1001).unwrap();
+        let mut ack = Vec::new();
+        s.on_segment(&retx, t(250), &p, &mut ack);
+        assert_eq!(ack[0].ack, 5001);
+        sent.clear();
+        c.on_segment(&ack[0], t(300), &p, &mut sent);
+        assert!(c.recovery.is_some() && !sent.iter().any(|x| x.seq == 5001), "a partial ACK, 5 not yet lost");
+        for (k, i) in [6u32, 7, 8].into_iter().enumerate() {
+            let mut sack = Vec::new();
+            s.on_segment(&seg(i), t(301 + k as u64), &p, &mut sack);
+            c.on_segment(&sack[0], t(500 + k as u64), &p, &mut sent);
+            assert_eq!(sent.iter().any(|x| x.seq == 5001), i == 8, "5 resent at the third SACK");
+        }
+        assert_eq!(c.next_deadline(), Some(t(restarted_ms) + c.rto()), "{rule:?}");
+    }
+}
+
+#[test]
+fn prr_spreads_the_reduction_over_the_acks_where_rfc_6675_waits_then_sends() {
+    // SACK, a window of 20 segments (40 written), segment 0 lost; the duplicate ACK j
+    // SACKs segment j. At j = 3 fast retransmit: ssthresh = 20/2 = 10, pipe before it =
+    // segments 4..19 = 16, and after dupack j (no loss) pipe = (19 - j) originals + the
+    // resend + n new segments sent so far.
+    // RFC 6675: cwnd = 10 at once, so nothing new until pipe < 10, at j = 11; then one per
+    // dupack. PRR (RFC 6937, Linux's tcp_cwnd_reduction, prior cwnd 20): while pipe > 10,
+    // ceil(10 (j - 2) / 20) segments sent in all (the resend forced at j = 3): one per two
+    // dupacks; at j = 15 pipe is 4 + 1 + 5 = 10, so the slow-start bound allows
+    // min(10 - pipe, ...) = 0, and from j = 16 pipe 9 allows one each.
+    for (pacing, expected) in [
+        (crate::config::RecoveryPacing::Rfc6675, [1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
+        (crate::config::RecoveryPacing::Prr, [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 1, 1]),
+    ] {
+        let p = params(|c| {
+            c.initial_window_pkts = 20;
+            c.limited_transmit = false;
+            c.recovery_pacing = pacing;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(40 * p.mss, false, t(100), &p, &mut out);
+        assert_eq!(out.len(), 20);
+        let mut sent_per_dupack = Vec::new();
+        for (j, seg) in out.iter().enumerate().skip(1) {
+            let mut ack = Vec::new();
+            s.on_segment(seg, t(150 + j as u64), &p, &mut ack);
+            let mut sent = Vec::new();
+            c.on_segment(&ack[0], t(300 + j as u64), &p, &mut sent);
+            if j >= 3 {
+                sent_per_dupack.push(sent.len());
+            }
+        }
+        assert_eq!(c.stats.fast_retransmits, 1);
+        assert_eq!(sent_per_dupack, expected, "{pacing:?}");
     }
 }
 
