@@ -8,18 +8,17 @@
 //! Every key is `time << 64 | sequence`, unique. A discrete-event simulation never
 //! schedules before the event it is handling and a newer event has a larger sequence
 //! number, so every key pushed is larger than the last one popped: keys are monotone. The
-//! queue uses that as a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), but only
-//! down to windows of 2^WINDOW_NS_BITS ns: the events in the window of the last key popped
-//! sit in a binary heap; every later one sits in the bucket of the highest bit where its key
-//! differs from that last key, and moves to a lower bucket or into the heap only when the
-//! heap runs dry. Thousands of far-off timers (RTOs of finished flows) then cost an O(1)
-//! push and a few moves instead of deepening every sift of the heap, while events close
-//! together are ordered by the heap as before. The order is the total order of
-//! (time, sequence), exactly the plain binary heap's.
+//! queue uses that as a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), with
+//! digits of `DIGIT_BITS` bits as a hierarchical timing wheel has, and only down to windows
+//! of 2^WINDOW_NS_BITS ns: the events in the window of the last key popped sit in a 4-ary
+//! heap; every later one sits in the bucket of the digit where its key first differs from
+//! that last key (and of its value there), and moves to a lower digit or into the heap only
+//! when the heap runs dry. Thousands of far-off timers (RTOs of finished flows) then cost an
+//! O(1) push and a few moves instead of deepening every sift of the heap, while events close
+//! together are ordered by the heap. The order is the total order of (time, sequence),
+//! exactly a plain binary heap's.
 
 use smallpipe_core::Instant;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -37,41 +36,98 @@ pub enum Event {
     TraceSample,
 }
 
-/// Windows of 2^20 ns (1.05 ms): the heap holds the events of the current window only.
-/// Other widths were not measured.
-const WINDOW_NS_BITS: u32 = 20;
+/// Windows of 2^16 ns (65.5 µs): the heap holds the events of the current window only.
+/// Measured (instructions, callgrind; docs/performance.md): against 2^20 ns, the Figure 5.2
+/// scenario (thousands of events per millisecond) runs 11% fewer, and the 2 Mbit/s TAQ
+/// dumbbell (an event every 150 µs) 3% more; 2^14 and 2^18 were each worse in one of them.
+const WINDOW_NS_BITS: u32 = 16;
 const WINDOW_KEY_BITS: u32 = 64 + WINDOW_NS_BITS;
-const BUCKETS: usize = (128 - WINDOW_KEY_BITS) as usize;
+/// Bits of the key above the window are split in digits of `DIGIT_BITS`, each level with a
+/// bucket per digit value (a hierarchical timing wheel): an event moves down at most once
+/// per level, `LEVELS` times in all, where one bucket per bit moved it once per bit.
+const DIGIT_BITS: u32 = 6;
+const DIGITS: usize = 1 << DIGIT_BITS;
+const LEVELS: usize = (128 - WINDOW_KEY_BITS).div_ceil(DIGIT_BITS) as usize;
 
-/// An event and its key; ordered by the key alone (keys are unique).
-#[derive(Debug)]
+/// An event and its key (keys are unique).
+#[derive(Debug, Clone, Copy)]
 struct Keyed(u128, Event);
 
-impl PartialEq for Keyed {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
+/// Children per node of the near heap. Four halve the depth of a binary heap and a node's
+/// children share a cache line or two; a pop costs fewer moves of the 32-byte entries.
+const ARITY: usize = 4;
+
+/// A min-heap of keyed events, `ARITY` children per node.
+#[derive(Debug, Default)]
+struct NearHeap(Vec<Keyed>);
+
+impl NearHeap {
+    fn push(&mut self, keyed: Keyed) {
+        let v = &mut self.0;
+        let mut i = v.len();
+        v.push(keyed);
+        // Sift the hole up: parents larger than the new key move down into it.
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if v[parent].0 < keyed.0 {
+                break;
+            }
+            v[i] = v[parent];
+            i = parent;
+        }
+        v[i] = keyed;
     }
-}
-impl Eq for Keyed {}
-impl PartialOrd for Keyed {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
+
+    fn pop(&mut self) -> Option<Keyed> {
+        let v = &mut self.0;
+        let last = v.pop()?;
+        let Some(&top) = v.first() else { return Some(last) };
+        // Sift the hole at the root down: the smallest child moves up while it is smaller
+        // than the last entry, which then fills the hole.
+        let n = v.len();
+        let mut i = 0;
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut m = first;
+            for c in first + 1..(first + ARITY).min(n) {
+                if v[c].0 < v[m].0 {
+                    m = c;
+                }
+            }
+            if v[m].0 > last.0 {
+                break;
+            }
+            v[i] = v[m];
+            i = m;
+        }
+        v[i] = last;
+        Some(top)
     }
-}
-impl Ord for Keyed {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
+
+    fn peek(&self) -> Option<&Keyed> {
+        self.0.first()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
 #[derive(Debug)]
 pub struct EventQueue {
     /// The events in the window of `last`: all smaller than any in `buckets`.
-    near: BinaryHeap<Reverse<Keyed>>,
-    /// `buckets[b]`: keys whose highest bit differing from `last` is bit `WINDOW_KEY_BITS + b`.
+    near: NearHeap,
+    /// `buckets[level * DIGITS + d]`: keys whose highest bit differing from `last` lies in
+    /// digit `level` (bits `WINDOW_KEY_BITS + DIGIT_BITS * level` and up) and whose own
+    /// digit there is `d`.
     buckets: Vec<Vec<Keyed>>,
-    /// Bit `b` set iff `buckets[b]` is not empty.
-    nonempty: u64,
+    /// Bit `d` of `digits_nonempty[level]` set iff that bucket is not empty.
+    digits_nonempty: [u64; LEVELS],
+    /// Bit `level` set iff `digits_nonempty[level]` is not zero.
+    levels_nonempty: u32,
     /// The key of the event last popped (or the smallest found when the heap was refilled).
     last: u128,
     next_seq: u64,
@@ -80,7 +136,8 @@ pub struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { near: BinaryHeap::new(), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), nonempty: 0,
+        EventQueue { near: NearHeap::default(), buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
+                     digits_nonempty: [0; LEVELS], levels_nonempty: 0,
                      last: 0, next_seq: 0, popped: 0 }
     }
 }
@@ -98,7 +155,7 @@ impl EventQueue {
     /// The smallest (time, sequence).
     pub fn pop(&mut self) -> Option<(Instant, Event)> {
         self.refill();
-        let Reverse(Keyed(key, event)) = self.near.pop()?;
+        let Keyed(key, event) = self.near.pop()?;
         self.last = key;
         self.popped += 1;
         Some((Instant((key >> 64) as u64), event))
@@ -107,7 +164,7 @@ impl EventQueue {
     /// The time of the next event (may refill the heap, hence `&mut`; the order stays).
     pub fn peek_time(&mut self) -> Option<Instant> {
         self.refill();
-        self.near.peek().map(|Reverse(Keyed(key, _))| Instant((key >> 64) as u64))
+        self.near.peek().map(|Keyed(key, _)| Instant((key >> 64) as u64))
     }
 
     /// Events popped so far.
@@ -118,22 +175,36 @@ impl EventQueue {
     fn file(&mut self, keyed: Keyed) {
         let differing = keyed.0 ^ self.last;
         if differing >> WINDOW_KEY_BITS == 0 {
-            self.near.push(Reverse(keyed));
-        } else {
-            let b = (127 - differing.leading_zeros() - WINDOW_KEY_BITS) as usize;
-            self.buckets[b].push(keyed);
-            self.nonempty |= 1 << b;
+            self.near.push(keyed);
+            return;
+        }
+        let level = (127 - differing.leading_zeros() - WINDOW_KEY_BITS) / DIGIT_BITS;
+        let digit = (keyed.0 >> (WINDOW_KEY_BITS + DIGIT_BITS * level)) as usize & (DIGITS - 1);
+        self.buckets[level as usize * DIGITS + digit].push(keyed);
+        self.digits_nonempty[level as usize] |= 1 << digit;
+        self.levels_nonempty |= 1 << level;
+    }
+
+    #[inline]
+    fn refill(&mut self) {
+        if self.near.is_empty() && self.levels_nonempty != 0 {
+            self.refill_from_buckets();
         }
     }
 
-    /// With the heap empty, the lowest non-empty bucket's smallest key becomes `last`, and
-    /// the bucket's events move into the heap (same window) or to lower buckets.
-    fn refill(&mut self) {
-        if !self.near.is_empty() || self.nonempty == 0 {
-            return;
+    /// With the heap empty, the lowest non-empty bucket (lowest level, then lowest digit)
+    /// holds the smallest keys: its smallest becomes `last`, and its events move into the
+    /// heap (same window) or to lower levels. Every other bucket stays right for the new
+    /// `last`, which agrees with the old one above this digit.
+    #[inline(never)]
+    fn refill_from_buckets(&mut self) {
+        let level = self.levels_nonempty.trailing_zeros() as usize;
+        let digit = self.digits_nonempty[level].trailing_zeros() as usize;
+        self.digits_nonempty[level] &= !(1 << digit);
+        if self.digits_nonempty[level] == 0 {
+            self.levels_nonempty &= !(1 << level);
         }
-        let b = self.nonempty.trailing_zeros() as usize;
-        self.nonempty &= !(1 << b);
+        let b = level * DIGITS + digit;
         let mut bucket = std::mem::take(&mut self.buckets[b]);
         self.last = bucket.iter().map(|k| k.0).min().expect("non-empty bucket");
         for keyed in bucket.drain(..) {
@@ -147,6 +218,8 @@ impl EventQueue {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
 
     #[test]
     fn equal_times_pop_in_insertion_order() {
