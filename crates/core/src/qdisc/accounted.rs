@@ -71,6 +71,9 @@ impl<Q: Qdisc> Accounted<Q> {
     pub fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         self.advance(now);
         self.drops.clear();
+        if self.inner.len_pkts() == 0 && self.inner.empty_dequeue_is_noop() {
+            return None;
+        }
         let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops, marks: &mut self.stats.marked };
         let out = self.inner.dequeue(&mut cx);
         self.count_drops();
