@@ -5,18 +5,18 @@
 //! endpoint its earliest timer), so the queue grows with the number of components, not of
 //! packets. Stale timer events are skipped by generation, not removed (O(1) "cancel").
 //!
-//! Every key is `time << 64 | sequence`, unique. A discrete-event simulation never
-//! schedules before the event it is handling and a newer event has a larger sequence
-//! number, so every key pushed is larger than the last one popped: keys are monotone. The
-//! queue uses that as a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), with
-//! digits of `DIGIT_BITS` bits as a hierarchical timing wheel has, and only down to windows
-//! of 2^WINDOW_NS_BITS ns: the events in the window of the last key popped sit in a 4-ary
-//! heap; every later one sits in the bucket of the digit where its key first differs from
-//! that last key (and of its value there), and moves to a lower digit or into the heap only
-//! when the heap runs dry. Thousands of far-off timers (RTOs of finished flows) then cost an
-//! O(1) push and a few moves instead of deepening every sift of the heap, while events close
-//! together are ordered by the heap. The order is the total order of (time, sequence),
-//! exactly a plain binary heap's.
+//! Every key (time, sequence) is unique. A discrete-event simulation never schedules
+//! before the event it is handling and a newer event has a larger sequence number, so every
+//! key pushed is larger than the last one popped: keys are monotone. The queue uses that as
+//! a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), with digits of `DIGIT_BITS`
+//! bits as a hierarchical timing wheel has, and only down to windows of 2^WINDOW_NS_BITS ns:
+//! the events in the window of the last event popped sit in a 4-ary heap; every later one
+//! sits in the bucket of the digit where its time first differs from that last time (and of
+//! its value there), and moves to a lower digit or into the heap only when the heap runs
+//! dry. Thousands of far-off timers (RTOs of finished flows) then cost an O(1) push and a
+//! few moves instead of deepening every sift of the heap, while events close together are
+//! ordered by the heap. The order is the total order of (time, sequence), exactly a plain
+//! binary heap's.
 
 use smallpipe_core::Instant;
 
@@ -41,44 +41,57 @@ pub enum Event {
 /// scenario (thousands of events per millisecond) runs 11% fewer, and the 2 Mbit/s TAQ
 /// dumbbell (an event every 150 µs) 3% more; 2^14 and 2^18 were each worse in one of them.
 const WINDOW_NS_BITS: u32 = 16;
-const WINDOW_KEY_BITS: u32 = 64 + WINDOW_NS_BITS;
-/// Bits of the key above the window are split in digits of `DIGIT_BITS`, each level with a
+const WINDOW_MASK: u64 = (1 << WINDOW_NS_BITS) - 1;
+/// In the heap an event's key is its time within the window and its sequence number in one
+/// `u64` (the window's higher time bits are those of `last_ns`, common to all): one compare
+/// and 24-byte entries instead of a `u128` key. Sequence numbers must stay below 2^48
+/// (2.8·10^14 events, some years of simulation at today's pace).
+const SEQ_BITS: u32 = 64 - WINDOW_NS_BITS;
+/// Time bits above the window are split in digits of `DIGIT_BITS`, each level with a
 /// bucket per digit value (a hierarchical timing wheel): an event moves down at most once
 /// per level, `LEVELS` times in all, where one bucket per bit moved it once per bit.
 const DIGIT_BITS: u32 = 6;
 const DIGITS: usize = 1 << DIGIT_BITS;
-const LEVELS: usize = (128 - WINDOW_KEY_BITS).div_ceil(DIGIT_BITS) as usize;
+const LEVELS: usize = (64 - WINDOW_NS_BITS).div_ceil(DIGIT_BITS) as usize;
 
-/// An event and its key (keys are unique).
+/// An event of the current window and its key, `time & WINDOW_MASK` above the sequence.
 #[derive(Debug, Clone, Copy)]
-struct Keyed(u128, Event);
+struct Near(u64, Event);
+
+/// An event beyond the current window.
+#[derive(Debug, Clone, Copy)]
+struct Later {
+    at_ns: u64,
+    seq: u64,
+    event: Event,
+}
 
 /// Children per node of the near heap. Four halve the depth of a binary heap and a node's
-/// children share a cache line or two; a pop costs fewer moves of the 32-byte entries.
+/// children share a cache line; a pop moves fewer entries.
 const ARITY: usize = 4;
 
-/// A min-heap of keyed events, `ARITY` children per node.
+/// A min-heap of the window's events by key, `ARITY` children per node.
 #[derive(Debug, Default)]
-struct NearHeap(Vec<Keyed>);
+struct NearHeap(Vec<Near>);
 
 impl NearHeap {
-    fn push(&mut self, keyed: Keyed) {
+    fn push(&mut self, near: Near) {
         let v = &mut self.0;
         let mut i = v.len();
-        v.push(keyed);
+        v.push(near);
         // Sift the hole up: parents larger than the new key move down into it.
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            if v[parent].0 < keyed.0 {
+            if v[parent].0 < near.0 {
                 break;
             }
             v[i] = v[parent];
             i = parent;
         }
-        v[i] = keyed;
+        v[i] = near;
     }
 
-    fn pop(&mut self) -> Option<Keyed> {
+    fn pop(&mut self) -> Option<Near> {
         let v = &mut self.0;
         let last = v.pop()?;
         let Some(&top) = v.first() else { return Some(last) };
@@ -107,7 +120,7 @@ impl NearHeap {
         Some(top)
     }
 
-    fn peek(&self) -> Option<&Keyed> {
+    fn peek(&self) -> Option<&Near> {
         self.0.first()
     }
 
@@ -118,18 +131,18 @@ impl NearHeap {
 
 #[derive(Debug)]
 pub struct EventQueue {
-    /// The events in the window of `last`: all smaller than any in `buckets`.
+    /// The events in the window of `last_ns`: all earlier than any in `buckets`.
     near: NearHeap,
-    /// `buckets[level * DIGITS + d]`: keys whose highest bit differing from `last` lies in
-    /// digit `level` (bits `WINDOW_KEY_BITS + DIGIT_BITS * level` and up) and whose own
-    /// digit there is `d`.
-    buckets: Vec<Vec<Keyed>>,
+    /// `buckets[level * DIGITS + d]`: events whose time's highest bit differing from
+    /// `last_ns` lies in digit `level` (bits `WINDOW_NS_BITS + DIGIT_BITS * level` and up)
+    /// and whose own digit there is `d`.
+    buckets: Vec<Vec<Later>>,
     /// Bit `d` of `digits_nonempty[level]` set iff that bucket is not empty.
     digits_nonempty: [u64; LEVELS],
     /// Bit `level` set iff `digits_nonempty[level]` is not zero.
     levels_nonempty: u32,
-    /// The key of the event last popped (or the smallest found when the heap was refilled).
-    last: u128,
+    /// The time of the event last popped (or the earliest found when the heap was refilled).
+    last_ns: u64,
     next_seq: u64,
     popped: u64,
 }
@@ -137,34 +150,34 @@ pub struct EventQueue {
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue { near: NearHeap::default(), buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
-                     digits_nonempty: [0; LEVELS], levels_nonempty: 0,
-                     last: 0, next_seq: 0, popped: 0 }
+                     digits_nonempty: [0; LEVELS], levels_nonempty: 0, last_ns: 0, next_seq: 0, popped: 0 }
     }
 }
 
 impl EventQueue {
     /// `at` must not precede the last event popped (causality).
     pub fn push(&mut self, at: Instant, event: Event) {
-        let key = (at.as_nanos() as u128) << 64 | self.next_seq as u128;
-        assert!(key >= self.last, "event at {at:?} scheduled before the event being handled at {:?}",
-                Instant((self.last >> 64) as u64));
+        let at_ns = at.as_nanos();
+        assert!(at_ns >= self.last_ns, "event at {at:?} scheduled before the event being handled at {:?}",
+                Instant(self.last_ns));
+        assert!(self.next_seq >> SEQ_BITS == 0, "more than 2^{SEQ_BITS} events");
+        self.file(Later { at_ns, seq: self.next_seq, event });
         self.next_seq += 1;
-        self.file(Keyed(key, event));
     }
 
     /// The smallest (time, sequence).
     pub fn pop(&mut self) -> Option<(Instant, Event)> {
         self.refill();
-        let Keyed(key, event) = self.near.pop()?;
-        self.last = key;
+        let Near(key, event) = self.near.pop()?;
+        self.last_ns = self.time_of(key);
         self.popped += 1;
-        Some((Instant((key >> 64) as u64), event))
+        Some((Instant(self.last_ns), event))
     }
 
     /// The time of the next event (may refill the heap, hence `&mut`; the order stays).
     pub fn peek_time(&mut self) -> Option<Instant> {
         self.refill();
-        self.near.peek().map(|Keyed(key, _)| Instant((key >> 64) as u64))
+        self.near.peek().map(|&Near(key, _)| Instant(self.time_of(key)))
     }
 
     /// Events popped so far.
@@ -172,15 +185,20 @@ impl EventQueue {
         self.popped
     }
 
-    fn file(&mut self, keyed: Keyed) {
-        let differing = keyed.0 ^ self.last;
-        if differing >> WINDOW_KEY_BITS == 0 {
-            self.near.push(keyed);
+    /// The time of a key of the heap: the window's bits are `last_ns`'s.
+    fn time_of(&self, key: u64) -> u64 {
+        self.last_ns & !WINDOW_MASK | key >> SEQ_BITS
+    }
+
+    fn file(&mut self, later: Later) {
+        let differing = later.at_ns ^ self.last_ns;
+        if differing >> WINDOW_NS_BITS == 0 {
+            self.near.push(Near((later.at_ns & WINDOW_MASK) << SEQ_BITS | later.seq, later.event));
             return;
         }
-        let level = (127 - differing.leading_zeros() - WINDOW_KEY_BITS) / DIGIT_BITS;
-        let digit = (keyed.0 >> (WINDOW_KEY_BITS + DIGIT_BITS * level)) as usize & (DIGITS - 1);
-        self.buckets[level as usize * DIGITS + digit].push(keyed);
+        let level = (63 - differing.leading_zeros() - WINDOW_NS_BITS) / DIGIT_BITS;
+        let digit = (later.at_ns >> (WINDOW_NS_BITS + DIGIT_BITS * level)) as usize & (DIGITS - 1);
+        self.buckets[level as usize * DIGITS + digit].push(later);
         self.digits_nonempty[level as usize] |= 1 << digit;
         self.levels_nonempty |= 1 << level;
     }
@@ -193,9 +211,9 @@ impl EventQueue {
     }
 
     /// With the heap empty, the lowest non-empty bucket (lowest level, then lowest digit)
-    /// holds the smallest keys: its smallest becomes `last`, and its events move into the
-    /// heap (same window) or to lower levels. Every other bucket stays right for the new
-    /// `last`, which agrees with the old one above this digit.
+    /// holds the earliest events: the earliest time becomes `last_ns`, and the bucket's
+    /// events move into the heap (same window) or to lower levels. Every other bucket stays
+    /// right for the new `last_ns`, which agrees with the old one above this digit.
     #[inline(never)]
     fn refill_from_buckets(&mut self) {
         let level = self.levels_nonempty.trailing_zeros() as usize;
@@ -206,9 +224,9 @@ impl EventQueue {
         }
         let b = level * DIGITS + digit;
         let mut bucket = std::mem::take(&mut self.buckets[b]);
-        self.last = bucket.iter().map(|k| k.0).min().expect("non-empty bucket");
-        for keyed in bucket.drain(..) {
-            self.file(keyed);
+        self.last_ns = bucket.iter().map(|l| l.at_ns).min().expect("non-empty bucket");
+        for later in bucket.drain(..) {
+            self.file(later);
         }
         self.buckets[b] = bucket; // keeps its allocation
     }
