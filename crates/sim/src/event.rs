@@ -5,21 +5,20 @@
 //! endpoint its earliest timer), so the queue grows with the number of components, not of
 //! packets. Stale timer events are skipped by generation, not removed (O(1) "cancel").
 //!
-//! Every key is `time << 64 | sequence`, unique. A discrete-event simulation never
-//! schedules before the event it is handling and a newer event has a larger sequence
-//! number, so every key pushed is larger than the last one popped: keys are monotone. The
-//! queue uses that as a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), but only
-//! down to windows of 2^WINDOW_NS_BITS ns: the events in the window of the last key popped
-//! sit in a binary heap; every later one sits in the bucket of the highest bit where its key
-//! differs from that last key, and moves to a lower bucket or into the heap only when the
-//! heap runs dry. Thousands of far-off timers (RTOs of finished flows) then cost an O(1)
-//! push and a few moves instead of deepening every sift of the heap, while events close
-//! together are ordered by the heap as before. The order is the total order of
-//! (time, sequence), exactly the plain binary heap's.
+//! Every key (time, sequence) is unique. A discrete-event simulation never schedules
+//! before the event it is handling and a newer event has a larger sequence number, so every
+//! key pushed is larger than the last one popped: keys are monotone. The queue uses that as
+//! a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), with digits of `DIGIT_BITS`
+//! bits as a hierarchical timing wheel has, and only down to windows of 2^WINDOW_NS_BITS ns:
+//! the events in the window of the last event popped sit in a 4-ary heap; every later one
+//! sits in the bucket of the digit where its time first differs from that last time (and of
+//! its value there), and moves to a lower digit or into the heap only when the heap runs
+//! dry. Thousands of far-off timers (RTOs of finished flows) then cost an O(1) push and a
+//! few moves instead of deepening every sift of the heap, while events close together are
+//! ordered by the heap. The order is the total order of (time, sequence), exactly a plain
+//! binary heap's.
 
 use smallpipe_core::Instant;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -37,77 +36,152 @@ pub enum Event {
     TraceSample,
 }
 
-/// Windows of 2^20 ns (1.05 ms): the heap holds the events of the current window only.
-/// Other widths were not measured.
-const WINDOW_NS_BITS: u32 = 20;
-const WINDOW_KEY_BITS: u32 = 64 + WINDOW_NS_BITS;
-const BUCKETS: usize = (128 - WINDOW_KEY_BITS) as usize;
+/// Windows of 2^16 ns (65.5 µs): the heap holds the events of the current window only.
+/// Measured (instructions, callgrind; docs/performance.md): against 2^20 ns, the Figure 5.2
+/// scenario (thousands of events per millisecond) runs 11% fewer, and the 2 Mbit/s TAQ
+/// dumbbell (an event every 150 µs) 3% more; 2^14 and 2^18 were each worse in one of them.
+const WINDOW_NS_BITS: u32 = 16;
+const WINDOW_MASK: u64 = (1 << WINDOW_NS_BITS) - 1;
+/// In the heap an event's key is its time within the window and its sequence number in one
+/// `u64` (the window's higher time bits are those of `last_ns`, common to all): one compare
+/// and 24-byte entries instead of a `u128` key. Sequence numbers must stay below 2^48
+/// (2.8·10^14 events, some years of simulation at today's pace).
+const SEQ_BITS: u32 = 64 - WINDOW_NS_BITS;
+/// Time bits above the window are split in digits of `DIGIT_BITS`, each level with a
+/// bucket per digit value (a hierarchical timing wheel): an event moves down at most once
+/// per level, `LEVELS` times in all, where one bucket per bit moved it once per bit.
+const DIGIT_BITS: u32 = 6;
+const DIGITS: usize = 1 << DIGIT_BITS;
+const LEVELS: usize = (64 - WINDOW_NS_BITS).div_ceil(DIGIT_BITS) as usize;
 
-/// An event and its key; ordered by the key alone (keys are unique).
-#[derive(Debug)]
-struct Keyed(u128, Event);
+/// An event of the current window and its key, `time & WINDOW_MASK` above the sequence.
+#[derive(Debug, Clone, Copy)]
+struct Near(u64, Event);
 
-impl PartialEq for Keyed {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
+/// An event beyond the current window.
+#[derive(Debug, Clone, Copy)]
+struct Later {
+    at_ns: u64,
+    seq: u64,
+    event: Event,
 }
-impl Eq for Keyed {}
-impl PartialOrd for Keyed {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
+
+/// Children per node of the near heap. Four halve the depth of a binary heap and a node's
+/// children share a cache line; a pop moves fewer entries.
+const ARITY: usize = 4;
+
+/// A min-heap of the window's events by key, `ARITY` children per node.
+#[derive(Debug, Default)]
+struct NearHeap(Vec<Near>);
+
+impl NearHeap {
+    fn push(&mut self, near: Near) {
+        let v = &mut self.0;
+        let mut i = v.len();
+        v.push(near);
+        // Sift the hole up: parents larger than the new key move down into it.
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if v[parent].0 < near.0 {
+                break;
+            }
+            v[i] = v[parent];
+            i = parent;
+        }
+        v[i] = near;
     }
-}
-impl Ord for Keyed {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
+
+    fn pop(&mut self) -> Option<Near> {
+        let v = &mut self.0;
+        let last = v.pop()?;
+        let Some(&top) = v.first() else { return Some(last) };
+        // Sift the hole at the root down: the smallest child moves up while it is smaller
+        // than the last entry, which then fills the hole.
+        let n = v.len();
+        let mut i = 0;
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut m = first;
+            for c in first + 1..(first + ARITY).min(n) {
+                if v[c].0 < v[m].0 {
+                    m = c;
+                }
+            }
+            if v[m].0 > last.0 {
+                break;
+            }
+            v[i] = v[m];
+            i = m;
+        }
+        v[i] = last;
+        Some(top)
+    }
+
+    fn peek(&self) -> Option<&Near> {
+        self.0.first()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
 #[derive(Debug)]
 pub struct EventQueue {
-    /// The events in the window of `last`: all smaller than any in `buckets`.
-    near: BinaryHeap<Reverse<Keyed>>,
-    /// `buckets[b]`: keys whose highest bit differing from `last` is bit `WINDOW_KEY_BITS + b`.
-    buckets: Vec<Vec<Keyed>>,
-    /// Bit `b` set iff `buckets[b]` is not empty.
-    nonempty: u64,
-    /// The key of the event last popped (or the smallest found when the heap was refilled).
-    last: u128,
+    /// The events in the window of `last_ns`: all earlier than any in `buckets`.
+    near: NearHeap,
+    /// `buckets[level * DIGITS + d]`: events whose time's highest bit differing from
+    /// `last_ns` lies in digit `level` (bits `WINDOW_NS_BITS + DIGIT_BITS * level` and up)
+    /// and whose own digit there is `d`.
+    buckets: Vec<Vec<Later>>,
+    /// Bit `d` of `digits_nonempty[level]` set iff that bucket is not empty.
+    digits_nonempty: [u64; LEVELS],
+    /// Bit `level` set iff `digits_nonempty[level]` is not zero.
+    levels_nonempty: u32,
+    /// The time of the event last popped (or the earliest found when the heap was refilled).
+    last_ns: u64,
     next_seq: u64,
     popped: u64,
 }
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { near: BinaryHeap::new(), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), nonempty: 0,
-                     last: 0, next_seq: 0, popped: 0 }
+        EventQueue { near: NearHeap::default(), buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
+                     digits_nonempty: [0; LEVELS], levels_nonempty: 0, last_ns: 0, next_seq: 0, popped: 0 }
     }
 }
 
 impl EventQueue {
-    /// `at` must not precede the last event popped (causality).
+    /// `at` must not precede the last event popped (causality). Not inlined into its many
+    /// callers; `file` is inlined here and in the refill loop instead (one call per push).
+    #[inline(never)]
     pub fn push(&mut self, at: Instant, event: Event) {
-        let key = (at.as_nanos() as u128) << 64 | self.next_seq as u128;
-        assert!(key >= self.last, "event at {at:?} scheduled before the event being handled at {:?}",
-                Instant((self.last >> 64) as u64));
+        let at_ns = at.as_nanos();
+        assert!(at_ns >= self.last_ns, "event at {at:?} scheduled before the event being handled at {:?}",
+                Instant(self.last_ns));
+        assert!(self.next_seq >> SEQ_BITS == 0, "more than 2^{SEQ_BITS} events");
+        self.file(Later { at_ns, seq: self.next_seq, event });
         self.next_seq += 1;
-        self.file(Keyed(key, event));
     }
 
     /// The smallest (time, sequence).
+    #[inline]
     pub fn pop(&mut self) -> Option<(Instant, Event)> {
         self.refill();
-        let Reverse(Keyed(key, event)) = self.near.pop()?;
-        self.last = key;
+        let Near(key, event) = self.near.pop()?;
+        self.last_ns = self.time_of(key);
         self.popped += 1;
-        Some((Instant((key >> 64) as u64), event))
+        Some((Instant(self.last_ns), event))
     }
 
     /// The time of the next event (may refill the heap, hence `&mut`; the order stays).
+    #[inline]
     pub fn peek_time(&mut self) -> Option<Instant> {
         self.refill();
-        self.near.peek().map(|Reverse(Keyed(key, _))| Instant((key >> 64) as u64))
+        self.near.peek().map(|&Near(key, _)| Instant(self.time_of(key)))
     }
 
     /// Events popped so far.
@@ -115,29 +189,49 @@ impl EventQueue {
         self.popped
     }
 
-    fn file(&mut self, keyed: Keyed) {
-        let differing = keyed.0 ^ self.last;
-        if differing >> WINDOW_KEY_BITS == 0 {
-            self.near.push(Reverse(keyed));
-        } else {
-            let b = (127 - differing.leading_zeros() - WINDOW_KEY_BITS) as usize;
-            self.buckets[b].push(keyed);
-            self.nonempty |= 1 << b;
+    /// The time of a key of the heap: the window's bits are `last_ns`'s.
+    fn time_of(&self, key: u64) -> u64 {
+        self.last_ns & !WINDOW_MASK | key >> SEQ_BITS
+    }
+
+    #[inline(always)]
+    fn file(&mut self, later: Later) {
+        let differing = later.at_ns ^ self.last_ns;
+        if differing >> WINDOW_NS_BITS == 0 {
+            self.near.push(Near((later.at_ns & WINDOW_MASK) << SEQ_BITS | later.seq, later.event));
+            return;
+        }
+        let level = (63 - differing.leading_zeros() - WINDOW_NS_BITS) / DIGIT_BITS;
+        let digit = (later.at_ns >> (WINDOW_NS_BITS + DIGIT_BITS * level)) as usize & (DIGITS - 1);
+        self.buckets[level as usize * DIGITS + digit].push(later);
+        self.digits_nonempty[level as usize] |= 1 << digit;
+        self.levels_nonempty |= 1 << level;
+    }
+
+    #[inline]
+    fn refill(&mut self) {
+        if self.near.is_empty() && self.levels_nonempty != 0 {
+            self.refill_from_buckets();
         }
     }
 
-    /// With the heap empty, the lowest non-empty bucket's smallest key becomes `last`, and
-    /// the bucket's events move into the heap (same window) or to lower buckets.
-    fn refill(&mut self) {
-        if !self.near.is_empty() || self.nonempty == 0 {
-            return;
+    /// With the heap empty, the lowest non-empty bucket (lowest level, then lowest digit)
+    /// holds the earliest events: the earliest time becomes `last_ns`, and the bucket's
+    /// events move into the heap (same window) or to lower levels. Every other bucket stays
+    /// right for the new `last_ns`, which agrees with the old one above this digit.
+    #[inline(never)]
+    fn refill_from_buckets(&mut self) {
+        let level = self.levels_nonempty.trailing_zeros() as usize;
+        let digit = self.digits_nonempty[level].trailing_zeros() as usize;
+        self.digits_nonempty[level] &= !(1 << digit);
+        if self.digits_nonempty[level] == 0 {
+            self.levels_nonempty &= !(1 << level);
         }
-        let b = self.nonempty.trailing_zeros() as usize;
-        self.nonempty &= !(1 << b);
+        let b = level * DIGITS + digit;
         let mut bucket = std::mem::take(&mut self.buckets[b]);
-        self.last = bucket.iter().map(|k| k.0).min().expect("non-empty bucket");
-        for keyed in bucket.drain(..) {
-            self.file(keyed);
+        self.last_ns = bucket.iter().map(|l| l.at_ns).min().expect("non-empty bucket");
+        for later in bucket.drain(..) {
+            self.file(later);
         }
         self.buckets[b] = bucket; // keeps its allocation
     }
@@ -147,6 +241,8 @@ impl EventQueue {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
 
     #[test]
     fn equal_times_pop_in_insertion_order() {

@@ -71,6 +71,9 @@ impl<Q: Qdisc> Accounted<Q> {
     pub fn dequeue(&mut self, now: Instant) -> Option<Packet> {
         self.advance(now);
         self.drops.clear();
+        if self.inner.len_pkts() == 0 && self.inner.empty_dequeue_is_noop() {
+            return None;
+        }
         let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops, marks: &mut self.stats.marked };
         let out = self.inner.dequeue(&mut cx);
         self.count_drops();
@@ -171,6 +174,28 @@ mod tests {
     use super::*;
     use crate::qdisc::{DropTail, DropTailConfig};
     use crate::time::Duration;
+
+    /// The shortcut for an empty DropTail keeps what the wrapper reports: `last_drops` holds
+    /// the drops of the last call only (none for a dequeue), and the time-averaged backlog
+    /// is that of the schedule: one packet for the first 2 of 8 ms, then none (0.25).
+    #[test]
+    fn dequeue_of_an_empty_droptail_reports_no_drops_and_keeps_the_backlog_integral() {
+        let q: DropTail = DropTailConfig { limit_pkts: None, limit_bytes: Some(1000) }.build().unwrap();
+        let mut acc = Accounted::new(q, Rng::new(1, 0));
+        let at = |ms| Instant::ZERO + Duration::from_millis(ms);
+        acc.enqueue(Packet { ip_len_bytes: 600, ..Default::default() }, at(0));
+        acc.enqueue(Packet { ip_len_bytes: 600, ..Default::default() }, at(1)); // over 1000 bytes
+        assert_eq!(acc.last_drops().len(), 1);
+        assert!(acc.dequeue(at(2)).is_some());
+        assert!(acc.dequeue(at(3)).is_none());
+        assert!(acc.last_drops().is_empty(), "the enqueue's drop is not this dequeue's");
+        acc.enqueue(Packet { ip_len_bytes: 2000, ..Default::default() }, at(4)); // dropped, queue stays empty
+        assert_eq!(acc.last_drops().len(), 1);
+        assert!(acc.dequeue(at(5)).is_none());
+        assert!(acc.last_drops().is_empty());
+        assert!((acc.mean_backlog_pkts(at(8)) - 0.25).abs() < 1e-12);
+        acc.check().unwrap();
+    }
 
     #[test]
     fn delay_quantiles_match_the_sojourns_of_a_known_schedule() {

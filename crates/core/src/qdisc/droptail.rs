@@ -89,6 +89,9 @@ impl Qdisc for DropTail {
     fn backlog_bytes(&self) -> u64 {
         self.backlog_bytes
     }
+    fn empty_dequeue_is_noop(&self) -> bool {
+        true // a FIFO keeps no state besides its packets
+    }
 }
 
 #[cfg(test)]

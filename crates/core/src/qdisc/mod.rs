@@ -80,6 +80,12 @@ pub trait Qdisc {
     fn flow_table_len(&self) -> usize {
         0
     }
+    /// Whether `dequeue` with nothing queued only returns `None` (no state ages, nothing is
+    /// dropped), so that the accounting wrapper may skip the call; a link that goes idle
+    /// asks once per packet. False unless the discipline says so.
+    fn empty_dequeue_is_noop(&self) -> bool {
+        false
+    }
 }
 
 /// Selects and parameterises a discipline; `kind` is the tag in TOML/JSON.
@@ -198,6 +204,9 @@ impl Qdisc for AnyQdisc {
     }
     fn flow_table_len(&self) -> usize {
         dispatch!(self, q => q.flow_table_len())
+    }
+    fn empty_dequeue_is_noop(&self) -> bool {
+        dispatch!(self, q => q.empty_dequeue_is_noop())
     }
 }
 

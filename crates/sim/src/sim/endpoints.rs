@@ -289,6 +289,7 @@ pub(super) fn recycles(sc: &Scenario) -> bool {
 
 /// Packets that left the network (delivered, dropped by a queue, lost on a link): their
 /// connections have that many fewer in flight; one with none left may be over.
+#[inline]
 pub(super) fn left_network<'a>(demux: &FxHashMap<FlowKey, u32>, conns: &mut [Conn], candidates: &mut Vec<u32>,
                                pkts: impl IntoIterator<Item = &'a Packet>) {
     for pkt in pkts {
