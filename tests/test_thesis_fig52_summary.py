@@ -21,3 +21,11 @@ def test_a_p99_below_the_slowest_finished_flow_is_kept_when_some_flows_did_not_f
                          "fct_s": [float(s) for s in range(1, 300)] + [None]})
     row = thesis_fig52.summary(fcts).filter(pl.col("size_lo_pkts") == 13).row(0, named=True)
     assert abs(row["p99_s"] - 297.01) < 1e-9
+
+
+def test_no_quantile_when_no_flow_of_a_size_finished() -> None:
+    # Three 13-packet flows, none finished: neither the median nor the p99 is a number.
+    fcts = pl.DataFrame({"protocol": ["tcp"] * 3, "packets": [13] * 3, "fct_s": [None, None, None]},
+                        schema={"protocol": pl.String, "packets": pl.Int64, "fct_s": pl.Float64})
+    row = thesis_fig52.summary(fcts).filter(pl.col("size_lo_pkts") == 13).row(0, named=True)
+    assert (row["unfinished"], row["median_s"], row["p99_s"]) == (3, None, None)

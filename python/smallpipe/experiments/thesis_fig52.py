@@ -148,9 +148,9 @@ def summary(fcts: pl.DataFrame) -> pl.DataFrame:
         ))
     table = pl.concat(frames).sort("protocol", "size_lo_pkts")
     # A quantile that lands on, or interpolates towards, an unfinished flow is unknown: not
-    # 1e9 s, nor a value between the slowest finished flow and 1e9 s.
+    # 1e9 s, nor a value between the slowest finished flow (if any) and 1e9 s.
     return table.with_columns(
-        [pl.when(pl.col(c) > pl.col("slowest_finished_s")).then(None).otherwise(pl.col(c)).alias(c)
+        [pl.when(pl.col(c) > pl.col("slowest_finished_s").fill_null(-1.0)).then(None).otherwise(pl.col(c)).alias(c)
          for c in ("median_s", "p99_s")]
     ).drop("slowest_finished_s")
 
