@@ -144,12 +144,15 @@ def summary(fcts: pl.DataFrame) -> pl.DataFrame:
             unfinished=(pl.col("fct_s") >= far).sum(),
             median_s=pl.col("fct_s").median(),
             p99_s=pl.col("fct_s").quantile(0.99, interpolation="linear"),
+            slowest_finished_s=pl.col("fct_s").filter(pl.col("fct_s") < far).max(),
         ))
     table = pl.concat(frames).sort("protocol", "size_lo_pkts")
-    # A quantile that lands on an unfinished flow is unknown, not 1e9 s.
+    # A quantile that lands on, or interpolates towards, an unfinished flow is unknown: not
+    # 1e9 s, nor a value between the slowest finished flow (if any) and 1e9 s.
     return table.with_columns(
-        [pl.when(pl.col(c) >= far).then(None).otherwise(pl.col(c)).alias(c) for c in ("median_s", "p99_s")]
-    )
+        [pl.when(pl.col(c) > pl.col("slowest_finished_s").fill_null(-1.0)).then(None).otherwise(pl.col(c)).alias(c)
+         for c in ("median_s", "p99_s")]
+    ).drop("slowest_finished_s")
 
 
 def gap_closed(table: pl.DataFrame, column: str, *, by: str = "fq") -> pl.DataFrame:
