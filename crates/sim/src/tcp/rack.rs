@@ -16,6 +16,8 @@ struct Sent {
     end: u64,
     /// Time of its last (re)transmission.
     xmit: Instant,
+    /// Place of that transmission in the sender's order of sends.
+    order: u64,
     /// Ever retransmitted: its delivery may be the original's (RFC 8985 §6.1 ambiguity).
     retransmitted: bool,
     /// Its latest retransmission is believed in flight (Linux TCPCB_SACKED_RETRANS).
@@ -29,9 +31,11 @@ struct Sent {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Rack {
     segs: VecDeque<Sent>,
-    /// RACK.xmit_ts and RACK.end_seq: the most recently sent segment known delivered.
-    xmit_ts: Instant,
-    end_seq: u64,
+    /// Sends so far (data segments), to order those of one instant.
+    sends: u64,
+    /// RACK.xmit_ts with RACK.end_seq as its tie-break: the send order of the most recently
+    /// sent segment known delivered (see `sent_after`).
+    newest: Option<u64>,
     /// RACK.rtt: the RTT of that segment; `None` until a delivery.
     rtt: Option<Duration>,
     /// RACK.min_RTT: the least RTT of a never-retransmitted delivered segment.
@@ -43,30 +47,34 @@ pub(super) struct Rack {
     pub timer: Option<Instant>,
 }
 
-/// RFC 8985 RACK_sent_after: sent later, or at the same time with a higher sequence.
-fn sent_after(t1: Instant, seq1: u64, t2: Instant, seq2: u64) -> bool {
-    t1 > t2 || (t1 == t2 && seq1 > seq2)
-}
+// RFC 8985's RACK_sent_after compares send times and, for equal times, sequence numbers.
+// The simulator's clock gives every send of one event the same instant, and a fast
+// retransmit can follow new data in one event: by sequence it would count as sent first and
+// be marked lost while in flight. The order of sends is what a fine enough clock shows.
 
 impl Rack {
     /// Records the (re)transmission of data `[start, end)` at `now`.
     pub fn on_send(&mut self, start: u64, end: u64, now: Instant, retransmission: bool) {
+        self.sends += 1;
+        let order = self.sends;
         if !retransmission {
-            let s = Sent { start, end, xmit: now, retransmitted: false, rexmit_out: false, lost: false, delivered: false };
+            let s = Sent { start, end, xmit: now, order, retransmitted: false, rexmit_out: false, lost: false,
+                delivered: false };
             self.segs.push_back(s);
             return;
         }
         for s in self.segs.iter_mut().filter(|s| s.start < end && s.end > start && !s.delivered) {
             s.xmit = now;
+            s.order = order;
             s.retransmitted = true;
             s.rexmit_out = true;
         }
     }
 
     /// RFC 8985 §6.2 steps 2 and 3 for what the cumulative `ack` and the scoreboard newly
-    /// deliver; forgets what `ack` passed. Returns whether RACK.xmit_ts may have advanced.
+    /// deliver; forgets what `ack` passed. Returns whether RACK.rtt was updated.
     pub fn on_ack(&mut self, ack: u64, scoreboard: &RangeSet, now: Instant) -> bool {
-        let mut newest: Option<(Instant, u64, Duration)> = None;
+        let mut newest: Option<(u64, Duration)> = None;
         for s in self.segs.iter_mut().filter(|s| !s.delivered) {
             if !(s.end <= ack || scoreboard.range_of(s.start).is_some_and(|(_, e)| e >= s.end)) {
                 continue;
@@ -87,19 +95,16 @@ impl Rack {
             } else if self.min_rtt.is_none_or(|m| rtt < m) {
                 self.min_rtt = Some(rtt);
             }
-            if newest.is_none_or(|(t, e, _)| sent_after(s.xmit, s.end, t, e)) {
-                newest = Some((s.xmit, s.end, rtt));
+            if newest.is_none_or(|(order, _)| s.order > order) {
+                newest = Some((s.order, rtt));
             }
         }
         while self.segs.front().is_some_and(|s| s.end <= ack) {
             self.segs.pop_front();
         }
-        let Some((xmit, end, rtt)) = newest else { return false };
+        let Some((order, rtt)) = newest else { return false };
         self.rtt = Some(rtt);
-        if sent_after(xmit, end, self.xmit_ts, self.end_seq) {
-            self.xmit_ts = xmit;
-            self.end_seq = end;
-        }
+        self.newest = self.newest.max(Some(order));
         true
     }
 
@@ -119,15 +124,11 @@ impl Rack {
     /// still to come, as the RFC and Linux do. Returns whether it marked any.
     pub fn detect_loss(&mut self, now: Instant, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>) -> bool {
         self.timer = None;
-        let Some(rtt) = self.rtt else { return false };
+        let (Some(rtt), Some(newest)) = (self.rtt, self.newest) else { return false };
         let wait = rtt + self.reo_wnd(in_recovery, dupthresh, srtt);
-        let (rack_ts, rack_end) = (self.xmit_ts, self.end_seq);
         let mut marked = false;
         let mut latest: Option<Instant> = None;
-        for s in self.segs.iter_mut().filter(|s| !s.delivered && !(s.lost && !s.rexmit_out)) {
-            if !sent_after(rack_ts, rack_end, s.xmit, s.end) {
-                continue;
-            }
+        for s in self.segs.iter_mut().filter(|s| !s.delivered && !(s.lost && !s.rexmit_out) && s.order < newest) {
             let deadline = s.xmit + wait;
             if deadline <= now {
                 s.lost = true;

@@ -1904,3 +1904,38 @@ fn rack_does_not_mark_a_segment_reordered_within_the_window() {
     assert_eq!((c.stats.retransmits, c.stats.fast_retransmits), (0, 0));
 }
 
+
+#[test]
+fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
+    // Three segments at 100 ms, the second lost; the ACK of the first is lost, so the third's
+    // (200 ms) both advances snd_una and SACKs. With DupThresh 1 one SACKed segment leaves no
+    // reordering window: the second (due at 100 + 100 ms) is lost at once. The cumulative part
+    // grows cwnd and sends two new segments, then the fast retransmit goes, all at 200 ms. The
+    // new segments' SACKs at 300 ms have RACK.rtt = 100 ms; the retransmission left after
+    // them, so it is not due (by RFC 8985's tie-break on sequence numbers it would be sent
+    // before them and due at 200 + 100 = 300 ms: a spurious second retransmission).
+    let p = rack(|c| {
+        c.initial_window_pkts = 3;
+        c.dupack_threshold = 1;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(10_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    let mut acks = Vec::new();
+    s.on_segment(&segs[0], t(150), &p, &mut acks);
+    acks.clear(); // lost
+    s.on_segment(&segs[2], t(150), &p, &mut acks);
+    c.on_segment(&acks[0], t(200), &p, &mut out);
+    let sent: Vec<_> = out.drain(..).collect();
+    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [3001, 4001, 1001], "new data, then the fast retransmit");
+    acks.clear();
+    for seg in &sent {
+        s.on_segment(seg, t(250), &p, &mut acks);
+    }
+    for (i, a) in acks.iter().enumerate() {
+        c.on_segment(a, t(300 + i as u64), &p, &mut out);
+    }
+    assert!(out.iter().all(|x| x.seq != 1001), "the retransmission was not marked lost");
+    assert_eq!((c.stats.retransmits, c.stats.fast_retransmits, c.stats.timeouts), (1, 1, 0));
+}
