@@ -1,7 +1,6 @@
 """The testbed's handling of tcp.loss_detection (pure: no namespaces, no root)."""
 
 import pytest
-
 from smallpipe import ConfigError, Scenario
 from smallpipe.testbed.knobs import linux_settings, rack_always_on
 

@@ -27,6 +27,13 @@ struct Sent {
     delivered: bool,
 }
 
+impl Sent {
+    /// Marked lost and not resent since: RACK has nothing more to say about it.
+    fn awaiting_resend(&self) -> bool {
+        self.lost && !self.rexmit_out
+    }
+}
+
 /// The sender's RACK state: per-segment send times and the RFC 8985 variables.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Rack {
@@ -128,7 +135,7 @@ impl Rack {
         let wait = rtt + self.reo_wnd(in_recovery, dupthresh, srtt);
         let mut marked = false;
         let mut latest: Option<Instant> = None;
-        for s in self.segs.iter_mut().filter(|s| !s.delivered && !(s.lost && !s.rexmit_out) && s.order < newest) {
+        for s in self.segs.iter_mut().filter(|s| !s.delivered && !s.awaiting_resend() && s.order < newest) {
             let deadline = s.xmit + wait;
             if deadline <= now {
                 s.lost = true;
@@ -144,7 +151,7 @@ impl Rack {
 
     /// Start of the first segment marked lost and not resent since.
     pub fn first_lost(&self) -> Option<(u64, u64)> {
-        self.segs.iter().find(|s| s.lost && !s.rexmit_out && !s.delivered).map(|s| (s.start, s.end))
+        self.segs.iter().find(|s| s.awaiting_resend() && !s.delivered).map(|s| (s.start, s.end))
     }
 
     /// Linux's packets in flight, in bytes: undelivered segments not marked lost, plus

@@ -1904,7 +1904,6 @@ fn rack_does_not_mark_a_segment_reordered_within_the_window() {
     assert_eq!((c.stats.retransmits, c.stats.fast_retransmits), (0, 0));
 }
 
-
 #[test]
 fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
     // Three segments at 100 ms, the second lost; the ACK of the first is lost, so the third's
