@@ -17,7 +17,8 @@
         # (tcp.cwnd_growth = linux; RFC 3465 byte counting beside it), Linux's RTT estimator
         # and RTO (tcp.rto_rule = linux), its timer restart on resending the head
         # (tcp.recovery_rto = linux), its quick-ACK mode (tcp.ack_rule = linux), PRR
-        # (tcp.recovery_pacing = prr), and all five
+        # (tcp.recovery_pacing = prr), all five; RACK (tcp.loss_detection = rack), alone and
+        # with the five
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
         # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
@@ -261,9 +262,12 @@ def linux_causes(args):
 
     growth, rto = {"tcp.cwnd_growth": "linux"}, {"tcp.rto_rule": "linux"}
     head, quick, prr = {"tcp.recovery_rto": "linux"}, {"tcp.ack_rule": "linux"}, {"tcp.recovery_pacing": "prr"}
+    rack = {"tcp.loss_detection": "rack"}
+    all_five = growth | rto | head | quick | prr
     variants = [("as run", {}), ("Linux growth", growth), ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
                 ("Linux RTO", rto), ("Linux growth + RTO", growth | rto), ("Linux head restart", head),
-                ("Linux quick ACKs", quick), ("PRR", prr), ("all five Linux", growth | rto | head | quick | prr)]
+                ("Linux quick ACKs", quick), ("PRR", prr), ("all five Linux", all_five), ("RACK", rack),
+                ("all five + RACK", all_five | rack)]
     for p in specs.LOSS_RATES:
         spec = specs.bernoulli(p, 1, args.bernoulli_s)
         cells = [f"{name}: {sum(run(spec, o)['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s" for name, o in variants]

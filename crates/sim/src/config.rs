@@ -254,6 +254,23 @@ pub enum RecoveryPacing {
     Prr,
 }
 
+/// How the SACK sender decides a segment is lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossDetection {
+    /// RFC 6675: DupThresh SACKed segments (or bytes) above a hole.
+    Dupthresh,
+    /// RFC 8985 RACK, as Linux (always on since 6.17): a segment sent before one that was
+    /// delivered is lost once an RTT plus a reordering window has passed since its send.
+    Rack,
+}
+
+impl LossDetection {
+    fn is_dupthresh(&self) -> bool {
+        *self == LossDetection::Dupthresh
+    }
+}
+
 /// When a receiver acknowledges in-order data at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -399,6 +416,10 @@ pub struct TcpConfig {
     /// How much SACK recovery sends per ACK: RFC 6675's, or RFC 6937's PRR (Linux's).
     #[serde(default = "d_recovery_pacing")]
     pub recovery_pacing: RecoveryPacing,
+    /// How SACK recovery finds lost segments: RFC 6675's DupThresh, or RFC 8985's RACK (Linux's).
+    /// Left out of the canonical JSON at its default, so scenario ids stay as they were.
+    #[serde(default = "d_loss_detection", skip_serializing_if = "LossDetection::is_dupthresh")]
+    pub loss_detection: LossDetection,
     /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
     #[serde(default = "d_recovery_rto")]
     pub recovery_rto: RecoveryRto,
@@ -668,6 +689,7 @@ fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
 fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }
+fn d_loss_detection() -> LossDetection { LossDetection::Dupthresh }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
 fn d_rwnd() -> u64 { 65_535 }
@@ -866,6 +888,11 @@ impl TcpConfig {
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
         check(self.recovery_pacing == RecoveryPacing::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pacing",
             "prr", "\"rfc6675\", or \"prr\" only with recovery = \"sack\"")?;
+        check(self.loss_detection == LossDetection::Dupthresh || self.recovery == Recovery::Sack, "loss_detection",
+            "rack", "\"dupthresh\", or \"rack\" only with recovery = \"sack\" (RACK needs to know what was SACKed)")?;
+        check(self.loss_detection == LossDetection::Dupthresh
+            || (self.recovery_pipe == RecoveryPipe::Rfc6675 && self.recovery_partial_ack == PartialAck::Rfc6675),
+            "loss_detection", "rack", "\"dupthresh\" with ns-3's recovery_pipe or recovery_partial_ack (RACK keeps Linux's own pipe)")?;
         check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
             if self.recovery_rto == RecoveryRto::Linux { "linux" } else { "first_partial" },
             "\"rfc6298\", or another rule only with recovery = \"sack\"")?;
@@ -1134,6 +1161,18 @@ mod tests {
         assert_eq!(e.field, "tcp.abc_limit_pkts");
         let ok = r#"{"tcp":{"cwnd_growth":"linux","dupack_rule":"ns3"},"flows":[{"app":"bulk"}]}"#;
         assert!(Scenario::from_json(ok).is_ok());
+    }
+
+    #[test]
+    fn rack_needs_sack_and_rfc6675_pipe_and_stays_out_of_the_default_json() {
+        let e = err(r#"{"tcp":{"loss_detection":"rack","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.loss_detection", "rack"));
+        assert!(e.allowed.contains("recovery = \"sack\""), "{e}");
+        let e = err(r#"{"tcp":{"loss_detection":"rack","recovery":"sack","recovery_pipe":"ns3"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.loss_detection");
+        let ok = Scenario::from_json(r#"{"tcp":{"loss_detection":"rack","recovery":"sack"},"flows":[{"app":"bulk"}]}"#);
+        assert!(ok.unwrap().to_json().contains(r#""loss_detection":"rack""#));
+        assert!(!Scenario::from_json(MIN).unwrap().to_json().contains("loss_detection"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ from typing import Any
 from smallpipe.errors import config_error as _config_error
 from smallpipe.scenario import Scenario
 
-__all__ = ["MAX_UNITS", "LinuxSettings", "linux_settings"]
+__all__ = ["MAX_UNITS", "LinuxSettings", "linux_settings", "rack_always_on"]
 
 MAX_UNITS = 4096
 """Units per testbed run: each has an address of its own on the client veth."""
@@ -30,6 +30,7 @@ _LINUX_REORDERING = (1, 300)  # net.ipv4.tcp_reordering up to tcp_max_reordering
 _LINUX_MIN_PACKET_BYTES = 88  # 40 header bytes + net.ipv4.tcp_min_snd_mss (48)
 _DEFAULT_ACCESS_RATE_BPS = 1e8
 _DEFAULT_GRANULARITY_MS = 1.0
+_LINUX_RACK_ONLY = (6, 17)  # commit 1c120191dcec removed the RFC 6675 recovery: RACK always on
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,15 @@ def _check_link(scenario: Scenario) -> None:
     for index, group in enumerate(scenario["flows"]):
         if group.get("dscp") is not None:
             _refuse(f"flows[{index}].dscp", group["dscp"], "unset: the testbed has no marking edge")
+
+
+def rack_always_on(kernel_release: str) -> bool:
+    """Whether a kernel of this ``uname -r`` runs RACK whatever ``tcp_recovery`` says (6.17 on)."""
+    numbers = kernel_release.split("-")[0].split(".")[:2]
+    try:
+        return tuple(int(n) for n in numbers) >= _LINUX_RACK_ONLY
+    except ValueError:
+        return False
 
 
 def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
@@ -144,10 +154,14 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if tcp["delayed_ack"] and tcp["delayed_ack_ms"] != _LINUX_DELACK_MAX_MS:
         _refuse("tcp.delayed_ack_ms", tcp["delayed_ack_ms"],
                 f"{_LINUX_DELACK_MAX_MS:g}: Linux's delayed-ACK timer adapts between 40 ms and 200 ms")
+    rack = tcp.get("loss_detection", "dupthresh") == "rack"  # left out of the canonical dict at its default
+    if rack and tcp["recovery"] != "sack":
+        _refuse("tcp.loss_detection", "rack", '"dupthresh" without SACK')
     if rfc:
         # Linux extras beyond RFC 5681/6582/6675/6298, off where a sysctl allows it.
         sysctls |= {
-            "net.ipv4.tcp_recovery": "0",  # RACK loss detection; no effect from Linux 6.17 (docs/testbed.md)
+            # RACK loss detection, on only if asked; "0" has no effect from Linux 6.17 (docs/testbed.md)
+            "net.ipv4.tcp_recovery": "1" if rack else "0",
             "net.ipv4.tcp_early_retrans": "0",  # tail loss probes
             "net.ipv4.tcp_frto": "0",  # F-RTO spurious-timeout detection
             "net.ipv4.tcp_syn_linear_timeouts": "0",  # SYN retries back off exponentially from the first

@@ -17,6 +17,7 @@ import select
 import subprocess
 import tempfile
 import time
+import warnings
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from smallpipe._smallpipe import SimulationError
 from smallpipe.errors import config_error as _config_error
 from smallpipe.result import Result, with_active_overrides
 from smallpipe.scenario import Scenario
-from smallpipe.testbed.knobs import MAX_UNITS, linux_settings
+from smallpipe.testbed.knobs import MAX_UNITS, linux_settings, rack_always_on
 from smallpipe.testbed.netns import COMMAND_TIMEOUT_S, SERVER_ADDR, Network, client_addr
 from smallpipe.testbed.tables import to_result
 
@@ -176,6 +177,14 @@ def run_testbed(
     # As simulate does, so `smallpipe reproduce taq-testbed-* --set ...` runs the variant.
     scenario = with_active_overrides(scenario)
     settings = linux_settings(scenario, congestion_control, rfc)
+    # What the kernel will do: RACK unless asked off by the sysctl on a kernel that heeds it.
+    asked_rack = scenario["tcp"].get("loss_detection", "dupthresh") == "rack"
+    loss_detection = "rack" if asked_rack or not rfc or rack_always_on(platform.release()) else "dupthresh"
+    if loss_detection == "rack" and not asked_rack and rfc:
+        # Warned, not refused: the default is "dupthresh", and refusing it would stop every testbed run.
+        warnings.warn(f"tcp.loss_detection = \"dupthresh\" cannot be honoured on Linux {platform.release()}: "
+                      "from 6.17 RACK is always on (docs/testbed.md); meta[\"loss_detection\"] records \"rack\"",
+                      stacklevel=2)
     box, gen = find_binary("smallpipe-box"), find_binary("smallpipe-gen")
     with tempfile.TemporaryDirectory(prefix="smallpipe-testbed-") as tmp:
         workdir = Path(out) if out is not None else Path(tmp)
@@ -233,6 +242,7 @@ def run_testbed(
             "congestion_control": settings.congestion_control[0] if settings.congestion_control else None,
             "rfc": rfc,
             "kernel": platform.release(),
+            "loss_detection": loss_detection,
             "sysctls": sysctls_seen,
             "client_route": " ".join(settings.client_route),
             "server_route": " ".join(settings.server_route),

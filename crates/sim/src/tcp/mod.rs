@@ -20,18 +20,20 @@ pub(crate) mod compact;
 pub mod cubic;
 mod growth;
 pub mod hystart;
+mod rack;
 mod rtt;
 pub mod sack;
 
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use crate::config::{
-    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery,
+    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, PartialAck, Recovery,
     RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
+use rack::Rack;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
@@ -81,6 +83,8 @@ pub struct TcpParams {
     pub head_retransmit_rto: bool,
     /// RFC 6937 PRR-SSRB in SACK recovery (`recovery_pacing = "prr"`).
     pub prr: bool,
+    /// RFC 8985 RACK finds lost segments instead of RFC 6675's DupThresh (`loss_detection = "rack"`).
+    pub rack: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -136,6 +140,7 @@ impl TcpParams {
             fast_retransmit_rto: c.fast_retransmit_rto,
             head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
             prr: c.recovery_pacing == RecoveryPacing::Prr,
+            rack: c.loss_detection == LossDetection::Rack,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -277,6 +282,8 @@ struct FeatureQueues {
     /// the RTO restarts quick-ACK mode).
     last_data_rcv: Option<Instant>,
     prr: Prr,
+    /// Per-segment send times and RFC 8985 state (`loss_detection = "rack"`).
+    rack: Rack,
 }
 
 /// RFC 6937 state of the current SACK recovery (`recovery_pacing = "prr"`), bytes.
@@ -466,10 +473,8 @@ impl Endpoint {
 
     /// The earliest pending timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        match (self.rto_at.get(), self.delack_at.get()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let rack = self.queues.as_deref().and_then(|q| q.rack.timer);
+        [self.rto_at.get(), self.delack_at.get(), rack].into_iter().flatten().min()
     }
 
     /// Write, first-send and SACK-cover times of the bursts not yet acknowledged.
@@ -513,10 +518,39 @@ impl Endpoint {
             self.delack_at = Opt64::NONE;
             self.send_ack(now, p, out);
         }
+        if self.queues.as_deref().and_then(|q| q.rack.timer).is_some_and(|t| t <= now) {
+            // RFC 8985 §6.3: the reordering timer expired; look for losses again.
+            if self.rack_detect_loss(now, p) {
+                self.rack_respond(now, p, out);
+            }
+        }
         if self.rto_at.get().is_some_and(|t| t <= now) {
             self.rto_at = Opt64::NONE;
             self.on_rto(now, p, out);
         }
+    }
+
+    /// RACK's marks over the segments not yet delivered; arms or clears its timer.
+    fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> bool {
+        let in_recovery = self.recovery.is_some();
+        let srtt = self.rtt.srtt();
+        self.queues_mut().rack.detect_loss(now, in_recovery, p.dupthresh, srtt)
+    }
+
+    /// RACK marked a segment lost: Linux enters fast recovery on any lost mark (unless the
+    /// last recovery or RTO is not over), else resends within the recovery's window.
+    fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if self.recovery.is_some() {
+            self.try_send(now, p, out);
+        } else if self.snd_una >= self.recover_mark && self.snd_una < self.snd_max && self.can_send_data()
+            && self.rack_first_lost().is_some()
+        {
+            self.enter_fast_recovery(now, p, out);
+        }
+    }
+
+    fn rack_first_lost(&self) -> Option<(u64, u64)> {
+        self.queues.as_deref().and_then(|q| q.rack.first_lost())
     }
 
     fn arm_rto(&mut self, now: Instant, p: &TcpParams) {
@@ -622,6 +656,7 @@ impl Endpoint {
                 if let Some(q) = self.queues.as_deref_mut() {
                     q.copy_acks.clear(); // the timeout is the reaction to any lost copy
                     q.recovery_rexmits = RangeSet::default(); // ns-3's SetSentListLost clears `m_retrans`
+                    q.rack.on_rto();
                 }
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
@@ -769,6 +804,10 @@ impl Endpoint {
                 prr.delivered += delivered;
             }
         }
+        let rack_lost = p.rack && {
+            let q = self.queues.get_or_insert_default();
+            q.rack.on_ack(ack, &self.scoreboard, now)
+        } && self.rack_detect_loss(now, p);
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
@@ -795,6 +834,9 @@ impl Endpoint {
                 }
                 DupackRule::Ns3 => {}
             }
+        }
+        if rack_lost && self.recovery.is_none() {
+            self.rack_respond(now, p, out); // an ACK that was not a duplicate one marked it
         }
     }
 
@@ -988,8 +1030,12 @@ impl Endpoint {
             return;
         }
         // RFC 6675 §5 (2): a dupack that leaves `snd_una` lost starts recovery early.
-        let lost = p.sack() && self.is_lost(self.snd_una, p);
-        if self.dupacks >= p.dupthresh || lost {
+        let lost = if p.rack {
+            self.rack_first_lost().is_some() // no duplicate-ACK count: RACK's marks alone
+        } else {
+            self.dupacks >= p.dupthresh || (p.sack() && self.is_lost(self.snd_una, p))
+        };
+        if lost {
             let enter = match p.recovery {
                 Recovery::Reno => true,
                 // RFC 6582 §3.2 step 2: a new episode only past `recover`, or by the ACK heuristic.
@@ -1026,12 +1072,12 @@ impl Endpoint {
                 let q = self.queues_mut();
                 q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, this_ack: q.prr.this_ack };
                 self.prr_set_cwnd(p);
-                self.retransmit_una(now, p, out); // forced, as Linux does
+                self.retransmit_first_lost(now, p, out); // forced, as Linux does
                 self.sack_send(now, p, out);
             }
             Recovery::Sack => {
                 self.cwnd = self.ssthresh;
-                self.retransmit_una(now, p, out);
+                self.retransmit_first_lost(now, p, out);
                 self.sack_send(now, p, out);
             }
             _ => {
@@ -1202,6 +1248,17 @@ impl Endpoint {
         }
     }
 
+    /// The fast retransmit: the first segment RACK marked lost, or the one at `snd_una`.
+    fn retransmit_first_lost(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        match self.rack_first_lost().and_then(|(s, e)| self.scoreboard.first_gap(s, e)) {
+            Some((off, _)) => {
+                let seg = self.segment_at(off, p);
+                self.send_next_seg(seg, now, p, out);
+            }
+            None => self.retransmit_una(now, p, out),
+        }
+    }
+
     /// Retransmits the segment at `snd_una`.
     fn retransmit_una(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let (off, len, fin) = self.segment_at(self.snd_una, p);
@@ -1241,6 +1298,9 @@ impl Endpoint {
 
     /// RFC 6675 SetPipe: bytes believed in the network.
     fn pipe(&self, p: &TcpParams) -> u64 {
+        if p.rack {
+            return self.queues.as_deref().map_or(0, |q| q.rack.in_flight());
+        }
         let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
         let mut pipe = 0;
         let mut at = self.snd_una;
@@ -1306,6 +1366,11 @@ impl Endpoint {
     /// RFC 6675 NextSeg rules 1-3: a lost hole, else new data, else a rescue of an
     /// un-SACKed hole below the highest SACKed byte.
     fn next_seg(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
+        if p.rack {
+            // Linux's order: what RACK marked lost, then new data; no rescue retransmission.
+            let lost = self.rack_first_lost().and_then(|(s, e)| self.scoreboard.first_gap(s, e));
+            return lost.map(|(off, _)| self.segment_at(off, p)).or_else(|| self.next_new_seg(p));
+        }
         let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
         let from = high_rxt.max(self.snd_una);
         let mut at = from;
@@ -1323,13 +1388,16 @@ impl Endpoint {
                 break;
             }
         }
-        if self.snd_max < self.send_end() {
-            let (off, len, fin) = self.segment_at(self.snd_max, p);
-            if off + len - self.snd_una <= p.rwnd {
-                return Some((off, len, fin));
-            }
+        self.next_new_seg(p).or(rescue)
+    }
+
+    /// RFC 6675 NextSeg rule 2: the next unsent segment, if the receive window allows it.
+    fn next_new_seg(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
+        if self.snd_max >= self.send_end() {
+            return None;
         }
-        rescue
+        let (off, len, fin) = self.segment_at(self.snd_max, p);
+        (off + len - self.snd_una <= p.rwnd).then_some((off, len, fin))
     }
 
     fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
@@ -1363,6 +1431,10 @@ impl Endpoint {
     /// Emits one segment of `len` bytes at `off` (offset 0 is the SYN).
     fn send_segment(&mut self, off: u64, len: u64, fin: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let end = off + len.max((off == 0) as u64) + fin as u64;
+        if p.rack && off > 0 {
+            let retransmission = off < self.snd_max;
+            self.queues_mut().rack.on_send(off, end, now, retransmission);
+        }
         if off < self.snd_max {
             if off > 0 {
                 self.stats.retransmits += 1;

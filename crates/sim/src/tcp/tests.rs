@@ -1779,3 +1779,162 @@ fn diversity_copies_a_timeout_retransmission_only_when_asked() {
         assert_eq!(c.completed_bursts.len(), 2, "copied: {copied}");
     }
 }
+
+fn rack(edit: impl FnOnce(&mut TcpConfig)) -> TcpParams {
+    params(|c| {
+        c.recovery = Recovery::Sack;
+        c.loss_detection = crate::config::LossDetection::Rack;
+        edit(c);
+    })
+}
+
+#[test]
+fn rack_marks_a_lost_segment_after_an_rtt_and_a_quarter_min_rtt_without_a_third_dupack() {
+    // RFC 8985 §6.2: two segments sent at 100 ms, the first lost. The second's SACK at 200 ms
+    // gives RACK.rtt = min_RTT = 100 ms; the first, sent at the same time with a lower
+    // sequence, counts as sent before it. No reordering seen, one SACKed segment (< DupThresh),
+    // not in recovery: reo_wnd = min_RTT/4 = 25 ms, so it is lost at 100 + 100 + 25 = 225 ms.
+    // Limited transmit's one new segment brings a second dupack only: DupThresh would wait
+    // for the RTO (1 s minimum, at 1100 ms).
+    for detection in [crate::config::LossDetection::Rack, crate::config::LossDetection::Dupthresh] {
+        let p = rack(|c| {
+            c.initial_window_pkts = 2;
+            c.loss_detection = detection;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(3000, false, t(100), &p, &mut out);
+        let segs: Vec<_> = out.drain(..).collect();
+        assert_eq!(segs.len(), 2);
+        let mut acks = Vec::new();
+        s.on_segment(&segs[1], t(150), &p, &mut acks);
+        c.on_segment(&acks[0], t(200), &p, &mut out);
+        assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [2001], "limited transmit: the third segment");
+        acks.clear();
+        s.on_segment(&out[0], t(250), &p, &mut acks);
+        out.clear();
+        c.on_segment(&acks[0], t(300), &p, &mut out);
+        if detection == crate::config::LossDetection::Dupthresh {
+            assert!(out.is_empty(), "two dupacks: no fast retransmit");
+            assert_eq!(c.next_deadline(), Some(t(1100)), "the RTO armed at the first send");
+            continue;
+        }
+        // The third segment's SACK (sent at 200 ms) moved RACK.xmit_ts; the first is due
+        // at 100 + RACK.rtt 100 + 25 = 225 ms, already past at 300 ms.
+        assert_eq!(out.first().map(|x| x.seq), Some(1), "RACK marked it lost on this ACK");
+        assert_eq!((c.stats.fast_retransmits, c.stats.timeouts), (1, 0));
+        // And by the timer alone, without the third segment's SACK: at 225 ms exactly.
+        let (mut c, mut s) = established(&p, 0, 0);
+        out.clear();
+        c.app_write(3000, false, t(100), &p, &mut out);
+        let segs: Vec<_> = out.drain(..).collect();
+        acks.clear();
+        s.on_segment(&segs[1], t(150), &p, &mut acks);
+        c.on_segment(&acks[0], t(200), &p, &mut out);
+        out.clear();
+        assert_eq!(c.next_deadline(), Some(t(225)), "the reordering timer: 100 + 100 + 100/4 ms");
+        c.on_timer(t(225), &p, &mut out);
+        assert_eq!(out.first().map(|x| x.seq), Some(1));
+        assert_eq!((c.stats.fast_retransmits, c.stats.timeouts), (1, 0));
+    }
+}
+
+#[test]
+fn rack_finds_a_lost_retransmission_by_time_and_resends_it_without_an_rto() {
+    // Four segments at 100 ms, the first lost; SACKs of 2, 3, 4 at 200, 201, 202 ms (each
+    // segment's RTT is its ACK's time minus 100 ms). At 202 ms three SACKed segments reach
+    // DupThresh with no reordering seen: reo_wnd = 0 and the first, due at 100 + 102 ms,
+    // is lost then. Its retransmission (202 ms) is lost too. The segments limited transmit
+    // sent at 200 and 201 ms were sent before it; fast recovery's new segment at 300 ms is
+    // sent after it, and its SACK at 400 ms (RACK.rtt = 100 ms, reo_wnd = 0 in recovery)
+    // finds the retransmission due at 202 + 100 = 302 ms: resent at 400 ms, long before the
+    // RTO (1 s after the last new ACK... none came: 100 ms + 1 s = 1100 ms).
+    let p = rack(|c| c.initial_window_pkts = 4);
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(20_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    assert_eq!(segs.len(), 4);
+    let mut sent = Vec::new();
+    for (i, at) in [(1, 200), (2, 201), (3, 202)] {
+        let mut acks = Vec::new();
+        s.on_segment(&segs[i], t(at - 50), &p, &mut acks);
+        c.on_segment(&acks[0], t(at), &p, &mut out);
+        sent.extend(out.drain(..).map(|x| (at, x)));
+    }
+    let seqs: Vec<_> = sent.iter().map(|(at, x)| (*at, x.seq)).collect();
+    assert_eq!(seqs, [(200, 4001), (201, 5001), (202, 1)], "limited transmit twice, then the fast retransmit");
+    assert_eq!(c.stats.fast_retransmits, 1);
+    // The retransmission of 1 is lost; 4001 and 5001 arrive.
+    let mut later = Vec::new();
+    for (at, x) in &sent[..2] {
+        let mut acks = Vec::new();
+        s.on_segment(x, t(at + 50), &p, &mut acks);
+        c.on_segment(&acks[0], t(at + 100), &p, &mut out);
+        later.extend(out.drain(..).map(|x| (at + 100, x)));
+    }
+    assert!(later.iter().all(|(_, x)| x.seq > 1), "4001 and 5001 were sent before the retransmission");
+    let (at, newer) = later.first().cloned().expect("recovery sends new data as SACKs free the pipe");
+    let mut acks = Vec::new();
+    s.on_segment(&newer, t(at + 50), &p, &mut acks);
+    c.on_segment(&acks[0], t(at + 100), &p, &mut out);
+    assert_eq!(at + 100, 400);
+    assert_eq!(out.first().map(|x| x.seq), Some(1), "the lost retransmission goes again at 400 ms");
+    assert_eq!((c.stats.retransmits, c.stats.timeouts, c.stats.fast_retransmits), (2, 0, 1));
+}
+
+#[test]
+fn rack_does_not_mark_a_segment_reordered_within_the_window() {
+    // Two segments at 100 ms; the second arrives first (SACKed at 200 ms, timer for
+    // 100 + 100 + 25 = 225 ms), the first 10 ms later: the cumulative ACK at 210 ms delivers
+    // it before its deadline. Nothing is resent and the reordering timer is gone.
+    let p = rack(|c| c.initial_window_pkts = 2);
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(2000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    let mut acks = Vec::new();
+    s.on_segment(&segs[1], t(150), &p, &mut acks);
+    s.on_segment(&segs[0], t(160), &p, &mut acks);
+    c.on_segment(&acks[0], t(200), &p, &mut out);
+    assert_eq!(c.next_deadline(), Some(t(225)));
+    c.on_segment(&acks[1], t(210), &p, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(c.next_deadline(), None, "all acknowledged: no timer");
+    assert_eq!((c.stats.retransmits, c.stats.fast_retransmits), (0, 0));
+}
+
+#[test]
+fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
+    // Three segments at 100 ms, the second lost; the ACK of the first is lost, so the third's
+    // (200 ms) both advances snd_una and SACKs. With DupThresh 1 one SACKed segment leaves no
+    // reordering window: the second (due at 100 + 100 ms) is lost at once. The cumulative part
+    // grows cwnd and sends two new segments, then the fast retransmit goes, all at 200 ms. The
+    // new segments' SACKs at 300 ms have RACK.rtt = 100 ms; the retransmission left after
+    // them, so it is not due (by RFC 8985's tie-break on sequence numbers it would be sent
+    // before them and due at 200 + 100 = 300 ms: a spurious second retransmission).
+    let p = rack(|c| {
+        c.initial_window_pkts = 3;
+        c.dupack_threshold = 1;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(10_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    let mut acks = Vec::new();
+    s.on_segment(&segs[0], t(150), &p, &mut acks);
+    acks.clear(); // lost
+    s.on_segment(&segs[2], t(150), &p, &mut acks);
+    c.on_segment(&acks[0], t(200), &p, &mut out);
+    let sent: Vec<_> = out.drain(..).collect();
+    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [3001, 4001, 1001], "new data, then the fast retransmit");
+    acks.clear();
+    for seg in &sent {
+        s.on_segment(seg, t(250), &p, &mut acks);
+    }
+    for (i, a) in acks.iter().enumerate() {
+        c.on_segment(a, t(300 + i as u64), &p, &mut out);
+    }
+    assert!(out.iter().all(|x| x.seq != 1001), "the retransmission was not marked lost");
+    assert_eq!((c.stats.retransmits, c.stats.fast_retransmits, c.stats.timeouts), (1, 1, 0));
+}
