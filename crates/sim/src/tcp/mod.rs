@@ -780,7 +780,7 @@ impl Endpoint {
             self.state = State::Established; // the handshake's third segment
             self.count_handshake_as_unacked(p);
         }
-        let sacked_before = if p.prr { self.sacked_from(self.snd_una) } else { 0 };
+        let sacked_before = if p.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
         let mut new_sack = false;
         if p.sack() {
             for b in seg.sack_blocks() {
@@ -795,7 +795,7 @@ impl Endpoint {
         }
         if p.prr {
             // RFC 6937 DeliveredData: the change in snd_una plus the change in SACKed bytes.
-            let delivered = (ack.saturating_sub(self.snd_una) + self.sacked_from(ack.max(self.snd_una)))
+            let delivered = (ack.saturating_sub(self.snd_una) + self.scoreboard.above(ack.max(self.snd_una), p.mss).0)
                 .saturating_sub(sacked_before);
             let in_recovery = self.recovery.is_some();
             let prr = &mut self.queues_mut().prr;
@@ -847,7 +847,7 @@ impl Endpoint {
         let Some(q) = self.queues.as_deref_mut() else { return };
         for b in q.pending_bursts.iter_mut().filter(|b| b.covered.is_none()) {
             let from = b.start.max(ack);
-            if b.end <= ack || self.scoreboard.range_of(from).is_some_and(|(_, e)| e >= b.end) {
+            if b.end <= ack || self.scoreboard.covers(from, b.end) {
                 b.covered = Some(now);
             }
         }
@@ -1250,13 +1250,16 @@ impl Endpoint {
 
     /// The fast retransmit: the first segment RACK marked lost, or the one at `snd_una`.
     fn retransmit_first_lost(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        match self.rack_first_lost().and_then(|(s, e)| self.scoreboard.first_gap(s, e)) {
-            Some((off, _)) => {
-                let seg = self.segment_at(off, p);
-                self.send_next_seg(seg, now, p, out);
-            }
+        match self.rack_lost_segment(p) {
+            Some(seg) => self.send_next_seg(seg, now, p, out),
             None => self.retransmit_una(now, p, out),
         }
+    }
+
+    /// The first un-SACKed segment of what RACK marked lost.
+    fn rack_lost_segment(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
+        let (hole, _) = self.rack_first_lost().and_then(|(s, e)| self.scoreboard.first_gap(s, e))?;
+        Some(self.segment_at(hole, p))
     }
 
     /// Retransmits the segment at `snd_una`.
@@ -1335,11 +1338,6 @@ impl Endpoint {
             .sum()
     }
 
-    /// SACKed bytes at or above `from`.
-    fn sacked_from(&self, from: u64) -> u64 {
-        self.scoreboard.ranges().iter().map(|&(s, e)| e.saturating_sub(s.max(from))).sum()
-    }
-
     /// RFC 6937 PRR-SSRB as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
     /// cwnd = pipe + what may be sent now. Linux counts whole segments, hence the rounding.
     fn prr_set_cwnd(&mut self, p: &TcpParams) {
@@ -1368,8 +1366,7 @@ impl Endpoint {
     fn next_seg(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
         if p.rack {
             // Linux's order: what RACK marked lost, then new data; no rescue retransmission.
-            let lost = self.rack_first_lost().and_then(|(s, e)| self.scoreboard.first_gap(s, e));
-            return lost.map(|(off, _)| self.segment_at(off, p)).or_else(|| self.next_new_seg(p));
+            return self.rack_lost_segment(p).or_else(|| self.next_new_seg(p));
         }
         let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
         let from = high_rxt.max(self.snd_una);

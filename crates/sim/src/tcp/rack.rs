@@ -83,7 +83,7 @@ impl Rack {
     pub fn on_ack(&mut self, ack: u64, scoreboard: &RangeSet, now: Instant) -> bool {
         let mut newest: Option<(u64, Duration)> = None;
         for s in self.segs.iter_mut().filter(|s| !s.delivered) {
-            if !(s.end <= ack || scoreboard.range_of(s.start).is_some_and(|(_, e)| e >= s.end)) {
+            if !(s.end <= ack || scoreboard.covers(s.start, s.end)) {
                 continue;
             }
             s.delivered = true;

@@ -74,6 +74,11 @@ impl RangeSet {
         ranges.get(i).copied().filter(|&(s, _)| s <= offset)
     }
 
+    /// One range holds all of `[start, end)`.
+    pub fn covers(&self, start: u64, end: u64) -> bool {
+        self.range_of(start).is_some_and(|(_, e)| e >= end)
+    }
+
     /// Bytes at or above `offset`, and the fewest segments of at most `segment_bytes` that
     /// carry them (each range rounded up on its own: a SACKed range holds whole segments).
     pub fn above(&self, offset: u64, segment_bytes: u64) -> (u64, u64) {

@@ -568,7 +568,7 @@ fn exchange(
 fn holds(s: &Endpoint, seg: &Packet) -> bool {
     let start = unwrap(s.rcv_nxt, s.irs.wrapping_add(s.rcv_nxt as u32), seg.seq);
     let end = start + seg.seq_len() as u64;
-    end <= s.rcv_nxt || s.ooo.as_ref().and_then(|o| o.ranges.range_of(start)).is_some_and(|(_, e)| e >= end)
+    end <= s.rcv_nxt || s.ooo.as_ref().is_some_and(|o| o.ranges.covers(start, end))
 }
 
 /// Established at t = 100 ms with IW 10 and limited transmit off; `segments` full segments
