@@ -33,6 +33,14 @@ RED_VARIANTS = [
 ]
 
 
+def fig9_cell(r) -> str:
+    """A Figure 9 run's mean response time (bursts written after the warm-up) and its
+    bottleneck loss rate."""
+    done = r.bursts.filter(pl.col("sent_ns") >= int(padding_fig9.WARMUP_S * 1e9)).drop_nulls("response_ns")
+    loss = r.links.filter(pl.col("name") == "bottleneck")["loss_rate"].item()
+    return f"{done['response_ns'].mean() / 1e9:.3f} s (loss {loss:.3f})"
+
+
 def red_diversity(seed: int) -> None:
     """Mean response time and bottleneck loss of interactive and 2-copy diversity clients
     under Figure 9's RED with its mode and `gentle` changed."""
@@ -41,10 +49,7 @@ def red_diversity(seed: int) -> None:
             cells = []
             for approach in ("interactive", "diversity"):
                 sc = padding_fig9.scenario(approach, "red", n, duration_s=200.0, seed=seed).with_overrides(overrides)
-                r = simulate(sc)
-                done = r.bursts.filter(pl.col("sent_ns") >= int(padding_fig9.WARMUP_S * 1e9)).drop_nulls("response_ns")
-                loss = r.links.filter(pl.col("name") == "bottleneck")["loss_rate"].item()
-                cells.append(f"{approach} {done['response_ns'].mean() / 1e9:.3f} s (loss {loss:.3f})")
+                cells.append(f"{approach} {fig9_cell(simulate(sc))}")
             print(f"{name}, {n} clients: " + ", ".join(cells), flush=True)
 
 
@@ -130,10 +135,7 @@ def copied_retransmissions(seed: int) -> None:
             cells = []
             for name, overrides in (("single resends", {}), ("copied resends", COPIED)):
                 sc = padding_fig9.scenario("diversity", "red", n, duration_s=200.0, seed=seed)
-                r = simulate(sc.with_overrides({**red_overrides, **overrides}))
-                done = r.bursts.filter(pl.col("sent_ns") >= int(padding_fig9.WARMUP_S * 1e9)).drop_nulls("response_ns")
-                loss = r.links.filter(pl.col("name") == "bottleneck")["loss_rate"].item()
-                cells.append(f"{name} {done['response_ns'].mean() / 1e9:.3f} s (loss {loss:.3f})")
+                cells.append(f"{name} {fig9_cell(simulate(sc.with_overrides({**red_overrides, **overrides})))}")
             print(f"Figure 9 {red}, {n} clients: " + ", ".join(cells), flush=True)
 
 

@@ -245,20 +245,7 @@ def fct_split(args):
 
 
 def linux_causes(args):
-    import sp_side
-
-    plain = sp_side.scenario
-
-    def run(spec, overrides):
-        def with_overrides(s, d, drop_nth=()):
-            scenario, mss = plain(s, d, drop_nth)
-            return scenario.with_overrides(overrides), mss
-
-        sp_side.scenario = with_overrides
-        try:
-            return sp_side.run(spec)
-        finally:
-            sp_side.scenario = plain
+    from sp_side import run
 
     growth, rto = {"tcp.cwnd_growth": "linux"}, {"tcp.rto_rule": "linux"}
     head, quick, prr = {"tcp.recovery_rto": "linux"}, {"tcp.ack_rule": "linux"}, {"tcp.recovery_pacing": "prr"}
