@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import subprocess
 
 import polars as pl
@@ -147,12 +148,29 @@ def test_bulk_flows_fill_the_link_and_never_exceed_it() -> None:
     assert per_flow.get_column("bytes").to_list() == result.flows.sort("flow_id").get_column("bytes_delivered").to_list()
 
 
+def _pcapng_frames_per_interface(path) -> dict[int, int]:
+    """Enhanced packet blocks (type 6) per interface id, read from the pcapng block layout."""
+    data, at, counts = path.read_bytes(), 0, {}
+    while at + 12 <= len(data):
+        block_type, length = struct.unpack_from("<II", data, at)
+        if block_type == 6:
+            interface = struct.unpack_from("<I", data, at + 8)[0]
+            counts[interface] = counts.get(interface, 0) + 1
+        at += length
+    return counts
+
+
 @needs_testbed
-def test_request_response_transfers_deliver_their_size_no_faster_than_the_link() -> None:
+def test_request_response_transfers_deliver_their_size_no_faster_than_the_link(tmp_path) -> None:
     sizes = [5_000, 40_000, 150_000]
     flows = [{"app": "transfer", "size_bytes": size, "rtt_ms": RTT_MS, "start_s": 0.2 * i} for i, size in enumerate(sizes)]
-    result = run_testbed(_scenario(flows, 4.0))
+    result = run_testbed(_scenario(flows, 4.0), out=tmp_path, pcap=True)
     assert _our_namespaces() == []
+    # The capture holds every frame at the box's four points: at least the data segments
+    # (payload over a 1500-byte MTU's MSS) entering and leaving on the data's side.
+    frames = _pcapng_frames_per_interface(tmp_path / "box.pcapng")
+    assert set(frames) == {0, 1, 2, 3}
+    assert sum(frames.values()) >= 2 * sum(sizes) / 1460
     flows_out = result.flows.sort("unit_id")
     assert flows_out.get_column("bytes_delivered").to_list() == sizes
     assert flows_out.get_column("size_bytes").to_list() == sizes

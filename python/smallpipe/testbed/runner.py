@@ -157,6 +157,7 @@ def run_testbed(
     congestion_control: str | None = None,
     rfc: bool = True,
     out: str | PathLike[str] | None = None,
+    pcap: bool = False,
 ) -> Result:
     """Run ``scenario`` on real Linux TCP in network namespaces, through ``smallpipe-box``.
 
@@ -167,6 +168,8 @@ def run_testbed(
             :func:`~smallpipe.testbed.knobs.linux_settings`).
         out: keep the raw records (box output, generator JSON, ``tcp_info.parquet``)
             in this directory; a temporary one otherwise.
+        pcap: the box also captures every frame at its four points (both interfaces, in
+            and out) to ``box.pcapng`` in ``out`` (pcapng, one interface per point).
 
     Raises:
         ConfigError: the scenario asks for something the testbed cannot honour.
@@ -204,7 +207,8 @@ def run_testbed(
                 box_proc = _Process("smallpipe-box", [
                     *net.exec_prefix(net.names.box), str(box), "--iface-a", net.IF_A, "--iface-b", net.IF_B,
                     "--config", str(workdir / "box_config.json"), "--out", str(box_out),
-                    "--duration-s", str(duration_s + START_DELAY_S + READY_TIMEOUT_S + STOP_GRACE_S)], workdir)
+                    "--duration-s", str(duration_s + START_DELAY_S + READY_TIMEOUT_S + STOP_GRACE_S),
+                    *(["--pcap", str(workdir / "box.pcapng")] if pcap else [])], workdir)
                 processes.append(box_proc)
                 box_proc.wait_ready(READY_TIMEOUT_S)
                 plan_path = workdir / "plan.json"
