@@ -50,6 +50,11 @@ pub struct Scenario {
     /// an RCP router (`link.queue.kind = "rcp"`) on the bottleneck.
     #[serde(default, skip_serializing_if = "Transport::is_tcp")]
     pub transport: Transport,
+    /// How DropTail links move packets: one event per transmission end and one per arrival
+    /// (default), or departures computed when a packet is offered and only its arrival
+    /// scheduled (`crate::link`); results differ only in the order of events of equal time.
+    #[serde(default, skip_serializing_if = "FifoHops::is_events")]
+    pub fifo_hops: FifoHops,
     /// Opt-in time series, event trace and pcap (`crate::trace`); absent, nothing is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceConfig>,
@@ -87,6 +92,27 @@ pub enum Transport {
 impl Transport {
     fn is_tcp(&self) -> bool {
         *self == Transport::Tcp
+    }
+}
+
+/// How the simulator runs a link whose discipline is DropTail (`Scenario::fifo_hops`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FifoHops {
+    /// Every transmission ends in an event that takes the next packet from the queue.
+    #[default]
+    Events,
+    /// A FIFO's departures follow from its arrivals (`max(offered, previous departure) +
+    /// size / rate`): the link schedules only the arrival at the far end and performs the
+    /// queue's dequeues lazily, at their exact times. Links that something observes between
+    /// events (traced links, a bottleneck direction whose other side reads its departures,
+    /// lossy links with jitter) keep their events.
+    Computed,
+}
+
+impl FifoHops {
+    fn is_events(&self) -> bool {
+        *self == FifoHops::Events
     }
 }
 
@@ -1131,6 +1157,20 @@ mod tests {
         assert!(!Scenario::from_json(MIN).unwrap().to_json().contains("output"));
         let sc = Scenario::from_json(r#"{"output":{"stream_flows_every":5},"flows":[{"app":"bulk"}]}"#).unwrap();
         assert_eq!(sc.output.map(|o| o.stream_flows_every), Some(5));
+    }
+
+    /// `fifo_hops` takes "events" or "computed"; the default is left out of the canonical
+    /// form, so scenario hashes stay as they were.
+    #[test]
+    fn fifo_hops_is_checked_and_absent_by_default() {
+        let e = err(r#"{"fifo_hops":"lazy","flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "fifo_hops");
+        assert!(e.value.contains("lazy"), "{}", e.value);
+        assert!(e.allowed.contains("events") && e.allowed.contains("computed"), "{}", e.allowed);
+        assert!(!Scenario::from_json(MIN).unwrap().to_json().contains("fifo_hops"));
+        let sc = Scenario::from_json(r#"{"fifo_hops":"computed","flows":[{"app":"bulk"}]}"#).unwrap();
+        assert_eq!(sc.fifo_hops, FifoHops::Computed);
+        assert!(sc.to_json().contains(r#""fifo_hops":"computed""#));
     }
 
     #[test]

@@ -2,6 +2,16 @@
 //! and a propagation pipe. Each link keeps at most one TxDone and one Arrive event pending
 //! (htsim's pipe): the pipe is a FIFO of (arrival time, packet) and only its head is
 //! scheduled.
+//!
+//! A link may instead run "computed" (`fifo_hops = "computed"`, DropTail only): a FIFO
+//! that works whenever it holds a packet sends each packet from `max(offered, previous
+//! departure)` for `size / rate`, so its departure is known when it is offered. The packet
+//! enters the pipe at once with its arrival time and no TxDone event is ever scheduled: one
+//! event per hop instead of two. The queue still sees every dequeue at its exact time,
+//! performed lazily (`settle`) before each later offer and before the results are read,
+//! so its accounting (backlog integral, sojourns, drops) and `tx_pkts` are what the events
+//! would have made them. Only ties change: a transmission that ends at the very time a
+//! packet is offered counts as ended first.
 
 use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
 use std::collections::VecDeque;
@@ -31,6 +41,12 @@ pub struct Link {
     pub tx_bytes: u64,
     /// Time at which the last packet entered the pipe will arrive (keeps jittered FIFO order).
     last_arrival: Instant,
+    /// Departures computed at offer time instead of TxDone events (see the module doc).
+    pub computed: bool,
+    /// Computed: when the transmission of `sending` ends.
+    sending_end: Instant,
+    /// Computed: when the transmission of the last packet accepted ends.
+    busy_until: Instant,
 }
 
 impl Link {
@@ -38,7 +54,8 @@ impl Link {
     pub fn new(name: String, rate_bps: u64, delay: Duration, jitter_max: Duration, loss: f64,
                queue: Accounted<AnyQdisc>, to_node: u32, rng: Rng) -> Self {
         Link { name, rate_bps, delay, jitter_max, loss, drop_nth: Vec::new(), arrivals: 0, queue, to_node, sending: None,
-               pipe: VecDeque::new(), rng, tx_pkts: 0, tx_bytes: 0, last_arrival: Instant::ZERO }
+               pipe: VecDeque::new(), rng, tx_pkts: 0, tx_bytes: 0, last_arrival: Instant::ZERO, computed: false,
+               sending_end: Instant::ZERO, busy_until: Instant::ZERO }
     }
 
     /// If idle, take the next packet from the queue; returns when its serialization ends.
@@ -57,11 +74,60 @@ impl Link {
         let pkt = self.sending.take().expect("TxDone without a packet in flight");
         self.tx_pkts += 1;
         self.tx_bytes += pkt.len_bytes();
+        self.enter_pipe(pkt, now)
+    }
+
+    /// A packet whose transmission ends at `sent`, in sending order, goes into the pipe.
+    /// Returns its arrival time when it is the pipe's new head.
+    fn enter_pipe(&mut self, pkt: Packet, sent: Instant) -> Option<Instant> {
         let jitter = Duration(self.rng.below_inclusive(self.jitter_max.as_nanos()));
-        let at = (now + self.delay + jitter).max(self.last_arrival);
+        let at = (sent + self.delay + jitter).max(self.last_arrival);
         self.last_arrival = at;
         self.pipe.push_back((at, pkt));
         (self.pipe.len() == 1).then_some(at)
+    }
+
+    /// Computed link: offer a packet at `now`. The queue decides as it would have with the
+    /// events (its backlog is settled up to `now` first); an accepted packet goes into the
+    /// pipe with the arrival its departure gives. Returns that arrival when it is the pipe's
+    /// new head (the caller schedules Arrive only then); the queue's drops are in
+    /// `queue.last_drops()`.
+    pub fn offer_computed(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
+        debug_assert!(self.computed);
+        self.settle(now, true);
+        self.queue.enqueue(pkt, now);
+        if !self.queue.last_drops().is_empty() {
+            return None; // DropTail drops only the packet offered
+        }
+        let tx_end = now.max(self.busy_until) + Duration::serialization(pkt.len_bytes(), self.rate_bps);
+        self.busy_until = tx_end;
+        if self.sending.is_none() {
+            // Idle: the packet leaves the queue at once, as `start_tx` would take it.
+            self.sending = self.queue.dequeue(now);
+            self.sending_end = tx_end;
+        }
+        // What the queue stamps on the packet it holds, and would hand out.
+        self.enter_pipe(Packet { arrival: now, ..pkt }, tx_end)
+    }
+
+    /// Computed link: performs the transmissions that end by `until` (at `until` too when
+    /// `at_until`) and the dequeue each end makes at its own time, as the TxDone events
+    /// would have. An offer at `until` settles them first (a tie the events would order by
+    /// insertion); the results leave out those ending at the run's end, as the event loop
+    /// does.
+    pub fn settle(&mut self, until: Instant, at_until: bool) {
+        while let Some(pkt) = self.sending {
+            let end = self.sending_end;
+            if end > until || (end == until && !at_until) {
+                return;
+            }
+            self.tx_pkts += 1;
+            self.tx_bytes += pkt.len_bytes();
+            self.sending = self.queue.dequeue(end);
+            if let Some(next) = &self.sending {
+                self.sending_end = end + Duration::serialization(next.len_bytes(), self.rate_bps);
+            }
+        }
     }
 
     /// The head of the pipe arrives, or `Err` with it if the link lost it. Also returns when

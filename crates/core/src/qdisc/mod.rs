@@ -72,6 +72,11 @@ pub trait Qdisc {
     fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet>;
     /// Optional input from the reverse direction (ACKs) in two-way deployments.
     fn observe_reverse(&mut self, _pkt: &Packet, _now: Instant) {}
+    /// Whether `observe_reverse` does anything: a simulator may then skip telling it the
+    /// exact time of each reverse departure. False unless the discipline says so.
+    fn observes_reverse(&self) -> bool {
+        false
+    }
     /// Packets queued.
     fn len_pkts(&self) -> usize;
     /// Bytes queued.
@@ -207,6 +212,9 @@ impl Qdisc for AnyQdisc {
     }
     fn empty_dequeue_is_noop(&self) -> bool {
         dispatch!(self, q => q.empty_dequeue_is_noop())
+    }
+    fn observes_reverse(&self) -> bool {
+        dispatch!(self, q => q.observes_reverse())
     }
 }
 

@@ -19,7 +19,7 @@ use self::endpoints::{left_network, recycles};
 use self::recorders::Trace;
 use self::topology::Node;
 use self::units::{Unit, UnitApp};
-use crate::config::{AppKind, DiamondConfig, EdgeConfig, FlowGroup, Scenario, TcpConfig, TopologyConfig, Transport};
+use crate::config::{AppKind, DiamondConfig, EdgeConfig, FifoHops, FlowGroup, Scenario, TcpConfig, TopologyConfig, Transport};
 use crate::epochs::EpochRecorder;
 use crate::event::{Event, EventQueue};
 use crate::flows::{Conn, FinishedRows};
@@ -29,7 +29,7 @@ use crate::results::{QueueStateRow, Results};
 use crate::tcp::{Endpoint, TcpParams};
 use crate::trace::Recorder;
 use rustc_hash::FxHashMap;
-use smallpipe_core::{ConfigError, Duration, FlowKey, Instant, Packet};
+use smallpipe_core::{AnyQdisc, ConfigError, Duration, FlowKey, Instant, Packet, Qdisc};
 
 pub struct Simulator {
     now: Instant,
@@ -183,7 +183,28 @@ impl Simulator {
                 }
             }
         }
+        if sc.fifo_hops == FifoHops::Computed {
+            for link in 0..sim.links.len() as u32 {
+                sim.links[link as usize].computed = sim.may_compute_hops(link);
+            }
+        }
         Ok(sim)
+    }
+
+    /// Whether `link` may run computed (`fifo_hops = "computed"`): its discipline is a FIFO
+    /// whose drops depend on its backlog only (DropTail), and nothing needs its state or its
+    /// departures between events: the `[trace]` recorder watches none of its hooks, the other
+    /// bottleneck direction does not read its departures (`observe_reverse`: TAQ), and its
+    /// random stream is not shared by jitter (drawn at departure, which computed links draw
+    /// when the packet is offered) and loss (drawn at arrival), whose draws would interleave
+    /// in another order.
+    fn may_compute_hops(&self, link: u32) -> bool {
+        let l = &self.links[link as usize];
+        let fifo = matches!(l.queue.inner(), AnyQdisc::DropTail(_));
+        let traced = self.recorder.as_ref().is_some_and(|r| r.traces(link));
+        let departures_observed = link < 2 && self.links[1 - link as usize].queue.inner().observes_reverse();
+        let shared_rng = l.loss > 0.0 && l.jitter_max > Duration::ZERO;
+        fifo && !traced && !departures_observed && !shared_rng
     }
 
     /// Runs to the end of the scenario and collects the results.
@@ -367,7 +388,6 @@ pub fn simulate(sc: &Scenario) -> Result<Results, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smallpipe_core::AnyQdisc;
 
 
     /// The forward bottleneck's TAQ sees the reverse bottleneck's ACKs (`observe_reverse`),
@@ -446,6 +466,32 @@ mod tests {
         }
         assert!(calls > 100, "{calls} chunks");
         assert_eq!(comparable(sim.finish()), comparable(whole));
+    }
+
+    /// `fifo_hops = "computed"` on one flow, whose packets never tie with another flow's:
+    /// every table is the same as with the events (the traced sender's per-packet rows too),
+    /// and exactly one event per transmission is saved, as every link is an untraced
+    /// DropTail: the TxDone events, one per packet sent on each hop (`packets`). The
+    /// 20-packet buffer overflows (drops on the bottleneck) and the access links queue the
+    /// sender's bursts, so the lazily settled dequeues matter.
+    #[test]
+    fn computed_hops_give_one_flows_tables_exactly() {
+        let json = |hops: &str| format!(
+            r#"{{"duration_s":30,"slice_s":0.7,"trace_conn":0,"fifo_hops":"{hops}",
+                "link":{{"rate_bps":1500001,"delay_ms":7.3,"access_rate_bps":9999991,"queue":{{"kind":"droptail","limit_pkts":20}}}},
+                "tcp":{{"delayed_ack":false}},"flows":[{{"app":"bulk","rtt_ms":93.7}}]}}"#
+        );
+        let run = |hops: &str| simulate(&Scenario::from_json(&json(hops)).unwrap()).unwrap();
+        let (events, computed) = (run("events"), run("computed"));
+        let bottleneck = &events.links[0];
+        assert!(bottleneck.dropped_pkts > 0, "the buffer overflows");
+        assert!(!events.trace.is_empty());
+        assert_eq!(events.events - computed.events, events.packets);
+        let same = |mut r: Results| {
+            r.events = 0;
+            comparable(r)
+        };
+        assert_eq!(same(computed), same(events));
     }
 
     /// Per-group `[flows.tcp]`: each group's sender sends its first flight by its own knobs.

@@ -83,6 +83,10 @@ impl Simulator {
             })
             .collect();
         let duration = end.as_nanos();
+        // Computed links owe the transmissions ending before the end (events at it never run).
+        for l in self.links.iter_mut().filter(|l| l.computed) {
+            l.settle(end, false);
+        }
         let links = self
             .links
             .iter_mut()

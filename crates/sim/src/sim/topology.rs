@@ -88,6 +88,15 @@ impl Simulator {
 
     pub(super) fn enqueue(&mut self, link: u32, pkt: Packet) {
         let l = &mut self.links[link as usize];
+        if l.computed {
+            // No TxDone: the departure is known now (`Link::offer_computed`); untraced.
+            if let Some(at) = l.offer_computed(pkt, self.now) {
+                self.events.push(at, Event::Arrive { link });
+            }
+            let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
+            left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
+            return;
+        }
         l.queue.enqueue(pkt, self.now);
         if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
             r.on_enqueue(link, &pkt, l.queue.last_drops(), self.now, &self.demux);

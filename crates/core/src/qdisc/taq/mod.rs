@@ -698,6 +698,10 @@ impl Qdisc for Taq {
         Some(item.pkt)
     }
 
+    fn observes_reverse(&self) -> bool {
+        true // two-way epochs come from the reverse ACKs
+    }
+
     fn observe_reverse(&mut self, pkt: &Packet, now: Instant) {
         if let Some(i) = self.table.get(&pkt.flow.reversed()) {
             self.flows[i as usize].model.on_reverse(pkt, now, &self.cfg);
