@@ -191,6 +191,64 @@ mod tests {
         assert!((0.45 * j..0.65 * j).contains(&mean), "mean extra delay {mean} of {j}");
     }
 
+    /// A computed link against the FIFO's own arithmetic. Packet j offered at t_j and
+    /// accepted starts at s_j = max(t_j, e_{j-1}) and ends at e_j = s_j + size/rate; the
+    /// DropTail (limit L) accepts it iff fewer than L accepted packets wait at t_j (those
+    /// with s > t_j). At the end T, the accounting must give: departures #{s_j < T},
+    /// transmissions #{e_j < T}, backlog integral Σ (min(s_j, T) - t_j), sojourn sum
+    /// Σ_{s_j < T} (s_j - t_j), and arrivals = departures + drops + backlog; the pipe
+    /// delivers every accepted packet at e_j + delay, in order. Bursts of offers with
+    /// random gaps and sizes keep the queue at its limit part of the time.
+    #[test]
+    fn computed_link_keeps_the_fifo_accounting_exact() {
+        const LIMIT: usize = 8;
+        let (rate_bps, delay) = (10_000_000, Duration::from_micros(2_345));
+        for seed in 0..20 {
+            let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(LIMIT as u32), limit_bytes: None });
+            let q = Accounted::new(q.build().unwrap(), Rng::new(seed, 2));
+            let mut link = Link::new("sender0_up".into(), rate_bps, delay, Duration::ZERO, 0.0, q, 0, Rng::new(seed, 3));
+            link.computed = true;
+            let mut rng = Rng::new(seed, 4);
+            let (mut now, mut last_end) = (Instant::ZERO, Instant::ZERO);
+            let mut accepted: Vec<(Instant, Instant, Instant, u32)> = Vec::new(); // (t, s, e, seq)
+            let mut drops = 0u64;
+            for seq in 0..3000u32 {
+                // Mostly back-to-back (a burst), sometimes a pause longer than a full queue.
+                let gap_ns = if rng.chance(0.9) { rng.below_inclusive(200_000) } else { rng.below_inclusive(8_000_000) };
+                now += Duration(gap_ns);
+                let ip_len_bytes = 40 + rng.below_inclusive(1460) as u16;
+                let waiting = accepted.iter().rev().take(LIMIT + 1).filter(|a| a.1 > now).count();
+                let pkt = Packet { seq, ip_len_bytes, ..Packet::default() };
+                link.offer_computed(pkt, now);
+                if waiting >= LIMIT {
+                    drops += 1;
+                    assert_eq!(link.queue.last_drops().len(), 1, "packet {seq} is dropped");
+                    continue;
+                }
+                assert!(link.queue.last_drops().is_empty(), "packet {seq} is accepted");
+                let start = now.max(last_end);
+                last_end = start + Duration::serialization(u64::from(ip_len_bytes), rate_bps);
+                accepted.push((now, start, last_end, seq));
+            }
+            let end = now + Duration(100_000); // some packets still queued, one on the wire
+            link.settle(end, false);
+            let st = link.queue.stats();
+            let departed = accepted.iter().filter(|a| a.1 < end).count() as u64;
+            assert!(drops > 0 && departed < accepted.len() as u64, "seed {seed}: drops and a backlog at the end");
+            assert_eq!(st.departed_pkts, departed);
+            assert_eq!(st.dropped_pkts.iter().sum::<u64>(), drops);
+            assert_eq!(link.tx_pkts, accepted.iter().filter(|a| a.2 < end).count() as u64);
+            link.queue.check().unwrap();
+            let integral_ns: u128 = accepted.iter().map(|a| a.1.min(end).saturating_since(a.0).as_nanos() as u128).sum();
+            assert_eq!(link.queue.mean_backlog_pkts(end), integral_ns as f64 / end.as_nanos() as f64);
+            let sojourn_ns: u128 = accepted.iter().filter(|a| a.1 < end).map(|a| a.1.saturating_since(a.0).as_nanos() as u128).sum();
+            assert_eq!(link.queue.mean_sojourn_ns(), sojourn_ns as f64 / departed as f64);
+            let delivered: Vec<(Instant, u32)> = link.pipe.iter().map(|(at, p)| (*at, p.seq)).collect();
+            let expected: Vec<(Instant, u32)> = accepted.iter().map(|a| (a.2 + delay, a.3)).collect();
+            assert_eq!(delivered, expected);
+        }
+    }
+
     /// A pipe that a burst filled gives the memory back once it drains, and keeps its
     /// order while it does.
     #[test]
