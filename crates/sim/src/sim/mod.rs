@@ -494,6 +494,36 @@ mod tests {
         assert_eq!(same(computed), same(events));
     }
 
+    /// Which links run computed: the access links always (DropTail, untraced, no loss);
+    /// a TAQ bottleneck never (not a FIFO) and nor the reverse direction whose departures
+    /// TAQ reads (`observe_reverse`); FQ reads none, so its reverse direction runs computed;
+    /// `[trace]` keeps the bottleneck directions it watches on events, and a lossy link
+    /// with jitter keeps its random draws in event order. With the default, none.
+    #[test]
+    fn computed_hops_fall_back_where_something_watches_the_link() {
+        let computed = |extra: &str, queue: &str| {
+            let json = format!(r#"{{"fifo_hops":"computed",{extra}"link":{{"loss":0.01,"queue":{{"kind":"{queue}"}}}},
+                "flows":[{{"app":"bulk","count":2}}]}}"#);
+            let sim = Simulator::new(&Scenario::from_json(&json).unwrap()).unwrap();
+            sim.links.iter().map(|l| l.computed).collect::<Vec<_>>()
+        };
+        let access = [true; 8];
+        assert_eq!(computed("", "droptail"), [[true, true].as_slice(), &access].concat());
+        assert_eq!(computed("", "taq"), [[false, false].as_slice(), &access].concat());
+        assert_eq!(computed("", "fq"), [[false, true].as_slice(), &access].concat());
+        assert_eq!(computed(r#""trace":{"links":true},"#, "droptail"), [[false, false].as_slice(), &access].concat());
+        let sim = Simulator::new(&Scenario::from_json(r#"{"flows":[{"app":"bulk","count":2}]}"#).unwrap()).unwrap();
+        assert!(sim.links.iter().all(|l| !l.computed));
+        // The senders' up-links have jitter (processing delay); with loss they would share
+        // the link's random stream.
+        let mut sim = Simulator::new(&Scenario::from_json(
+            r#"{"fifo_hops":"computed","flows":[{"app":"bulk","count":2}]}"#).unwrap()).unwrap();
+        let up = sim.links.iter().position(|l| l.name == "sender0_up").unwrap();
+        assert!(sim.links[up].jitter_max > Duration::ZERO && sim.may_compute_hops(up as u32));
+        sim.links[up].loss = 0.01;
+        assert!(!sim.may_compute_hops(up as u32));
+    }
+
     /// Per-group `[flows.tcp]`: each group's sender sends its first flight by its own knobs.
     /// Half an RTT after the handshake no ACK of data is back, so a sender has sent its SYN
     /// and exactly its initial window, IW segments of its MSS (packet size less 40 header
