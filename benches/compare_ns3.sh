@@ -4,12 +4,13 @@
 # machine for each number of flows in FLOWS (default "10 200": is the speed-up flat in N?).
 # Needs `pip install 'smallpipe[bench]'` (ns3). Prints one JSON line per simulator and N
 # (smallpipe: the median of three runs), then a line with the ratios: all packet
-# transmissions, bottleneck packets and events per wall second.
+# transmissions, bottleneck packets and events per wall second. FIFO_HOPS=computed runs
+# smallpipe with `fifo_hops = "computed"` (docs/scenario.md; default: events).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FLOWS=${FLOWS:-"10 200"}; RATE=${RATE:-2000000}; T=${T:-1000}
+FLOWS=${FLOWS:-"10 200"}; RATE=${RATE:-2000000}; T=${T:-1000}; FIFO_HOPS=${FIFO_HOPS:-events}
 for N in $FLOWS; do
-  ours=$(for i in 1 2 3; do smallpipe bench --flows "$N" --rate-bps "$RATE" --duration-s "$T" --json; done \
+  ours=$(for i in 1 2 3; do smallpipe bench --flows "$N" --rate-bps "$RATE" --duration-s "$T" --fifo-hops "$FIFO_HOPS" --json; done \
     | python3 -c 'import sys, json; runs = sorted((json.loads(l) for l in sys.stdin), key=lambda r: r["packets_per_second"]); print(json.dumps(runs[1]))')
   echo "$ours"
   # Same scenario in ns-3: smallpipe's preset uses IW 2 and a 200 ms minimum RTO (ns-2's

@@ -5,6 +5,7 @@ point recorded.
 
     python benches/fig52_scale.py --flows 1e6 --jobs 2 --out docs/reproductions/thesis/scale
     python benches/fig52_scale.py --flows 1e8 --jobs 1 --protocols tcp   # the thesis's scale
+    python benches/fig52_scale.py --flows 1e6 --jobs 1 --protocols tcp --fifo-hops computed
 
 ``--flows`` is the number of flows each protocol's run starts: the simulated time is
 flows / arrival rate (10 800 flows/s at 2.4 Gbit/s, from the link, the load and the mean
@@ -40,12 +41,12 @@ def arrival_rate_per_s(rate_bps: float) -> float:
     return fig.LOAD * rate_bps / (fig.MEAN_PKTS * PACKET_SIZE_BYTES * 8)
 
 
-def child(protocol: str, flows: float, rate_bps: int, stream_dir: Path, out: Path) -> None:
+def child(protocol: str, flows: float, rate_bps: int, fifo_hops: str, stream_dir: Path, out: Path) -> None:
     """One protocol's run: its counted rows to ``out`` (Parquet), its resources on stdout."""
     duration_s = flows / arrival_rate_per_s(rate_bps)
     started = time.monotonic()
     rows = fig.run(protocols=[protocol], rate_bps=rate_bps, duration_s=duration_s, warmup_s=WARMUP_S,
-                   drain_s=DRAIN_S, stream_dir=stream_dir)
+                   drain_s=DRAIN_S, stream_dir=stream_dir, fifo_hops=fifo_hops)
     wall_s = time.monotonic() - started
     started_flows = pl.scan_parquet(stream_dir / protocol / "flows" / "*.parquet").select(pl.len()).collect().item()
     rows.write_parquet(out)
@@ -53,6 +54,7 @@ def child(protocol: str, flows: float, rate_bps: int, stream_dir: Path, out: Pat
         "protocol": protocol,
         "flows_started": started_flows,
         "simulated_s": duration_s,
+        "fifo_hops": fifo_hops,
         "wall_s": round(wall_s, 1),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }))
@@ -65,11 +67,13 @@ def main() -> None:
     parser.add_argument("--protocols", nargs="+", default=list(fig.WITH_RCP))
     parser.add_argument("--jobs", type=int, default=2, help="protocols run at once, one process each [2]")
     parser.add_argument("--out", type=Path, default=Path("results/fig52-scale"))
+    parser.add_argument("--fifo-hops", choices=("events", "computed"), default="events",
+                        help="the scenarios' fifo_hops (docs/scenario.md) [events]")
     parser.add_argument("--child", nargs=3, metavar=("PROTOCOL", "STREAM_DIR", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         protocol, stream_dir, out = args.child
-        child(protocol, args.flows, args.rate_bps, Path(stream_dir), Path(out))
+        child(protocol, args.flows, args.rate_bps, args.fifo_hops, Path(stream_dir), Path(out))
         return
     least = (WARMUP_S + DRAIN_S + 1) * arrival_rate_per_s(args.rate_bps)
     if args.flows < least:
@@ -84,7 +88,7 @@ def main() -> None:
             rows = Path(tmp) / f"{protocol}.parquet"
             done = subprocess.run(
                 [sys.executable, __file__, "--flows", str(args.flows), "--rate-bps", str(args.rate_bps),
-                 "--child", protocol, str(Path(tmp) / "parts"), str(rows)],
+                 "--fifo-hops", args.fifo_hops, "--child", protocol, str(Path(tmp) / "parts"), str(rows)],
                 check=True, capture_output=True, text=True)
             stats: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
             print(json.dumps(stats), flush=True)
@@ -98,7 +102,7 @@ def main() -> None:
     fig.plot(table, args.out / "thesis-fig5.2-scale.png", rate_bps=args.rate_bps,
              title=f"Thesis Fig. 5.2: {args.rate_bps / 1e9:g} Gbit/s, {args.flows:.0e} flows per protocol")
     (args.out / "resources.json").write_text(json.dumps(
-        {"flows_per_protocol": args.flows, "rate_bps": args.rate_bps, "runs": resources}, indent=1) + "\n")
+        {"flows_per_protocol": args.flows, "rate_bps": args.rate_bps, "fifo_hops": args.fifo_hops, "runs": resources}, indent=1) + "\n")
     print(table)
 
 

@@ -328,10 +328,12 @@ def bench(
     duration_s: Annotated[float, typer.Option(help="Simulated time.")] = 1000.0,
     queue: Annotated[str, typer.Option(help="Bottleneck discipline (a `kind`, with its defaults).")] = "droptail",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line instead of a table.")] = False,
+    fifo_hops: Annotated[str, typer.Option(help="The scenario's fifo_hops: events or computed.")] = "events",
 ) -> None:
     """Time the simulator on the TAQ paper's Figure 2 scenario (DropTail unless --queue)."""
     try:
         scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
+        scenario = Scenario.from_dict({**scenario.to_dict(), "fifo_hops": fifo_hops})
     except ConfigError as error:
         fail("invalid benchmark parameters:", str(error))
     result = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…")
@@ -342,6 +344,7 @@ def bench(
         "flows": flows,
         "rate_bps": rate_bps,
         "queue": queue,
+        "fifo_hops": fifo_hops,
         "duration_s": meta["duration_ns"] / 1e9,
         "events": meta["events"],
         "packets": meta["packets"],

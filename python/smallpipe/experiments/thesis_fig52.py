@@ -59,10 +59,11 @@ MARKER_BINS: tuple[tuple[int, int], ...] = ((100, 300), (325, 550), (575, 800), 
 
 
 def scenario(seed: int, protocol: str, *, rate_bps: int = RATE_BPS, duration_s: float = 2.0,
-             stream_flows_every: int | None = None) -> Scenario:
+             stream_flows_every: int | None = None, fifo_hops: str = "events") -> Scenario:
     """The Figure 5.2 link under ``protocol`` (one of :data:`WITH_RCP`); with
     ``stream_flows_every`` its flow rows stream out in parts of that many flows (so the
-    memory guard counts only the flows open at once)."""
+    memory guard counts only the flows open at once). ``fifo_hops`` is the scenario's
+    field of that name (``"computed"``: fewer events, ties ordered otherwise)."""
     bdp_pkts = round(rate_bps * RTT_MS / 1000 / (PACKET_SIZE_BYTES * 8))
     iw_pkts, queue, transport = protocol_config(protocol, RTT_MS)
     flows = [{
@@ -84,6 +85,7 @@ def scenario(seed: int, protocol: str, *, rate_bps: int = RATE_BPS, duration_s: 
                 "timestamps": False, "initial_window_pkts": iw_pkts, "min_rto_ms": 200.0,
                 "rwnd_bytes": 2 * bdp_pkts * PACKET_SIZE_BYTES},
         "flows": flows,
+        "fifo_hops": fifo_hops,
         **transport,
     }
     if stream_flows_every is not None:
@@ -100,6 +102,7 @@ def run(
     drain_s: float = 1.5,
     seed: int = 1,
     stream_dir: Path | None = None,
+    fifo_hops: str = "events",
 ) -> pl.DataFrame:
     """One row per counted flow: protocol, length in packets, marker or not, FCT (s; null
     if it did not finish).
@@ -111,7 +114,8 @@ def run(
     frames = []
     for protocol in protocols:
         every = None if stream_dir is None else STREAM_FLOWS_EVERY
-        sc = scenario(seed, protocol, rate_bps=rate_bps, duration_s=duration_s, stream_flows_every=every)
+        sc = scenario(seed, protocol, rate_bps=rate_bps, duration_s=duration_s, stream_flows_every=every,
+                      fifo_hops=fifo_hops)
         if stream_dir is None:
             flows: pl.DataFrame | pl.LazyFrame = simulate(sc).flows
         else:
