@@ -27,8 +27,8 @@ from smallpipe.experiments import thesis_fig52
 from smallpipe.presets import taq_dumbbell
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches" / "validation"))
-import sp_side  # noqa: E402
-import specs  # noqa: E402
+import sp_side
+import specs
 
 TABLES = ("flows", "links", "slices", "units", "bursts")
 
