@@ -494,6 +494,34 @@ mod tests {
         assert_eq!(same(computed), same(events));
     }
 
+    /// `fifo_hops = "computed"` where the links are watched: the mixed workloads with
+    /// `[trace]` recording the bottleneck directions (their queue events, time series and
+    /// pcap), over TAQ and over DropTail (whose bottleneck then keeps its events), give
+    /// the tables and traces of the events; and running in odd chunks (the lazy dequeues
+    /// are pending at every pause) gives the results of one uninterrupted run.
+    #[test]
+    fn computed_hops_keep_traces_and_chunked_runs_exact() {
+        const TRACE: &str = r#""trace":{"interval_s":0.25,"all_flows":true,"links":true,"events":true,"pcap":"departures"},"#;
+        for queue in [r#"{"kind":"taq","limit_pkts":30}"#, r#"{"kind":"droptail","limit_pkts":30}"#] {
+            let mixed = MIXED.replacen(r#"{"kind":"taq","limit_pkts":30}"#, queue, 1);
+            let with = |hops: &str| mixed.replacen('{', &format!(r#"{{{TRACE}"fifo_hops":"{hops}","#), 1);
+            let events = simulate(&Scenario::from_json(&with("events")).unwrap()).unwrap();
+            let sc = Scenario::from_json(&with("computed")).unwrap();
+            let computed = simulate(&sc).unwrap();
+            assert!(computed.events < events.events && !computed.traces.events.is_empty(), "{queue}");
+            let same = |mut r: Results| {
+                r.events = 0;
+                comparable(r)
+            };
+            assert_eq!(same(computed), same(events), "{queue}");
+            let whole = simulate(&sc).unwrap();
+            let mut sim = Simulator::new(&sc).unwrap();
+            let mut chunks = [1, 7, 13, 997].into_iter().cycle();
+            while !sim.advance(chunks.next().unwrap()) {}
+            assert_eq!(comparable(sim.finish()), comparable(whole), "{queue}");
+        }
+    }
+
     /// Which links run computed: the access links always (DropTail, untraced, no loss);
     /// a TAQ bottleneck never (not a FIFO) and nor the reverse direction whose departures
     /// TAQ reads (`observe_reverse`); FQ reads none, so its reverse direction runs computed;
