@@ -11,7 +11,8 @@
 //! performed lazily (`settle`) before each later offer and before the results are read,
 //! so its accounting (backlog integral, sojourns, drops) and `tx_pkts` are what the events
 //! would have made them. Only ties change: a transmission that ends at the very time a
-//! packet is offered counts as ended first.
+//! packet is offered counts as ended first, and the arrival is scheduled earlier (so
+//! arrivals of equal time may be handled in another order).
 
 use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
 use std::collections::VecDeque;
@@ -194,11 +195,12 @@ mod tests {
     /// A computed link against the FIFO's own arithmetic. Packet j offered at t_j and
     /// accepted starts at s_j = max(t_j, e_{j-1}) and ends at e_j = s_j + size/rate; the
     /// DropTail (limit L) accepts it iff fewer than L accepted packets wait at t_j (those
-    /// with s > t_j: a transmission ending at t_j has ended, the tie rule). At the end T, the accounting must give: departures #{s_j < T},
-    /// transmissions #{e_j < T}, backlog integral Σ (min(s_j, T) - t_j), sojourn sum
-    /// Σ_{s_j < T} (s_j - t_j), and arrivals = departures + drops + backlog; the pipe
-    /// delivers every accepted packet at e_j + delay, in order. Bursts of offers with
-    /// random gaps and sizes keep the queue at its limit part of the time.
+    /// with s > t_j: a transmission ending at t_j has ended, the tie rule). At the end T
+    /// the accounting must give: departures #{s_j < T}, transmissions #{e_j < T}, backlog
+    /// integral Σ (min(s_j, T) - t_j), sojourn sum Σ_{s_j < T} (s_j - t_j), and arrivals =
+    /// departures + drops + backlog; the pipe delivers every accepted packet at
+    /// e_j + delay, in order. Bursts of offers with random gaps and sizes keep the queue at
+    /// its limit part of the time.
     #[test]
     fn computed_link_keeps_the_fifo_accounting_exact() {
         const LIMIT: usize = 8;
