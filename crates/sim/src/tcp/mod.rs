@@ -33,7 +33,7 @@ use crate::config::{
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
-use rack::Rack;
+use rack::{LossMarks, Rack};
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
@@ -81,7 +81,7 @@ pub struct TcpParams {
     pub fast_retransmit_rto: FastRetransmitRto,
     /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
     pub head_retransmit_rto: bool,
-    /// RFC 6937 PRR-SSRB in SACK recovery (`recovery_pacing = "prr"`).
+    /// RFC 6937 PRR in SACK recovery (`recovery_pacing = "prr"`).
     pub prr: bool,
     /// RFC 8985 RACK finds lost segments instead of RFC 6675's DupThresh (`loss_detection = "rack"`).
     pub rack: bool,
@@ -297,6 +297,10 @@ struct Prr {
     prior_cwnd: u64,
     /// Delivered by the ACK being processed; 0 once it has set cwnd.
     this_ack: u64,
+    /// The ACK being processed may take the slow-start reduction bound (RFC 6937bis
+    /// SafeACK, Linux's `FLAG_SND_UNA_ADVANCED && !newly_lost`): with RACK, it advanced
+    /// `snd_una` and RACK marked nothing lost on it; with DupThresh, every ACK.
+    safe_ack: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -519,9 +523,11 @@ impl Endpoint {
             self.send_ack(now, p, out);
         }
         if self.queues.as_deref().and_then(|q| q.rack.timer).is_some_and(|t| t <= now) {
-            // RFC 8985 §6.3: the reordering timer expired; look for losses again.
-            if self.rack_detect_loss(now, p) {
-                self.rack_respond(now, p, out);
+            // RFC 8985 §6.3: the reordering timer expired; look for losses again. Linux's
+            // tcp_rack_reo_timeout starts fast recovery on any mark, also after an RTO.
+            let marks = self.rack_detect_loss(now, p);
+            if marks.any {
+                self.rack_respond(now, p, out, marks.any);
             }
         }
         if self.rto_at.get().is_some_and(|t| t <= now) {
@@ -531,19 +537,26 @@ impl Endpoint {
     }
 
     /// RACK's marks over the segments not yet delivered; arms or clears its timer.
-    fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> bool {
-        let in_recovery = self.recovery.is_some();
+    fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> LossMarks {
+        let in_recovery = self.recovery.is_some() || self.in_rto_recovery();
         let srtt = self.rtt.srtt();
         self.queues_mut().rack.detect_loss(now, in_recovery, p.dupthresh, srtt)
     }
 
-    /// RACK marked a segment lost: Linux enters fast recovery on any lost mark (unless the
-    /// last recovery or RTO is not over), else resends within the recovery's window.
-    fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+    /// After an RTO, until `snd_una` passes what was sent before it (Linux's CA_Loss).
+    fn in_rto_recovery(&self) -> bool {
+        self.recovery.is_none() && self.snd_una < self.recover_mark
+    }
+
+    /// RACK marked a segment lost: Linux enters fast recovery on any lost mark unless the
+    /// last recovery is not over, or after an RTO when `leave_rto_recovery` (a resent segment
+    /// lost again: tcp_fastretrans_alert's FLAG_LOST_RETRANS in CA_Loss); in recovery it
+    /// resends within the recovery's window.
+    fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>, leave_rto_recovery: bool) {
         if self.recovery.is_some() {
             self.try_send(now, p, out);
-        } else if self.snd_una >= self.recover_mark && self.snd_una < self.snd_max && self.can_send_data()
-            && self.rack_first_lost().is_some()
+        } else if (self.snd_una >= self.recover_mark || (leave_rto_recovery && self.in_rto_recovery()))
+            && self.snd_una < self.snd_max && self.can_send_data() && self.rack_first_lost().is_some()
         {
             self.enter_fast_recovery(now, p, out);
         }
@@ -804,10 +817,15 @@ impl Endpoint {
                 prr.delivered += delivered;
             }
         }
-        let rack_lost = p.rack && {
-            let q = self.queues.get_or_insert_default();
-            q.rack.on_ack(ack, &self.scoreboard, now)
-        } && self.rack_detect_loss(now, p);
+        let rack_marks = if p.rack && self.queues.get_or_insert_default().rack.on_ack(ack, &self.scoreboard, now) {
+            self.rack_detect_loss(now, p)
+        } else {
+            LossMarks::default()
+        };
+        if p.prr {
+            let safe_ack = !p.rack || (ack > self.snd_una && !rack_marks.any);
+            self.queues_mut().prr.safe_ack = safe_ack;
+        }
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
@@ -835,8 +853,9 @@ impl Endpoint {
                 DupackRule::Ns3 => {}
             }
         }
-        if rack_lost && self.recovery.is_none() {
-            self.rack_respond(now, p, out); // an ACK that was not a duplicate one marked it
+        if rack_marks.any && self.recovery.is_none() {
+            // An ACK that was not a duplicate one marked it, or one after an RTO.
+            self.rack_respond(now, p, out, rack_marks.retransmission);
         }
     }
 
@@ -1058,7 +1077,9 @@ impl Endpoint {
     fn enter_fast_recovery(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
         self.hystart = None; // RFC 9406 §4.2: a loss ends slow start and CSS
-        let flight = self.flight_size();
+        // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
+        // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
+        let flight = if p.rack && self.in_rto_recovery() { self.cwnd } else { self.flight_size() };
         self.ssthresh = match &mut self.cc {
             CongestionControl::Reno => (flight / 2).max(2 * p.mss),
             CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, flight, p.mss),
@@ -1070,7 +1091,7 @@ impl Endpoint {
             Recovery::Sack if p.prr => {
                 let prior_cwnd = self.cwnd;
                 let q = self.queues_mut();
-                q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, this_ack: q.prr.this_ack };
+                q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, ..q.prr };
                 self.prr_set_cwnd(p);
                 self.retransmit_first_lost(now, p, out); // forced, as Linux does
                 self.sack_send(now, p, out);
@@ -1338,7 +1359,7 @@ impl Endpoint {
             .sum()
     }
 
-    /// RFC 6937 PRR-SSRB as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
+    /// RFC 6937 PRR as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
     /// cwnd = pipe + what may be sent now. Linux counts whole segments, hence the rounding.
     fn prr_set_cwnd(&mut self, p: &TcpParams) {
         let pipe = self.pipe(p);
@@ -1352,8 +1373,10 @@ impl Endpoint {
             // Proportional: ceil(ssthresh · delivered / prior_cwnd) segments in all.
             ((ssthresh * prr.delivered).div_ceil(prr.prior_cwnd.max(1) * p.mss) * p.mss).saturating_sub(prr.out)
         } else {
-            // Slow-start reduction bound: towards ssthresh, one segment more than delivered.
-            (ssthresh - pipe).min(prr.delivered.saturating_sub(prr.out).max(prr.this_ack) + p.mss)
+            // Towards ssthresh: what was delivered (conservative reduction bound), one segment
+            // more on a safe ACK (slow-start reduction bound).
+            let bonus = if prr.safe_ack { p.mss } else { 0 };
+            (ssthresh - pipe).min(prr.delivered.saturating_sub(prr.out).max(prr.this_ack) + bonus)
         };
         // The fast retransmit always goes out.
         let sndcnt = if prr.out == 0 { sndcnt.max(p.mss) } else { sndcnt };
