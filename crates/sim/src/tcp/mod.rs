@@ -527,7 +527,7 @@ impl Endpoint {
             // tcp_rack_reo_timeout starts fast recovery on any mark, also after an RTO.
             let marks = self.rack_detect_loss(now, p);
             if marks.any {
-                self.rack_respond(now, p, out, marks.any);
+                self.rack_respond(now, p, out, LossMarks { retransmission: true, ..marks });
             }
         }
         if self.rto_at.get().is_some_and(|t| t <= now) {
@@ -548,18 +548,23 @@ impl Endpoint {
         self.recovery.is_none() && self.snd_una < self.recover_mark
     }
 
-    /// RACK marked a segment lost: Linux enters fast recovery on any lost mark unless the
-    /// last recovery is not over, or after an RTO when `leave_rto_recovery` (a resent segment
-    /// lost again: tcp_fastretrans_alert's FLAG_LOST_RETRANS in CA_Loss); in recovery it
-    /// resends within the recovery's window.
-    fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>, leave_rto_recovery: bool) {
+    /// RACK marked a segment lost: in recovery, resend within the recovery's window; else
+    /// perhaps start one.
+    fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>, marks: LossMarks) {
         if self.recovery.is_some() {
             self.try_send(now, p, out);
-        } else if (self.snd_una >= self.recover_mark || (leave_rto_recovery && self.in_rto_recovery()))
-            && self.snd_una < self.snd_max && self.can_send_data() && self.rack_first_lost().is_some()
-        {
+        } else if self.rack_starts_recovery(marks, self.snd_una) && self.rack_first_lost().is_some() {
             self.enter_fast_recovery(now, p, out);
         }
+    }
+
+    /// Whether RACK's `marks` start fast recovery once `snd_una` is `una`. Linux's
+    /// tcp_fastretrans_alert: on any mark once the last recovery is over; after an RTO only on
+    /// a resent segment lost again (FLAG_LOST_RETRANS in CA_Loss).
+    fn rack_starts_recovery(&self, marks: LossMarks, una: u64) -> bool {
+        let after_rto = self.recovery.is_none() && una < self.recover_mark;
+        marks.any && self.recovery.is_none() && una < self.snd_max && self.can_send_data()
+            && (una >= self.recover_mark || (marks.retransmission && after_rto))
     }
 
     fn rack_first_lost(&self) -> Option<(u64, u64)> {
@@ -839,7 +844,10 @@ impl Endpoint {
         let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
             .then_some(p.disorder_ack);
         if ack > self.snd_una {
-            self.on_new_ack(ack, seg, ns3_disorder, now, p, out);
+            // Linux handles the loss before the cumulative part: no growth, no new data ahead
+            // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
+            let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
+            self.on_new_ack(ack, seg, ns3_disorder, loss_first, now, p, out);
         }
         if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
             match p.dupack_rule {
@@ -855,7 +863,7 @@ impl Endpoint {
         }
         if rack_marks.any && self.recovery.is_none() {
             // An ACK that was not a duplicate one marked it, or one after an RTO.
-            self.rack_respond(now, p, out, rack_marks.retransmission);
+            self.rack_respond(now, p, out, rack_marks);
         }
     }
 
@@ -873,9 +881,11 @@ impl Endpoint {
     }
 
     /// `ns3_disorder`: the ACK also SACKs new data outside recovery and ns-3's rule is on
-    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip.
-    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ns3_disorder: Option<DisorderAck>, now: Instant, p: &TcpParams,
-        out: &mut Vec<Packet>) {
+    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip. `loss_first`:
+    /// RACK starts fast recovery on this ACK, so cwnd neither grows nor sends here.
+    #[allow(clippy::too_many_arguments)]
+    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ns3_disorder: Option<DisorderAck>, loss_first: bool, now: Instant,
+        p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
         let rtt_sample = self.take_rtt_sample(ack, seg, now, p);
@@ -946,7 +956,7 @@ impl Endpoint {
             },
             None => {
                 self.dupacks = 0;
-                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) {
+                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) && !loss_first {
                     if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
                         let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
                         self.cwnd += growth.bytes;
@@ -983,7 +993,9 @@ impl Endpoint {
         {
             self.arm_rto(now, p);
         }
-        self.try_send(now, p, out);
+        if !loss_first {
+            self.try_send(now, p, out);
+        }
     }
 
     /// RFC 7323 samples from the echoed timestamp (retransmissions included); otherwise

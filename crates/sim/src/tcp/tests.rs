@@ -1905,14 +1905,15 @@ fn rack_does_not_mark_a_segment_reordered_within_the_window() {
 }
 
 #[test]
-fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
+fn rack_starts_recovery_before_the_cumulative_part_of_the_ack_grows_or_sends() {
     // Three segments at 100 ms, the second lost; the ACK of the first is lost, so the third's
     // (200 ms) both advances snd_una and SACKs. With DupThresh 1 one SACKed segment leaves no
-    // reordering window: the second (due at 100 + 100 ms) is lost at once. The cumulative part
-    // grows cwnd and sends two new segments, then the fast retransmit goes, all at 200 ms. The
-    // new segments' SACKs at 300 ms have RACK.rtt = 100 ms; the retransmission left after
-    // them, so it is not due (by RFC 8985's tie-break on sequence numbers it would be sent
-    // before them and due at 200 + 100 = 300 ms: a spurious second retransmission).
+    // reordering window: the second (due at 100 + 100 ms) is lost at once. Linux's tcp_ack
+    // runs tcp_fastretrans_alert before growing cwnd or sending: recovery starts with
+    // ssthresh = max(FlightSize 3001 - 1001 = 2000 / 2, 2 segments) = 2000 = cwnd, the fast
+    // retransmit goes first, then one new segment (pipe: the retransmission's 1000 bytes).
+    // Growing first would send two new segments (cwnd 3 -> 4 segments) ahead of it. The
+    // SACKs at 300 ms find nothing more lost.
     let p = rack(|c| {
         c.initial_window_pkts = 3;
         c.dupack_threshold = 1;
@@ -1927,7 +1928,7 @@ fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
     s.on_segment(&segs[2], t(150), &p, &mut acks);
     c.on_segment(&acks[0], t(200), &p, &mut out);
     let sent: Vec<_> = out.drain(..).collect();
-    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [3001, 4001, 1001], "new data, then the fast retransmit");
+    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [1001, 3001], "the fast retransmit, then new data");
     acks.clear();
     for seg in &sent {
         s.on_segment(seg, t(250), &p, &mut acks);
