@@ -20,6 +20,7 @@ pub(crate) mod compact;
 pub mod cubic;
 mod growth;
 pub mod hystart;
+mod pacing;
 mod rack;
 mod rtt;
 pub mod sack;
@@ -27,12 +28,13 @@ pub mod sack;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use crate::config::{
-    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, PartialAck, Recovery,
-    RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
+    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
+    Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
+use pacing::Pacer;
 use rack::{LossMarks, Rack};
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
@@ -85,6 +87,8 @@ pub struct TcpParams {
     pub prr: bool,
     /// RFC 8985 RACK finds lost segments instead of RFC 6675's DupThresh (`loss_detection = "rack"`).
     pub rack: bool,
+    /// Linux's pacing of data segments (`pacing = "linux"`).
+    pub pacing: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -141,6 +145,7 @@ impl TcpParams {
             head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
             prr: c.recovery_pacing == RecoveryPacing::Prr,
             rack: c.loss_detection == LossDetection::Rack,
+            pacing: c.pacing == Pacing::Linux,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -284,6 +289,7 @@ struct FeatureQueues {
     prr: Prr,
     /// Per-segment send times and RFC 8985 state (`loss_detection = "rack"`).
     rack: Rack,
+    pacer: Pacer,
 }
 
 /// RFC 6937 state of the current SACK recovery (`recovery_pacing = "prr"`), bytes.
@@ -477,8 +483,8 @@ impl Endpoint {
 
     /// The earliest pending timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let rack = self.queues.as_deref().and_then(|q| q.rack.timer);
-        [self.rto_at.get(), self.delack_at.get(), rack].into_iter().flatten().min()
+        let (rack, pacer) = self.queues.as_deref().map_or((None, None), |q| (q.rack.timer, q.pacer.timer));
+        [self.rto_at.get(), self.delack_at.get(), rack, pacer].into_iter().flatten().min()
     }
 
     /// Write, first-send and SACK-cover times of the bursts not yet acknowledged.
@@ -534,6 +540,15 @@ impl Endpoint {
             self.rto_at = Opt64::NONE;
             self.on_rto(now, p, out);
         }
+        if self.queues.as_deref().and_then(|q| q.pacer.timer).is_some_and(|t| t <= now) {
+            self.queues_mut().pacer.timer = None;
+            self.try_send(now, p, out);
+        }
+    }
+
+    /// With pacing, whether the next data segment must wait (arming the pacing timer).
+    fn paced_out(&mut self, now: Instant, p: &TcpParams) -> bool {
+        p.pacing && self.queues_mut().pacer.holds(now)
     }
 
     /// RACK's marks over the segments not yet delivered; arms or clears its timer.
@@ -1245,7 +1260,7 @@ impl Endpoint {
                 self.app_written += p.mss;
             }
             let (_, len, fin) = self.segment_at(self.snd_nxt, p);
-            if self.snd_nxt + len - self.snd_una > window {
+            if self.snd_nxt + len - self.snd_una > window || self.paced_out(now, p) {
                 break;
             }
             // After an RTO `send_new` goes back to `snd_una`: those sends are retransmissions.
@@ -1436,7 +1451,7 @@ impl Endpoint {
         if p.prr {
             self.prr_set_cwnd(p);
         }
-        while self.cwnd >= self.pipe(p) + p.mss {
+        while self.cwnd >= self.pipe(p) + p.mss && !self.paced_out(now, p) {
             let Some(seg) = self.next_seg(p) else { break };
             self.send_next_seg(seg, now, p, out);
         }
@@ -1466,6 +1481,10 @@ impl Endpoint {
         if p.rack && off > 0 {
             let retransmission = off < self.snd_max;
             self.queues_mut().rack.on_send(off, end, now, retransmission);
+        }
+        if p.pacing && len > 0 {
+            let (window, slow_start, srtt) = (self.cwnd.max(self.flight_size()), self.cwnd < self.ssthresh / 2, self.rtt.srtt());
+            self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt);
         }
         if off < self.snd_max {
             if off > 0 {

@@ -2024,3 +2024,31 @@ fn rack_prr_adds_the_slow_start_segment_only_on_an_ack_that_advances_snd_una_wit
     assert_eq!(got, [vec![1001], vec![2001], vec![3001, 4001]]);
     assert_eq!((c.stats.timeouts, c.stats.fast_retransmits), (0, 1));
 }
+
+#[test]
+fn linux_pacing_spaces_data_segments_after_the_tenth_by_their_length_at_twice_cwnd_per_srtt() {
+    // Linux's tcp_update_skb_after_send / tcp_update_pacing_rate: from the 10th data segment
+    // on, each one pushes the next departure back by len / rate, rate = 200% (cwnd below
+    // ssthresh/2: slow start) of max(cwnd, flight) per SRTT. IW 20 after a 100 ms handshake:
+    // 10 segments go at 100 ms; the 10th sets the next departure 1000 B / (2 x 20000 B / 100
+    // ms) = 2.5 ms later; each later one again 2.5 ms after the one before.
+    let p = params(|c| {
+        c.initial_window_pkts = 20;
+        c.pacing = crate::config::Pacing::Linux;
+    });
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100_000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 10, "the first 10 unpaced, then the pacing rate holds the 11th");
+    let at = Instant(t(100).0 + 2_500_000);
+    assert_eq!(c.next_deadline(), Some(at));
+    out.clear();
+    c.on_timer(at, &p, &mut out);
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [10_001]);
+    assert_eq!(c.next_deadline(), Some(Instant(at.0 + 2_500_000)));
+    // Without pacing the whole initial window goes at once.
+    let p = params(|c| c.initial_window_pkts = 20);
+    let (mut c, _) = established(&p, 0, 0);
+    c.app_write(100_000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 1 + 20);
+}
