@@ -380,16 +380,19 @@ def sender_rtos(events, warm_s):
     """One sender's RTOs after `warm_s`, by the state they fire in (as smallpipe's
     flows.timeouts_* columns: repeated = no new data acknowledged since the last RTO; in fast
     recovery; after duplicate ACKs; none), with "after RTO, some acknowledged" for one in
-    RTO recovery after new data was acknowledged; and each lost retransmission (the state
-    it was sent in, how it was resent: "before the RTO" or "by the RTO", or "not resent")."""
+    RTO recovery after new data was acknowledged; each lost retransmission (the state it
+    was sent in, how it was resent: "before the RTO" or "by the RTO", or "not resent"); and
+    each data segment sent (state, new or resent, when: see `send_timing`, dropped)."""
     isn = next(e[2] for e in events if e[0] == "tx") - 1
     una = smax = 1
     last_progress = head_sent = 0.0
     state, recovery_point, rto_una, dupacks = "open", 0, None, 0
-    rtos, lost, resends, delivered_before = [], [], [], {}
+    rtos, lost, sends = [], [], []
+    last_ack = last_send = None
     pending = {}  # seq -> (state, t) of its lost retransmission awaiting a resend
     for e in events:
         if e[0] == "ack":
+            last_ack = e[1]
             ack = (e[2] - isn) % (1 << 32)
             if una < ack <= smax:
                 una, last_progress, dupacks = ack, e[1], 0
@@ -415,34 +418,51 @@ def sender_rtos(events, warm_s):
             state, recovery_point, rto_una = "loss", smax, una
         elif resend and state == "open":
             state, recovery_point = "recovery", smax
-        if resend and t >= warm_s:
-            resends.append((state, dropped, delivered_before.get(seq, False)))
-            if dropped:
+        if t >= warm_s:
+            sends.append((state, "resent" if resend else "new", send_timing(t, last_ack, last_send), dropped))
+            if resend and dropped:
                 pending[seq] = (state, t)
-        delivered_before[seq] = delivered_before.get(seq, False) or not dropped
+        last_send = t
         if seq == una:
             head_sent = t
         smax = max(smax, seq + length)
-    return rtos, lost, resends
+    return rtos, lost, sends
+
+
+def send_timing(t, last_ack, last_send):
+    """A send "behind another" (within 0.1 ms of the sender's previous one: one burst),
+    "on an ACK" (within 5 ms of the last ACK), "later" (40 ms or more after it), or "other"."""
+    if last_send is not None and t - last_send < 1e-4:
+        return "behind another"
+    if last_ack is None or t - last_ack < 5e-3:
+        return "on an ACK"
+    return "later" if t - last_ack >= 0.04 else "other"
 
 
 def rto_table(name, flows, warm_s):
     from collections import Counter
 
-    causes, fates, resends = Counter(), Counter(), Counter()
+    causes, fates, sends = Counter(), Counter(), Counter()
     for events in flows.values():
         rtos, lost, sent = sender_rtos(events, warm_s)
         causes.update(c for _, c in rtos)
         fates.update((s, how) for s, _, how in lost)
-        resends.update(sent)
+        sends.update(sent)
     n = sum(causes.values())
     print(f"{name}: {n} RTOs after {warm_s:g} s ({n / len(flows):.2f} per flow): "
           + ", ".join(f"{c} {k}" for c, k in causes.most_common()))
+    for kind in ("new", "resent"):
+        cells = []
+        for when in ("on an ACK", "behind another", "later", "other"):
+            k = sum(v for (_, w, tm, _), v in sends.items() if (w, tm) == (kind, when))
+            dropped = sum(v for (_, w, tm, d), v in sends.items() if (w, tm, d) == (kind, when, True))
+            cells.append(f"{when} {k} ({dropped / max(k, 1):.1%} dropped)")
+        print(f"  {kind} segments sent: " + ", ".join(cells))
     for state in ("recovery", "loss", "open"):
-        k = {(d, sp): v for (s, d, sp), v in resends.items() if s == state}
+        k = sum(v for (s, w, _, _), v in sends.items() if (s, w) == (state, "resent"))
         if k:
-            print(f"  retransmissions in {state}: {sum(k.values())}, {k.get((True, False), 0) + k.get((True, True), 0)} "
-                  f"dropped, {k.get((False, True), 0) + k.get((True, True), 0)} of a segment already delivered")
+            dropped = sum(v for (s, w, _, d), v in sends.items() if (s, w, d) == (state, "resent", True))
+            print(f"  retransmissions in {state}: {k}, {dropped} dropped")
         row = {how: k for (s, how), k in fates.items() if s == state}
         if row:
             print(f"  lost retransmissions sent in {state}: {sum(row.values())}; "
