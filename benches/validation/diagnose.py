@@ -18,7 +18,7 @@
         # and RTO (tcp.rto_rule = linux), its timer restart on resending the head
         # (tcp.recovery_rto = linux), its quick-ACK mode (tcp.ack_rule = linux), PRR
         # (tcp.recovery_pacing = prr), all five; RACK (tcp.loss_detection = rack), alone and
-        # with the five
+        # with the five; the six with Linux's pacing (tcp.pacing = linux)
     python3 benches/validation/diagnose.py linux-rto PCAPDIR [--set KEY=VALUE ...]
         # every RTO of the data senders after the warm-up in a testbed capture (run_testbed
         # with pcap=True: box.pcapng, tcp_info.parquet) and in smallpipe's run of the same
@@ -202,7 +202,8 @@ def print_smallpipe_rtos(n, seed, spec, overrides):
 
     sp = smallpipe_rtos(spec, overrides)
     r = sp_side.run(spec, overrides)
-    rows = f"loss rate {r['loss_rate']:.4f}, goodput {sum(r['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s"
+    rows = (f"loss rate {r['loss_rate']:.4f}, mean queue {r['mean_queue_pkts']:.1f} packets, "
+            f"goodput {sum(r['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s")
     print(f"N = {n}, seed {seed}, smallpipe {overrides or ''}: {sp['timeouts'] / n:.2f} timeouts per flow; "
           f"{sp['timeouts']} RTOs; {sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} "
           f"after duplicate ACKs without fast retransmit, {sp['timeouts_repeated']} repeated, "
@@ -259,7 +260,7 @@ def linux_causes(args):
     variants = [("as run", {}), ("Linux growth", growth), ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
                 ("Linux RTO", rto), ("Linux growth + RTO", growth | rto), ("Linux head restart", head),
                 ("Linux quick ACKs", quick), ("PRR", prr), ("all five Linux", all_five), ("RACK", rack),
-                ("all five + RACK", all_five | rack)]
+                ("all five + RACK", all_five | rack), ("all six + pacing", all_five | rack | {"tcp.pacing": "linux"})]
     for p in specs.LOSS_RATES:
         spec = specs.bernoulli(p, 1, args.bernoulli_s)
         cells = [f"{name}: {sum(run(spec, o)['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s" for name, o in variants]
