@@ -22,8 +22,10 @@
     python3 benches/validation/diagnose.py linux-rto PCAPDIR [--set KEY=VALUE ...]
         # every RTO of the data senders after the warm-up in a testbed capture (run_testbed
         # with pcap=True: box.pcapng, tcp_info.parquet) and in smallpipe's run of the same
-        # spec (its bottleneck pcap), sorted as `rto` sorts smallpipe's; then each side's lost
-        # retransmissions and how they were repaired (resent before the RTO or by it)
+        # spec (its bottleneck pcap), sorted as `rto` sorts smallpipe's; then each side's sends
+        # by when they leave, its lost retransmissions and how they were repaired (resent
+        # before the RTO or by it), and Linux's spacing against its pacing interval
+        # (needs `pip install dpkt scapy`)
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
         # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
@@ -317,7 +319,8 @@ def capture_points(path):
         return ip if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP) else None
 
     if path.suffix == ".pcapng":
-        from scapy.utils import RawPcapNgReader  # dpkt's pcapng reader drops the interface
+        # dpkt's pcapng reader drops the interface each packet was captured on.
+        from scapy.utils import RawPcapNgReader
 
         for frame, meta in RawPcapNgReader(str(path)):
             if (ip := tcp(frame)) is not None:
