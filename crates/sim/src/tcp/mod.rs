@@ -1483,7 +1483,8 @@ impl Endpoint {
             self.queues_mut().rack.on_send(off, end, now, retransmission);
         }
         if p.pacing && len > 0 {
-            let (window, slow_start, srtt) = (self.cwnd.max(self.flight_size()), self.cwnd < self.ssthresh / 2, self.rtt.srtt());
+            let window = self.cwnd.max(self.flight_size());
+            let (slow_start, srtt) = (self.cwnd < self.ssthresh / 2, self.rtt.srtt());
             self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt);
         }
         if off < self.snd_max {

@@ -138,7 +138,8 @@ impl Rack {
     /// whose RTT plus reordering window has passed; arms the timer for the latest deadline
     /// still to come, as the RFC and Linux do. `in_recovery`: fast recovery or after an RTO
     /// (Linux's `icsk_ca_state >= TCP_CA_Recovery`).
-    pub fn detect_loss(&mut self, now: Instant, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>) -> LossMarks {
+    pub fn detect_loss(&mut self, now: Instant, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>)
+        -> LossMarks {
         self.timer = None;
         let mut marks = LossMarks::default();
         let (Some(rtt), Some(newest)) = (self.rtt, self.newest) else { return marks };
