@@ -24,7 +24,7 @@
         # with pcap=True: box.pcapng, tcp_info.parquet) and in smallpipe's run of the same
         # spec (its bottleneck pcap), sorted as `rto` sorts smallpipe's; then each side's sends
         # by when they leave, its lost retransmissions and how they were repaired (resent
-        # before the RTO or by it), and Linux's spacing against its pacing interval
+        # before the RTO or by it), and when Linux's late new segments leave
         # (needs `pip install dpkt scapy`)
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
@@ -386,13 +386,14 @@ def sender_rtos(events, warm_s):
     recovery; after duplicate ACKs; none), with "after RTO, some acknowledged" for one in
     RTO recovery after new data was acknowledged; each lost retransmission (the state it
     was sent in, how it was resent: "before the RTO" or "by the RTO", or "not resent"); and
-    each data segment sent (state, new or resent, when: see `send_timing`, dropped)."""
+    each data segment sent (state, new or resent, when: see `send_timing`, dropped, when its
+    burst's first segment went)."""
     isn = next(e[2] for e in events if e[0] == "tx") - 1
     una = smax = 1
     last_progress = head_sent = 0.0
     state, recovery_point, rto_una, dupacks = "open", 0, None, 0
     rtos, lost, sends = [], [], []
-    last_ack = last_send = None
+    last_ack = last_send = burst_start = None
     pending = {}  # seq -> (state, t) of its lost retransmission awaiting a resend
     for e in events:
         if e[0] == "ack":
@@ -422,8 +423,11 @@ def sender_rtos(events, warm_s):
             state, recovery_point, rto_una = "loss", smax, una
         elif resend and state == "open":
             state, recovery_point = "recovery", smax
+        timing = send_timing(t, last_ack, last_send)
+        if timing != "behind another":
+            burst_start = timing
         if t >= warm_s:
-            sends.append((state, "resent" if resend else "new", send_timing(t, last_ack, last_send), dropped))
+            sends.append((state, "resent" if resend else "new", timing, dropped, burst_start))
             if resend and dropped:
                 pending[seq] = (state, t)
         last_send = t
@@ -458,14 +462,19 @@ def rto_table(name, flows, warm_s):
     for kind in ("new", "resent"):
         cells = []
         for when in ("on an ACK", "behind another", "later", "other"):
-            k = sum(v for (_, w, tm, _), v in sends.items() if (w, tm) == (kind, when))
-            dropped = sum(v for (_, w, tm, d), v in sends.items() if (w, tm, d) == (kind, when, True))
+            k = sum(v for (_, w, tm, _, _), v in sends.items() if (w, tm) == (kind, when))
+            dropped = sum(v for (_, w, tm, d, _), v in sends.items() if (w, tm, d) == (kind, when, True))
             cells.append(f"{when} {k} ({dropped / max(k, 1):.1%} dropped)")
         print(f"  {kind} segments sent: " + ", ".join(cells))
+    behind = Counter()
+    for (_, _, tm, _, first), v in sends.items():
+        if tm == "behind another":
+            behind[first] += v
+    print("  segments behind another, by when their burst began: " + ", ".join(f"{w} {k}" for w, k in behind.most_common()))
     for state in ("recovery", "loss", "open"):
-        k = sum(v for (s, w, _, _), v in sends.items() if (s, w) == (state, "resent"))
+        k = sum(v for (s, w, _, _, _), v in sends.items() if (s, w) == (state, "resent"))
         if k:
-            dropped = sum(v for (s, w, _, d), v in sends.items() if (s, w, d) == (state, "resent", True))
+            dropped = sum(v for (s, w, _, d, _), v in sends.items() if (s, w, d) == (state, "resent", True))
             print(f"  retransmissions in {state}: {k}, {dropped} dropped")
         row = {how: k for (s, how), k in fates.items() if s == state}
         if row:
@@ -473,15 +482,13 @@ def rto_table(name, flows, warm_s):
                   + ", ".join(f"{how} {k}" for how, k in sorted(row.items())))
 
 
-def pacing_ratios(flows, flow_of, info, warm_s):
-    """How far apart a paced sender's segments would be: the gap before each new segment sent
-    40 ms or more after the last ACK, over Linux's pacing interval at 120% of cwnd per SRTT."""
-    import numpy as np
+def late_send_gaps(flows, warm_s):
+    """Linux's new segments sent 40 ms or more after the last ACK: how long after the sender's
+    previous send, in 10 ms bins (a pacing rate spreads these; a timer stacks them up)."""
+    from collections import Counter
 
-    row = {(f, s): (rtt, cwnd) for f, s, rtt, cwnd, state in
-           info.select("flow_id", "slice", "rtt_us", "snd_cwnd_pkts", "ca_state").iter_rows() if state == 0}
-    ratios = []
-    for key, events in flows.items():
+    bins = Counter()
+    for events in flows.values():
         isn = next(e[2] for e in events if e[0] == "tx") - 1
         last_ack = last_send = None
         smax = 0
@@ -490,12 +497,10 @@ def pacing_ratios(flows, flow_of, info, warm_s):
                 last_ack = e[1]
                 continue
             seq = (e[2] - isn) % (1 << 32)
-            sample = row.get((flow_of[key], int(e[1]) - 1))
-            if (e[1] >= warm_s and seq >= smax and sample and last_ack is not None and last_send is not None
-                    and send_timing(e[1], last_ack, last_send) == "later"):
-                ratios.append((e[1] - last_send) / (sample[0] / 1e6 / (1.2 * sample[1])))
+            if e[1] >= warm_s and seq >= smax and send_timing(e[1], last_ack, last_send) == "later":
+                bins[int((e[1] - last_send) * 100)] += 1
             smax, last_send = max(smax, seq + e[3]), e[1]
-    return np.quantile(ratios, [0.1, 0.25, 0.5, 0.75, 0.9])
+    return bins
 
 
 def linux_rto(args):
@@ -523,9 +528,9 @@ def linux_rto(args):
     print(f"Linux tcp_info: {sum(per_flow.values())} RTOs after the sample at {warm_slice + 1} s; "
           f"the capture finds each flow's count for {same} of {len(flows)} flows")
     rto_table("Linux capture", flows, args.warm_s)
-    print("  Linux's new segments 40 ms or more after the last ACK, gap to the sender's previous send over "
-          "SRTT / (1.2 cwnd) (tcp_info of that second, CA_Open): quantiles 10/25/50/75/90%: "
-          + " / ".join(f"{q:.2f}" for q in pacing_ratios(flows, flow_of, info, args.warm_s)))
+    bins = late_send_gaps(flows, args.warm_s)
+    print("  new segments 40 ms or more after the last ACK, by the time since the sender's previous send: "
+          + ", ".join(f"{10 * b}-{10 * b + 10} ms {k}" for b, k in sorted(bins.items()) if k >= 0.02 * sum(bins.values())))
     overrides = dict(parse_set(kv) for kv in args.set)
     # smallpipe's pcap sees the bottleneck, not the senders: its senders are `access` (the
     # rest of the RTT, all on their side) before it and get an ACK that far after it leaves.
