@@ -18,7 +18,14 @@
         # and RTO (tcp.rto_rule = linux), its timer restart on resending the head
         # (tcp.recovery_rto = linux), its quick-ACK mode (tcp.ack_rule = linux), PRR
         # (tcp.recovery_pacing = prr), all five; RACK (tcp.loss_detection = rack), alone and
-        # with the five
+        # with the five; the six with Linux's pacing (tcp.pacing = linux)
+    python3 benches/validation/diagnose.py linux-rto PCAPDIR [--set KEY=VALUE ...]
+        # every RTO of the data senders after the warm-up in a testbed capture (run_testbed
+        # with pcap=True: box.pcapng, tcp_info.parquet) and in smallpipe's run of the same
+        # spec (its bottleneck pcap), sorted as `rto` sorts smallpipe's; then each side's sends
+        # by when they leave, its lost retransmissions and how they were repaired (resent
+        # before the RTO or by it), and when Linux's late new segments leave
+        # (needs `pip install dpkt scapy`)
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
         # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
@@ -197,7 +204,8 @@ def print_smallpipe_rtos(n, seed, spec, overrides):
 
     sp = smallpipe_rtos(spec, overrides)
     r = sp_side.run(spec, overrides)
-    rows = f"loss rate {r['loss_rate']:.4f}, goodput {sum(r['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s"
+    rows = (f"loss rate {r['loss_rate']:.4f}, mean queue {r['mean_queue_pkts']:.1f} packets, "
+            f"goodput {sum(r['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s")
     print(f"N = {n}, seed {seed}, smallpipe {overrides or ''}: {sp['timeouts'] / n:.2f} timeouts per flow; "
           f"{sp['timeouts']} RTOs; {sp['timeouts_in_recovery']} in fast recovery, {sp['timeouts_after_dupacks']} "
           f"after duplicate ACKs without fast retransmit, {sp['timeouts_repeated']} repeated, "
@@ -254,7 +262,7 @@ def linux_causes(args):
     variants = [("as run", {}), ("Linux growth", growth), ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
                 ("Linux RTO", rto), ("Linux growth + RTO", growth | rto), ("Linux head restart", head),
                 ("Linux quick ACKs", quick), ("PRR", prr), ("all five Linux", all_five), ("RACK", rack),
-                ("all five + RACK", all_five | rack)]
+                ("all five + RACK", all_five | rack), ("all six + pacing", all_five | rack | {"tcp.pacing": "linux"})]
     for p in specs.LOSS_RATES:
         spec = specs.bernoulli(p, 1, args.bernoulli_s)
         cells = [f"{name}: {sum(run(spec, o)['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s" for name, o in variants]
@@ -301,6 +309,246 @@ def web_spread(args):
             print(f"linux seed {seed}: " + ", ".join(f"{k} {v:.3g}" for k, v in linux.items()))
 
 
+def capture_points(path):
+    """(point, time s, IP packet) of each TCP packet of a capture: the testbed box's pcapng
+    (its points a_in, b_out, b_in, a_out) or a smallpipe bottleneck pcap (one point)."""
+    import dpkt
+
+    def tcp(frame):
+        ip = dpkt.ethernet.Ethernet(frame).data
+        return ip if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP) else None
+
+    if path.suffix == ".pcapng":
+        # dpkt's pcapng reader drops the interface each packet was captured on.
+        from scapy.utils import RawPcapNgReader
+
+        for frame, meta in RawPcapNgReader(str(path)):
+            if (ip := tcp(frame)) is not None:
+                yield meta.ifname.decode(), ((meta.tshigh << 32) | meta.tslow) / meta.tsresol, ip
+    else:
+        with open(path, "rb") as f:
+            for t, frame in dpkt.pcap.Reader(f):
+                if (ip := tcp(frame)) is not None:
+                    yield "", float(t), ip
+
+
+def tcp_options(seg):
+    """(SACK blocks, TSval) of a segment."""
+    import dpkt
+
+    sack, tsval = [], None
+    for kind, val in dpkt.tcp.parse_opts(seg.opts):
+        if kind == dpkt.tcp.TCP_OPT_SACK:
+            sack = [(int.from_bytes(val[i:i + 4], "big"), int.from_bytes(val[i + 4:i + 8], "big"))
+                    for i in range(0, len(val), 8)]
+        elif kind == dpkt.tcp.TCP_OPT_TIMESTAMP:
+            tsval = int.from_bytes(val[:4], "big")
+    return sack, tsval
+
+
+def payload_len(ip):
+    """From the IP header: a smallpipe pcap keeps only the first bytes of each frame."""
+    return ip.len - 4 * ip.hl - 4 * ip.data.off
+
+
+def sender_view(sent, delivered, acks):
+    """Each data sender's events in its own time order: ("tx", t, seq, len, dropped) and
+    ("ack", t, ack, sack blocks). `sent`, `delivered`, `acks`: iterables of (t, IP packet)
+    at the point next to the sender, past the bottleneck, and the ACKs as the sender gets
+    them; a transmission was dropped if no packet past the bottleneck has its seq and TSval."""
+    def key(ip):
+        return ip.src, ip.data.sport, ip.dst, ip.data.dport
+
+    got = {key(ip) + (ip.data.seq, tcp_options(ip.data)[1]) for _, ip in delivered if payload_len(ip)}
+    flows = {}
+    for t, ip in sent:
+        if n := payload_len(ip):
+            dropped = key(ip) + (ip.data.seq, tcp_options(ip.data)[1]) not in got
+            flows.setdefault(key(ip), []).append(("tx", t, ip.data.seq, n, dropped))
+    for t, ip in acks:
+        seg, flow = ip.data, (ip.dst, ip.data.dport, ip.src, ip.data.sport)
+        if flow in flows and not payload_len(ip) and seg.flags & 0x10 and not seg.flags & 0x02:
+            flows[flow].append(("ack", t, seg.ack, tcp_options(seg)[0]))
+    for events in flows.values():
+        events.sort(key=lambda e: e[1])
+    return flows
+
+
+# An RTO resends the lowest unacknowledged segment at least the minimum RTO (1 s here) after
+# the last ACK of new data and the last send of that segment; a fast or RACK retransmission
+# comes within about an RTT (at most 0.6 s here) of the ACK that triggers it.
+RTO_GAP_S = 0.9
+
+
+def sender_rtos(events, warm_s):
+    """One sender's RTOs after `warm_s`, by the state they fire in (as smallpipe's
+    flows.timeouts_* columns: repeated = no new data acknowledged since the last RTO; in fast
+    recovery; after duplicate ACKs; none), with "after RTO, some acknowledged" for one in
+    RTO recovery after new data was acknowledged; each lost retransmission (the state it
+    was sent in, how it was resent: "before the RTO" or "by the RTO", or "not resent"); and
+    each data segment sent (state, new or resent, when: see `send_timing`, dropped, when its
+    burst's first segment went)."""
+    isn = next(e[2] for e in events if e[0] == "tx") - 1
+    una = smax = 1
+    last_progress = head_sent = 0.0
+    state, recovery_point, rto_una, dupacks = "open", 0, None, 0
+    rtos, lost, sends = [], [], []
+    last_ack = last_send = burst_start = None
+    pending = {}  # seq -> (state, t) of its lost retransmission awaiting a resend
+    for e in events:
+        if e[0] == "ack":
+            last_ack = e[1]
+            ack = (e[2] - isn) % (1 << 32)
+            if una < ack <= smax:
+                una, last_progress, dupacks = ack, e[1], 0
+                if state != "open" and una >= recovery_point:
+                    state = "open"
+                for seq in [s for s in pending if s < una]:
+                    lost.append(pending.pop(seq) + ("not resent",))
+            elif ack == una < smax and e[3]:
+                dupacks += 1
+            continue
+        _, t, wire_seq, length, dropped = e
+        seq = (wire_seq - isn) % (1 << 32)
+        resend = seq < smax
+        is_rto = resend and seq == una and t - max(last_progress, head_sent) >= RTO_GAP_S
+        if seq in pending:
+            lost.append(pending.pop(seq) + ("by the RTO" if is_rto else "before the RTO",))
+        if is_rto:
+            if t >= warm_s:
+                cause = ("repeated" if rto_una == una else "in fast recovery" if state == "recovery"
+                         else "after RTO, some acknowledged" if state == "loss"
+                         else "after duplicate ACKs" if dupacks else "no duplicate ACK")
+                rtos.append((t, cause))
+            state, recovery_point, rto_una = "loss", smax, una
+        elif resend and state == "open":
+            state, recovery_point = "recovery", smax
+        timing = send_timing(t, last_ack, last_send)
+        if timing != "behind another":
+            burst_start = timing
+        if t >= warm_s:
+            sends.append((state, "resent" if resend else "new", timing, dropped, burst_start))
+            if resend and dropped:
+                pending[seq] = (state, t)
+        last_send = t
+        if seq == una:
+            head_sent = t
+        smax = max(smax, seq + length)
+    return rtos, lost, sends
+
+
+def send_timing(t, last_ack, last_send):
+    """A send "behind another" (within 0.1 ms of the sender's previous one: one burst),
+    "on an ACK" (within 5 ms of the last ACK), "later" (40 ms or more after it), or "other"."""
+    if last_send is not None and t - last_send < 1e-4:
+        return "behind another"
+    if last_ack is None or t - last_ack < 5e-3:
+        return "on an ACK"
+    return "later" if t - last_ack >= 0.04 else "other"
+
+
+def rto_table(name, flows, warm_s):
+    from collections import Counter
+
+    causes, fates, sends = Counter(), Counter(), Counter()
+    for events in flows.values():
+        rtos, lost, sent = sender_rtos(events, warm_s)
+        causes.update(c for _, c in rtos)
+        fates.update((s, how) for s, _, how in lost)
+        sends.update(sent)
+    n = sum(causes.values())
+    print(f"{name}: {n} RTOs after {warm_s:g} s ({n / len(flows):.2f} per flow): "
+          + ", ".join(f"{c} {k}" for c, k in causes.most_common()))
+    for kind in ("new", "resent"):
+        cells = []
+        for when in ("on an ACK", "behind another", "later", "other"):
+            k = sum(v for (_, w, tm, _, _), v in sends.items() if (w, tm) == (kind, when))
+            dropped = sum(v for (_, w, tm, d, _), v in sends.items() if (w, tm, d) == (kind, when, True))
+            cells.append(f"{when} {k} ({dropped / max(k, 1):.1%} dropped)")
+        print(f"  {kind} segments sent: " + ", ".join(cells))
+    behind = Counter()
+    for (_, _, tm, _, first), v in sends.items():
+        if tm == "behind another":
+            behind[first] += v
+    print("  segments behind another, by when their burst began: " + ", ".join(f"{w} {k}" for w, k in behind.most_common()))
+    for state in ("recovery", "loss", "open"):
+        k = sum(v for (s, w, _, _, _), v in sends.items() if (s, w) == (state, "resent"))
+        if k:
+            dropped = sum(v for (s, w, _, d, _), v in sends.items() if (s, w, d) == (state, "resent", True))
+            print(f"  retransmissions in {state}: {k}, {dropped} dropped")
+        row = {how: k for (s, how), k in fates.items() if s == state}
+        if row:
+            print(f"  lost retransmissions sent in {state}: {sum(row.values())}; "
+                  + ", ".join(f"{how} {k}" for how, k in sorted(row.items())))
+
+
+def late_send_gaps(flows, warm_s):
+    """Linux's new segments sent 40 ms or more after the last ACK: how long after the sender's
+    previous send, in 10 ms bins (a pacing rate spreads these; a timer stacks them up)."""
+    from collections import Counter
+
+    bins = Counter()
+    for events in flows.values():
+        isn = next(e[2] for e in events if e[0] == "tx") - 1
+        last_ack = last_send = None
+        smax = 0
+        for e in events:
+            if e[0] == "ack":
+                last_ack = e[1]
+                continue
+            seq = (e[2] - isn) % (1 << 32)
+            if e[1] >= warm_s and seq >= smax and send_timing(e[1], last_ack, last_send) == "later":
+                bins[int((e[1] - last_send) * 100)] += 1
+            smax, last_send = max(smax, seq + e[3]), e[1]
+    return bins
+
+
+def linux_rto(args):
+    import polars as pl
+    import smallpipe
+    import sp_side
+
+    d = Path(args.pcapdir)
+    by_point = {}
+    for point, t, ip in capture_points(d / "box.pcapng"):
+        by_point.setdefault(point, []).append((t, ip))
+    # The testbed's data senders are the servers, on side b: they send into b_in, the
+    # clients' ACKs leave the box at b_out (after the box's per-client delay).
+    flows = sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+    sc = json.loads((d / "scenario.json").read_text())
+    spec = specs.many(len(flows), sc["seed"], duration_s=sc["duration_s"] - args.warm_s, warmup_s=args.warm_s)
+    info = pl.read_parquet(d / "tcp_info.parquet")
+    warm_slice = info.filter(pl.col("time_ns") <= args.warm_s * 1e9)["slice"].max()
+    per_flow = dict(info.group_by("flow_id").agg(pl.col("total_rto").last() - pl.col("total_rto").filter(
+        pl.col("slice") == warm_slice).first()).iter_rows())
+    # A unit's client address is 198.18.0.(unit + 1) (its place in the plan's client_addrs).
+    unit_flow = {f["unit_id"]: f["flow_id"] for f in json.loads((d / "server.json").read_text())["flows"]}
+    flow_of = {key: unit_flow[key[2][3] - 1] for key in flows}
+    same = sum(len(sender_rtos(ev, args.warm_s)[0]) == per_flow[flow_of[key]] for key, ev in flows.items())
+    print(f"Linux tcp_info: {sum(per_flow.values())} RTOs after the sample at {warm_slice + 1} s; "
+          f"the capture finds each flow's count for {same} of {len(flows)} flows")
+    rto_table("Linux capture", flows, args.warm_s)
+    bins = late_send_gaps(flows, args.warm_s)
+    print("  new segments 40 ms or more after the last ACK, by the time since the sender's previous send: "
+          + ", ".join(f"{10 * b}-{10 * b + 10} ms {k}" for b, k in sorted(bins.items()) if k >= 0.02 * sum(bins.values())))
+    overrides = dict(parse_set(kv) for kv in args.set)
+    # smallpipe's pcap sees the bottleneck, not the senders: its senders are `access` (the
+    # rest of the RTT, all on their side) before it and get an ACK that far after it leaves.
+    access_s = spec["flows"][0]["rtt_ms"] / 2e3 - spec["bottleneck_delay_ms"] / 1e3
+    runs = {}
+    for point in ("arrivals", "departures"):
+        sc_sp, _ = sp_side.scenario(spec, spec["warmup_s"] + spec["duration_s"])
+        r = smallpipe.simulate(sc_sp.with_overrides(overrides | {"trace": {"pcap": point, "max_pcap_bytes": 1 << 30}}))
+        with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
+            f.write(r.pcap)
+            f.flush()
+            runs[point] = [(t, ip) for _, t, ip in capture_points(Path(f.name))]
+    senders = {ip.src for _, ip in runs["arrivals"] if payload_len(ip)}
+    sent = [(t - access_s, ip) for t, ip in runs["arrivals"] if ip.src in senders]
+    acks = [(t + spec["bottleneck_delay_ms"] / 1e3 + access_s, ip) for t, ip in runs["departures"] if ip.src not in senders]
+    rto_table(f"smallpipe {overrides or ''}", sender_view(sent, runs["departures"], acks), args.warm_s)
+
+
 def fig11_growth(args):
     from smallpipe import simulate
     from smallpipe.experiments import taq_aqm
@@ -341,13 +589,18 @@ def main():
     w.add_argument("--seeds", type=int, default=10)
     w.add_argument("--seconds", type=float, default=120.0, help="as run.py --linux's session runs")
     w.add_argument("--linux", default=str(HERE.parents[1] / "docs" / "validation" / "linux_runs.jsonl"))
+    lr = sub.add_parser("linux-rto")
+    lr.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a many-flow spec")
+    lr.add_argument("--warm-s", type=float, default=10.0)
+    lr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
     sub.add_parser("fig11-growth")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
     args = ap.parse_args()
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
-     "web-spread": web_spread, "fig11-growth": fig11_growth}[args.cmd](args)
+     "web-spread": web_spread, "fig11-growth": fig11_growth,
+     "linux-rto": linux_rto}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -273,10 +273,11 @@ pub enum CwndGrowth {
 pub enum RecoveryPacing {
     /// RFC 6675: cwnd = ssthresh at once, then whatever `cwnd - pipe` allows.
     Rfc6675,
-    /// RFC 6937 Proportional Rate Reduction with slow-start reduction bound (PRR-SSRB), as
-    /// Linux's `tcp_cwnd_reduction`: while pipe > ssthresh, sends ssthresh/prior cwnd of what
-    /// is delivered; below, rebuilds towards ssthresh by at most one segment more than is
-    /// delivered per ACK; the fast retransmit always goes out.
+    /// RFC 6937 Proportional Rate Reduction as Linux's `tcp_cwnd_reduction`: while pipe >
+    /// ssthresh, sends ssthresh/prior cwnd of what is delivered; below, rebuilds towards
+    /// ssthresh by what is delivered, one segment more per ACK (the slow-start reduction
+    /// bound) unless, with RACK, the ACK did not advance snd_una or marked a loss (the
+    /// conservative bound); the fast retransmit always goes out.
     Prr,
 }
 
@@ -294,6 +295,24 @@ pub enum LossDetection {
 impl LossDetection {
     fn is_dupthresh(&self) -> bool {
         *self == LossDetection::Dupthresh
+    }
+}
+
+/// When the data sender's segments leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pacing {
+    /// As soon as the window allows (ACK clocking).
+    None,
+    /// Linux's TCP pacing (the fq qdisc or TCP's internal pacing): each data segment waits
+    /// its length at 200% (cwnd < ssthresh/2) or 120% of max(cwnd, flight) per smoothed RTT
+    /// after the one before, from the 10th data segment on (docs/tcp.md).
+    Linux,
+}
+
+impl Pacing {
+    fn is_none(&self) -> bool {
+        *self == Pacing::None
     }
 }
 
@@ -446,6 +465,10 @@ pub struct TcpConfig {
     /// Left out of the canonical JSON at its default, so scenario ids stay as they were.
     #[serde(default = "d_loss_detection", skip_serializing_if = "LossDetection::is_dupthresh")]
     pub loss_detection: LossDetection,
+    /// When data segments leave: at once, or paced as Linux paces them. Left out of the
+    /// canonical JSON at its default, so scenario ids stay as they were.
+    #[serde(default = "d_pacing", skip_serializing_if = "Pacing::is_none")]
+    pub pacing: Pacing,
     /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
     #[serde(default = "d_recovery_rto")]
     pub recovery_rto: RecoveryRto,
@@ -716,6 +739,7 @@ fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
 fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }
 fn d_loss_detection() -> LossDetection { LossDetection::Dupthresh }
+fn d_pacing() -> Pacing { Pacing::None }
 fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
 fn d_abc_limit() -> u32 { 2 }
 fn d_rwnd() -> u64 { 65_535 }

@@ -20,6 +20,7 @@ pub(crate) mod compact;
 pub mod cubic;
 mod growth;
 pub mod hystart;
+mod pacing;
 mod rack;
 mod rtt;
 pub mod sack;
@@ -27,13 +28,14 @@ pub mod sack;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use crate::config::{
-    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, PartialAck, Recovery,
-    RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
+    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
+    Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
-use rack::Rack;
+use pacing::Pacer;
+use rack::{LossMarks, Rack};
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
@@ -81,10 +83,12 @@ pub struct TcpParams {
     pub fast_retransmit_rto: FastRetransmitRto,
     /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
     pub head_retransmit_rto: bool,
-    /// RFC 6937 PRR-SSRB in SACK recovery (`recovery_pacing = "prr"`).
+    /// RFC 6937 PRR in SACK recovery (`recovery_pacing = "prr"`).
     pub prr: bool,
     /// RFC 8985 RACK finds lost segments instead of RFC 6675's DupThresh (`loss_detection = "rack"`).
     pub rack: bool,
+    /// Linux's pacing of data segments (`pacing = "linux"`).
+    pub pacing: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -141,6 +145,7 @@ impl TcpParams {
             head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
             prr: c.recovery_pacing == RecoveryPacing::Prr,
             rack: c.loss_detection == LossDetection::Rack,
+            pacing: c.pacing == Pacing::Linux,
             cwnd_growth: c.cwnd_growth,
             abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
@@ -284,6 +289,7 @@ struct FeatureQueues {
     prr: Prr,
     /// Per-segment send times and RFC 8985 state (`loss_detection = "rack"`).
     rack: Rack,
+    pacer: Pacer,
 }
 
 /// RFC 6937 state of the current SACK recovery (`recovery_pacing = "prr"`), bytes.
@@ -297,6 +303,10 @@ struct Prr {
     prior_cwnd: u64,
     /// Delivered by the ACK being processed; 0 once it has set cwnd.
     this_ack: u64,
+    /// The ACK being processed may take the slow-start reduction bound (RFC 6937bis
+    /// SafeACK, Linux's `FLAG_SND_UNA_ADVANCED && !newly_lost`): with RACK, it advanced
+    /// `snd_una` and RACK marked nothing lost on it; with DupThresh, every ACK.
+    safe_ack: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -473,8 +483,8 @@ impl Endpoint {
 
     /// The earliest pending timer.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let rack = self.queues.as_deref().and_then(|q| q.rack.timer);
-        [self.rto_at.get(), self.delack_at.get(), rack].into_iter().flatten().min()
+        let (rack, pacer) = self.queues.as_deref().map_or((None, None), |q| (q.rack.timer, q.pacer.timer));
+        [self.rto_at.get(), self.delack_at.get(), rack, pacer].into_iter().flatten().min()
     }
 
     /// Write, first-send and SACK-cover times of the bursts not yet acknowledged.
@@ -519,34 +529,57 @@ impl Endpoint {
             self.send_ack(now, p, out);
         }
         if self.queues.as_deref().and_then(|q| q.rack.timer).is_some_and(|t| t <= now) {
-            // RFC 8985 §6.3: the reordering timer expired; look for losses again.
-            if self.rack_detect_loss(now, p) {
-                self.rack_respond(now, p, out);
+            // RFC 8985 §6.3: the reordering timer expired; look for losses again. Linux's
+            // tcp_rack_reo_timeout starts fast recovery on any mark, also after an RTO.
+            let marks = self.rack_detect_loss(now, p);
+            if marks.any {
+                self.rack_respond(now, p, out, LossMarks { retransmission: true, ..marks });
             }
         }
         if self.rto_at.get().is_some_and(|t| t <= now) {
             self.rto_at = Opt64::NONE;
             self.on_rto(now, p, out);
         }
+        if self.queues.as_deref().and_then(|q| q.pacer.timer).is_some_and(|t| t <= now) {
+            self.queues_mut().pacer.timer = None;
+            self.try_send(now, p, out);
+        }
+    }
+
+    /// With pacing, whether the next data segment must wait (arming the pacing timer).
+    fn paced_out(&mut self, now: Instant, p: &TcpParams) -> bool {
+        p.pacing && self.queues_mut().pacer.holds(now)
     }
 
     /// RACK's marks over the segments not yet delivered; arms or clears its timer.
-    fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> bool {
-        let in_recovery = self.recovery.is_some();
+    fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> LossMarks {
+        let in_recovery = self.recovery.is_some() || self.in_rto_recovery();
         let srtt = self.rtt.srtt();
         self.queues_mut().rack.detect_loss(now, in_recovery, p.dupthresh, srtt)
     }
 
-    /// RACK marked a segment lost: Linux enters fast recovery on any lost mark (unless the
-    /// last recovery or RTO is not over), else resends within the recovery's window.
-    fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+    /// After an RTO, until `snd_una` passes what was sent before it (Linux's CA_Loss).
+    fn in_rto_recovery(&self) -> bool {
+        self.recovery.is_none() && self.snd_una < self.recover_mark
+    }
+
+    /// RACK marked a segment lost: in recovery, resend within the recovery's window; else
+    /// perhaps start one.
+    fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>, marks: LossMarks) {
         if self.recovery.is_some() {
             self.try_send(now, p, out);
-        } else if self.snd_una >= self.recover_mark && self.snd_una < self.snd_max && self.can_send_data()
-            && self.rack_first_lost().is_some()
-        {
+        } else if self.rack_starts_recovery(marks, self.snd_una) && self.rack_first_lost().is_some() {
             self.enter_fast_recovery(now, p, out);
         }
+    }
+
+    /// Whether RACK's `marks` start fast recovery once `snd_una` is `una`. Linux's
+    /// tcp_fastretrans_alert: on any mark once the last recovery is over; after an RTO only on
+    /// a resent segment lost again (FLAG_LOST_RETRANS in CA_Loss).
+    fn rack_starts_recovery(&self, marks: LossMarks, una: u64) -> bool {
+        let after_rto = self.recovery.is_none() && una < self.recover_mark;
+        marks.any && self.recovery.is_none() && una < self.snd_max && self.can_send_data()
+            && (una >= self.recover_mark || (marks.retransmission && after_rto))
     }
 
     fn rack_first_lost(&self) -> Option<(u64, u64)> {
@@ -804,10 +837,15 @@ impl Endpoint {
                 prr.delivered += delivered;
             }
         }
-        let rack_lost = p.rack && {
-            let q = self.queues.get_or_insert_default();
-            q.rack.on_ack(ack, &self.scoreboard, now)
-        } && self.rack_detect_loss(now, p);
+        let rack_marks = if p.rack && self.queues.get_or_insert_default().rack.on_ack(ack, &self.scoreboard, now) {
+            self.rack_detect_loss(now, p)
+        } else {
+            LossMarks::default()
+        };
+        if p.prr {
+            let safe_ack = !p.rack || (ack > self.snd_una && !rack_marks.any);
+            self.queues_mut().prr.safe_ack = safe_ack;
+        }
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
@@ -821,7 +859,10 @@ impl Endpoint {
         let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
             .then_some(p.disorder_ack);
         if ack > self.snd_una {
-            self.on_new_ack(ack, seg, ns3_disorder, now, p, out);
+            // Linux handles the loss before the cumulative part: no growth, no new data ahead
+            // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
+            let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
+            self.on_new_ack(ack, seg, ns3_disorder, loss_first, now, p, out);
         }
         if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
             match p.dupack_rule {
@@ -835,8 +876,9 @@ impl Endpoint {
                 DupackRule::Ns3 => {}
             }
         }
-        if rack_lost && self.recovery.is_none() {
-            self.rack_respond(now, p, out); // an ACK that was not a duplicate one marked it
+        if rack_marks.any && self.recovery.is_none() {
+            // An ACK that was not a duplicate one marked it, or one after an RTO.
+            self.rack_respond(now, p, out, rack_marks);
         }
     }
 
@@ -854,9 +896,11 @@ impl Endpoint {
     }
 
     /// `ns3_disorder`: the ACK also SACKs new data outside recovery and ns-3's rule is on
-    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip.
-    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ns3_disorder: Option<DisorderAck>, now: Instant, p: &TcpParams,
-        out: &mut Vec<Packet>) {
+    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip. `loss_first`:
+    /// RACK starts fast recovery on this ACK, so cwnd neither grows nor sends here.
+    #[allow(clippy::too_many_arguments)]
+    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ns3_disorder: Option<DisorderAck>, loss_first: bool, now: Instant,
+        p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
         let rtt_sample = self.take_rtt_sample(ack, seg, now, p);
@@ -927,7 +971,7 @@ impl Endpoint {
             },
             None => {
                 self.dupacks = 0;
-                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) {
+                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) && !loss_first {
                     if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
                         let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
                         self.cwnd += growth.bytes;
@@ -964,7 +1008,9 @@ impl Endpoint {
         {
             self.arm_rto(now, p);
         }
-        self.try_send(now, p, out);
+        if !loss_first {
+            self.try_send(now, p, out);
+        }
     }
 
     /// RFC 7323 samples from the echoed timestamp (retransmissions included); otherwise
@@ -1058,7 +1104,9 @@ impl Endpoint {
     fn enter_fast_recovery(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
         self.hystart = None; // RFC 9406 §4.2: a loss ends slow start and CSS
-        let flight = self.flight_size();
+        // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
+        // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
+        let flight = if p.rack && self.in_rto_recovery() { self.cwnd } else { self.flight_size() };
         self.ssthresh = match &mut self.cc {
             CongestionControl::Reno => (flight / 2).max(2 * p.mss),
             CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, flight, p.mss),
@@ -1070,7 +1118,7 @@ impl Endpoint {
             Recovery::Sack if p.prr => {
                 let prior_cwnd = self.cwnd;
                 let q = self.queues_mut();
-                q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, this_ack: q.prr.this_ack };
+                q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, ..q.prr };
                 self.prr_set_cwnd(p);
                 self.retransmit_first_lost(now, p, out); // forced, as Linux does
                 self.sack_send(now, p, out);
@@ -1212,7 +1260,7 @@ impl Endpoint {
                 self.app_written += p.mss;
             }
             let (_, len, fin) = self.segment_at(self.snd_nxt, p);
-            if self.snd_nxt + len - self.snd_una > window {
+            if self.snd_nxt + len - self.snd_una > window || self.paced_out(now, p) {
                 break;
             }
             // After an RTO `send_new` goes back to `snd_una`: those sends are retransmissions.
@@ -1338,7 +1386,7 @@ impl Endpoint {
             .sum()
     }
 
-    /// RFC 6937 PRR-SSRB as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
+    /// RFC 6937 PRR as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
     /// cwnd = pipe + what may be sent now. Linux counts whole segments, hence the rounding.
     fn prr_set_cwnd(&mut self, p: &TcpParams) {
         let pipe = self.pipe(p);
@@ -1352,8 +1400,10 @@ impl Endpoint {
             // Proportional: ceil(ssthresh · delivered / prior_cwnd) segments in all.
             ((ssthresh * prr.delivered).div_ceil(prr.prior_cwnd.max(1) * p.mss) * p.mss).saturating_sub(prr.out)
         } else {
-            // Slow-start reduction bound: towards ssthresh, one segment more than delivered.
-            (ssthresh - pipe).min(prr.delivered.saturating_sub(prr.out).max(prr.this_ack) + p.mss)
+            // Towards ssthresh: what was delivered (conservative reduction bound), one segment
+            // more on a safe ACK (slow-start reduction bound).
+            let bonus = if prr.safe_ack { p.mss } else { 0 };
+            (ssthresh - pipe).min(prr.delivered.saturating_sub(prr.out).max(prr.this_ack) + bonus)
         };
         // The fast retransmit always goes out.
         let sndcnt = if prr.out == 0 { sndcnt.max(p.mss) } else { sndcnt };
@@ -1401,7 +1451,7 @@ impl Endpoint {
         if p.prr {
             self.prr_set_cwnd(p);
         }
-        while self.cwnd >= self.pipe(p) + p.mss {
+        while self.cwnd >= self.pipe(p) + p.mss && !self.paced_out(now, p) {
             let Some(seg) = self.next_seg(p) else { break };
             self.send_next_seg(seg, now, p, out);
         }
@@ -1431,6 +1481,11 @@ impl Endpoint {
         if p.rack && off > 0 {
             let retransmission = off < self.snd_max;
             self.queues_mut().rack.on_send(off, end, now, retransmission);
+        }
+        if p.pacing && len > 0 {
+            let window = self.cwnd.max(self.flight_size());
+            let (slow_start, srtt) = (self.cwnd < self.ssthresh / 2, self.rtt.srtt());
+            self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt);
         }
         if off < self.snd_max {
             if off > 0 {

@@ -9,6 +9,14 @@ use super::sack::RangeSet;
 use smallpipe_core::{Duration, Instant};
 use std::collections::VecDeque;
 
+/// What one run of RACK_detect_loss marked lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct LossMarks {
+    pub any: bool,
+    /// A retransmission believed in flight was marked (Linux's `FLAG_LOST_RETRANS`).
+    pub retransmission: bool,
+}
+
 /// One sent data segment not yet cumulatively acknowledged.
 #[derive(Debug, Clone, Copy)]
 struct Sent {
@@ -128,25 +136,28 @@ impl Rack {
 
     /// RFC 8985 §6.2 step 5 (RACK_detect_loss): marks lost each segment sent before RACK's
     /// whose RTT plus reordering window has passed; arms the timer for the latest deadline
-    /// still to come, as the RFC and Linux do. Returns whether it marked any.
-    pub fn detect_loss(&mut self, now: Instant, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>) -> bool {
+    /// still to come, as the RFC and Linux do. `in_recovery`: fast recovery or after an RTO
+    /// (Linux's `icsk_ca_state >= TCP_CA_Recovery`).
+    pub fn detect_loss(&mut self, now: Instant, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>)
+        -> LossMarks {
         self.timer = None;
-        let (Some(rtt), Some(newest)) = (self.rtt, self.newest) else { return false };
+        let mut marks = LossMarks::default();
+        let (Some(rtt), Some(newest)) = (self.rtt, self.newest) else { return marks };
         let wait = rtt + self.reo_wnd(in_recovery, dupthresh, srtt);
-        let mut marked = false;
         let mut latest: Option<Instant> = None;
         for s in self.segs.iter_mut().filter(|s| !s.delivered && !s.awaiting_resend() && s.order < newest) {
             let deadline = s.xmit + wait;
             if deadline <= now {
                 s.lost = true;
+                marks.any = true;
+                marks.retransmission |= s.rexmit_out;
                 s.rexmit_out = false; // a lost retransmission leaves the pipe
-                marked = true;
             } else {
                 latest = latest.max(Some(deadline));
             }
         }
         self.timer = latest;
-        marked
+        marks
     }
 
     /// Start of the first segment marked lost and not resent since.

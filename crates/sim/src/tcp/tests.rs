@@ -1905,14 +1905,15 @@ fn rack_does_not_mark_a_segment_reordered_within_the_window() {
 }
 
 #[test]
-fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
+fn rack_starts_recovery_before_the_cumulative_part_of_the_ack_grows_or_sends() {
     // Three segments at 100 ms, the second lost; the ACK of the first is lost, so the third's
     // (200 ms) both advances snd_una and SACKs. With DupThresh 1 one SACKed segment leaves no
-    // reordering window: the second (due at 100 + 100 ms) is lost at once. The cumulative part
-    // grows cwnd and sends two new segments, then the fast retransmit goes, all at 200 ms. The
-    // new segments' SACKs at 300 ms have RACK.rtt = 100 ms; the retransmission left after
-    // them, so it is not due (by RFC 8985's tie-break on sequence numbers it would be sent
-    // before them and due at 200 + 100 = 300 ms: a spurious second retransmission).
+    // reordering window: the second (due at 100 + 100 ms) is lost at once. Linux's tcp_ack
+    // runs tcp_fastretrans_alert before growing cwnd or sending: recovery starts with
+    // ssthresh = max(FlightSize 3001 - 1001 = 2000 / 2, 2 segments) = 2000 = cwnd, the fast
+    // retransmit goes first, then one new segment (pipe: the retransmission's 1000 bytes).
+    // Growing first would send two new segments (cwnd 3 -> 4 segments) ahead of it. The
+    // SACKs at 300 ms find nothing more lost.
     let p = rack(|c| {
         c.initial_window_pkts = 3;
         c.dupack_threshold = 1;
@@ -1927,7 +1928,7 @@ fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
     s.on_segment(&segs[2], t(150), &p, &mut acks);
     c.on_segment(&acks[0], t(200), &p, &mut out);
     let sent: Vec<_> = out.drain(..).collect();
-    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [3001, 4001, 1001], "new data, then the fast retransmit");
+    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [1001, 3001], "the fast retransmit, then new data");
     acks.clear();
     for seg in &sent {
         s.on_segment(seg, t(250), &p, &mut acks);
@@ -1937,4 +1938,117 @@ fn rack_orders_the_sends_of_one_instant_as_they_went_out() {
     }
     assert!(out.iter().all(|x| x.seq != 1001), "the retransmission was not marked lost");
     assert_eq!((c.stats.retransmits, c.stats.fast_retransmits, c.stats.timeouts), (1, 1, 0));
+}
+
+#[test]
+fn rack_after_an_rto_resends_a_lost_retransmission_in_fast_recovery_without_a_second_rto() {
+    // Ten segments at 100 ms; the first arrives (ACK at 200 ms: min_RTT = 100 ms, cwnd 11,
+    // two new segments), everything else is lost. The RTO armed at 200 ms fires at 1200 ms
+    // (1 s minimum) and resends 1001 alone; its ACK at 1300 ms grows cwnd to 2 and the
+    // go-back-N resends 2001 and 3001. 2001 is lost again, 3001's SACK comes at 1400 ms:
+    // RACK.rtt = 100 ms (not below min_RTT, so not ambiguous), and after an RTO Linux's
+    // reordering window is 0 (icsk_ca_state >= TCP_CA_Recovery), so 2001, resent at 1300 ms,
+    // is lost at 1300 + 100 = 1400 ms. A lost retransmission in CA_Loss makes Linux enter
+    // fast recovery (FLAG_LOST_RETRANS): ssthresh = cwnd/2 floored at 2 segments = 2000
+    // bytes (half the FlightSize, 13001 - 2001, would be 5500), and 2001 goes again at once.
+    // Without it 2001 would wait for the next RTO, at 1300 ms + 1 s at the earliest.
+    let p = rack(|c| c.initial_window_pkts = 10);
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    assert_eq!(segs.len(), 10);
+    let mut acks = Vec::new();
+    s.on_segment(&segs[0], t(150), &p, &mut acks);
+    c.on_segment(&acks[0], t(200), &p, &mut out);
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [10_001, 11_001], "slow start: two new, both lost");
+    out.clear();
+    assert_eq!(c.next_deadline(), Some(t(1200)), "the RTO: 1 s after the last new ACK");
+    c.on_timer(t(1200), &p, &mut out);
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [1001]);
+    acks.clear();
+    s.on_segment(&out[0], t(1250), &p, &mut acks);
+    out.clear();
+    c.on_segment(&acks[0], t(1300), &p, &mut out);
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [2001, 3001], "go-back-N with cwnd 2");
+    acks.clear();
+    s.on_segment(&out[1], t(1350), &p, &mut acks); // 2001 lost again
+    out.clear();
+    c.on_segment(&acks[0], t(1400), &p, &mut out);
+    assert_eq!(out.first().map(|x| x.seq), Some(2001), "the lost retransmission goes again at 1400 ms");
+    assert_eq!((c.stats.timeouts, c.stats.fast_retransmits), (1, 1));
+    assert_eq!(c.ssthresh_bytes(), 2000);
+}
+
+#[test]
+fn rack_prr_adds_the_slow_start_segment_only_on_an_ack_that_advances_snd_una_without_a_new_loss() {
+    // Linux's tcp_cwnd_reduction (RFC 6937bis): with pipe at or below ssthresh, sndcnt =
+    // min(ssthresh - pipe, max(prr_delivered - prr_out, delivered) + 1 if the ACK advanced
+    // snd_una and marked nothing lost, else + 0). Ten segments at 100 ms, 0..6 lost; the
+    // SACKs of 7, 8, 9 come at 200, 201, 202 ms (limited transmit sends 10 and 11 on the
+    // first two). At 202 ms three SACKed segments leave no reordering window: 0..6 are
+    // lost, recovery starts with ssthresh = FlightSize 12000 / 2 = 6000 and pipe = 10, 11 =
+    // 2000 bytes. That ACK marked losses: sndcnt = min(4000, max(1000, 1000)) = 1000, the
+    // fast retransmit alone (with the + 1 a second retransmission would follow).
+    let p = rack(|c| {
+        c.initial_window_pkts = 10;
+        c.recovery_pacing = crate::config::RecoveryPacing::Prr;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    let mut sent = Vec::new();
+    for (i, at) in [(7, 200), (8, 201), (9, 202)] {
+        let mut acks = Vec::new();
+        s.on_segment(&segs[i], t(at - 50), &p, &mut acks);
+        c.on_segment(&acks[0], t(at), &p, &mut out);
+        sent.push(out.drain(..).collect::<Vec<_>>());
+    }
+    let seqs = |v: &[Packet]| v.iter().map(|x| x.seq).collect::<Vec<_>>();
+    assert_eq!([seqs(&sent[0]), seqs(&sent[1]), seqs(&sent[2])], [vec![10_001], vec![11_001], vec![1]]);
+    assert_eq!((c.ssthresh_bytes(), c.stats.fast_retransmits), (6000, 1));
+    // 10 and 11 arrive (SACK-only ACKs at 300 and 301 ms: nothing newly lost, snd_una
+    // unmoved): each time prr_delivered - prr_out = 1000, so one segment each, the next
+    // lost ones. The retransmission of 0 arrives next: the ACK at 302 ms advances snd_una
+    // and marks nothing, so sndcnt = min(6000 - 2000, max(4000 - 3000, 1000) + 1000) = 2000
+    // (pipe: the two retransmissions just sent): two segments.
+    let mut got = Vec::new();
+    for (at, seg) in [(300, &sent[0][0]), (301, &sent[1][0]), (302, &sent[2][0])] {
+        let mut acks = Vec::new();
+        s.on_segment(seg, t(at - 50), &p, &mut acks);
+        c.on_segment(&acks[0], t(at), &p, &mut out);
+        got.push(seqs(&out));
+        out.clear();
+    }
+    assert_eq!(got, [vec![1001], vec![2001], vec![3001, 4001]]);
+    assert_eq!((c.stats.timeouts, c.stats.fast_retransmits), (0, 1));
+}
+
+#[test]
+fn linux_pacing_spaces_data_segments_after_the_tenth_by_their_length_at_twice_cwnd_per_srtt() {
+    // Linux's tcp_update_skb_after_send / tcp_update_pacing_rate: from the 10th data segment
+    // on, each one pushes the next departure back by len / rate, rate = 200% (cwnd below
+    // ssthresh/2: slow start) of max(cwnd, flight) per SRTT. IW 20 after a 100 ms handshake:
+    // 10 segments go at 100 ms; the 10th sets the next departure 1000 B / (2 x 20000 B / 100
+    // ms) = 2.5 ms later; each later one again 2.5 ms after the one before.
+    let p = params(|c| {
+        c.initial_window_pkts = 20;
+        c.pacing = crate::config::Pacing::Linux;
+    });
+    let (mut c, _) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100_000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 10, "the first 10 unpaced, then the pacing rate holds the 11th");
+    let at = Instant(t(100).0 + 2_500_000);
+    assert_eq!(c.next_deadline(), Some(at));
+    out.clear();
+    c.on_timer(at, &p, &mut out);
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [10_001]);
+    assert_eq!(c.next_deadline(), Some(Instant(at.0 + 2_500_000)));
+    // Without pacing the whole initial window goes at once.
+    let p = params(|c| c.initial_window_pkts = 20);
+    let (mut c, _) = established(&p, 0, 0);
+    c.app_write(100_000, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 1 + 20);
 }
