@@ -18,7 +18,7 @@
 //! data starts at 1, the FIN follows the data.
 
 use crate::config::Transport;
-use crate::tcp::{EndpointStats, RttEstimator, TcpParams};
+use crate::tcp::{earliest, EndpointStats, RttEstimator, TcpParams};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
 use std::num::NonZeroU32;
 
@@ -113,10 +113,7 @@ impl RcpSender {
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
-        match (self.rto_at, self.next_send_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.rto_at, self.next_send_at)
     }
 
     pub fn on_timer(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
