@@ -26,6 +26,13 @@
         # by when they leave, its lost retransmissions and how they were repaired (resent
         # before the RTO or by it), and when Linux's late new segments leave
         # (needs `pip install dpkt scapy`)
+    python3 benches/validation/diagnose.py linux-late PCAPDIR
+        # what releases Linux's late new segments (40 ms or more after the last ACK): ACKs of
+        # new data by the time since the sender's previous send and whether a send follows;
+        # each late segment's gap since the previous send against Linux's pacing interval
+        # (the previous skb's segments x SRTT / (1.2 x in flight), halved after an ACK-driven
+        # send by tcp_update_skb_after_send's credit), with SRTT from tcp_info; and how many
+        # segments each flow sends before the first one held back (needs dpkt and scapy)
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
         # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
@@ -549,6 +556,125 @@ def linux_rto(args):
     rto_table(f"smallpipe {overrides or ''}", sender_view(sent, runs["departures"], acks), args.warm_s)
 
 
+def ack_release(flows, warm_s):
+    """ACKs of new data after `warm_s` by the time since the sender's previous send (under
+    20 ms, 20-40 ms, 40 ms or more), and how many of each a send follows within 2 ms."""
+    from collections import Counter
+
+    counts, sent = Counter(), Counter()
+    for events in flows.values():
+        isn = next(e[2] for e in events if e[0] == "tx") - 1
+        una, smax, last_send = 1, 1, None
+        for i, e in enumerate(events):
+            if e[0] == "tx":
+                smax, last_send = max(smax, (e[2] - isn) % (1 << 32) + e[3]), e[1]
+                continue
+            ack = (e[2] - isn) % (1 << 32)
+            if not una < ack <= smax:
+                continue
+            una = ack
+            if e[1] < warm_s or last_send is None:
+                continue
+            since = e[1] - last_send
+            band = "under 20 ms" if since < 0.02 else "20-40 ms" if since < 0.04 else "40 ms or more"
+            counts[band] += 1
+            nxt = next((x for x in events[i + 1:] if x[0] == "tx"), None)
+            sent[band] += nxt is not None and nxt[1] - e[1] < 2e-3
+    return counts, sent
+
+
+def late_releases(events, warm_s, srtt_at):
+    """One sender's new segments sent 40 ms or more after the last ACK, after `warm_s`: each
+    as (what came since the previous send, the previous send's kind, gap since it over
+    Linux's pacing interval for it). The interval: the previous burst's segments x SRTT /
+    (1.2 x segments in flight after this send), SRTT from `srtt_at(t)` (Linux's rate is
+    120% of cwnd per SRTT in congestion avoidance; a full window is in flight after a send)."""
+    isn = next(e[2] for e in events if e[0] == "tx") - 1
+    mss = max(e[3] for e in events if e[0] == "tx")
+    una = smax = 1
+    sacked, out = set(), []
+    last_ack = last_send = prev = None  # prev: [start, segments, kind]
+    opened = False  # an ACK since the previous send acknowledged or SACKed new data
+    for e in events:
+        if e[0] == "ack":
+            ack = (e[2] - isn) % (1 << 32)
+            blocks = {s for a, b in e[3] for s in range((a - isn) % (1 << 32), (b - isn) % (1 << 32), mss)}
+            advances = una < ack <= smax
+            opened |= advances or not blocks <= sacked
+            una, sacked, last_ack = ack if advances else una, sacked | blocks, e[1]
+            continue
+        t, seq = e[1], (e[2] - isn) % (1 << 32)
+        if last_send is not None and t - last_send < 1e-4:
+            prev[1] += 1
+        else:
+            timing = send_timing(t, last_ack, last_send)
+            if timing == "later" and seq >= smax and t >= warm_s and prev is not None:
+                in_flight = (max(smax, seq + e[3]) - una) // mss - len([s for s in sacked if s >= una])
+                interval = prev[1] * srtt_at(t) / (1.2 * max(in_flight, 1))
+                out.append(("an ACK of new data" if opened else "no ACK of new data", prev[2], (t - prev[0]) / interval))
+            prev, opened = [t, 1, timing], False
+        last_send, smax = t, max(smax, seq + e[3])
+    return out
+
+
+def first_held(events):
+    """Data segments a sender sent before its first new segment that left 5 ms or more
+    after an ACK (None if it resent something first)."""
+    isn = next(e[2] for e in events if e[0] == "tx") - 1
+    sent, smax, last_ack, last_send = 0, 0, None, None
+    for e in events:
+        if e[0] == "ack":
+            last_ack = e[1]
+            continue
+        seq = (e[2] - isn) % (1 << 32)
+        if seq < smax:
+            return None
+        if sent and send_timing(e[1], last_ack, last_send) not in ("on an ACK", "behind another"):
+            return sent
+        sent, smax, last_send = sent + 1, seq + e[3], e[1]
+    return None
+
+
+def linux_late(args):
+    from collections import Counter
+
+    import numpy as np
+    import polars as pl
+
+    d = Path(args.pcapdir)
+    by_point = {}
+    for point, t, ip in capture_points(d / "box.pcapng"):
+        by_point.setdefault(point, []).append((t, ip))
+    flows = sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+    counts, sent = ack_release(flows, args.warm_s)
+    print("ACKs of new data by the time since the sender's previous send: "
+          + ", ".join(f"{band} {counts[band]} ({sent[band]} followed by a send within 2 ms)"
+                      for band in ("under 20 ms", "20-40 ms", "40 ms or more")))
+    held = Counter(first_held(ev) for ev in flows.values())
+    resent_first = held.pop(None, 0)
+    print("segments sent before the first one held back after an ACK, per flow: "
+          + ", ".join(f"{k} segments: {v} flows" for k, v in sorted(held.items()))
+          + f"; {resent_first} flows resent a segment first")
+    # tcp_info's SRTT (a 1 s sample) of the sender, by the capture's time base (box clock, s)
+    info = pl.read_parquet(d / "tcp_info.parquet").sort("time_ns")
+    unit_flow = {f["unit_id"]: f["flow_id"] for f in json.loads((d / "server.json").read_text())["flows"]}
+    rows = []
+    for key, events in flows.items():
+        g = info.filter(pl.col("flow_id") == unit_flow[key[2][3] - 1])
+        at, srtt = g["time_ns"].to_numpy() / 1e9, g["rtt_us"].to_numpy() / 1e6
+        rows += late_releases(events, args.warm_s,
+                              lambda t, at=at, srtt=srtt: srtt[min(np.searchsorted(at, t), len(at) - 1)])
+    print(f"new segments 40 ms or more after the last ACK: {len(rows)}")
+    for (opened, kind), n in Counter((r[0], r[1]) for r in rows).most_common():
+        r = np.array([x[2] for x in rows if (x[0], x[1]) == (opened, kind)])
+        print(f"  {n} with {opened} since the previous send, which went {kind}: gap / pacing interval "
+              f"median {np.median(r):.2f} (IQR {np.percentile(r, 25):.2f}-{np.percentile(r, 75):.2f}), "
+              f"within 15% of 0.5 {np.mean(abs(r - 0.5) <= 0.075):.0%}, of 1 {np.mean(abs(r - 1) <= 0.15):.0%}")
+    r = np.array([x[2] for x in rows])
+    print(f"  all: gap / pacing interval within 15% of 0.5 or 1: {np.mean((abs(r - 0.5) <= 0.075) | (abs(r - 1) <= 0.15)):.1%}; "
+          f"in [0.25, 0.65] or [0.75, 1.25]: {np.mean(((r >= 0.25) & (r <= 0.65)) | ((r >= 0.75) & (r <= 1.25))):.1%}")
+
+
 def fig11_growth(args):
     from smallpipe import simulate
     from smallpipe.experiments import taq_aqm
@@ -593,6 +719,9 @@ def main():
     lr.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a many-flow spec")
     lr.add_argument("--warm-s", type=float, default=10.0)
     lr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
+    ll = sub.add_parser("linux-late")
+    ll.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a many-flow spec")
+    ll.add_argument("--warm-s", type=float, default=10.0)
     sub.add_parser("fig11-growth")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
@@ -600,7 +729,7 @@ def main():
     args = ap.parse_args()
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
      "web-spread": web_spread, "fig11-growth": fig11_growth,
-     "linux-rto": linux_rto}[args.cmd](args)
+     "linux-rto": linux_rto, "linux-late": linux_late}[args.cmd](args)
 
 
 if __name__ == "__main__":
