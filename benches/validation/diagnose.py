@@ -510,27 +510,37 @@ def late_send_gaps(flows, warm_s):
     return bins
 
 
+def testbed_senders(d):
+    """`sender_view` of a testbed capture directory's box.pcapng. The testbed's data senders
+    are the servers, on side b: they send into b_in, the clients' ACKs leave the box at
+    b_out (after the box's per-client delay)."""
+    by_point = {}
+    for point, t, ip in capture_points(d / "box.pcapng"):
+        by_point.setdefault(point, []).append((t, ip))
+    return sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+
+
+def testbed_flow_ids(d, flows):
+    """The testbed flow id (tcp_info's flow_id) of each of `flows`' keys. A unit's client
+    address is 198.18.0.(unit + 1) (its place in the plan's client_addrs)."""
+    unit_flow = {f["unit_id"]: f["flow_id"] for f in json.loads((d / "server.json").read_text())["flows"]}
+    return {key: unit_flow[key[2][3] - 1] for key in flows}
+
+
 def linux_rto(args):
     import polars as pl
     import smallpipe
     import sp_side
 
     d = Path(args.pcapdir)
-    by_point = {}
-    for point, t, ip in capture_points(d / "box.pcapng"):
-        by_point.setdefault(point, []).append((t, ip))
-    # The testbed's data senders are the servers, on side b: they send into b_in, the
-    # clients' ACKs leave the box at b_out (after the box's per-client delay).
-    flows = sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+    flows = testbed_senders(d)
     sc = json.loads((d / "scenario.json").read_text())
     spec = specs.many(len(flows), sc["seed"], duration_s=sc["duration_s"] - args.warm_s, warmup_s=args.warm_s)
     info = pl.read_parquet(d / "tcp_info.parquet")
     warm_slice = info.filter(pl.col("time_ns") <= args.warm_s * 1e9)["slice"].max()
     per_flow = dict(info.group_by("flow_id").agg(pl.col("total_rto").last() - pl.col("total_rto").filter(
         pl.col("slice") == warm_slice).first()).iter_rows())
-    # A unit's client address is 198.18.0.(unit + 1) (its place in the plan's client_addrs).
-    unit_flow = {f["unit_id"]: f["flow_id"] for f in json.loads((d / "server.json").read_text())["flows"]}
-    flow_of = {key: unit_flow[key[2][3] - 1] for key in flows}
+    flow_of = testbed_flow_ids(d, flows)
     same = sum(len(sender_rtos(ev, args.warm_s)[0]) == per_flow[flow_of[key]] for key, ev in flows.items())
     print(f"Linux tcp_info: {sum(per_flow.values())} RTOs after the sample at {warm_slice + 1} s; "
           f"the capture finds each flow's count for {same} of {len(flows)} flows")
@@ -642,10 +652,7 @@ def linux_late(args):
     import polars as pl
 
     d = Path(args.pcapdir)
-    by_point = {}
-    for point, t, ip in capture_points(d / "box.pcapng"):
-        by_point.setdefault(point, []).append((t, ip))
-    flows = sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+    flows = testbed_senders(d)
     counts, sent = ack_release(flows, args.warm_s)
     print("ACKs of new data by the time since the sender's previous send: "
           + ", ".join(f"{band} {counts[band]} ({sent[band]} followed by a send within 2 ms)"
@@ -657,10 +664,10 @@ def linux_late(args):
           + f"; {resent_first} flows resent a segment first")
     # tcp_info's SRTT (a 1 s sample) of the sender, by the capture's time base (box clock, s)
     info = pl.read_parquet(d / "tcp_info.parquet").sort("time_ns")
-    unit_flow = {f["unit_id"]: f["flow_id"] for f in json.loads((d / "server.json").read_text())["flows"]}
+    flow_of = testbed_flow_ids(d, flows)
     rows = []
     for key, events in flows.items():
-        g = info.filter(pl.col("flow_id") == unit_flow[key[2][3] - 1])
+        g = info.filter(pl.col("flow_id") == flow_of[key])
         at, srtt = g["time_ns"].to_numpy() / 1e9, g["rtt_us"].to_numpy() / 1e6
         rows += late_releases(events, args.warm_s,
                               lambda t, at=at, srtt=srtt: srtt[min(np.searchsorted(at, t), len(at) - 1)])
