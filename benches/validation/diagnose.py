@@ -662,7 +662,7 @@ def linux_late(args):
     print("segments sent before the first one held back after an ACK, per flow: "
           + ", ".join(f"{k} segments: {v} flows" for k, v in sorted(held.items()))
           + f"; {resent_first} flows resent a segment first")
-    # tcp_info's SRTT (a 1 s sample) of the sender, by the capture's time base (box clock, s)
+    # the sender's SRTT from tcp_info's 1 s samples (as linux-rto, taking both clocks to count from the run's start)
     info = pl.read_parquet(d / "tcp_info.parquet").sort("time_ns")
     flow_of = testbed_flow_ids(d, flows)
     rows = []
