@@ -26,6 +26,13 @@
         # by when they leave, its lost retransmissions and how they were repaired (resent
         # before the RTO or by it), and when Linux's late new segments leave
         # (needs `pip install dpkt scapy`)
+    python3 benches/validation/diagnose.py linux-late PCAPDIR
+        # what releases Linux's late new segments (40 ms or more after the last ACK): ACKs of
+        # new data by the time since the sender's previous send and whether a send follows;
+        # each late segment's gap since the previous send against Linux's pacing interval
+        # (the previous skb's segments x SRTT / (1.2 x in flight), halved after an ACK-driven
+        # send by tcp_update_skb_after_send's credit), with SRTT from tcp_info; and how many
+        # segments each flow sends before the first one held back (needs dpkt and scapy)
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
         # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
@@ -503,27 +510,37 @@ def late_send_gaps(flows, warm_s):
     return bins
 
 
+def testbed_senders(d):
+    """`sender_view` of a testbed capture directory's box.pcapng. The testbed's data senders
+    are the servers, on side b: they send into b_in, the clients' ACKs leave the box at
+    b_out (after the box's per-client delay)."""
+    by_point = {}
+    for point, t, ip in capture_points(d / "box.pcapng"):
+        by_point.setdefault(point, []).append((t, ip))
+    return sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+
+
+def testbed_flow_ids(d, flows):
+    """The testbed flow id (tcp_info's flow_id) of each of `flows`' keys. A unit's client
+    address is 198.18.0.(unit + 1) (its place in the plan's client_addrs)."""
+    unit_flow = {f["unit_id"]: f["flow_id"] for f in json.loads((d / "server.json").read_text())["flows"]}
+    return {key: unit_flow[key[2][3] - 1] for key in flows}
+
+
 def linux_rto(args):
     import polars as pl
     import smallpipe
     import sp_side
 
     d = Path(args.pcapdir)
-    by_point = {}
-    for point, t, ip in capture_points(d / "box.pcapng"):
-        by_point.setdefault(point, []).append((t, ip))
-    # The testbed's data senders are the servers, on side b: they send into b_in, the
-    # clients' ACKs leave the box at b_out (after the box's per-client delay).
-    flows = sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+    flows = testbed_senders(d)
     sc = json.loads((d / "scenario.json").read_text())
     spec = specs.many(len(flows), sc["seed"], duration_s=sc["duration_s"] - args.warm_s, warmup_s=args.warm_s)
     info = pl.read_parquet(d / "tcp_info.parquet")
     warm_slice = info.filter(pl.col("time_ns") <= args.warm_s * 1e9)["slice"].max()
     per_flow = dict(info.group_by("flow_id").agg(pl.col("total_rto").last() - pl.col("total_rto").filter(
         pl.col("slice") == warm_slice).first()).iter_rows())
-    # A unit's client address is 198.18.0.(unit + 1) (its place in the plan's client_addrs).
-    unit_flow = {f["unit_id"]: f["flow_id"] for f in json.loads((d / "server.json").read_text())["flows"]}
-    flow_of = {key: unit_flow[key[2][3] - 1] for key in flows}
+    flow_of = testbed_flow_ids(d, flows)
     same = sum(len(sender_rtos(ev, args.warm_s)[0]) == per_flow[flow_of[key]] for key, ev in flows.items())
     print(f"Linux tcp_info: {sum(per_flow.values())} RTOs after the sample at {warm_slice + 1} s; "
           f"the capture finds each flow's count for {same} of {len(flows)} flows")
@@ -547,6 +564,122 @@ def linux_rto(args):
     sent = [(t - access_s, ip) for t, ip in runs["arrivals"] if ip.src in senders]
     acks = [(t + spec["bottleneck_delay_ms"] / 1e3 + access_s, ip) for t, ip in runs["departures"] if ip.src not in senders]
     rto_table(f"smallpipe {overrides or ''}", sender_view(sent, runs["departures"], acks), args.warm_s)
+
+
+def ack_release(flows, warm_s):
+    """ACKs of new data after `warm_s` by the time since the sender's previous send (under
+    20 ms, 20-40 ms, 40 ms or more), and how many of each a send follows within 2 ms."""
+    from collections import Counter
+
+    counts, sent = Counter(), Counter()
+    for events in flows.values():
+        isn = next(e[2] for e in events if e[0] == "tx") - 1
+        una, smax, last_send = 1, 1, None
+        for i, e in enumerate(events):
+            if e[0] == "tx":
+                smax, last_send = max(smax, (e[2] - isn) % (1 << 32) + e[3]), e[1]
+                continue
+            ack = (e[2] - isn) % (1 << 32)
+            if not una < ack <= smax:
+                continue
+            una = ack
+            if e[1] < warm_s or last_send is None:
+                continue
+            since = e[1] - last_send
+            band = "under 20 ms" if since < 0.02 else "20-40 ms" if since < 0.04 else "40 ms or more"
+            counts[band] += 1
+            nxt = next((x for x in events[i + 1:] if x[0] == "tx"), None)
+            sent[band] += nxt is not None and nxt[1] - e[1] < 2e-3
+    return counts, sent
+
+
+def late_releases(events, warm_s, srtt_at):
+    """One sender's new segments sent 40 ms or more after the last ACK, after `warm_s`: each
+    as (what came since the previous send, the previous send's kind, gap since it over
+    Linux's pacing interval for it). The interval: the previous burst's segments x SRTT /
+    (1.2 x segments in flight after this send), SRTT from `srtt_at(t)` (Linux's rate is
+    120% of cwnd per SRTT in congestion avoidance; a full window is in flight after a send)."""
+    isn = next(e[2] for e in events if e[0] == "tx") - 1
+    mss = max(e[3] for e in events if e[0] == "tx")
+    una = smax = 1
+    sacked, out = set(), []
+    last_ack = last_send = prev = None  # prev: [start, segments, kind]
+    opened = False  # an ACK since the previous send acknowledged or SACKed new data
+    for e in events:
+        if e[0] == "ack":
+            ack = (e[2] - isn) % (1 << 32)
+            blocks = {s for a, b in e[3] for s in range((a - isn) % (1 << 32), (b - isn) % (1 << 32), mss)}
+            advances = una < ack <= smax
+            opened |= advances or not blocks <= sacked
+            una, sacked, last_ack = ack if advances else una, sacked | blocks, e[1]
+            continue
+        t, seq = e[1], (e[2] - isn) % (1 << 32)
+        if last_send is not None and t - last_send < 1e-4:
+            prev[1] += 1
+        else:
+            timing = send_timing(t, last_ack, last_send)
+            if timing == "later" and seq >= smax and t >= warm_s and prev is not None:
+                in_flight = (max(smax, seq + e[3]) - una) // mss - len([s for s in sacked if s >= una])
+                interval = prev[1] * srtt_at(t) / (1.2 * max(in_flight, 1))
+                out.append(("an ACK of new data" if opened else "no ACK of new data", prev[2], (t - prev[0]) / interval))
+            prev, opened = [t, 1, timing], False
+        last_send, smax = t, max(smax, seq + e[3])
+    return out
+
+
+def first_held(events):
+    """Data segments a sender sent before its first new segment that left 5 ms or more
+    after an ACK (None if it resent something first)."""
+    isn = next(e[2] for e in events if e[0] == "tx") - 1
+    sent, smax, last_ack, last_send = 0, 0, None, None
+    for e in events:
+        if e[0] == "ack":
+            last_ack = e[1]
+            continue
+        seq = (e[2] - isn) % (1 << 32)
+        if seq < smax:
+            return None
+        if sent and send_timing(e[1], last_ack, last_send) not in ("on an ACK", "behind another"):
+            return sent
+        sent, smax, last_send = sent + 1, seq + e[3], e[1]
+    return None
+
+
+def linux_late(args):
+    from collections import Counter
+
+    import numpy as np
+    import polars as pl
+
+    d = Path(args.pcapdir)
+    flows = testbed_senders(d)
+    counts, sent = ack_release(flows, args.warm_s)
+    print("ACKs of new data by the time since the sender's previous send: "
+          + ", ".join(f"{band} {counts[band]} ({sent[band]} followed by a send within 2 ms)"
+                      for band in ("under 20 ms", "20-40 ms", "40 ms or more")))
+    held = Counter(first_held(ev) for ev in flows.values())
+    resent_first = held.pop(None, 0)
+    print("segments sent before the first one held back after an ACK, per flow: "
+          + ", ".join(f"{k} segments: {v} flows" for k, v in sorted(held.items()))
+          + f"; {resent_first} flows resent a segment first")
+    # the sender's SRTT from tcp_info's 1 s samples (as linux-rto, taking both clocks to count from the run's start)
+    info = pl.read_parquet(d / "tcp_info.parquet").sort("time_ns")
+    flow_of = testbed_flow_ids(d, flows)
+    rows = []
+    for key, events in flows.items():
+        g = info.filter(pl.col("flow_id") == flow_of[key])
+        at, srtt = g["time_ns"].to_numpy() / 1e9, g["rtt_us"].to_numpy() / 1e6
+        rows += late_releases(events, args.warm_s,
+                              lambda t, at=at, srtt=srtt: srtt[min(np.searchsorted(at, t), len(at) - 1)])
+    print(f"new segments 40 ms or more after the last ACK: {len(rows)}")
+    for (opened, kind), n in Counter((r[0], r[1]) for r in rows).most_common():
+        r = np.array([x[2] for x in rows if (x[0], x[1]) == (opened, kind)])
+        print(f"  {n} with {opened} since the previous send, which went {kind}: gap / pacing interval "
+              f"median {np.median(r):.2f} (IQR {np.percentile(r, 25):.2f}-{np.percentile(r, 75):.2f}), "
+              f"within 15% of 0.5 {np.mean(abs(r - 0.5) <= 0.075):.0%}, of 1 {np.mean(abs(r - 1) <= 0.15):.0%}")
+    r = np.array([x[2] for x in rows])
+    print(f"  all: gap / pacing interval within 15% of 0.5 or 1: {np.mean((abs(r - 0.5) <= 0.075) | (abs(r - 1) <= 0.15)):.1%}; "
+          f"in [0.25, 0.65] or [0.75, 1.25]: {np.mean(((r >= 0.25) & (r <= 0.65)) | ((r >= 0.75) & (r <= 1.25))):.1%}")
 
 
 def fig11_growth(args):
@@ -593,6 +726,9 @@ def main():
     lr.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a many-flow spec")
     lr.add_argument("--warm-s", type=float, default=10.0)
     lr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
+    ll = sub.add_parser("linux-late")
+    ll.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a many-flow spec")
+    ll.add_argument("--warm-s", type=float, default=10.0)
     sub.add_parser("fig11-growth")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
@@ -600,7 +736,7 @@ def main():
     args = ap.parse_args()
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
      "web-spread": web_spread, "fig11-growth": fig11_growth,
-     "linux-rto": linux_rto}[args.cmd](args)
+     "linux-rto": linux_rto, "linux-late": linux_late}[args.cmd](args)
 
 
 if __name__ == "__main__":
