@@ -1498,7 +1498,9 @@ impl Endpoint {
         if p.pacing && len > 0 {
             let window = self.cwnd.max(self.flight_size());
             let (slow_start, srtt) = (self.cwnd < self.ssthresh / 2, self.rtt.srtt());
-            self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt);
+            let room_segments = self.cwnd.saturating_sub(self.pipe(p)) / p.mss;
+            let cwnd_segments = self.cwnd / p.mss;
+            self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt, room_segments, cwnd_segments);
         }
         if off < self.snd_max {
             if off > 0 {

@@ -2026,12 +2026,14 @@ fn rack_prr_adds_the_slow_start_segment_only_on_an_ack_that_advances_snd_una_wit
 }
 
 #[test]
-fn linux_pacing_spaces_data_segments_after_the_tenth_by_their_length_at_twice_cwnd_per_srtt() {
-    // Linux's tcp_update_skb_after_send / tcp_update_pacing_rate: from the 10th data segment
-    // on, each one pushes the next departure back by len / rate, rate = 200% (cwnd below
-    // ssthresh/2: slow start) of max(cwnd, flight) per SRTT. IW 20 after a 100 ms handshake:
-    // 10 segments go at 100 ms; the 10th sets the next departure 1000 B / (2 x 20000 B / 100
-    // ms) = 2.5 ms later; each later one again 2.5 ms after the one before.
+fn linux_pacing_spaces_buffers_of_two_segments_after_the_tenth_by_their_length_at_twice_cwnd_per_srtt() {
+    // Linux's tcp_update_skb_after_send / tcp_update_pacing_rate: once 10 data segments are
+    // out, each buffer pushes the next departure back by its length / rate, rate = 200%
+    // (cwnd below ssthresh/2: slow start) of max(cwnd, flight) per SRTT; a buffer holds
+    // min(2, cwnd − in flight, cwnd / 2) segments (tcp_min_tso_segs, tcp_cwnd_test). IW 20
+    // after a 100 ms handshake: 5 buffers of 2 go at 100 ms; the 5th brings the count to 10,
+    // so its 2 x 1000 B / (2 x 20000 B / 100 ms) = 5 ms hold the 11th until 105 ms; at
+    // 105 ms the 11th and 12th leave together and hold the 13th until 110 ms.
     let p = params(|c| {
         c.initial_window_pkts = 20;
         c.pacing = crate::config::Pacing::Linux;
@@ -2040,15 +2042,16 @@ fn linux_pacing_spaces_data_segments_after_the_tenth_by_their_length_at_twice_cw
     let mut out = Vec::new();
     c.app_write(100_000, false, t(100), &p, &mut out);
     assert_eq!(out.len(), 10, "the first 10 unpaced, then the pacing rate holds the 11th");
-    let at = Instant(t(100).0 + 2_500_000);
+    let at = Instant(t(100).0 + 5_000_000);
     assert_eq!(c.next_deadline(), Some(at));
     out.clear();
     c.on_timer(at, &p, &mut out);
-    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [10_001]);
-    assert_eq!(c.next_deadline(), Some(Instant(at.0 + 2_500_000)));
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [10_001, 11_001]);
+    assert_eq!(c.next_deadline(), Some(Instant(at.0 + 5_000_000)));
     // Without pacing the whole initial window goes at once.
     let p = params(|c| c.initial_window_pkts = 20);
     let (mut c, _) = established(&p, 0, 0);
+    out.clear();
     c.app_write(100_000, false, t(100), &p, &mut out);
-    assert_eq!(out.len(), 1 + 20);
+    assert_eq!(out.len(), 20);
 }
