@@ -1133,7 +1133,11 @@ impl Endpoint {
                 let q = self.queues_mut();
                 q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, ..q.prr };
                 self.prr_set_cwnd(p);
-                self.retransmit_first_lost(now, p, out); // forced, as Linux does
+                // Forced, as Linux does, but paced as Linux's tcp_xmit_retransmit_queue is:
+                // a held one goes when the pacing timer calls sack_send.
+                if !self.paced_out(now, p) {
+                    self.retransmit_first_lost(now, p, out);
+                }
                 self.sack_send(now, p, out);
             }
             Recovery::Sack => {

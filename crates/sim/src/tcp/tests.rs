@@ -2026,6 +2026,41 @@ fn rack_prr_adds_the_slow_start_segment_only_on_an_ack_that_advances_snd_una_wit
 }
 
 #[test]
+fn linux_pacing_holds_the_fast_retransmit_until_the_pacing_schedule_allows() {
+    // Linux sends the fast retransmit from tcp_xmit_retransmit_queue, which stops at
+    // tcp_pacing_check: PRR forces it into cwnd, pacing still decides when it leaves. The
+    // PRR test's losses, paced: at 100 ms IW 10 goes as 5 buffers of 2, the 5th paced: with
+    // SRTT 100 ms, rate = 200% of 10 000 B per SRTT, so 1000 B take 5 ms and the schedule
+    // ends at 110 ms. At 200 ms (SACK of 7) limited transmit sends 10: 90 ms late, so it
+    // gets min(5/2, 90) ms back and the next may leave at 202.5 ms. At 201 ms (SACK of 8)
+    // limited transmit is held; at 202 ms (SACK of 9) RACK marks 0..6 lost and recovery
+    // starts, but the retransmission of 0 waits for 202.5 ms.
+    let p = rack(|c| {
+        c.initial_window_pkts = 10;
+        c.recovery_pacing = crate::config::RecoveryPacing::Prr;
+        c.pacing = crate::config::Pacing::Linux;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    let mut out = Vec::new();
+    c.app_write(100_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    assert_eq!(segs.len(), 10);
+    let mut sent = Vec::new();
+    for (i, at) in [(7, 200), (8, 201), (9, 202)] {
+        let mut acks = Vec::new();
+        s.on_segment(&segs[i], t(at - 50), &p, &mut acks);
+        c.on_segment(&acks[0], t(at), &p, &mut out);
+        sent.push(out.drain(..).map(|x| x.seq).collect::<Vec<_>>());
+    }
+    assert_eq!(sent, [vec![10_001], vec![], vec![]]);
+    assert_eq!(c.stats.fast_retransmits, 1);
+    let at = Instant(t(202).0 + 500_000);
+    assert_eq!(c.next_deadline(), Some(at));
+    c.on_timer(at, &p, &mut out);
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), [1]);
+}
+
+#[test]
 fn linux_pacing_spaces_buffers_of_two_segments_after_the_tenth_by_their_length_at_twice_cwnd_per_srtt() {
     // Linux's tcp_update_skb_after_send / tcp_update_pacing_rate: once 10 data segments are
     // out, each buffer pushes the next departure back by its length / rate, rate = 200%
