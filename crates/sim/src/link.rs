@@ -72,10 +72,16 @@ impl Link {
     /// Serialization ended: the packet enters the pipe. Returns its arrival time when it is
     /// the new head of the pipe (the caller schedules Arrive only then).
     pub fn finish_tx(&mut self, now: Instant) -> Option<Instant> {
-        let pkt = self.sending.take().expect("TxDone without a packet in flight");
+        let pkt = self.end_tx();
+        self.enter_pipe(pkt, now)
+    }
+
+    /// The packet being serialized is sent: counted, and handed back.
+    fn end_tx(&mut self) -> Packet {
+        let pkt = self.sending.take().expect("a transmission ends without a packet in flight");
         self.tx_pkts += 1;
         self.tx_bytes += pkt.len_bytes();
-        self.enter_pipe(pkt, now)
+        pkt
     }
 
     /// A packet whose transmission ends at `sent`, in sending order, goes into the pipe.
@@ -103,9 +109,9 @@ impl Link {
         let tx_end = now.max(self.busy_until) + Duration::serialization(pkt.len_bytes(), self.rate_bps);
         self.busy_until = tx_end;
         if self.sending.is_none() {
-            // Idle: the packet leaves the queue at once, as `start_tx` would take it.
-            self.sending = self.queue.dequeue(now);
-            self.sending_end = tx_end;
+            // Idle: the packet leaves the queue at once.
+            self.sending_end = self.start_tx(now).expect("the packet just accepted");
+            debug_assert_eq!(self.sending_end, tx_end);
         }
         // What the queue stamps on the packet it holds, and would hand out.
         self.enter_pipe(Packet { arrival: now, ..pkt }, tx_end)
@@ -117,16 +123,10 @@ impl Link {
     /// insertion); the results leave out those ending at the run's end, as the event loop
     /// does.
     pub fn settle(&mut self, until: Instant, at_until: bool) {
-        while let Some(pkt) = self.sending {
-            let end = self.sending_end;
-            if end > until || (end == until && !at_until) {
-                return;
-            }
-            self.tx_pkts += 1;
-            self.tx_bytes += pkt.len_bytes();
-            self.sending = self.queue.dequeue(end);
-            if let Some(next) = &self.sending {
-                self.sending_end = end + Duration::serialization(next.len_bytes(), self.rate_bps);
+        while self.sending.is_some() && (self.sending_end < until || (self.sending_end == until && at_until)) {
+            self.end_tx();
+            if let Some(next_end) = self.start_tx(self.sending_end) {
+                self.sending_end = next_end;
             }
         }
     }
