@@ -117,21 +117,9 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
         _refuse("tcp.hystart", True,
                 "false: Linux has no RFC 9406 HyStart++; its CUBIC's own HyStart is a module parameter "
                 "(hystart) for the whole host, not per namespace, and Reno has none")
-    if tcp["dupack_rule"] != "rfc":
-        _refuse("tcp.dupack_rule", tcp["dupack_rule"], '"rfc": ns-3\'s duplicate-ACK count is a simulator diagnostic')
     if tcp["recovery_rto"] == "first_partial":
         _refuse("tcp.recovery_rto", "first_partial",
                 '"rfc6298" or "linux" (what Linux does): ns-3\'s timer restart is a simulator diagnostic')
-    if tcp["disorder_ack"] != "rfc":
-        _refuse("tcp.disorder_ack", tcp["disorder_ack"], '"rfc": ns-3\'s CA_DISORDER ACK is a simulator diagnostic')
-    if tcp["fast_retransmit_rto"] != "restart":
-        _refuse("tcp.fast_retransmit_rto", tcp["fast_retransmit_rto"],
-                '"restart": Linux keeps its own timer rules; "keep" is a simulator diagnostic')
-    if tcp["recovery_pipe"] != "rfc6675":
-        _refuse("tcp.recovery_pipe", tcp["recovery_pipe"], '"rfc6675": ns-3\'s pipe is a simulator diagnostic')
-    if tcp["recovery_partial_ack"] != "rfc6675":
-        _refuse("tcp.recovery_partial_ack", tcp["recovery_partial_ack"],
-                '"rfc6675": ns-3\'s partial-ACK retransmission is a simulator diagnostic')
     if tcp["cwnd_growth"] == "byte_counting":
         _refuse("tcp.cwnd_growth", "byte_counting",
                 '"linux" (what Linux does) or "per_ack": Linux has no RFC 3465 byte counting with a limit L')
@@ -146,6 +134,11 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
         ("diversity_copies", 1, "1: Linux TCP cannot send copies of a segment"),
         ("fully_backlogged", False, "false: the traffic generator does not pad idle time"),
         ("smart_framing", False, "false: Linux TCP always fills segments to the MSS it can"),
+        ("dupack_rule", "rfc", '"rfc": ns-3\'s duplicate-ACK count is a simulator diagnostic'),
+        ("disorder_ack", "rfc", '"rfc": ns-3\'s CA_DISORDER ACK is a simulator diagnostic'),
+        ("fast_retransmit_rto", "restart", '"restart": Linux keeps its own timer rules; "keep" is a simulator diagnostic'),
+        ("recovery_pipe", "rfc6675", '"rfc6675": ns-3\'s pipe is a simulator diagnostic'),
+        ("recovery_partial_ack", "rfc6675", '"rfc6675": ns-3\'s partial-ACK retransmission is a simulator diagnostic'),
     ):
         if tcp[key] != off:
             _refuse(f"tcp.{key}", tcp[key], allowed)
