@@ -181,6 +181,56 @@ def test_request_response_transfers_deliver_their_size_no_faster_than_the_link(t
         assert row["end_ns"] - row["start_ns"] >= lower_ns
 
 
+def _pcapng_tcp_segments(path) -> list[tuple[int, float, tuple, int, int]]:
+    """(interface id, time s, (src, sport, dst, dport), sequence number, payload bytes) of
+    each IPv4 TCP frame of the box's pcapng (nanosecond timestamps)."""
+    data, at, out = path.read_bytes(), 0, []
+    while at + 12 <= len(data):
+        block_type, length = struct.unpack_from("<II", data, at)
+        if block_type == 6:
+            interface, high, low, captured = struct.unpack_from("<IIII", data, at + 8)
+            frame = data[at + 28:at + 28 + captured]
+            if len(frame) >= 54 and frame[12:14] == b"\x08\x00" and frame[23] == 6:
+                ihl = (frame[14] & 0x0F) * 4
+                total = struct.unpack_from("!H", frame, 16)[0]
+                tcp = 14 + ihl
+                sport, dport, seq = struct.unpack_from("!HHI", frame, tcp)
+                payload = total - ihl - (frame[tcp + 12] >> 4) * 4
+                key = (frame[26:30], sport, frame[30:34], dport)
+                out.append((interface, ((high << 32) | low) / 1e9, key, seq, payload))
+        at += length
+    return out
+
+
+@needs_testbed
+def test_reno_senders_send_only_when_an_ack_arrives(tmp_path) -> None:
+    # Linux paces a socket only if asked (fq, SO_MAX_PACING_RATE) or if its congestion
+    # control asks (BBR): an unpaced Reno sender puts new data on the wire only when an ACK
+    # opens its window. It must stay so even when the host's default is bbr, whose init runs
+    # on accepted sockets before the server picks Reno (docs/testbed.md).
+    result = run_testbed(_scenario([{"app": "bulk", "count": 4, "rtt_ms": RTT_MS}], 5.0), out=tmp_path, pcap=True,
+                         congestion_control="reno")
+    assert result.meta["sysctls"]["net.ipv4.tcp_congestion_control"] == "reno"
+    b_out, b_in = 1, 2  # to the servers (the clients' ACKs), from the servers (the data)
+    last_to_sender: dict[tuple, float] = {}
+    highest: dict[tuple, int] = {}
+    new_segments = late = 0
+    for interface, t, key, seq, payload in _pcapng_tcp_segments(tmp_path / "box.pcapng"):
+        if interface == b_out:
+            last_to_sender[(key[2], key[3], key[0], key[1])] = t
+        elif interface == b_in and payload > 0:
+            if key in highest and (seq - highest[key]) % (1 << 32) >= 1 << 31:
+                continue  # a retransmission (a timer may send it)
+            highest[key] = (seq + payload) % (1 << 32)
+            new_segments += 1
+            # Sent in the burst an ACK released: the veth and the softirq take microseconds;
+            # 3 ms is a quarter of the gap between two delayed ACKs at this rate.
+            if t - last_to_sender.get(key, t) > 3e-3:
+                late += 1
+    assert new_segments > 500
+    assert late <= 0.01 * new_segments, f"{late} of {new_segments} new segments left with no ACK to release them"
+
+
 @needs_testbed
 def test_cli_prints_the_summary_and_writes_the_tables_and_plot(tmp_path) -> None:
     path = tmp_path / "s.toml"

@@ -80,7 +80,14 @@ def rack_always_on(kernel_release: str) -> bool:
 
 
 def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
-    sysctls = {"net.ipv4.tcp_no_metrics_save": "1"}
+    sysctls = {
+        "net.ipv4.tcp_no_metrics_save": "1",
+        # A new namespace inherits the host's default congestion control, and an accepted
+        # socket runs that one's init at the handshake, before the server sets the group's
+        # TCP_CONGESTION. BBR's init turns internal pacing on and switching away never turns
+        # it off: with a bbr default, "reno" senders would pace. Reno's init does nothing.
+        "net.ipv4.tcp_congestion_control": "reno",
+    }
     if tcp["packet_size_bytes"] < _LINUX_MIN_PACKET_BYTES:
         _refuse("tcp.packet_size_bytes", tcp["packet_size_bytes"],
                 f"at least {_LINUX_MIN_PACKET_BYTES}: Linux sends no segment below tcp_min_snd_mss")
