@@ -11,8 +11,8 @@
         # RTO after entering it, impossible if the fast retransmit restarts the timer; its
         # retransmissions by state) and in smallpipe (flows.timeouts_* columns, loss rate and
         # goodput), smallpipe with each --set applied (e.g. tcp.fast_retransmit_rto=keep)
-    python3 benches/validation/diagnose.py linux-causes [--bernoulli-s S] [--many-s S]
-        # smallpipe alone on the Linux column's specs (one seed) with the Linux behaviours
+    python3 benches/validation/diagnose.py linux-causes [--bernoulli-s S] [--many-s S] [--seeds K]
+        # smallpipe alone on the Linux column's specs (means over seeds 1..K) with the Linux behaviours
         # suspected for its rows outside: window growth per segment acknowledged
         # (tcp.cwnd_growth = linux; RFC 3465 byte counting beside it), Linux's RTT estimator
         # and RTO (tcp.rto_rule = linux), its timer restart on resending the head
@@ -270,17 +270,25 @@ def linux_causes(args):
                 ("Linux RTO", rto), ("Linux growth + RTO", growth | rto), ("Linux head restart", head),
                 ("Linux quick ACKs", quick), ("PRR", prr), ("all five Linux", all_five), ("RACK", rack),
                 ("all five + RACK", all_five | rack), ("all six + pacing", all_five | rack | {"tcp.pacing": "linux"})]
+    seeds = range(1, args.seeds + 1)
+
+    def mean(values):
+        return sum(values) / len(values)
+
     for p in specs.LOSS_RATES:
-        spec = specs.bernoulli(p, 1, args.bernoulli_s)
-        cells = [f"{name}: {sum(run(spec, o)['rx_bytes']) * 8 / spec['duration_s'] / 1e3:.1f} kbit/s" for name, o in variants]
-        print(f"p = {p}: " + "; ".join(cells), flush=True)
-    for n in (10, 50, 100):
-        spec = specs.many(n, 1, duration_s=args.many_s)
         cells = []
         for name, o in variants:
-            r = run(spec, o)
-            cells.append(f"{name}: loss {r['loss_rate']:.4f}, queue {r['mean_queue_pkts']:.1f}, "
-                         f"timeouts/flow {sum(r['timeouts']) / n:.2f}")
+            goodput = [sum(run(spec, o)["rx_bytes"]) * 8 / spec["duration_s"] / 1e3
+                       for spec in (specs.bernoulli(p, s, args.bernoulli_s) for s in seeds)]
+            cells.append(f"{name}: {mean(goodput):.1f} kbit/s")
+        print(f"p = {p}: " + "; ".join(cells), flush=True)
+    for n in (10, 50, 100):
+        cells = []
+        for name, o in variants:
+            rs = [run(specs.many(n, s, duration_s=args.many_s), o) for s in seeds]
+            cells.append(f"{name}: loss {mean([r['loss_rate'] for r in rs]):.4f}, "
+                         f"queue {mean([r['mean_queue_pkts'] for r in rs]):.1f}, "
+                         f"timeouts/flow {mean([sum(r['timeouts']) / n for r in rs]):.2f}")
         print(f"N = {n}: " + " | ".join(cells), flush=True)
 
 
@@ -538,8 +546,9 @@ def linux_rto(args):
     spec = specs.many(len(flows), sc["seed"], duration_s=sc["duration_s"] - args.warm_s, warmup_s=args.warm_s)
     info = pl.read_parquet(d / "tcp_info.parquet")
     warm_slice = info.filter(pl.col("time_ns") <= args.warm_s * 1e9)["slice"].max()
+    # A flow still opening at the warm-up's end (a SYN lost) has no sample there: 0 RTOs then.
     per_flow = dict(info.group_by("flow_id").agg(pl.col("total_rto").last() - pl.col("total_rto").filter(
-        pl.col("slice") == warm_slice).first()).iter_rows())
+        pl.col("slice") == warm_slice).first().fill_null(0)).iter_rows())
     flow_of = testbed_flow_ids(d, flows)
     same = sum(len(sender_rtos(ev, args.warm_s)[0]) == per_flow[flow_of[key]] for key, ev in flows.items())
     print(f"Linux tcp_info: {sum(per_flow.values())} RTOs after the sample at {warm_slice + 1} s; "
@@ -718,6 +727,7 @@ def main():
     lc = sub.add_parser("linux-causes")
     lc.add_argument("--bernoulli-s", type=float, default=120.0, help="as run.py --linux's session runs")
     lc.add_argument("--many-s", type=float, default=60.0)
+    lc.add_argument("--seeds", type=int, default=1, help="means over seeds 1..K, as run.py --linux --seeds K")
     w = sub.add_parser("web-spread")
     w.add_argument("--seeds", type=int, default=10)
     w.add_argument("--seconds", type=float, default=120.0, help="as run.py --linux's session runs")
