@@ -1,6 +1,7 @@
 """The testbed on real Linux TCP: facts a run must satisfy whatever Linux does inside
 (conservation at the link rate, utilization of a backlogged link, exact transfer sizes,
-FCT lower bounds), namespaces always removed, refused knobs refused.
+FCT lower bounds), Reno senders not paced by the host's default congestion control,
+namespaces always removed, refused knobs refused.
 
 Runs that build namespaces need root, ``ip netns`` and the two binaries; they skip with
 the reason otherwise. The whole file takes under a minute.
