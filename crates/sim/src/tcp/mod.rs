@@ -1502,9 +1502,10 @@ impl Endpoint {
         if p.pacing && len > 0 {
             let window = self.cwnd.max(self.flight_size());
             let (slow_start, srtt) = (self.cwnd < self.ssthresh / 2, self.rtt.srtt());
-            let room_segments = self.cwnd.saturating_sub(self.pipe(p)) / p.mss;
-            let cwnd_segments = self.cwnd / p.mss;
-            self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt, room_segments, cwnd_segments);
+            // Only a buffer's first segment sizes it; pipe() walks RACK's segments.
+            let starts_buffer = self.queues.as_deref().is_none_or(|q| q.pacer.starts_buffer());
+            let buffer = starts_buffer.then(|| (self.cwnd.saturating_sub(self.pipe(p)) / p.mss, self.cwnd / p.mss));
+            self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt, buffer);
         }
         if off < self.snd_max {
             if off > 0 {

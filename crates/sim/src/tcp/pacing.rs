@@ -44,15 +44,20 @@ impl Pacer {
         }
     }
 
+    /// Whether the next data segment starts a buffer (and so `on_send` needs its size).
+    pub fn starts_buffer(&self) -> bool {
+        self.buffer_left == 0
+    }
+
     /// Records a data segment of `len` bytes sent at `now`. `window` is max(cwnd, flight)
-    /// in bytes, `slow_start` whether cwnd < ssthresh / 2, and `room_segments` / `cwnd_segments`
-    /// cwnd less what is in flight before this segment, and cwnd, in segments: they size the
-    /// buffer a segment that starts one belongs to.
-    #[allow(clippy::too_many_arguments)]
+    /// in bytes and `slow_start` whether cwnd < ssthresh / 2. `buffer`, given when the
+    /// segment starts a buffer (`starts_buffer`), is cwnd less what is in flight before it,
+    /// and cwnd, in segments: they size that buffer.
     pub fn on_send(&mut self, now: Instant, len: u64, window: u64, slow_start: bool, srtt: Option<Duration>,
-                   room_segments: u64, cwnd_segments: u64) {
-        let starts_buffer = self.buffer_left == 0;
+                   buffer: Option<(u64, u64)>) {
+        let starts_buffer = self.starts_buffer();
         if starts_buffer {
+            let (room_segments, cwnd_segments) = buffer.expect("the sizes of a buffer the segment starts");
             let segments = BUFFER_SEGMENTS.min(room_segments).min((cwnd_segments / 2).max(1)).max(1);
             self.buffer_left = segments;
             self.buffer_paced = self.data_segments + segments >= UNPACED_SEGMENTS;
