@@ -333,7 +333,7 @@ def bench(
     """Time the simulator on the TAQ paper's Figure 2 scenario (DropTail unless --queue)."""
     try:
         scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
-        scenario = Scenario.from_dict({**scenario.to_dict(), "fifo_hops": fifo_hops})
+        scenario = scenario.with_overrides({"fifo_hops": fifo_hops})
     except ConfigError as error:
         fail("invalid benchmark parameters:", str(error))
     result = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…")
