@@ -34,7 +34,7 @@ TABLES = ("flows", "links", "slices", "units", "bursts")
 
 
 def with_hops(scenario: smallpipe.Scenario, hops: str) -> smallpipe.Scenario:
-    return smallpipe.Scenario.from_dict({**scenario.to_dict(), "fifo_hops": hops})
+    return scenario.with_overrides({"fifo_hops": hops})
 
 
 def many_flows_n50(seed: int) -> smallpipe.Scenario:
