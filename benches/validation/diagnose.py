@@ -47,6 +47,10 @@
         # the web-pool rows of objects of 100 KB and more: smallpipe's median and p90 over K seeds
         # (how far one seed's dozen objects move them) and the time per byte on both sides,
         # against Linux's recorded run
+    python3 benches/validation/diagnose.py web-buckets [--seeds K] [--pool P] [--seconds S]
+                                             [--set KEY=VALUE ...] [--linux RUNS.jsonl]
+        # every web bucket's median and p90 in smallpipe (with the overrides) over groups of P
+        # seeds, as min / median / max across the groups, against Linux's first P seeds pooled
     python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
         # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
         # or a SYN retry: both wait at least 1 s), from run.py's raw results
@@ -329,6 +333,48 @@ def web_spread(args):
             seed = int(r["name"].split("seed=")[1])
             linux = stats(big(r["objects"], specs.web(seed, duration_s=args.seconds)))
             print(f"linux seed {seed}: " + ", ".join(f"{k} {v:.3g}" for k, v in linux.items()))
+
+
+def web_buckets(args):
+    """Every web bucket's median and p90 over groups of `--pool` seeds (as run.py --linux
+    pools its seeds), with `--set`'s overrides: how far the grouping alone moves them."""
+    import itertools
+
+    import numpy as np
+    import sp_side
+    from run import counted_objects, lower_quantile
+    from smallpipe.experiments.taq_fig12 import BUCKET_EDGES_BYTES
+
+    edges = [*BUCKET_EDGES_BYTES, float("inf")]
+
+    def buckets(runs):
+        """(median, p90) per bucket of the objects of `runs`, pairs of (result, spec)."""
+        out = []
+        for lo, hi in itertools.pairwise(edges):
+            times = [t for r, spec in runs for _, t in counted_objects(r["objects"], spec, lo, hi)]
+            out.append((lower_quantile(times, 0.5), lower_quantile(times, 0.9)))
+        return out
+
+    overrides = dict(parse_set(kv) for kv in args.set)
+    web_specs = [specs.web(seed, duration_s=args.seconds) for seed in range(1, args.seeds + 1)]
+    runs = [(sp_side.run(spec, overrides), spec) for spec in web_specs]
+    groups = [buckets(runs[i:i + args.pool]) for i in range(0, len(runs) - args.pool + 1, args.pool)]
+    linux = {}
+    for line in Path(args.linux).read_text().splitlines():
+        r = json.loads(line)
+        if r["name"].startswith("web") and r["simulator"] == "linux":
+            linux[r["name"]] = r
+    pooled = [(linux[spec["name"]], spec) for spec in web_specs[:args.pool] if spec["name"] in linux]
+    linux_buckets = buckets(pooled) if pooled else None
+    print(f"smallpipe {overrides or ''}: {len(groups)} groups of {args.pool} seeds; Linux: seeds 1-{len(pooled)} pooled")
+    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
+        cells = []
+        for q, name in ((0, "median"), (1, "p90")):
+            v = np.asarray([g[i][q] for g in groups])
+            lx = f", Linux {linux_buckets[i][q]:.2f}" if linux_buckets else ""
+            cells.append(f"{name} min {v.min():.2f}, median {np.median(v):.2f}, max {v.max():.2f}{lx}")
+        label = f"{lo / 1e3:g}-{hi / 1e3:g} KB" if hi != float("inf") else f">= {lo / 1e3:g} KB"
+        print(f"{label}: " + "; ".join(cells))
 
 
 def capture_points(path):
@@ -818,6 +864,12 @@ def main():
     w.add_argument("--seeds", type=int, default=10)
     w.add_argument("--seconds", type=float, default=120.0, help="as run.py --linux's session runs")
     w.add_argument("--linux", default=str(HERE.parents[1] / "docs" / "validation" / "linux_runs.jsonl"))
+    wb = sub.add_parser("web-buckets")
+    wb.add_argument("--seeds", type=int, default=30)
+    wb.add_argument("--pool", type=int, default=3, help="seeds per group, as run.py --linux --seeds K")
+    wb.add_argument("--seconds", type=float, default=120.0, help="as run.py --linux's session runs")
+    wb.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
+    wb.add_argument("--linux", default=str(HERE.parents[1] / "docs" / "validation" / "linux_runs.jsonl"))
     lr = sub.add_parser("linux-rto")
     lr.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a many-flow spec")
     lr.add_argument("--warm-s", type=float, default=10.0)
@@ -838,7 +890,7 @@ def main():
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
     args = ap.parse_args()
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
-     "web-spread": web_spread, "fig11-growth": fig11_growth,
+     "web-spread": web_spread, "web-buckets": web_buckets, "fig11-growth": fig11_growth,
      "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries}[args.cmd](args)
 
 
