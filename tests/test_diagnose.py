@@ -80,3 +80,18 @@ def test_a_fast_recovery_and_a_recovery_by_rto_are_found_with_their_flight():
     assert [round(e["end_s"] - e["start_s"], 3) for e in episodes] == [0.3, 0.3]
     # The warm-up leaves out the recovery that began before it.
     assert [e["kind"] for e in diagnose.recovery_episodes(events, 1.0)[0]] == ["RTO"]
+
+
+def test_drop_independence_counts_drops_after_drops_and_spurious_resends():
+    def sent(t, seg, dropped):
+        return ("tx", t, ISN + 1 + seg * MSS, MSS, dropped)
+
+    # Segments 0-4, 1 and 2 dropped back to back; 1 resent (lost before: not spurious),
+    # 3 resent although it got through (spurious); segment 0 went before the warm-up.
+    events = [sent(0.5, 0, False), sent(1.0, 1, True), sent(1.0, 2, True), sent(1.0, 3, False),
+              sent(1.0, 4, False), sent(1.2, 1, False), sent(1.3, 3, False)]
+    n, p_drop, p_after_drop, spurious = diagnose.drop_independence(events, 1.0)
+    assert n == 6
+    assert p_drop == 2 / 6
+    assert p_after_drop == 1 / 2  # after 1 (dropped) came 2 (dropped); after 2 came 3 (not)
+    assert spurious == 1

@@ -681,16 +681,43 @@ def episode_table(name, events, warm_s, measured_s):
 
     episodes, new = recovery_episodes(events, warm_s)
     fast = [ep for ep in episodes if ep["kind"] == "fast"]
+    for ep in fast:
+        ep["length_ms"] = 1e3 * (ep["end_s"] - ep["start_s"])
 
-    def med(key, eps):
-        return float(np.median([ep[key] for ep in eps])) if eps else float("nan")
+    def stat(f, key, eps=fast):
+        return float(f([ep[key] for ep in eps])) if eps else float("nan")
 
     print(f"{name}: {new} new segments ({new / measured_s:.1f}/s); {len(episodes)} recoveries "
           f"({len(fast)} fast, {sum(ep['rto_inside'] for ep in fast)} of those with an RTO inside, "
           f"{len(episodes) - len(fast)} by an RTO), one per {new / max(len(episodes), 1):.1f} new segments")
-    print(f"  fast recoveries, median: in flight at entry {med('entry_flight', fast):.1f} and at exit "
-          f"{med('exit_flight', fast):.1f} segments, {1e3 * float(np.median([ep['end_s'] - ep['start_s'] for ep in fast])) if fast else float('nan'):.0f} ms, "
-          f"{med('resent', fast):.0f} resent, {med('new', fast):.0f} new; resent in all {sum(ep['resent'] for ep in episodes)}")
+    for label, f in (("median", np.median), ("mean", np.mean)):
+        print(f"  fast recoveries, {label}: in flight at entry {stat(f, 'entry_flight'):.2f} and at exit "
+              f"{stat(f, 'exit_flight'):.2f} segments, {stat(f, 'length_ms'):.0f} ms, "
+              f"{stat(f, 'resent'):.2f} resent, {stat(f, 'new'):.2f} new")
+    mid = [ep for ep in fast if 6 <= ep["entry_flight"] < 9]
+    print(f"  resent in all {sum(ep['resent'] for ep in episodes)}; per fast recovery with 6-8 in flight at entry "
+          f"{stat(np.mean, 'resent', mid):.2f} ({len(mid)} recoveries)")
+
+
+def drop_independence(events, warm_s):
+    """A capture's transmissions after `warm_s` in the order they left: how many, the share
+    dropped, the share dropped right after a dropped one (independent losses: the same),
+    and the resends whose previous copy got through (spurious). Needs timestamps (the
+    TSval tells a resend's delivery from its original's)."""
+    import itertools
+
+    isn = next(e[2] for e in events if e[0] == "tx") - 1
+    sent = [e for e in events if e[0] == "tx" and e[1] >= warm_s]
+    dropped = [e[4] for e in sent]
+    after_drop = [b for a, b in itertools.pairwise(dropped) if a]
+    last_dropped, spurious = {}, 0
+    for e in events:
+        if e[0] != "tx":
+            continue
+        seq = (e[2] - isn) % (1 << 32)
+        spurious += e[1] >= warm_s and seq in last_dropped and not last_dropped[seq]
+        last_dropped[seq] = e[4]
+    return len(sent), sum(dropped) / len(sent), sum(after_drop) / max(len(after_drop), 1), spurious
 
 
 def linux_recoveries(args):
@@ -701,6 +728,9 @@ def linux_recoveries(args):
     spec = specs.bernoulli(args.p, sc["seed"], measured_s)
     (linux,) = flows.values()
     episode_table("Linux capture", linux, args.warm_s, measured_s)
+    n, p_drop, p_after_drop, spurious = drop_independence(linux, args.warm_s)
+    print(f"  {n} transmissions, {p_drop:.4f} dropped, {p_after_drop:.4f} of those right after a dropped one; "
+          f"{spurious} resends whose previous copy got through")
     for kv in [[]] + [[x] for x in args.compare]:
         overrides = dict(parse_set(x) for x in args.set + kv)
         (events,) = smallpipe_senders(spec, overrides).values()
