@@ -40,9 +40,10 @@
         # (fast or by an RTO; from the first retransmission to the recovery point), and the
         # median recovery's segments in flight at entry and exit, length, resent and new
         # segments; smallpipe with --set and then with each --compare added
-    python3 benches/validation/diagnose.py fig11-growth
-        # the TAQ Figure 11 testbed points at 10 kbit/s per flow (reno, TAQ and DropTail,
-        # 600 kbit/s and 1 Mbit/s, 60 s, seed 1) in smallpipe with each window-growth rule
+    python3 benches/validation/diagnose.py fig11-growth [--fair-share-bps B] [--seeds K]
+        # the TAQ Figure 11 testbed points at B bit/s per flow (default 10 kbit/s; reno, TAQ
+        # and DropTail, 600 kbit/s and 1 Mbit/s, 60 s, seeds 1..K) in smallpipe with each
+        # window-growth rule, and Linux's growth with its RTO
     python3 benches/validation/diagnose.py web-spread [--seeds K] [--seconds S] [--linux RUNS.jsonl]
         # the web-pool rows of objects of 100 KB and more: smallpipe's median and p90 over K seeds
         # (how far one seed's dozen objects move them) and the time per byte on both sides,
@@ -860,17 +861,22 @@ def fig11_growth(args):
     from smallpipe.presets import taq_dumbbell
 
     variants = [("as run", {}), ("Linux growth", {"tcp.cwnd_growth": "linux"}),
-                ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"})]
+                ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
+                ("Linux growth + RTO", {"tcp.cwnd_growth": "linux", "tcp.rto_rule": "linux"})]
+    share = args.fair_share_bps
     for disc in ("taq", "droptail"):
         for rate in (600_000, 1_000_000):
             cells = []
             for name, o in variants:
-                sc = taq_dumbbell(flows=rate // 10_000, rate_bps=rate, duration_s=60.0, seed=1, slice_s=SLICE_S,
-                                  queue={"kind": disc}).with_overrides({"tcp.congestion": "reno"} | o)
-                r = taq_aqm.fairness_row(simulate(sc))
-                cells.append(f"{name}: Jain {r['short_term_jain']:.3f}, loss {r['loss_rate']:.3f}, "
-                             f"timeouts/flow {r['timeouts_per_flow']:.2f}")
-            print(f"{disc}, {rate // 1000} kbit/s, 10 kbit/s per flow: " + " | ".join(cells), flush=True)
+                rows = []
+                for seed in range(1, args.seeds + 1):
+                    sc = taq_dumbbell(flows=rate // share, rate_bps=rate, duration_s=60.0, seed=seed, slice_s=SLICE_S,
+                                      queue={"kind": disc}).with_overrides({"tcp.congestion": "reno"} | o)
+                    rows.append(taq_aqm.fairness_row(simulate(sc)))
+                cells.append(f"{name}: Jain " + " / ".join(f"{r['short_term_jain']:.3f}" for r in rows)
+                             + ", loss " + " / ".join(f"{r['loss_rate']:.3f}" for r in rows)
+                             + ", timeouts/flow " + " / ".join(f"{r['timeouts_per_flow']:.2f}" for r in rows))
+            print(f"{disc}, {rate // 1000} kbit/s, {share // 1000} kbit/s per flow: " + " | ".join(cells), flush=True)
 
 
 def main():
@@ -914,7 +920,9 @@ def main():
     lv.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
     lv.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
                     help="also smallpipe with this one override added to --set's (repeatable)")
-    sub.add_parser("fig11-growth")
+    fg = sub.add_parser("fig11-growth")
+    fg.add_argument("--fair-share-bps", type=int, default=10_000)
+    fg.add_argument("--seeds", type=int, default=1, help="seeds 1..K, each shown")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
