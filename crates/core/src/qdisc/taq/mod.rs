@@ -135,6 +135,11 @@ pub struct TaqConfig {
     pub fair_share_window_ns: u64,
     /// Packets examined per queue, from its tail, when choosing what to drop.
     pub drop_search_pkts: u32,
+    /// Ours, off by default (docs/taq.md, "Starving in AboveFairShare"): packets waiting in
+    /// AboveFairShare move to level 2 when their flow falls below its fair share or loses
+    /// a packet here, checked as the sweep passes the flow. Classes are otherwise decided
+    /// at arrival, and a flow starving in level 3 has no arrivals.
+    pub reclassify_waiting: bool,
     /// Flows whose epochs are rolled forward per enqueue or dequeue, so silent flows
     /// change state (and leave the active count behind the fair share) without a packet
     /// of theirs.
@@ -193,6 +198,7 @@ impl Default for TaqConfig {
             fairness: FairnessUnit::Flow,
             fair_share_window_ns: 5_000 * MS,
             drop_search_pkts: 64,
+            reclassify_waiting: false,
             sweep_flows_per_op: 2,
             admission_control: false,
             admission_drop_threshold: 0.09,
@@ -303,6 +309,7 @@ impl TaqConfig {
             dropped_by_queue: [0; TaqQueue::COUNT],
             drops_by_prediction: [0; NextState::COUNT],
             retx_seen: 0,
+            promoted_pkts: 0,
         })
     }
 }
@@ -352,6 +359,9 @@ pub struct TaqSnapshot {
     pub drops_by_prediction: [u64; NextState::COUNT],
     /// Arrivals inferred to be retransmissions.
     pub retransmissions_seen: u64,
+    /// Packets moved from AboveFairShare to level 2 while they waited, because their flow
+    /// fell below its fair share or lost a packet here (with `reclassify_waiting`).
+    pub promoted_pkts: u64,
     pub syns_refused: u64,
     pub pools_admitted: u64,
     pub pools_admitted_after_wait: u64,
@@ -404,6 +414,7 @@ pub struct Taq {
     dropped_by_queue: [u64; TaqQueue::COUNT],
     drops_by_prediction: [u64; NextState::COUNT],
     retx_seen: u64,
+    promoted_pkts: u64,
 }
 
 impl Taq {
@@ -442,6 +453,7 @@ impl Taq {
             dropped_by_queue: self.dropped_by_queue,
             drops_by_prediction: self.drops_by_prediction,
             retransmissions_seen: self.retx_seen,
+            promoted_pkts: self.promoted_pkts,
             syns_refused: self.admission.syns_refused,
             pools_admitted: self.admission.pools_admitted,
             pools_admitted_after_wait: self.admission.pools_admitted_after_wait,
@@ -535,8 +547,26 @@ impl Taq {
             if self.sweep_cursor >= self.flows.len() {
                 self.sweep_cursor = 0;
             }
-            self.roll(self.sweep_cursor as u32, now);
+            let slot = self.sweep_cursor as u32;
+            self.roll(slot, now);
+            self.reclassify_waiting(slot, now);
             self.sweep_cursor += 1;
+        }
+    }
+
+    /// `reclassify_waiting`: a flow whose packets wait in AboveFairShare but that is no
+    /// longer above its share (or has lost a packet here since) takes them to its level-2
+    /// queue. Without it they wait for all of level 2, which the queue-order rule can keep
+    /// busy for longer than the flow's retransmission timer.
+    fn reclassify_waiting(&mut self, slot: u32, now: Instant) {
+        let f = &self.flows[slot as usize];
+        if !self.cfg.reclassify_waiting || f.model.queued_pkts == 0 || f.queue != TaqQueue::AboveFairShare {
+            return;
+        }
+        let class = self.class_of(slot, false, now);
+        if class.rank() < TaqQueue::AboveFairShare.rank() {
+            self.promoted_pkts += self.sched.promote(slot, TaqQueue::AboveFairShare, class) as u64;
+            self.flows[slot as usize].queue = class;
         }
     }
 
@@ -600,9 +630,17 @@ impl Taq {
             // Recovery queue holds "only retransmitted packets": new data joins a flow's
             // queued retransmissions only while the flow is recovering, or a flow that
             // never drains its queue would send all its data at Recovery's priority.
+            // With `reclassify_waiting`, packets waiting in AboveFairShare follow their
+            // flow into level 2 when it falls below its share.
             return f.queue;
         }
-        if retx && !pkt.flags.syn() {
+        self.class_of(slot, retx && !pkt.flags.syn(), now)
+    }
+
+    /// Section 4.2's class of a packet of the flow (a retransmission if `retx`).
+    fn class_of(&self, slot: u32, retx: bool, now: Instant) -> TaqQueue {
+        let m = &self.flows[slot as usize].model;
+        if retx {
             return match m.recovering_from {
                 Some(TaqState::ExtendedSilence) => TaqQueue::RecoveryExtended,
                 Some(_) => TaqQueue::RecoverySilence,

@@ -70,6 +70,11 @@ impl TaqQueue {
     pub fn is_recovery(self) -> bool {
         (self as usize) < 3
     }
+    /// Priority for service, lower first: the Recovery classes in their strict order, then
+    /// level 2's three queues at one rank (equal priority), then level 3.
+    pub fn rank(self) -> usize {
+        (self as usize).min(TaqQueue::NewFlow as usize) + (self == TaqQueue::AboveFairShare) as usize
+    }
 }
 
 /// A queued packet with what the discipline learned on its arrival.
@@ -127,6 +132,31 @@ impl Scheduler {
     pub fn tail(&self, q: TaqQueue, n: usize) -> impl Iterator<Item = (usize, &Queued)> {
         let d = &self.queues[q as usize];
         (0..d.len()).rev().take(n).map(move |i| (i, &d[i]))
+    }
+
+    /// Move every packet of flow `slot` from queue `from` into queue `to`, by arrival time:
+    /// each queue is in arrival order (packets join at the tail as they arrive), and stays
+    /// so. How many moved. O(length of both queues).
+    pub fn promote(&mut self, slot: u32, from: TaqQueue, to: TaqQueue) -> usize {
+        let [src, dst] = self.queues.get_disjoint_mut([from as usize, to as usize]).expect("two different queues");
+        let mut moved = VecDeque::new();
+        src.retain(|it| {
+            let mine = it.slot == slot;
+            if mine {
+                moved.push_back(*it);
+            }
+            !mine
+        });
+        let n = moved.len();
+        let mut merged = VecDeque::with_capacity(dst.len() + n);
+        while let (Some(a), Some(b)) = (dst.front(), moved.front()) {
+            let next = if b.pkt.arrival < a.pkt.arrival { &mut moved } else { &mut *dst };
+            merged.push_back(next.pop_front().expect("non-empty"));
+        }
+        merged.extend(dst.drain(..));
+        merged.append(&mut moved);
+        *dst = merged;
+        n
     }
 
     pub fn remove(&mut self, q: TaqQueue, pos: usize) -> Queued {
@@ -223,6 +253,21 @@ mod tests {
         s.push(TaqQueue::BelowFairShare, item(4, 40, 100));
         let order: Vec<u32> = std::iter::from_fn(|| s.pop()).map(|(_, i)| i.pkt.flow.src_ip).collect();
         assert_eq!(order, vec![2, 3, 1, 4, 9]);
+    }
+
+    #[test]
+    fn promote_merges_one_flows_packets_by_arrival_and_moves_nothing_else() {
+        let mut s = Scheduler::new(1.0, 1.0, 100_000);
+        for (src, t) in [(5, 0), (6, 1), (5, 2), (6, 3), (5, 4)] {
+            s.push(TaqQueue::AboveFairShare, item(src, t, 100));
+        }
+        s.push(TaqQueue::BelowFairShare, item(7, 5, 100));
+        assert_eq!(s.promote(5, TaqQueue::AboveFairShare, TaqQueue::BelowFairShare), 3);
+        assert_eq!((s.len(), s.bytes(), s.queue_len(TaqQueue::AboveFairShare)), (6, 600, 2));
+        let order: Vec<(u32, u64)> = std::iter::from_fn(|| s.pop()).map(|(_, i)| (i.pkt.flow.src_ip, i.pkt.arrival.as_nanos())).collect();
+        // Level 2 first, in arrival order: flow 5's promoted packets arrived before flow 7's;
+        // then level 3, flow 6.
+        assert_eq!(order, vec![(5, 0), (5, 2), (5, 4), (7, 5), (6, 1), (6, 3)]);
     }
 
     #[test]

@@ -153,6 +153,50 @@ fn a_flow_with_packets_queued_keeps_them_in_order() {
     assert_eq!(enq(&mut q, data(8, 920, 460), at(4)), TaqQueue::RecoveryFirst);
 }
 
+/// Flow 8 was served 10 packets, flow 7 one; then 8 queues 3 packets in AboveFairShare and
+/// 7 keeps level 2 busy: each of its packets joins its queued ones in BelowFairShare (the
+/// queue-order rule), one arrival per dequeue from 2 ms to 39 ms. What was sent, in order.
+fn level_two_kept_busy(reclassify_waiting: bool) -> (Vec<(u32, u32)>, u64) {
+    let mut q = taq(TaqConfig { reclassify_waiting, ..cfg() });
+    q.enqueue(data(7, 0, 460), at(0));
+    q.dequeue(at(0));
+    for i in 0..10u32 {
+        q.enqueue(data(8, i * 460, 460), at(0));
+        q.dequeue(at(0));
+    }
+    for i in 10..13u32 {
+        assert_eq!(enq(&mut q, data(8, i * 460, 460), at(1)), TaqQueue::AboveFairShare);
+    }
+    for i in 1..3u32 {
+        assert_eq!(enq(&mut q, data(7, i * 460, 460), at(1)), TaqQueue::BelowFairShare);
+    }
+    let mut sent = Vec::new();
+    for t in 2..40u64 {
+        let p = q.dequeue(at(t)).expect("backlogged");
+        sent.push((p.flow.src_ip, p.seq));
+        enq(&mut q, data(7, (t as u32 + 1) * 460, 460), at(t));
+    }
+    (sent, q.inner().taq_snapshot(at(40)).promoted_pkts)
+}
+
+#[test]
+fn packets_waiting_in_above_fair_share_follow_their_flow_below_its_share() {
+    // By default level 3 waits for all of level 2 (Section 4.2), which flow 7 never empties.
+    let (sent, promoted) = level_two_kept_busy(false);
+    assert!(sent.iter().all(|&(src, _)| src == 7) && promoted == 0);
+    // With reclassify_waiting: two active flows, so 8 is below its fair share once 7's
+    // served bytes pass its own (`mine * 2 < mine + theirs`; the 5 s averages barely decay
+    // in these milliseconds), that is after 7's 9th packet here (10 × 500 bytes). As 7's
+    // next packet arrives, 8's packets move to BelowFairShare, ahead of 7's one queued
+    // packet, which arrived after them, and leave in order.
+    let (sent, promoted) = level_two_kept_busy(true);
+    let first_of_8 = sent.iter().position(|&(src, _)| src == 8).expect("flow 8 was served");
+    assert_eq!(first_of_8, 9, "right after 7's 9th packet: {sent:?}");
+    let of_8: Vec<u32> = sent.iter().filter(|&&(src, _)| src == 8).map(|&(_, seq)| seq).collect();
+    assert_eq!(of_8, vec![4600, 5060, 5520]);
+    assert_eq!(promoted, 3);
+}
+
 #[test]
 fn new_data_joins_queued_retransmissions_only_while_the_flow_recovers() {
     // Section 4.2: the Recovery queue "corresponds to only retransmitted packets of flows".
