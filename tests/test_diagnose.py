@@ -95,3 +95,21 @@ def test_drop_independence_counts_drops_after_drops_and_spurious_resends():
     assert p_drop == 2 / 6
     assert p_after_drop == 1 / 2  # after 1 (dropped) came 2 (dropped); after 2 came 3 (not)
     assert spurious == 1
+
+
+def test_box_transits_tell_copies_of_a_segment_apart_by_ip_id():
+    # One flow: segments 0 and 1 sent, 1 dropped in the box; 1 resent (a new IP ID) and
+    # delivered. Matching on sequence numbers alone would count the original as delivered.
+    import dpkt
+
+    def seg(seq, ip_id, t):
+        tcp = dpkt.tcp.TCP(sport=80, dport=5000, seq=ISN + 1 + seq * MSS, flags=dpkt.tcp.TH_ACK, data=b"x" * MSS)
+        ip = dpkt.ip.IP(src=b"\xc6\x13\x00\x01", dst=b"\xc6\x12\x00\x01", p=6, id=ip_id, data=tcp)
+        ip.len = 20 + len(bytes(tcp))
+        return t, dpkt.ip.IP(bytes(ip))
+
+    b_in = [seg(0, 7, 1.0), seg(1, 8, 1.1), seg(1, 9, 2.0)]
+    a_out = [seg(0, 7, 1.2), seg(1, 9, 2.3)]
+    transits = diagnose.box_transits({"b_in": b_in, "a_out": a_out})
+    assert [(t_in, t_out, resend) for _, t_in, t_out, resend in transits] == [
+        (1.0, 1.2, False), (1.1, None, False), (2.0, 2.3, True)]

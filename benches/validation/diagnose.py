@@ -44,6 +44,10 @@
         # the TAQ Figure 11 testbed points at B bit/s per flow (default 10 kbit/s; reno, TAQ
         # and DropTail, 600 kbit/s and 1 Mbit/s, 60 s, seeds 1..K) in smallpipe with each
         # window-growth rule, and Linux's growth with its RTO
+    python3 benches/validation/diagnose.py box-sojourn PCAPDIR [PCAPDIR ...] [--warm-s S]
+        # how long each data segment spent in the testbed box (queue, transmission and the
+        # emulated delays; each transmission told apart by its IP ID), the segments it dropped
+        # and how many were resends, and each flow's longest stay
     python3 benches/validation/diagnose.py web-spread [--seeds K] [--seconds S] [--linux RUNS.jsonl]
         # the web-pool rows of objects of 100 KB and more: smallpipe's median and p90 over K seeds
         # (how far one seed's dozen objects move them) and the time per byte on both sides,
@@ -582,6 +586,51 @@ def testbed_senders(d):
     return sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
 
 
+def box_transits(by_point):
+    """Each data segment that entered the testbed box from the servers (b_in): its flow
+    (5-tuple), when it entered, when it left towards the clients (a_out) or None if the box
+    dropped it (or still held it at the end), and whether it was a resend. A transmission is
+    told from its copies by its IP ID, which Linux changes on every send."""
+    def key(ip):
+        return ip.src, ip.data.sport, ip.dst, ip.data.dport, ip.data.seq, ip.id, payload_len(ip)
+
+    left = {key(ip): t for t, ip in by_point["a_out"] if payload_len(ip)}
+    smax, transits = {}, []
+    for t, ip in by_point["b_in"]:
+        if n := payload_len(ip):
+            k = key(ip)
+            flow = k[:4]
+            isn = smax.setdefault(flow, (ip.data.seq, 0))[0]
+            seq = (ip.data.seq - isn) % (1 << 32)
+            resend = seq < smax[flow][1]
+            smax[flow] = (isn, max(smax[flow][1], seq + n))
+            transits.append((flow, t, left.get(k), resend))
+    return transits
+
+
+def box_sojourn(args):
+    import numpy as np
+
+    for d in map(Path, args.pcapdirs):
+        by_point = {}
+        for point, t, ip in capture_points(d / "box.pcapng"):
+            by_point.setdefault(point, []).append((t, ip))
+        transits = [x for x in box_transits(by_point) if x[1] >= args.warm_s]
+        end = max(t for t, _ in by_point["b_in"])
+        kept = [x for x in transits if x[2] is not None or x[1] < end - args.tail_s]
+        ms = np.array([1e3 * (t_out - t_in) for _, t_in, t_out, _ in kept if t_out is not None])
+        dropped = [x for x in kept if x[2] is None]
+        per_flow = {}
+        for flow, t_in, t_out, _ in kept:
+            if t_out is not None:
+                per_flow[flow] = max(per_flow.get(flow, 0.0), 1e3 * (t_out - t_in))
+        print(f"{d}: {len(kept)} data segments in after {args.warm_s:g} s (the last {args.tail_s:g} s left out), "
+              f"{len(dropped)} dropped, {sum(x[3] for x in dropped)} of them resends; time in the box p50 / p99 / max "
+              f"{np.percentile(ms, 50):.0f} / {np.percentile(ms, 99):.0f} / {ms.max():.0f} ms; "
+              f"{int((ms > args.long_ms).sum())} segments over {args.long_ms:g} ms; each flow's longest: "
+              + ", ".join(f"{v:.0f}" for v in sorted(per_flow.values())) + " ms")
+
+
 def testbed_flow_ids(d, flows):
     """The testbed flow id (tcp_info's flow_id) of each of `flows`' keys. A unit's client
     address is 198.18.0.(unit + 1) (its place in the plan's client_addrs)."""
@@ -923,13 +972,20 @@ def main():
     fg = sub.add_parser("fig11-growth")
     fg.add_argument("--fair-share-bps", type=int, default=10_000)
     fg.add_argument("--seeds", type=int, default=1, help="seeds 1..K, each shown")
+    bs = sub.add_parser("box-sojourn")
+    bs.add_argument("pcapdirs", nargs="+", help="run_testbed(pcap=True) directories")
+    bs.add_argument("--warm-s", type=float, default=20.0, help="leave out what entered before this")
+    bs.add_argument("--tail-s", type=float, default=1.5, help="and segments dropped in the capture's last seconds "
+                    "(still in the box, or in flight, when it stopped)")
+    bs.add_argument("--long-ms", type=float, default=300.0)
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
     args = ap.parse_args()
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
      "web-spread": web_spread, "web-buckets": web_buckets, "fig11-growth": fig11_growth,
-     "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries}[args.cmd](args)
+     "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries,
+     "box-sojourn": box_sojourn}[args.cmd](args)
 
 
 if __name__ == "__main__":
