@@ -8,6 +8,7 @@
     python3 benches/diagnosis/taq.py fig3-slices  # Figure 3: the index over 20 s and 60 s slices, every buffer
     python3 benches/diagnosis/taq.py fig9         # Figure 9: stalled flows against the epoch length
     python3 benches/diagnosis/taq.py fig8-30k     # Figure 8 at 30 kbit/s: where TAQ's queueing delay comes from
+    python3 benches/diagnosis/taq.py reclassify   # Figure 8's quick points with reclassify_waiting off and on
 
 Every run is seed 1 unless ``--seed`` says otherwise; lengths are in the docstring of each.
 """
@@ -19,7 +20,7 @@ import argparse
 import numpy as np
 import polars as pl
 from smallpipe import metrics
-from smallpipe.experiments import taq_fig3, taq_fig9, taq_hangs
+from smallpipe.experiments import taq_aqm, taq_fig3, taq_fig8, taq_fig9, taq_hangs
 from smallpipe.presets import NS2_TCP, taq_dumbbell
 from smallpipe.result import overriding, simulate
 from smallpipe.scenario import Scenario
@@ -212,10 +213,33 @@ def fig8_30k(seed: int) -> None:
           flush=True)
 
 
+def reclassify(seed: int) -> None:
+    """TAQ at every quick Figure 8 point (0.5, 1 and 2 Mbit/s; 5 to 100 kbit/s per flow;
+    1000 s), with the knob `reclassify_waiting` off (the default) and on: the 20 s index,
+    timeouts per flow, loss and the p99 and largest queueing delay, with DropTail's timeouts
+    beside them."""
+    for rate_bps in taq_fig8.RATES_BPS:
+        for fair_share_bps in taq_aqm.FAIR_SHARES_BPS:
+            cells = []
+            for queue in ({"kind": "droptail"}, {"kind": "taq"}, {"kind": "taq", "reclassify_waiting": True}):
+                scenario = taq_dumbbell(flows=rate_bps // fair_share_bps, rate_bps=rate_bps, duration_s=1000.0,
+                                        seed=seed, queue=queue)
+                result = simulate(scenario)
+                row = taq_aqm.fairness_row(result)
+                if queue["kind"] == "droptail":
+                    cells.append(f"DropTail timeouts per flow {row['timeouts_per_flow']:.1f}")
+                    continue
+                link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
+                cells.append(f"{'on' if len(queue) > 1 else 'off'}: Jain {row['short_term_jain']:.3f}, timeouts per flow "
+                             f"{row['timeouts_per_flow']:.1f}, loss {row['loss_rate']:.3f}, delay p99 / max "
+                             f"{link['queue_delay_p99_ms']:.0f} / {link['queue_delay_max_ms']:.0f} ms")
+            print(f"{rate_bps / 1e6:g} Mbit/s, {fair_share_bps / 1e3:g} kbit/s per flow: " + "; ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     runs = {"hangs": hangs, "hangs-web": hangs_web, "hangs-bulk": hangs_bulk, "fig3": fig3,
-            "fig3-slices": fig3_slices, "fig9": fig9, "fig8-30k": fig8_30k}
+            "fig3-slices": fig3_slices, "fig9": fig9, "fig8-30k": fig8_30k, "reclassify": reclassify}
     parser.add_argument("what", choices=sorted(runs))
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()

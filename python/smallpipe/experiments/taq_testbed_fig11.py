@@ -30,13 +30,16 @@ from smallpipe.experiments import taq_aqm
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.presets import taq_dumbbell
 
-__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "plot", "reproduce", "run", "run_point",
-           "with_simulator"]
+__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "VARIANTS", "plot", "queue_of", "reproduce",
+           "run", "run_point", "with_simulator"]
 
 RATES_BPS: tuple[int, ...] = (600_000, 1_000_000)
 FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 30_000, 50_000, 100_000)
 """Figure 8's fair shares (the paper's Figure 11 axis values are not in its text)."""
 DISCIPLINES: tuple[str, ...] = ("taq", "droptail", "fq_codel", "host_fq")
+VARIANTS: dict[str, dict[str, Any]] = {"taq_reclassify": {"kind": "taq", "reclassify_waiting": True}}
+"""Disciplines run by name beside DISCIPLINES: TAQ with ``reclassify_waiting`` (docs/taq.md,
+"Starving in AboveFairShare"), measured on its own (``run(disciplines=("taq_reclassify",), ...)``)."""
 CONGESTION_CONTROLS: tuple[str, ...] = ("reno", "cubic")
 SLICE_S = 20.0
 DURATION_S = 200.0
@@ -52,6 +55,11 @@ over both rates, three fair shares and every discipline; cubic at 1 Mbit/s for T
 DropTail at the two ends of the axis."""
 
 
+def queue_of(discipline: str) -> dict[str, Any]:
+    """The scenario's ``link.queue`` for a discipline name of this figure."""
+    return VARIANTS.get(discipline, {"kind": discipline})
+
+
 def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion_control: str, duration_s: float,
               slice_s: float = SLICE_S, seed: int = 1) -> dict[str, Any]:
     """One testbed run; its row (Jain per slice averaged over all slices but the first)."""
@@ -59,7 +67,7 @@ def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion
 
     flows = max(2, round(rate_bps / fair_share_bps))
     scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, seed=seed, slice_s=slice_s,
-                            queue={"kind": discipline})
+                            queue=queue_of(discipline))
     result = run_testbed(scenario, congestion_control=congestion_control)
     box = result.meta.get("box") or {}
     return {
@@ -98,7 +106,7 @@ def with_simulator(table: pl.DataFrame, *, seed: int = 1) -> pl.DataFrame:
     sim_rows = []
     for row in table.iter_rows(named=True):
         scenario = taq_dumbbell(flows=row["flows"], rate_bps=row["rate_bps"], duration_s=row["duration_s"], seed=seed,
-                                slice_s=SLICE_S, queue={"kind": row["discipline"]})
+                                slice_s=SLICE_S, queue=queue_of(row["discipline"]))
         scenario = scenario.with_overrides({"tcp.congestion": row["congestion_control"]})
         sim = taq_aqm.fairness_row(simulate(scenario))
         sim_rows.append({f"sim_{k}": sim[k] for k in ("short_term_jain", "utilization", "loss_rate", "timeouts_per_flow")})
