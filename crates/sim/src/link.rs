@@ -58,6 +58,10 @@ pub struct Link {
     /// Computed, and its arrivals are no events: the next hop is offered each packet when
     /// this link accepts it (see the module doc; `pass_chained`).
     pub chained: bool,
+    /// Its arrivals are scheduled after the other events of their time
+    /// (`EventQueue::push_after_ties`): set where a chained link feeds it and its own delay
+    /// is shorter than the chained link's (see `Simulator::chain_hop`).
+    pub arrivals_after_ties: bool,
 }
 
 impl Link {
@@ -66,7 +70,8 @@ impl Link {
                queue: Accounted<AnyQdisc>, to_node: u32, rng: Rng) -> Self {
         Link { name, rate_bps, delay, jitter_max, loss, drop_nth: Vec::new(), arrivals: 0, queue, to_node, sending: None,
                pipe: VecDeque::new(), rng, tx_pkts: 0, tx_bytes: 0, last_arrival: Instant::ZERO, computed: false,
-               sending_end: Instant::ZERO, busy_until: Instant::ZERO, chained: false }
+               sending_end: Instant::ZERO, busy_until: Instant::ZERO, chained: false,
+               arrivals_after_ties: false }
     }
 
     /// If idle, take the next packet from the queue; returns when its serialization ends.

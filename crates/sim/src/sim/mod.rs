@@ -188,7 +188,9 @@ impl Simulator {
                 sim.links[link as usize].computed = sim.may_compute_hops(link);
             }
             for link in 0..sim.links.len() as u32 {
-                sim.links[link as usize].chained = sim.may_chain_hop(link);
+                if sim.may_chain_hop(link) {
+                    sim.chain_hop(link);
+                }
             }
         }
         Ok(sim)
@@ -301,7 +303,11 @@ impl Simulator {
                 let to = l.to_node;
                 let (pkt, next) = l.arrive();
                 if let Some(at) = next {
-                    self.events.push(at, Event::Arrive { link });
+                    if l.arrivals_after_ties {
+                        self.events.push_after_ties(at, Event::Arrive { link });
+                    } else {
+                        self.events.push(at, Event::Arrive { link });
+                    }
                 }
                 match pkt {
                     Ok(pkt) => self.deliver(to, pkt),
@@ -578,6 +584,7 @@ mod tests {
     /// not the diamond's forward direction, as R2 is fed by both paths (its reverse
     /// direction is alone and chains); neither direction when the access links are slower
     /// than the bottleneck (their queues may grow without bound); no link with the events.
+    /// Which access links schedule their arrivals after ties (`Simulator::chain_hop`).
     #[test]
     fn the_chain_falls_back_where_it_must() {
         let chained = |hops: &str, extra: &str, link: &str| {
@@ -595,6 +602,12 @@ mod tests {
         assert_eq!(chained("computed", r#""topology":{"kind":"diamond"},"#, ""), "bottleneck_reverse");
         assert_eq!(chained("computed", "", r#""access_rate_bps":999999,"#), "");
         assert_eq!(chained("events", "", ""), "");
+        // The receivers' links (no delay, behind a bottleneck of 1 ms) schedule their
+        // arrivals after the ties; the senders' (delay: half the 100 ms RTT less 1 ms) not.
+        let sim = Simulator::new(&Scenario::from_json(
+            r#"{"fifo_hops":"computed","flows":[{"app":"bulk","count":2,"rtt_ms":100}]}"#).unwrap()).unwrap();
+        let after_ties: Vec<&str> = sim.links.iter().filter(|l| l.arrivals_after_ties).map(|l| l.name.as_str()).collect();
+        assert_eq!(after_ties, ["receiver0_down", "receiver1_down"]);
     }
 
     /// Per-group `[flows.tcp]`: each group's sender sends its first flight by its own knobs.

@@ -126,8 +126,10 @@ impl Simulator {
         let next = *routes.get(&pkt.flow.dst_ip).expect("every host address is routed");
         let n = &mut self.links[next as usize];
         // The packet as the far end receives it: stamped by the queue it left.
-        if let Some(arrival) = n.offer_computed(Packet { arrival: self.now, ..pkt }, at) {
-            self.events.push(arrival, Event::Arrive { link: next });
+        match n.offer_computed(Packet { arrival: self.now, ..pkt }, at) {
+            Some(arrival) if n.arrivals_after_ties => self.events.push_after_ties(arrival, Event::Arrive { link: next }),
+            Some(arrival) => self.events.push(arrival, Event::Arrive { link: next }),
+            None => {}
         }
         assert!(n.queue.last_drops().is_empty(), "{}: a chained hop dropped a packet (see may_chain_hop)", n.name);
     }
@@ -151,6 +153,27 @@ impl Simulator {
         let largest_bytes = self.params.iter().map(|p| u64::from(HEADER_BYTES) + MAX_TCP_OPTION_BYTES + p.mss).max().unwrap_or(0);
         sole_feeder && routes.values().map(|&m| &self.links[m as usize]).filter(|m| !is_reported(&m.name))
             .all(|m| m.computed && never_drops(l, m, largest_bytes))
+    }
+
+    /// Chains `link` to the access links at its far end (see `may_chain_hop`), and picks
+    /// where their arrivals go among events of equal time. The events schedule such an
+    /// arrival when its transmission ends, the access link's delay before it; chained, it is
+    /// scheduled when `link` takes the packet, its sojourn and delay there earlier still. An
+    /// event of the same time scheduled in between comes before it with the events, after
+    /// it chained; scheduled after the ties, it comes after every such event, also those
+    /// the events schedule within the access link's delay. The shorter of the two windows
+    /// decides (a receiver's link of no delay behind a bottleneck of 1 ms takes the ties;
+    /// a sender's link of 99 ms does not). Either order is a valid run; this only keeps
+    /// equal-time ties as the events order them in most cases.
+    pub(super) fn chain_hop(&mut self, link: u32) {
+        let l = &mut self.links[link as usize];
+        l.chained = true;
+        let delay = l.delay;
+        let Node::Router { routes } = &self.nodes[l.to_node as usize] else { unreachable!("checked by may_chain_hop") };
+        for &m in routes.values() {
+            let next = &mut self.links[m as usize];
+            next.arrivals_after_ties |= !is_reported(&next.name) && next.delay < delay;
+        }
     }
 
     /// An idle link takes its queue's next packet (traced: what the queue gave and dropped).
