@@ -136,12 +136,12 @@ impl Simulator {
 
     /// Whether `link` may be chained to the links at its far end (`Link::chained`). It must
     /// be a bottleneck direction. Every packet it carries must be chained, or none, as the
-    /// next hops are then offered packets ahead of time; so it must be computed, decide nothing at arrival (no loss
-    /// draws, no `drop_nth`) and keep its departures' spacing to the far end (no jitter);
-    /// it must end at a router that no other bottleneck link feeds (the diamond's two paths
-    /// both end at R2; the access links coming up to a router carry packets for the other
-    /// side only); and each access link it feeds there must be computed and provably never
-    /// drop (`never_drops`).
+    /// next hops are then offered packets ahead of time; so it must be computed, decide
+    /// nothing at arrival (no loss draws, no `drop_nth`) and keep its departures' spacing to
+    /// the far end (no jitter); it must end at a router that no other bottleneck link feeds
+    /// (the diamond's two paths both end at R2; the access links coming up to a router
+    /// carry packets for the other side only); and each access link it feeds there must be
+    /// computed and provably never drop (`never_drops`).
     pub(super) fn may_chain_hop(&self, link: u32) -> bool {
         let l = &self.links[link as usize];
         if !is_reported(&l.name) || !l.computed || l.loss > 0.0 || !l.drop_nth.is_empty() || l.jitter_max > Duration::ZERO {
