@@ -106,7 +106,9 @@ pub enum FifoHops {
     /// size / rate`): the link schedules only the arrival at the far end and performs the
     /// queue's dequeues lazily, at their exact times. Links that something observes between
     /// events (traced links, a bottleneck direction whose other side reads its departures,
-    /// lossy links with jitter) keep their events.
+    /// lossy links with jitter) keep their events. A lossless bottleneck direction is also
+    /// chained to the access links after it where they can never drop: its arrival at the
+    /// far router is no event (`Simulator::may_chain_hop`).
     Computed,
 }
 

@@ -7,7 +7,9 @@
 //!
 //! Every key (time, sequence) is unique. A discrete-event simulation never schedules
 //! before the event it is handling and a newer event has a larger sequence number, so every
-//! key pushed is larger than the last one popped: keys are monotone. The queue uses that as
+//! key pushed is larger than the last one popped: keys are monotone (but for events pushed
+//! at the time of an event of `push_after_ties` being handled, which sort before it; they
+//! fall in its window, where the heap orders any keys). The queue uses that as
 //! a radix heap does (Ahuja, Mehlhorn, Orlin and Tarjan, 1990), with digits of `DIGIT_BITS`
 //! bits as a hierarchical timing wheel has, and only down to windows of 2^WINDOW_NS_BITS ns:
 //! the events in the window of the last event popped sit in a 4-ary heap; every later one
@@ -44,9 +46,12 @@ const WINDOW_NS_BITS: u32 = 16;
 const WINDOW_MASK: u64 = (1 << WINDOW_NS_BITS) - 1;
 /// In the heap an event's key is its time within the window and its sequence number in one
 /// `u64` (the window's higher time bits are those of `last_ns`, common to all): one compare
-/// and 24-byte entries instead of a `u128` key. Sequence numbers must stay below 2^48
-/// (2.8·10^14 events, some years of simulation at today's pace).
+/// and 24-byte entries instead of a `u128` key. Sequence numbers must stay below 2^47
+/// (1.4·10^14 events, some years of simulation at today's pace).
 const SEQ_BITS: u32 = 64 - WINDOW_NS_BITS;
+/// Set in the sequence number of an event pushed with `push_after_ties`: above every
+/// sequence number `push` gives (those stay below 2^47).
+const AFTER_TIES: u64 = 1 << (SEQ_BITS - 1);
 /// Time bits above the window are split in digits of `DIGIT_BITS`, each level with a
 /// bucket per digit value (a hierarchical timing wheel): an event moves down at most once
 /// per level, `LEVELS` times in all, where one bucket per bit moved it once per bit.
@@ -159,11 +164,25 @@ impl EventQueue {
     /// callers; `file` is inlined here and in the refill loop instead (one call per push).
     #[inline(never)]
     pub fn push(&mut self, at: Instant, event: Event) {
+        self.push_with_flags(at, event, 0);
+    }
+
+    /// As `push`, but the event pops after every event of its time pushed with `push`, even
+    /// a later one (among themselves these keep insertion order): for an event scheduled
+    /// long before the moment the event-by-event model schedules it (a chained hop's
+    /// arrival, `crate::link`), which there comes after the events of its time scheduled
+    /// in between (an endpoint's timers).
+    pub fn push_after_ties(&mut self, at: Instant, event: Event) {
+        self.push_with_flags(at, event, AFTER_TIES);
+    }
+
+    #[inline(always)]
+    fn push_with_flags(&mut self, at: Instant, event: Event, flags: u64) {
         let at_ns = at.as_nanos();
         assert!(at_ns >= self.last_ns, "event at {at:?} scheduled before the event being handled at {:?}",
                 Instant(self.last_ns));
-        assert!(self.next_seq >> SEQ_BITS == 0, "more than 2^{SEQ_BITS} events");
-        self.file(Later { at_ns, seq: self.next_seq, event });
+        assert!(self.next_seq < AFTER_TIES, "more than 2^{} events", SEQ_BITS - 1);
+        self.file(Later { at_ns, seq: self.next_seq | flags, event });
         self.next_seq += 1;
     }
 
@@ -261,6 +280,27 @@ mod tests {
         assert_eq!(q.events_processed(), 4);
     }
 
+    /// An event pushed after the ties pops after every plain one of its time, also those
+    /// pushed later and those pushed while it is being handled; among themselves such
+    /// events keep insertion order.
+    #[test]
+    fn after_ties_pops_after_the_plain_events_of_its_time() {
+        let mut q = EventQueue::default();
+        q.push_after_ties(Instant(5), Event::Unit { unit: 0 });
+        q.push_after_ties(Instant(5), Event::Unit { unit: 1 });
+        q.push(Instant(5), Event::Unit { unit: 2 });
+        q.push(Instant(6), Event::Unit { unit: 3 });
+        q.push(Instant(5), Event::Unit { unit: 4 });
+        let mut order = Vec::new();
+        while let Some((t, Event::Unit { unit })) = q.pop() {
+            order.push((t.as_nanos(), unit));
+            if unit == 0 {
+                q.push(Instant(5), Event::Unit { unit: 5 });
+            }
+        }
+        assert_eq!(order, [(5, 2), (5, 4), (5, 0), (5, 5), (5, 1), (6, 3)]);
+    }
+
     #[test]
     fn first_event_at_time_zero_and_far_future() {
         let mut q = EventQueue::default();
@@ -291,24 +331,24 @@ mod tests {
     #[derive(Debug, Clone)]
     enum Op {
         Pop,
-        Push { delay: u64 },
+        Push { delay: u64, after_ties: bool },
     }
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             3 => Just(Op::Pop),
             // Many exact ties (delay 0 and few distinct small delays) and some far-off timers.
-            2 => Just(Op::Push { delay: 0 }),
-            4 => (0u64..4).prop_map(|delay| Op::Push { delay }),
-            2 => (0u64..1 << 20).prop_map(|delay| Op::Push { delay }),
-            1 => (0u64..1 << 40).prop_map(|delay| Op::Push { delay }),
+            2 => any::<bool>().prop_map(|after_ties| Op::Push { delay: 0, after_ties }),
+            4 => (0u64..4, any::<bool>()).prop_map(|(delay, after_ties)| Op::Push { delay, after_ties }),
+            2 => (0u64..1 << 20).prop_map(|delay| Op::Push { delay, after_ties: false }),
+            1 => (0u64..1 << 40).prop_map(|delay| Op::Push { delay, after_ties: false }),
         ]
     }
 
     /// Pops both queues once and compares; the simulated time moves to the event popped.
-    fn pop_both(q: &mut EventQueue, reference: &mut BinaryHeap<Reverse<(u64, u64)>>, now: &mut u64)
+    fn pop_both(q: &mut EventQueue, reference: &mut BinaryHeap<Reverse<(u64, bool, u64)>>, now: &mut u64)
                 -> Result<(), TestCaseError> {
-        let want = reference.pop().map(|Reverse((t, s))| (Instant(t), Event::Unit { unit: s as u32 }));
+        let want = reference.pop().map(|Reverse((t, _, s))| (Instant(t), Event::Unit { unit: s as u32 }));
         prop_assert_eq!(q.peek_time(), want.map(|(t, _)| t));
         prop_assert_eq!(q.pop(), want);
         if let Some((t, _)) = want {
@@ -319,7 +359,8 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
-        /// The reference is the queue this one replaced: a binary heap of (time, sequence).
+        /// The reference is the queue this one replaced: a binary heap of (time, sequence),
+        /// with `push_after_ties` between the two: (time, after ties, sequence).
         #[test]
         fn pops_exactly_as_a_binary_heap_of_time_and_sequence(
             start in 0u64..1 << 50, ops in prop::collection::vec(op(), 0..600)
@@ -330,9 +371,14 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Pop => pop_both(&mut q, &mut reference, &mut now)?,
-                    Op::Push { delay } => {
-                        q.push(Instant(now + delay), Event::Unit { unit: seq as u32 });
-                        reference.push(Reverse((now + delay, seq)));
+                    Op::Push { delay, after_ties } => {
+                        let event = Event::Unit { unit: seq as u32 };
+                        if after_ties {
+                            q.push_after_ties(Instant(now + delay), event);
+                        } else {
+                            q.push(Instant(now + delay), event);
+                        }
+                        reference.push(Reverse((now + delay, after_ties, seq)));
                         seq += 1;
                     }
                 }

@@ -13,6 +13,13 @@
 //! would have made them. Only ties change: a transmission that ends at the very time a
 //! packet is offered counts as ended first, and the arrival is scheduled earlier (so
 //! arrivals of equal time may be handled in another order).
+//!
+//! A computed link may also be "chained" to the links at its far end (`chained`, set by the
+//! simulator where it is sound: the bottleneck direction that alone feeds the access links
+//! after it, which provably never drop). Its packets then never enter its pipe: the
+//! simulator offers each to the next hop at its arrival time as soon as this link accepts
+//! it, and only the arrival at the next hop's far end is an event (two hops, one event).
+//! The next hop's queue is thus offered packets ahead of simulated time, in order.
 
 use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
 use std::collections::VecDeque;
@@ -48,6 +55,13 @@ pub struct Link {
     sending_end: Instant,
     /// Computed: when the transmission of the last packet accepted ends.
     busy_until: Instant,
+    /// Computed, and its arrivals are no events: the next hop is offered each packet when
+    /// this link accepts it (see the module doc; `pass_chained`).
+    pub chained: bool,
+    /// Its arrivals are scheduled after the other events of their time
+    /// (`EventQueue::push_after_ties`): set where a chained link feeds it and its own delay
+    /// is shorter than the chained link's (see `Simulator::chain_hop`).
+    pub arrivals_after_ties: bool,
 }
 
 impl Link {
@@ -56,7 +70,8 @@ impl Link {
                queue: Accounted<AnyQdisc>, to_node: u32, rng: Rng) -> Self {
         Link { name, rate_bps, delay, jitter_max, loss, drop_nth: Vec::new(), arrivals: 0, queue, to_node, sending: None,
                pipe: VecDeque::new(), rng, tx_pkts: 0, tx_bytes: 0, last_arrival: Instant::ZERO, computed: false,
-               sending_end: Instant::ZERO, busy_until: Instant::ZERO }
+               sending_end: Instant::ZERO, busy_until: Instant::ZERO, chained: false,
+               arrivals_after_ties: false }
     }
 
     /// If idle, take the next packet from the queue; returns when its serialization ends.
@@ -100,6 +115,23 @@ impl Link {
     /// new head (the caller schedules Arrive only then); the queue's drops are in
     /// `queue.last_drops()`.
     pub fn offer_computed(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
+        let tx_end = self.accept_computed(pkt, now)?;
+        // What the queue stamps on the packet it holds, and would hand out.
+        self.enter_pipe(Packet { arrival: now, ..pkt }, tx_end)
+    }
+
+    /// Chained link: offer a packet at `now` as `offer_computed` does; an accepted packet
+    /// does not enter the pipe: returns when it reaches the far end, where the caller
+    /// offers it to the next hop. A chained link has no jitter, so its transmissions'
+    /// order and spacing carry over to the far end.
+    pub fn pass_chained(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
+        debug_assert!(self.chained && self.jitter_max == Duration::ZERO);
+        Some(self.accept_computed(pkt, now)? + self.delay)
+    }
+
+    /// Computed link: the queue takes or drops a packet offered at `now` (settled up to
+    /// `now` first); returns when the transmission of an accepted one ends.
+    fn accept_computed(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
         debug_assert!(self.computed);
         self.settle(now, true);
         self.queue.enqueue(pkt, now);
@@ -113,8 +145,7 @@ impl Link {
             self.sending_end = self.start_tx(now).expect("the packet just accepted");
             debug_assert_eq!(self.sending_end, tx_end);
         }
-        // What the queue stamps on the packet it holds, and would hand out.
-        self.enter_pipe(Packet { arrival: now, ..pkt }, tx_end)
+        Some(tx_end)
     }
 
     /// Computed link: performs the transmissions that end by `until` (at `until` too when

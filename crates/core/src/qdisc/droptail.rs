@@ -65,6 +65,14 @@ pub struct DropTail {
     backlog_bytes: u64,
 }
 
+impl DropTail {
+    /// Whether a queue of `pkts` packets of `bytes` in all is within both limits: an
+    /// arrival that leaves it so is never dropped.
+    pub fn holds(&self, pkts: usize, bytes: u64) -> bool {
+        pkts <= self.limit_pkts && bytes <= self.limit_bytes
+    }
+}
+
 impl Qdisc for DropTail {
     fn enqueue(&mut self, pkt: Packet, cx: &mut Cx) {
         if self.queue.len() >= self.limit_pkts
@@ -159,8 +167,8 @@ mod tests {
     }
 
     proptest! {
-        /// Conservation in packets and bytes, and the limits, under random arrivals and
-        /// departures.
+        /// Conservation in packets and bytes, the limits, and `holds`, under random arrivals
+        /// and departures.
         #[test]
         fn accounting_holds_under_random_traffic(
             limit in 1u32..50,
@@ -170,7 +178,14 @@ mod tests {
             let mut q = droptail(Some(limit), limit_bytes);
             for (i, (is_enqueue, len, port)) in ops.into_iter().enumerate() {
                 let now = Instant(i as u64 * 1000);
-                if is_enqueue { q.enqueue(pkt(port, len), now); } else { q.dequeue(now); }
+                if is_enqueue {
+                    // `holds`: the arrival is kept exactly when the queue it makes is within the limits.
+                    let kept = q.inner().holds(q.len_pkts() + 1, q.backlog_bytes() + u64::from(len));
+                    q.enqueue(pkt(port, len), now);
+                    prop_assert_eq!(q.last_drops().is_empty(), kept);
+                } else {
+                    q.dequeue(now);
+                }
                 prop_assert!(q.check().is_ok(), "{:?}", q.check());
                 prop_assert!(q.len_pkts() <= limit as usize);
                 prop_assert!(q.backlog_bytes() <= limit_bytes.unwrap_or(u64::MAX));

@@ -187,6 +187,11 @@ impl Simulator {
             for link in 0..sim.links.len() as u32 {
                 sim.links[link as usize].computed = sim.may_compute_hops(link);
             }
+            for link in 0..sim.links.len() as u32 {
+                if sim.may_chain_hop(link) {
+                    sim.chain_hop(link);
+                }
+            }
         }
         Ok(sim)
     }
@@ -298,7 +303,11 @@ impl Simulator {
                 let to = l.to_node;
                 let (pkt, next) = l.arrive();
                 if let Some(at) = next {
-                    self.events.push(at, Event::Arrive { link });
+                    if l.arrivals_after_ties {
+                        self.events.push_after_ties(at, Event::Arrive { link });
+                    } else {
+                        self.events.push(at, Event::Arrive { link });
+                    }
                 }
                 match pkt {
                     Ok(pkt) => self.deliver(to, pkt),
@@ -474,12 +483,24 @@ mod tests {
         assert_eq!(comparable(sim.finish()), comparable(whole));
     }
 
+    /// Runs `sc` to its end; also returns how many packets the access links after the
+    /// bottleneck directions (`*_down`) were offered: the bottleneck's arrivals at its far
+    /// ends, the events a chain saves.
+    fn run_counting_far_end_arrivals(sc: &Scenario) -> (Results, u64) {
+        let mut sim = Simulator::new(sc).unwrap();
+        while !sim.advance(u64::MAX) {}
+        let arrivals = sim.links.iter().filter(|l| l.name.ends_with("_down")).map(|l| l.queue.stats().arrived_pkts).sum();
+        (sim.finish(), arrivals)
+    }
+
     /// `fifo_hops = "computed"` on one flow, whose packets never tie with another flow's:
-    /// every table is the same as with the events (the traced sender's per-packet rows too),
-    /// and exactly one event per transmission is saved, as every link is an untraced
-    /// DropTail: the TxDone events, one per packet sent on each hop (`packets`). The
-    /// 20-packet buffer overflows (drops on the bottleneck) and the access links queue the
-    /// sender's bursts, so the lazily settled dequeues matter.
+    /// every table is the same as with the events (the traced sender's per-packet rows too).
+    /// Every link is an untraced DropTail, and both bottleneck directions are chained to the
+    /// access links after them: the run saves one TxDone per transmission on each hop
+    /// (`packets`) and one Arrive per packet the bottleneck brought to those access links
+    /// (counted by their queues in the events run). The 20-packet buffer overflows (drops
+    /// on the bottleneck) and the access links queue the sender's bursts, so the lazily
+    /// settled dequeues matter.
     #[test]
     fn computed_hops_give_one_flows_tables_exactly() {
         let json = |hops: &str| format!(
@@ -487,30 +508,36 @@ mod tests {
                 "link":{{"rate_bps":1500001,"delay_ms":7.3,"access_rate_bps":9999991,"queue":{{"kind":"droptail","limit_pkts":20}}}},
                 "tcp":{{"delayed_ack":false}},"flows":[{{"app":"bulk","rtt_ms":93.7}}]}}"#
         );
-        let run = |hops: &str| simulate(&Scenario::from_json(&json(hops)).unwrap()).unwrap();
-        let (events, computed) = (run("events"), run("computed"));
+        let run = |hops: &str| run_counting_far_end_arrivals(&Scenario::from_json(&json(hops)).unwrap());
+        let ((events, far_end_arrivals), (computed, _)) = (run("events"), run("computed"));
         let bottleneck = &events.links[0];
         assert!(bottleneck.dropped_pkts > 0, "the buffer overflows");
         assert!(!events.trace.is_empty());
-        assert_eq!(events.events - computed.events, events.packets);
+        assert!(far_end_arrivals > 0);
+        assert_eq!(events.events - computed.events, events.packets + far_end_arrivals);
         assert_eq!(comparable_but_events(computed), comparable_but_events(events));
     }
 
     /// `fifo_hops = "computed"` where the links are watched: the mixed workloads with
     /// `[trace]` recording the bottleneck directions (their queue events, time series and
     /// pcap), over TAQ and over DropTail (whose bottleneck then keeps its events), give
-    /// the tables and traces of the events; and running in odd chunks (the lazy dequeues
-    /// are pending at every pause) gives the results of one uninterrupted run.
+    /// the tables and traces of the events; so does DropTail untraced (its directions
+    /// chained); and running in odd chunks (the lazy dequeues and the chained packets
+    /// offered ahead of time are pending at every pause) gives the results of one
+    /// uninterrupted run.
     #[test]
     fn computed_hops_keep_traces_and_chunked_runs_exact() {
         const TRACE: &str = r#""trace":{"interval_s":0.25,"all_flows":true,"links":true,"events":true,"pcap":"departures"},"#;
-        for queue in [r#"{"kind":"taq","limit_pkts":30}"#, r#"{"kind":"droptail","limit_pkts":30}"#] {
+        const DROPTAIL: &str = r#"{"kind":"droptail","limit_pkts":30}"#;
+        for (queue, trace) in [(r#"{"kind":"taq","limit_pkts":30}"#, TRACE), (DROPTAIL, TRACE), (DROPTAIL, "")] {
             let mixed = MIXED.replacen(r#"{"kind":"taq","limit_pkts":30}"#, queue, 1);
-            let with = |hops: &str| mixed.replacen('{', &format!(r#"{{{TRACE}"fifo_hops":"{hops}","#), 1);
+            let with = |hops: &str| mixed.replacen('{', &format!(r#"{{{trace}"fifo_hops":"{hops}","#), 1);
             let events = simulate(&Scenario::from_json(&with("events")).unwrap()).unwrap();
             let sc = Scenario::from_json(&with("computed")).unwrap();
+            // Untraced, the DropTail bottleneck's directions are chained.
+            assert_eq!(Simulator::new(&sc).unwrap().links[0].chained, trace.is_empty(), "{queue}");
             let computed = simulate(&sc).unwrap();
-            assert!(computed.events < events.events && !computed.traces.events.is_empty(), "{queue}");
+            assert!(computed.events < events.events && computed.traces.events.is_empty() == trace.is_empty(), "{queue}");
             assert_eq!(comparable_but_events(computed), comparable_but_events(events), "{queue}");
             let whole = simulate(&sc).unwrap();
             let mut sim = Simulator::new(&sc).unwrap();
@@ -548,6 +575,39 @@ mod tests {
         assert!(sim.links[up].jitter_max > Duration::ZERO && sim.may_compute_hops(up as u32));
         sim.links[up].loss = 0.01;
         assert!(!sim.may_compute_hops(up as u32));
+    }
+
+    /// Which bottleneck directions are chained to the access links after them
+    /// (`may_chain_hop`): both on a lossless DropTail dumbbell whose access links are at
+    /// least as fast as the bottleneck (equal rates too); not a direction that loses
+    /// packets at arrival (`loss`, `drop_nth`), whose losses would be decided ahead of time;
+    /// not the diamond's forward direction, as R2 is fed by both paths (its reverse
+    /// direction is alone and chains); neither direction when the access links are slower
+    /// than the bottleneck (their queues may grow without bound); no link with the events.
+    /// Which access links schedule their arrivals after ties (`Simulator::chain_hop`).
+    #[test]
+    fn the_chain_falls_back_where_it_must() {
+        let chained = |hops: &str, extra: &str, link: &str| {
+            let json = format!(r#"{{"fifo_hops":"{hops}",{extra}"link":{{"rate_bps":1000000,{link}"queue":{{"kind":"droptail"}}}},
+                "flows":[{{"app":"bulk","count":2}}]}}"#);
+            let sim = Simulator::new(&Scenario::from_json(&json).unwrap()).unwrap();
+            sim.links.iter().filter(|l| l.chained).map(|l| l.name.as_str()).collect::<Vec<_>>().join(" ")
+        };
+        let both = "bottleneck bottleneck_reverse";
+        assert_eq!(chained("computed", "", ""), both);
+        assert_eq!(chained("computed", "", r#""access_rate_bps":1000000,"#), both);
+        assert_eq!(chained("computed", "", r#""loss":0.01,"#), "bottleneck_reverse");
+        assert_eq!(chained("computed", "", r#""reverse_loss":0.01,"#), "bottleneck");
+        assert_eq!(chained("computed", "", r#""drop_nth":[5],"#), "bottleneck_reverse");
+        assert_eq!(chained("computed", r#""topology":{"kind":"diamond"},"#, ""), "bottleneck_reverse");
+        assert_eq!(chained("computed", "", r#""access_rate_bps":999999,"#), "");
+        assert_eq!(chained("events", "", ""), "");
+        // The receivers' links (no delay, behind a bottleneck of 1 ms) schedule their
+        // arrivals after the ties; the senders' (delay: half the 100 ms RTT less 1 ms) not.
+        let sim = Simulator::new(&Scenario::from_json(
+            r#"{"fifo_hops":"computed","flows":[{"app":"bulk","count":2,"rtt_ms":100}]}"#).unwrap()).unwrap();
+        let after_ties: Vec<&str> = sim.links.iter().filter(|l| l.arrivals_after_ties).map(|l| l.name.as_str()).collect();
+        assert_eq!(after_ties, ["receiver0_down", "receiver1_down"]);
     }
 
     /// Per-group `[flows.tcp]`: each group's sender sends its first flight by its own knobs.

@@ -3,12 +3,12 @@
 
 use super::endpoints::left_network;
 use super::Simulator;
-use crate::config::Routing;
+use crate::config::{Routing, HEADER_BYTES};
 use crate::event::Event;
 use crate::link::Link;
 use rustc_hash::FxHashMap;
 use smallpipe_core::qdisc::flow_hash;
-use smallpipe_core::{Accounted, ConfigError, Duration, Packet, QdiscConfig, Rng};
+use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, Packet, QdiscConfig, Rng};
 
 pub(super) enum Node {
     /// An end host: everything it sends leaves on one access link.
@@ -88,6 +88,9 @@ impl Simulator {
 
     pub(super) fn enqueue(&mut self, link: u32, pkt: Packet) {
         let l = &mut self.links[link as usize];
+        if l.chained {
+            return self.pass_chained(link, pkt);
+        }
         if l.computed {
             // No TxDone: the departure is known now (`Link::offer_computed`); untraced.
             if let Some(at) = l.offer_computed(pkt, self.now) {
@@ -104,6 +107,73 @@ impl Simulator {
         let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
         left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
         self.start_tx(link);
+    }
+
+    /// A chained link takes `pkt` now and, without an event at its far end, hands it to the
+    /// next hop at its arrival time there (`Link::pass_chained`); only the next hop's
+    /// arrival is scheduled. A packet that would reach the far end at or after the run's
+    /// end stays on the wire, as with the events.
+    fn pass_chained(&mut self, link: u32, pkt: Packet) {
+        let l = &mut self.links[link as usize];
+        let Some(at) = l.pass_chained(pkt, self.now) else {
+            let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
+            return left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
+        };
+        if at >= self.end {
+            return;
+        }
+        let Node::Router { routes } = &self.nodes[l.to_node as usize] else { unreachable!("a chained link ends at a router") };
+        let next = *routes.get(&pkt.flow.dst_ip).expect("every host address is routed");
+        let n = &mut self.links[next as usize];
+        // The packet as the far end receives it: stamped by the queue it left.
+        match n.offer_computed(Packet { arrival: self.now, ..pkt }, at) {
+            Some(arrival) if n.arrivals_after_ties => self.events.push_after_ties(arrival, Event::Arrive { link: next }),
+            Some(arrival) => self.events.push(arrival, Event::Arrive { link: next }),
+            None => {}
+        }
+        assert!(n.queue.last_drops().is_empty(), "{}: a chained hop dropped a packet (see may_chain_hop)", n.name);
+    }
+
+    /// Whether `link` may be chained to the links at its far end (`Link::chained`). It must
+    /// be a bottleneck direction. Every packet it carries must be chained, or none, as the
+    /// next hops are then offered packets ahead of time; so it must be computed, decide
+    /// nothing at arrival (no loss draws, no `drop_nth`) and keep its departures' spacing to
+    /// the far end (no jitter); it must end at a router that no other bottleneck link feeds
+    /// (the diamond's two paths both end at R2; the access links coming up to a router
+    /// carry packets for the other side only); and each access link it feeds there must be
+    /// computed and provably never drop (`never_drops`).
+    pub(super) fn may_chain_hop(&self, link: u32) -> bool {
+        let l = &self.links[link as usize];
+        if !is_reported(&l.name) || !l.computed || l.loss > 0.0 || !l.drop_nth.is_empty() || l.jitter_max > Duration::ZERO {
+            return false;
+        }
+        let sole_feeder = self.links.iter().enumerate()
+            .all(|(i, o)| i == link as usize || !is_reported(&o.name) || o.to_node != l.to_node);
+        let Node::Router { routes } = &self.nodes[l.to_node as usize] else { return false };
+        let largest_bytes = self.params.iter().map(|p| u64::from(HEADER_BYTES) + MAX_TCP_OPTION_BYTES + p.mss).max().unwrap_or(0);
+        sole_feeder && routes.values().map(|&m| &self.links[m as usize]).filter(|m| !is_reported(&m.name))
+            .all(|m| m.computed && never_drops(l, m, largest_bytes))
+    }
+
+    /// Chains `link` to the access links at its far end (see `may_chain_hop`), and picks
+    /// where their arrivals go among events of equal time. The events schedule such an
+    /// arrival when its transmission ends, the access link's delay before it; chained, it is
+    /// scheduled when `link` takes the packet, its sojourn and delay there earlier still. An
+    /// event of the same time scheduled in between comes before it with the events, after
+    /// it chained; scheduled after the ties, it comes after every such event, also those
+    /// the events schedule within the access link's delay. The shorter of the two windows
+    /// decides (a receiver's link of no delay behind a bottleneck of 1 ms takes the ties;
+    /// a sender's link of 99 ms does not). Either order is a valid run; this only keeps
+    /// equal-time ties as the events order them in most cases.
+    pub(super) fn chain_hop(&mut self, link: u32) {
+        let l = &mut self.links[link as usize];
+        l.chained = true;
+        let delay = l.delay;
+        let Node::Router { routes } = &self.nodes[l.to_node as usize] else { unreachable!("checked by may_chain_hop") };
+        for &m in routes.values() {
+            let next = &mut self.links[m as usize];
+            next.arrivals_after_ties |= !is_reported(&next.name) && next.delay < delay;
+        }
     }
 
     /// An idle link takes its queue's next packet (traced: what the queue gave and dropped).
@@ -123,7 +193,94 @@ impl Simulator {
     }
 }
 
+/// The most option bytes a TCP header carries (a 4-bit data offset in words: 60 bytes).
+const MAX_TCP_OPTION_BYTES: u64 = 40;
+
+/// Whether the DropTail of `next`, fed only by the FIFO link `feeder` without jitter, can
+/// never drop, with no packet larger than `largest_bytes` nor smaller than a bare IP and
+/// TCP header. At least as fast as the feeder, `next` takes no longer to send a packet
+/// than the feeder did, and packets reach it at least the feeder's sending time of each
+/// apart; so the work queued there just after an arrival never exceeds one largest packet
+/// (by induction over the arrivals), and a packet is still being sent when the ones behind
+/// it arrived within that time: fewer than `S_next(largest) / S_feeder(smallest)` of them
+/// (S: a link's sending time, rounded as the simulator rounds it). The queue must hold
+/// that many packets, all of the largest size.
+fn never_drops(feeder: &Link, next: &Link, largest_bytes: u64) -> bool {
+    let AnyQdisc::DropTail(q) = next.queue.inner() else { return false };
+    let spacing = Duration::serialization(u64::from(HEADER_BYTES), feeder.rate_bps).as_nanos();
+    let most_waiting = Duration::serialization(largest_bytes, next.rate_bps).as_nanos().div_ceil(spacing) as usize;
+    next.rate_bps >= feeder.rate_bps && q.holds(most_waiting, most_waiting as u64 * largest_bytes)
+}
+
 /// The links the results table reports: the bottleneck's directions and the diamond's path 2.
 pub(super) fn is_reported(link_name: &str) -> bool {
     link_name.starts_with("bottleneck")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smallpipe_core::qdisc::DropTailConfig;
+    use smallpipe_core::Instant;
+
+    fn computed_link(name: &str, rate_bps: u64, limit_pkts: u32) -> Link {
+        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(limit_pkts), limit_bytes: None });
+        let q = Accounted::new(q.build().unwrap(), Rng::new(1, 2));
+        let mut link = Link::new(name.into(), rate_bps, Duration::from_millis(3), Duration::ZERO, 0.0, q, 1, Rng::new(1, 3));
+        link.computed = true;
+        link
+    }
+
+    /// Offers `(gap_ns, ip_len_bytes)` to `feeder` and each packet it accepts to `next` at
+    /// its arrival there, as the simulator chains them; returns the most packets ever
+    /// waiting at `next` and its drops.
+    fn chain(feeder: &mut Link, next: &mut Link, offers: &[(u64, u16)]) -> (usize, u64) {
+        feeder.chained = true;
+        let (mut now, mut most_waiting) = (Instant::ZERO, 0);
+        for &(gap_ns, ip_len_bytes) in offers {
+            now += Duration(gap_ns);
+            if let Some(at) = feeder.pass_chained(Packet { ip_len_bytes, ..Packet::default() }, now) {
+                next.offer_computed(Packet { ip_len_bytes, ..Packet::default() }, at);
+                most_waiting = most_waiting.max(next.queue.len_pkts());
+            }
+        }
+        (most_waiting, next.queue.stats().total_dropped_pkts())
+    }
+
+    /// `never_drops` against the worst case it bounds. A 1 Mbit/s feeder and an access link
+    /// as fast: one largest packet (1448 bytes of payload, 80 of headers with the most TCP
+    /// options: 12 224 µs to send) then bare headers back to back (40 bytes: 320 µs apart)
+    /// keep at most ⌈12 224 / 320⌉ = 39 packets waiting; that burst reaches 38 (those
+    /// arriving while the large one is sent), so the bound is within one of tight, and
+    /// random traffic that keeps the feeder busy stays under it, with no drop. An access
+    /// link 1% slower is refused: fed large packets back to back its queue grows with
+    /// every one (1 in 100), past any limit.
+    #[test]
+    fn a_chained_hop_holds_at_most_the_bound() {
+        let (rate_bps, largest) = (1_000_000, 1448 + 80);
+        let bound = 39;
+        let mut burst = vec![(1_000_000_000, largest as u16)];
+        burst.extend([(0, 40); 60]);
+        let mut rng = Rng::new(7, 1);
+        let random: Vec<(u64, u16)> = (0..20_000)
+            .map(|_| (rng.below_inclusive(12_000_000), 40 + rng.below_inclusive(largest - 40) as u16))
+            .collect();
+        let fresh = |limit| (computed_link("bottleneck", rate_bps, 10_000), computed_link("receiver0_down", rate_bps, limit));
+
+        let (feeder, next) = fresh(bound as u32);
+        assert!(never_drops(&feeder, &next, largest));
+        let (_, next) = fresh(bound as u32 - 2);
+        assert!(!never_drops(&feeder, &next, largest));
+        let (mut feeder, mut next) = fresh(bound as u32);
+        assert_eq!(chain(&mut feeder, &mut next, &burst), (bound - 1, 0));
+        let (mut feeder, mut next) = fresh(bound as u32);
+        let (most_waiting, drops) = chain(&mut feeder, &mut next, &[random.as_slice(), &burst, &random].concat());
+        assert!(most_waiting <= bound && drops == 0, "{most_waiting} waiting, {drops} drops");
+
+        let slower = computed_link("receiver0_down", rate_bps * 99 / 100, bound as u32);
+        assert!(!never_drops(&feeder, &slower, largest));
+        let (mut feeder, mut slower) = (computed_link("bottleneck", rate_bps, 10_000), slower);
+        let (most_waiting, drops) = chain(&mut feeder, &mut slower, &vec![(0, largest as u16); 5_000]);
+        assert!(most_waiting == bound && drops > 0, "{most_waiting} waiting, {drops} drops");
+    }
 }
