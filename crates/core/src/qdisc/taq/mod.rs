@@ -42,8 +42,9 @@
 //!
 //! Complexity: enqueue and dequeue are O(1) amortised plus `sweep_flows_per_op` epoch
 //! roll-overs; an overflow drop predicts at most `drop_search_pkts` packets per queue
-//! (7 queues) and removes from the middle of one queue, O(`limit_pkts`). Memory: the flow
-//! table (`flow_table_capacity` entries of 208 bytes plus the index), the pool table
+//! (7 queues) and removes from the middle of one queue, O(`limit_pkts`); with
+//! `reclassify_waiting`, moving a flow's waiting packets to level 2 is O(`limit_pkts`) too.
+//! Memory: the flow table (`flow_table_capacity` entries of 208 bytes plus the index), the pool table
 //! (`pool_table_capacity` entries of 48 bytes), at most `limit_pkts + 1` queued packets and
 //! `admission_hold_syns` held SYNs.
 //! [`Taq::taq_snapshot`] is read-only and O(flows).
@@ -564,7 +565,7 @@ impl Taq {
             return;
         }
         let class = self.class_of(slot, false, now);
-        if class.rank() < TaqQueue::AboveFairShare.rank() {
+        if class != TaqQueue::AboveFairShare {
             self.promoted_pkts += self.sched.promote(slot, TaqQueue::AboveFairShare, class) as u64;
             self.flows[slot as usize].queue = class;
         }

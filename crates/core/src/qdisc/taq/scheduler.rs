@@ -70,11 +70,6 @@ impl TaqQueue {
     pub fn is_recovery(self) -> bool {
         (self as usize) < 3
     }
-    /// Priority for service, lower first: the Recovery classes in their strict order, then
-    /// level 2's three queues at one rank (equal priority), then level 3.
-    pub fn rank(self) -> usize {
-        (self as usize).min(TaqQueue::NewFlow as usize) + (self == TaqQueue::AboveFairShare) as usize
-    }
 }
 
 /// A queued packet with what the discipline learned on its arrival.

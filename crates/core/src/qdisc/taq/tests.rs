@@ -520,6 +520,7 @@ proptest! {
         hold in 0u32..6,
         one_pool in any::<bool>(),
         while_active in any::<bool>(),
+        reclassify_waiting in any::<bool>(),
         ops in tcp_ops(),
     ) {
         let flow_cap = limit + extra_flows;
@@ -533,6 +534,7 @@ proptest! {
             t_wait_policy: if one_pool { TWaitPolicy::OnePoolFifo } else { TWaitPolicy::AllWaiting },
             pool_lifetime: if while_active { PoolLifetime::WhileActive } else { PoolLifetime::Window },
             fairness: if pool_fairness { FairnessUnit::Pool } else { FairnessUnit::Flow },
+            reclassify_waiting,
             ..cfg()
         };
         let mut q = taq(c);
