@@ -100,13 +100,13 @@ def test_drop_independence_counts_drops_after_drops_and_spurious_resends():
 def test_box_transits_tell_copies_of_a_segment_apart_by_ip_id():
     # One flow: segments 0 and 1 sent, 1 dropped in the box; 1 resent (a new IP ID) and
     # delivered. Matching on sequence numbers alone would count the original as delivered.
-    import dpkt
+    # The packets carry the fields box_transits reads, as dpkt's IP and TCP objects name them.
+    from types import SimpleNamespace
 
     def seg(seq, ip_id, t):
-        tcp = dpkt.tcp.TCP(sport=80, dport=5000, seq=ISN + 1 + seq * MSS, flags=dpkt.tcp.TH_ACK, data=b"x" * MSS)
-        ip = dpkt.ip.IP(src=b"\xc6\x13\x00\x01", dst=b"\xc6\x12\x00\x01", p=6, id=ip_id, data=tcp)
-        ip.len = 20 + len(bytes(tcp))
-        return t, dpkt.ip.IP(bytes(ip))
+        tcp = SimpleNamespace(sport=80, dport=5000, seq=ISN + 1 + seq * MSS, off=5)
+        return t, SimpleNamespace(src=b"\xc6\x13\x00\x01", dst=b"\xc6\x12\x00\x01", id=ip_id, hl=5,
+                                  len=40 + MSS, data=tcp)
 
     b_in = [seg(0, 7, 1.0), seg(1, 8, 1.1), seg(1, 9, 2.0)]
     a_out = [seg(0, 7, 1.2), seg(1, 9, 2.3)]
