@@ -216,8 +216,9 @@ def fig8_30k(seed: int) -> None:
 def reclassify(seed: int) -> None:
     """TAQ at every quick Figure 8 point (0.5, 1 and 2 Mbit/s; 5 to 100 kbit/s per flow;
     1000 s), with the knob `reclassify_waiting` off (the default) and on: the 20 s index,
-    timeouts per flow, loss and the p99 and largest queueing delay, with DropTail's timeouts
-    beside them."""
+    timeouts per flow, loss, the p99 and largest queueing delay and the mean packets queued
+    in levels 2 and 3 (`queue_states` at each 20 s slice after the first), with DropTail's
+    timeouts beside them."""
     for rate_bps in taq_fig8.RATES_BPS:
         for fair_share_bps in taq_aqm.FAIR_SHARES_BPS:
             cells = []
@@ -230,9 +231,12 @@ def reclassify(seed: int) -> None:
                     cells.append(f"DropTail timeouts per flow {row['timeouts_per_flow']:.1f}")
                     continue
                 link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
+                states = result.queue_states.filter(pl.col("time_ns") >= 20e9)
+                level2 = sum(states[f"queued_{q}"] for q in ("new_flow", "over_penalized", "below_fair_share"))
                 cells.append(f"{'on' if len(queue) > 1 else 'off'}: Jain {row['short_term_jain']:.3f}, timeouts per flow "
                              f"{row['timeouts_per_flow']:.1f}, loss {row['loss_rate']:.3f}, delay p99 / max "
-                             f"{link['queue_delay_p99_ms']:.0f} / {link['queue_delay_max_ms']:.0f} ms")
+                             f"{link['queue_delay_p99_ms']:.0f} / {link['queue_delay_max_ms']:.0f} ms, packets in level 2 / 3 "
+                             f"{level2.mean():.1f} / {states['queued_above_fair_share'].mean():.1f}")
             print(f"{rate_bps / 1e6:g} Mbit/s, {fair_share_bps / 1e3:g} kbit/s per flow: " + "; ".join(cells), flush=True)
 
 
