@@ -6,7 +6,8 @@ streamed), one `benches/fig52_scale.py` process per size.
     python benches/fig52_memory.py --from-json docs/memory_fig52.json --plot docs/memory_fig52.png
 
 ``--add-run DIR`` adds the ``resources.json`` of an earlier `fig52_scale.py` run (e.g. the
-10^7-flow one) without running it again.
+10^7-flow one) without running it again, also to the rows of ``--from-json``; a run with
+``fifo_hops`` other than ``events`` is labelled on the plot.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ def plot(rows: list[dict[str, float]], path: Path) -> None:
     rows = sorted(rows, key=lambda r: r["flows_started"])
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot([r["flows_started"] for r in rows], [r["peak_rss_mib"] for r in rows], marker="o")
+    for r in rows:
+        if r.get("fifo_hops", "events") != "events":  # runs before the knob existed had none
+            ax.annotate(f"fifo_hops = {r['fifo_hops']}", (r["flows_started"], r["peak_rss_mib"]),
+                        textcoords="offset points", xytext=(-10, 8), ha="right", fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("flows in the run (TCP, Figure 5.2 scenario, rows streamed)")
     ax.set_ylabel("peak RSS (MiB)")
@@ -56,11 +61,8 @@ def main() -> None:
     parser.add_argument("--from-json", type=Path)
     parser.add_argument("--plot", type=Path, default=Path("results/memory_fig52.png"))
     args = parser.parse_args()
-    if args.from_json:
-        rows = json.loads(args.from_json.read_text())
-    else:
-        rows = [measure(n) for n in args.flows]
-        rows += [json.loads((d / "resources.json").read_text())["runs"][0] for d in args.add_run]
+    rows = json.loads(args.from_json.read_text()) if args.from_json else [measure(n) for n in args.flows]
+    rows += [json.loads((d / "resources.json").read_text())["runs"][0] for d in args.add_run]
     for r in sorted(rows, key=lambda r: r["flows_started"]):
         print(f"{r['flows_started']:>12,} flows: peak {r['peak_rss_mib']:7.1f} MiB, {r['wall_s']:7.1f} s")
     if args.json:
