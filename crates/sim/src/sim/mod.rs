@@ -284,7 +284,7 @@ impl Simulator {
                 let l = &mut self.links[link as usize];
                 let sent = l.sending;
                 if let Some(at) = l.finish_tx(self.now) {
-                    self.events.push(at, Event::Arrive { link });
+                    self.schedule_arrival(link, at);
                 }
                 if let (Some(r), Some(pkt)) = (self.recorder.as_mut().filter(|r| r.traces(link)), &sent) {
                     r.on_departure(pkt, self.now);
@@ -303,11 +303,7 @@ impl Simulator {
                 let to = l.to_node;
                 let (pkt, next) = l.arrive();
                 if let Some(at) = next {
-                    if l.arrivals_after_ties {
-                        self.events.push_after_ties(at, Event::Arrive { link });
-                    } else {
-                        self.events.push(at, Event::Arrive { link });
-                    }
+                    self.schedule_arrival(link, at);
                 }
                 match pkt {
                     Ok(pkt) => self.deliver(to, pkt),

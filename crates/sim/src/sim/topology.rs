@@ -8,7 +8,7 @@ use crate::event::Event;
 use crate::link::Link;
 use rustc_hash::FxHashMap;
 use smallpipe_core::qdisc::flow_hash;
-use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, Packet, QdiscConfig, Rng};
+use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, Instant, Packet, QdiscConfig, Rng};
 
 pub(super) enum Node {
     /// An end host: everything it sends leaves on one access link.
@@ -94,9 +94,9 @@ impl Simulator {
         if l.computed {
             // No TxDone: the departure is known now (`Link::offer_computed`); untraced.
             if let Some(at) = l.offer_computed(pkt, self.now) {
-                self.events.push(at, Event::Arrive { link });
+                self.schedule_arrival(link, at);
             }
-            let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
+            let dropped = self.links[link as usize].queue.last_drops().iter().map(|(p, _)| p);
             left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
             return;
         }
@@ -126,12 +126,22 @@ impl Simulator {
         let next = *routes.get(&pkt.flow.dst_ip).expect("every host address is routed");
         let n = &mut self.links[next as usize];
         // The packet as the far end receives it: stamped by the queue it left.
-        match n.offer_computed(Packet { arrival: self.now, ..pkt }, at) {
-            Some(arrival) if n.arrivals_after_ties => self.events.push_after_ties(arrival, Event::Arrive { link: next }),
-            Some(arrival) => self.events.push(arrival, Event::Arrive { link: next }),
-            None => {}
-        }
+        let arrival = n.offer_computed(Packet { arrival: self.now, ..pkt }, at);
         assert!(n.queue.last_drops().is_empty(), "{}: a chained hop dropped a packet (see may_chain_hop)", n.name);
+        if let Some(arrival) = arrival {
+            self.schedule_arrival(next, arrival);
+        }
+    }
+
+    /// Schedules `link`'s next arrival at its far end: after the other events of its time
+    /// where the link asks for that (`Link::arrivals_after_ties`, set by `chain_hop`).
+    pub(super) fn schedule_arrival(&mut self, link: u32, at: Instant) {
+        let event = Event::Arrive { link };
+        if self.links[link as usize].arrivals_after_ties {
+            self.events.push_after_ties(at, event);
+        } else {
+            self.events.push(at, event);
+        }
     }
 
     /// Whether `link` may be chained to the links at its far end (`Link::chained`). It must
@@ -221,7 +231,6 @@ pub(super) fn is_reported(link_name: &str) -> bool {
 mod tests {
     use super::*;
     use smallpipe_core::qdisc::DropTailConfig;
-    use smallpipe_core::Instant;
 
     fn computed_link(name: &str, rate_bps: u64, limit_pkts: u32) -> Link {
         let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(limit_pkts), limit_bytes: None });
