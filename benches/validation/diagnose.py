@@ -580,10 +580,16 @@ def testbed_senders(d):
     """`sender_view` of a testbed capture directory's box.pcapng. The testbed's data senders
     are the servers, on side b: they send into b_in, the clients' ACKs leave the box at
     b_out (after the box's per-client delay)."""
+    by_point = box_points(d)
+    return sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+
+
+def box_points(d):
+    """A testbed capture directory's box.pcapng as {point: [(time s, IP packet)]}."""
     by_point = {}
     for point, t, ip in capture_points(d / "box.pcapng"):
         by_point.setdefault(point, []).append((t, ip))
-    return sender_view(by_point["b_in"], by_point["a_out"], by_point["b_out"])
+    return by_point
 
 
 def box_transits(by_point):
@@ -595,16 +601,14 @@ def box_transits(by_point):
         return ip.src, ip.data.sport, ip.dst, ip.data.dport, ip.data.seq, ip.id, payload_len(ip)
 
     left = {key(ip): t for t, ip in by_point["a_out"] if payload_len(ip)}
-    smax, transits = {}, []
+    first_seq, smax, transits = {}, {}, []  # per flow: its first sequence number, highest sent
     for t, ip in by_point["b_in"]:
         if n := payload_len(ip):
             k = key(ip)
             flow = k[:4]
-            isn = smax.setdefault(flow, (ip.data.seq, 0))[0]
-            seq = (ip.data.seq - isn) % (1 << 32)
-            resend = seq < smax[flow][1]
-            smax[flow] = (isn, max(smax[flow][1], seq + n))
-            transits.append((flow, t, left.get(k), resend))
+            seq = (ip.data.seq - first_seq.setdefault(flow, ip.data.seq)) % (1 << 32)
+            transits.append((flow, t, left.get(k), seq < smax.get(flow, 0)))
+            smax[flow] = max(smax.get(flow, 0), seq + n)
     return transits
 
 
@@ -612,9 +616,7 @@ def box_sojourn(args):
     import numpy as np
 
     for d in map(Path, args.pcapdirs):
-        by_point = {}
-        for point, t, ip in capture_points(d / "box.pcapng"):
-            by_point.setdefault(point, []).append((t, ip))
+        by_point = box_points(d)
         transits = [x for x in box_transits(by_point) if x[1] >= args.warm_s]
         end = max(t for t, _ in by_point["b_in"])
         kept = [x for x in transits if x[2] is not None or x[1] < end - args.tail_s]
