@@ -233,7 +233,7 @@ def reclassify(seed: int) -> None:
                 link = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
                 states = result.queue_states.filter(pl.col("time_ns") >= 20e9)
                 level2 = sum(states[f"queued_{q}"] for q in ("new_flow", "over_penalized", "below_fair_share"))
-                cells.append(f"{'on' if len(queue) > 1 else 'off'}: Jain {row['short_term_jain']:.3f}, timeouts per flow "
+                cells.append(f"{'on' if queue.get('reclassify_waiting') else 'off'}: Jain {row['short_term_jain']:.3f}, timeouts per flow "
                              f"{row['timeouts_per_flow']:.1f}, loss {row['loss_rate']:.3f}, delay p99 / max "
                              f"{link['queue_delay_p99_ms']:.0f} / {link['queue_delay_max_ms']:.0f} ms, packets in level 2 / 3 "
                              f"{level2.mean():.1f} / {states['queued_above_fair_share'].mean():.1f}")
