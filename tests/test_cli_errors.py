@@ -347,3 +347,25 @@ def test_summary_table_values_never_wrap():
     # Every metric's name is shown too.
     for label in (str(cell) for cell in table.columns[0]._cells):
         assert label[:10] in text, (label, text)
+
+
+def test_a_warning_that_is_not_a_note_is_shown_once_and_the_block_ends():
+    """`printing_notes` passes other warnings on (the testbed warns that Linux keeps RACK on).
+    It once showed them while still recording, so each one was recorded again, read again,
+    and the list grew until the machine ran out of memory. In a child process with 1 GiB
+    of address space and 60 s, so that a regression fails rather than takes the machine."""
+    code = """
+import resource, warnings
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from smallpipe.errors import OverrideNote, printing_notes
+with printing_notes():
+    warnings.warn("Linux keeps RACK on", UserWarning)
+    warnings.warn(OverrideNote("a note"))
+    warnings.warn(OverrideNote("a note"))
+print("block ended")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "block ended"
+    assert done.stderr.count("UserWarning: Linux keeps RACK on") == 1
+    assert done.stderr.count("note: a note") == 1

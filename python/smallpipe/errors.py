@@ -76,25 +76,28 @@ def fail(label: str, message: str) -> NoReturn:
 
 @contextmanager
 def printing_notes() -> Iterator[None]:
-    """Print each distinct :class:`OverrideNote` raised inside the block once, as ``note:``."""
+    """Print each distinct :class:`OverrideNote` raised inside the block once, as ``note:``;
+    pass any other warning on as Python would have shown it."""
     from rich.text import Text
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", OverrideNote)
-        try:
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", OverrideNote)
             yield
-        finally:
-            seen: set[str] = set()
-            for warning in caught:
-                if issubclass(warning.category, OverrideNote):
-                    text = str(warning.message)
-                    if text not in seen:
-                        seen.add(text)
-                        _stderr().print(Text.assemble(("note:", "yellow"), " ", text))
-                else:
-                    warnings.showwarning(
-                        warning.message, warning.category, warning.filename, warning.lineno
-                    )
+    finally:
+        # Shown once the recording has ended: inside it, showwarning would append to the
+        # very list being read, and the loop would never end (a testbed reproduction's
+        # warning grew the CLI to 24 GB this way).
+        seen: set[str] = set()
+        for warning in caught:
+            if issubclass(warning.category, OverrideNote):
+                text = str(warning.message)
+                if text not in seen:
+                    seen.add(text)
+                    _stderr().print(Text.assemble(("note:", "yellow"), " ", text))
+            else:
+                warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def check_output_dir(path: Path, option: str = "--out") -> None:
