@@ -141,7 +141,7 @@ class _Process:
             raise TestbedError(f"{self.name} exited with code {self.popen.returncode}: {self.stderr()}")
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL if it does not exit in time."""
+        """SIGTERM, then SIGKILL if it does not exit in time; closes our end of its stdout."""
         if self.popen.poll() is None:
             self.popen.terminate()
             try:
@@ -149,6 +149,8 @@ class _Process:
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait(timeout=timeout_s)
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
 
 
 def run_testbed(
