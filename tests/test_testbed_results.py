@@ -81,3 +81,28 @@ def test_fig12_every_object_finished_and_admission_control_shortened_the_backlog
     buckets = pl.read_csv(FIG12)
     p90 = buckets.pivot(on="queue", index="size_lo_bytes", values="p90_s")
     assert p90.height == 6 and (p90["taq+ac"] < 0.8 * p90["droptail"]).all(), p90
+
+
+KNOB_50K = PAGE_DIR / "taq-testbed-knob-50k.csv"
+KNOB_300S = PAGE_DIR / "taq-testbed-knob-300s.csv"
+
+
+@pytest.mark.skipif(not KNOB_50K.exists(), reason="not measured yet")
+def test_knob_at_50_kbit_s_per_flow_makes_taq_level_with_droptail_on_linux():
+    table = pl.read_csv(KNOB_50K)
+    by = {(r["discipline"], r["rate_bps"]): r for r in table.iter_rows(named=True)}
+    for rate in (600_000, 1_000_000):
+        knob, taq, droptail = by[("taq_reclassify", rate)], by[("taq", rate)], by[("droptail", rate)]
+        assert abs(knob["short_term_jain"] - droptail["short_term_jain"]) <= 0.02
+        assert knob["timeouts_per_flow"] <= droptail["timeouts_per_flow"] + 0.5 < taq["timeouts_per_flow"]
+        assert taq["short_term_jain"] < knob["short_term_jain"]
+
+
+@pytest.mark.skipif(not KNOB_300S.exists(), reason="not measured yet")
+def test_after_the_first_minute_linux_and_the_simulator_disagree_on_the_knob():
+    """docs/taq.md: over 60-300 s the knob removes Linux's timeouts and adds the simulator's."""
+    table = pl.read_csv(KNOB_300S)
+    late = {(r["runtime"], r["discipline"], r["seed"]): r["timeouts_per_flow_60_300s"] for r in table.iter_rows(named=True)}
+    assert late[("linux", "taq_reclassify", 1)] < late[("linux", "taq", 1)]
+    seeds = sorted({s for rt, _, s in late if rt == "simulator"})
+    assert seeds and all(late[("simulator", "taq_reclassify", s)] > late[("simulator", "taq", s)] for s in seeds)
