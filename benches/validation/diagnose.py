@@ -692,8 +692,8 @@ def recovery_episodes(events, warm_s):
     retransmission to the ACK that covers everything sent before it (the recovery point),
     with how it began ("fast": a retransmission within RTO_GAP_S of progress; "RTO"), the
     segments in flight (highest sent less cumulatively acknowledged) when it began and when it
-    ended, how long it took, what it resent and the new segments sent meanwhile; and the
-    new segments sent after `warm_s`."""
+    ended, how long it took, what it resent (and of that, what was first sent after it began)
+    and the new segments sent meanwhile; and the new segments sent after `warm_s`."""
     isn = next(e[2] for e in events if e[0] == "tx") - 1
     mss = max(e[3] for e in events if e[0] == "tx")
     una = smax = 1
@@ -715,11 +715,12 @@ def recovery_episodes(events, warm_s):
         is_rto = resend and seq == una and t - max(last_progress, head_sent) >= RTO_GAP_S
         if resend and cur is None:
             cur = {"start_s": t, "kind": "RTO" if is_rto else "fast", "entry_flight": (smax - una) / mss,
-                   "point": smax, "resent": 0, "new": 0, "rto_inside": False}
+                   "point": smax, "resent": 0, "resent_beyond_point": 0, "new": 0, "rto_inside": False}
         elif is_rto and cur is not None:
             cur["rto_inside"] = True
         if cur is not None:
             cur["resent" if resend else "new"] += 1
+            cur["resent_beyond_point"] += resend and seq >= cur["point"]
         if t >= warm_s and not resend:
             new_after_warm += 1
         if seq == una:
@@ -745,7 +746,8 @@ def episode_table(name, events, warm_s, measured_s):
     for label, f in (("median", np.median), ("mean", np.mean)):
         print(f"  fast recoveries, {label}: in flight at entry {stat(f, 'entry_flight'):.2f} and at exit "
               f"{stat(f, 'exit_flight'):.2f} segments, {stat(f, 'length_ms'):.0f} ms, "
-              f"{stat(f, 'resent'):.2f} resent, {stat(f, 'new'):.2f} new")
+              f"{stat(f, 'resent'):.2f} resent ({stat(f, 'resent_beyond_point'):.2f} of data first sent after it began), "
+              f"{stat(f, 'new'):.2f} new")
     mid = [ep for ep in fast if 6 <= ep["entry_flight"] < 9]
     print(f"  resent in all {sum(ep['resent'] for ep in episodes)}; per fast recovery with 6-8 in flight at entry "
           f"{stat(np.mean, 'resent', mid):.2f} ({len(mid)} recoveries)")
