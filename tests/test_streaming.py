@@ -121,6 +121,35 @@ def test_thesis_fig52_quick_summary_is_the_same_streamed(tmp_path, monkeypatch):
     assert streamed.equals(in_memory)
 
 
+@pytest.mark.slow
+def test_fig52_scale_summarizes_in_each_child_what_run_and_summary_give(tmp_path):
+    """benches/fig52_scale.py summarizes each protocol in its own process and keeps only the
+    counted rows' narrow types; its table must be `summary(run(...))` of the same set-up,
+    and it must say how much of its peak was the simulation's."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from smallpipe.experiments import thesis_fig52 as fig52
+
+    bench = Path(__file__).resolve().parents[1] / "benches" / "fig52_scale.py"
+    flows = 6e4
+    subprocess.run([sys.executable, str(bench), "--flows", str(flows), "--protocols", "tcp", "red", "--jobs", "1",
+                    "--out", str(tmp_path / "out")], check=True, capture_output=True)
+    table = pl.read_csv(tmp_path / "out" / "thesis-fig5.2-scale.csv").drop("smallpipe_version", "smallpipe_commit")
+    per_s = fig52.LOAD * fig52.RATE_BPS / (fig52.MEAN_PKTS * 1000 * 8)  # 1000-byte packets on the wire
+    rows = fig52.run(protocols=("tcp", "red"), duration_s=flows / per_s, warmup_s=1.0, drain_s=3.0,
+                     stream_dir=tmp_path / "again")
+    assert rows.schema["packets"] == pl.Int16
+    expected = fig52.summary(rows)
+    assert table.select(expected.columns).equals(expected.cast(table.select(expected.columns).schema))
+    runs = json.loads((tmp_path / "out" / "resources.json").read_text())["runs"]
+    for r in runs:
+        assert 0 < r["peak_rss_simulation_mib"] <= r["peak_rss_mib"]
+        assert r["counted_rows"] == rows.filter(pl.col("protocol") == r["protocol"]).height
+
+
 def test_the_memory_guard_counts_one_batch_of_streamed_rows():
     """Figure 5.2's 10^8 flows (Poisson at 90% of 2.4 Gbit/s, 25-packet mean, ~10^4 s):
     kept in memory their rows alone need 10^8 x CONNECTION_BYTES = 100 GB; streamed, the
