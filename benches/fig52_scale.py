@@ -43,10 +43,9 @@ def arrival_rate_per_s(rate_bps: float) -> float:
     return fig.LOAD * rate_bps / (fig.MEAN_PKTS * PACKET_SIZE_BYTES * 8)
 
 
-def vm_hwm_mib() -> float:
-    """This process's peak resident size so far (VmHWM), MiB."""
-    status = Path("/proc/self/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
+def peak_rss_mib() -> float:
+    """This process's peak resident size so far, MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child(protocol: str, flows: float, rate_bps: int, fifo_hops: str, stream_dir: Path, out: Path) -> None:
@@ -58,7 +57,7 @@ def child(protocol: str, flows: float, rate_bps: int, fifo_hops: str, stream_dir
                       stream_flows_every=fig.STREAM_FLOWS_EVERY, fifo_hops=fifo_hops)
     result = simulate(sc, stream_dir=stream_dir / protocol)
     simulated_wall_s = time.monotonic() - started
-    peak_sim_mib = vm_hwm_mib()
+    peak_sim_mib = peak_rss_mib()
     rows = fig.counted_flows(result.scan("flows"), protocol, duration_s=duration_s, warmup_s=WARMUP_S, drain_s=DRAIN_S)
     fig.summary(rows).write_parquet(out)
     wall_s = time.monotonic() - started
@@ -70,7 +69,7 @@ def child(protocol: str, flows: float, rate_bps: int, fifo_hops: str, stream_dir
         "fifo_hops": fifo_hops,
         "wall_s": round(wall_s, 1),
         "simulation_wall_s": round(simulated_wall_s, 1),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
         "peak_rss_simulation_mib": round(peak_sim_mib, 1),
         "counted_rows": rows.height,
         "counted_rows_mib": round(rows.estimated_size("mb"), 1),
