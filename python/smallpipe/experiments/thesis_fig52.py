@@ -126,7 +126,7 @@ def counted_flows(flows: pl.DataFrame | pl.LazyFrame, protocol: str, *, duration
     ``drain_s`` before the end): protocol, length in packets, FCT (s; null if it did not
     finish). From streamed parts (a ``LazyFrame``) only the lengths :func:`summary` uses
     are kept, the length as Int16 and the protocol as Categorical: at 10^8 flows these are
-    3·10^7 rows, and reading and summarizing them peaked at 1.06 GB this way against 1.77 GB
+    3·10^7 rows, and reading and summarizing them peaked at 1 056 MiB this way against 1 771 MiB
     with an Int64 and a string (docs/performance.md)."""
     counted = flows.filter(pl.col("start_ns") >= warmup_s * 1e9, pl.col("start_ns") <= (duration_s - drain_s) * 1e9)
     packets = (pl.col("size_bytes") + MSS_BYTES - 1) // MSS_BYTES
