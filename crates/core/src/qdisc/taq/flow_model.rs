@@ -213,6 +213,11 @@ impl FlowModel {
         }
     }
 
+    /// When the flow's last packet arrived here.
+    pub fn last_pkt_at(&self) -> Instant {
+        self.last_pkt_at
+    }
+
     /// Is `pkt` a retransmission? Updates the highest sequence number seen. Zero-length
     /// segments (pure ACKs) are never retransmissions.
     pub fn classify_seq(&mut self, pkt: &Packet) -> bool {

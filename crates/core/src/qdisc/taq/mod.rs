@@ -26,9 +26,9 @@
 //!   queues first and each from its tail. Timeouts are the last resort.
 //! - Fair share: a flow (or, with `fairness = pool`, its flow pool) is below its fair share
 //!   when its bytes served, exponentially averaged over `fair_share_window_ns`, are below
-//!   the total's average divided by the number of active (non-silent) flows (pools): the
-//!   fair-queueing model, measured on the link's actual output so the box need not know
-//!   the link rate.
+//!   the total's average divided by the number of active flows (pools): the fair-queueing
+//!   model, measured on the link's actual output so the box need not know the link rate.
+//!   Which flows count as active, `active_flows` says ([`ActiveFlows`]).
 //! - Admission control ([`admission`], off by default as in the paper's fairness and
 //!   predictability experiments): SYNs of new flow pools are refused while the drop rate
 //!   is at or above `admission_drop_threshold` or the NewFlow class is full
@@ -44,7 +44,7 @@
 //! roll-overs; an overflow drop predicts at most `drop_search_pkts` packets per queue
 //! (7 queues) and removes from the middle of one queue, O(`limit_pkts`); with
 //! `reclassify_waiting`, moving a flow's waiting packets to level 2 is O(`limit_pkts`) too.
-//! Memory: the flow table (`flow_table_capacity` entries of 208 bytes plus the index), the pool table
+//! Memory: the flow table (`flow_table_capacity` entries of 216 bytes plus the index), the pool table
 //! (`pool_table_capacity` entries of 48 bytes), at most `limit_pkts + 1` queued packets and
 //! `admission_hold_syns` held SYNs.
 //! [`Taq::taq_snapshot`] is read-only and O(flows).
@@ -90,6 +90,22 @@ pub enum FairnessUnit {
     /// Fair queueing across flow pools (Section 4.3's option), flows outside any pool
     /// counted as their own.
     Pool,
+}
+
+/// Which flows count in the fair share's divisor: the served bytes of the last
+/// `fair_share_window_ns` divided among them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActiveFlows {
+    /// Flows in a non-silent state (the paper's "active flows", read literally).
+    NonSilent,
+    /// Also flows with packets queued here: their window waits in this queue, so they
+    /// send nothing new and the model may see them silent.
+    NonSilentOrQueued,
+    /// Also flows with a packet here within the last `fair_share_window_ns`: the same
+    /// window as the served bytes being divided, which include theirs.
+    #[default]
+    SeenInWindow,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -141,6 +157,9 @@ pub struct TaqConfig {
     /// a packet here, checked as the sweep passes the flow. Classes are otherwise decided
     /// at arrival, and a flow starving in level 3 has no arrivals.
     pub reclassify_waiting: bool,
+    /// Which flows count in the fair share's divisor (docs/taq.md, "Who counts in the fair
+    /// share").
+    pub active_flows: ActiveFlows,
     /// Flows whose epochs are rolled forward per enqueue or dequeue, so silent flows
     /// change state (and leave the active count behind the fair share) without a packet
     /// of theirs.
@@ -200,6 +219,7 @@ impl Default for TaqConfig {
             fair_share_window_ns: 5_000 * MS,
             drop_search_pkts: 64,
             reclassify_waiting: false,
+            active_flows: ActiveFlows::SeenInWindow,
             sweep_flows_per_op: 2,
             admission_control: false,
             admission_drop_threshold: 0.09,
@@ -227,6 +247,19 @@ fn fraction(field: &str, v: f64, open_zero: bool) -> Result<(), ConfigError> {
 }
 
 impl TaqConfig {
+    /// Does the flow count in the fair share's divisor at `now`?
+    fn is_active(&self, m: &FlowModel, now: Instant) -> bool {
+        match self.active_flows {
+            ActiveFlows::NonSilent => !m.state.is_silent(),
+            ActiveFlows::NonSilentOrQueued => !m.state.is_silent() || m.queued_pkts > 0,
+            ActiveFlows::SeenInWindow => {
+                !m.state.is_silent()
+                    || m.queued_pkts > 0
+                    || now.saturating_since(m.last_pkt_at()).as_nanos() < self.fair_share_window_ns
+            }
+        }
+    }
+
     pub fn build(&self) -> Result<Taq, ConfigError> {
         let c = self;
         if c.limit_pkts == 0 || c.limit_pkts > 1 << 20 {
@@ -342,6 +375,8 @@ struct Flow {
     served: Decayed,
     /// The queue holding the flow's packets while it has any (see `choose_queue`).
     queue: TaqQueue,
+    /// Counted in `active_flows` (and its pool's); brought up to date by `count_transition`.
+    counted: bool,
 }
 
 /// What the recorder can read: flows by state, queue occupancy and per-queue counters.
@@ -377,7 +412,8 @@ pub struct TaqSnapshot {
     pub drop_rate: f64,
     /// Current fair share per active flow (or pool), bits per second.
     pub fair_share_bps: f64,
-    /// Flows in a non-silent state (as rolled to the snapshot time).
+    /// Flows counted in the fair share's divisor (`TaqConfig::active_flows`), as rolled to
+    /// the snapshot time.
     pub active_flows: u32,
     /// Pools with an active flow (as of the flows' last roll).
     pub active_pools: u32,
@@ -433,12 +469,13 @@ impl Taq {
     /// observing a run would change it.
     pub fn taq_snapshot(&self, now: Instant) -> TaqSnapshot {
         let mut flows_by_state = [0u32; TaqState::COUNT];
+        let mut active_flows = 0;
         for f in &self.flows {
             let mut m = f.model.clone();
             m.roll(now, &self.cfg);
             flows_by_state[m.state as usize] += 1;
+            active_flows += self.cfg.is_active(&m, now) as u32;
         }
-        let active_flows = flows_by_state.iter().zip(TaqState::ALL).filter(|(_, s)| !s.is_silent()).map(|(n, _)| n).sum();
         let fair = self.fair_share_bytes(now) * 8e9 / self.cfg.fair_share_window_ns as f64;
         let measured: Vec<u64> = self.flows.iter().filter(|f| f.model.epoch_measured).map(|f| f.model.epoch_ns).collect();
         let mean_epoch_ns = if measured.is_empty() { 0 } else { measured.iter().sum::<u64>() / measured.len() as u64 };
@@ -494,18 +531,20 @@ impl Taq {
         mine == 0.0 || mine * (n.max(1) as f64) < total
     }
 
-    /// What the counts depend on: the flow's state and whether it is in the NewFlow class.
-    fn class(&self, slot: u32) -> (TaqState, bool) {
+    /// Is the flow in the NewFlow class? (A count depends on it.)
+    fn is_new(&self, slot: u32) -> bool {
         let m = &self.flows[slot as usize].model;
-        (m.state, m.is_new && !m.state.is_silent())
+        m.is_new && !m.state.is_silent()
     }
 
-    /// Keep the active flow, pool and new-connection counts in step with a flow's state.
-    fn count_transition(&mut self, slot: u32, (before, was_new): (TaqState, bool)) {
-        let (after, is_new) = self.class(slot);
-        if before.is_silent() != after.is_silent() {
-            self.set_active(slot, !after.is_silent());
+    /// Keep the active flow, pool and new-connection counts in step with a flow's state,
+    /// queued packets and time of its last packet.
+    fn count_transition(&mut self, slot: u32, was_new: bool, now: Instant) {
+        let is_active = self.cfg.is_active(&self.flows[slot as usize].model, now);
+        if self.flows[slot as usize].counted != is_active {
+            self.set_active(slot, is_active);
         }
+        let is_new = self.is_new(slot);
         if was_new != is_new {
             if is_new {
                 self.new_flows += 1;
@@ -516,6 +555,7 @@ impl Taq {
     }
 
     fn set_active(&mut self, slot: u32, active: bool) {
+        self.flows[slot as usize].counted = active;
         let pool = self.flows[slot as usize].pool;
         if active {
             self.active_flows += 1;
@@ -535,9 +575,9 @@ impl Taq {
     }
 
     fn roll(&mut self, slot: u32, now: Instant) {
-        let before = self.class(slot);
+        let was_new = self.is_new(slot);
         self.flows[slot as usize].model.roll(now, &self.cfg);
-        self.count_transition(slot, before);
+        self.count_transition(slot, was_new, now);
     }
 
     fn sweep(&mut self, now: Instant) {
@@ -589,6 +629,7 @@ impl Taq {
                     pool,
                     served: Decayed::default(),
                     queue: TaqQueue::AboveFairShare,
+                    counted: false,
                 };
                 if (i as usize) < self.flows.len() {
                     self.flows[i as usize] = flow;
@@ -607,13 +648,12 @@ impl Taq {
 
     /// Remove an evicted flow's contributions to the counts.
     fn forget(&mut self, i: u32) {
-        let f = &self.flows[i as usize];
-        debug_assert_eq!(f.model.queued_pkts, 0, "only idle flows are evicted");
-        let (state, pool, is_new) = (f.model.state, f.pool, f.model.is_new);
-        if !state.is_silent() {
+        debug_assert_eq!(self.flows[i as usize].model.queued_pkts, 0, "only idle flows are evicted");
+        if self.flows[i as usize].counted {
             self.set_active(i, false);
-            self.new_flows -= is_new as u32;
         }
+        self.new_flows -= self.is_new(i) as u32;
+        let pool = self.flows[i as usize].pool;
         if pool != NIL {
             self.admission.remove_flow(pool);
         }
@@ -681,12 +721,12 @@ impl Taq {
         let item = self.sched.remove(q, pos);
         let slot = item.slot;
         self.roll(slot, cx.now); // the loss belongs to the flow's current epoch
-        let before = self.class(slot);
+        let was_new = self.is_new(slot);
         let m = &mut self.flows[slot as usize].model;
         m.queued_pkts -= 1;
         m.on_drop(&item.pkt, item.retx);
         let idle = m.queued_pkts == 0;
-        self.count_transition(slot, before);
+        self.count_transition(slot, was_new, cx.now);
         if idle {
             self.table.set_idle(slot);
         }
@@ -722,10 +762,12 @@ impl Qdisc for Taq {
         let (q, item) = self.sched.pop()?;
         let tau = self.cfg.fair_share_window_ns;
         let bytes = item.pkt.len_bytes();
+        let was_new = self.is_new(item.slot);
         let f = &mut self.flows[item.slot as usize];
         f.model.queued_pkts -= 1;
         f.served.add(now, bytes, tau);
         let (idle, pool) = (f.model.queued_pkts == 0, f.pool);
+        self.count_transition(item.slot, was_new, now);
         if idle {
             self.table.set_idle(item.slot);
         }
@@ -808,9 +850,9 @@ impl Taq {
         let now = cx.now;
         self.admission.drop_rate.arrival(now, self.cfg.drop_rate_window_ns);
         let slot = self.flow_slot(&pkt, pool, now, cx);
-        let before = self.class(slot);
+        let was_new = self.is_new(slot);
         let info = self.flows[slot as usize].model.on_arrival(&pkt, now, &self.cfg);
-        self.count_transition(slot, before);
+        self.count_transition(slot, was_new, now);
         self.retx_seen += info.retx as u64;
         let q = self.choose_queue(slot, info.retx, &pkt, now);
         self.flows[slot as usize].queue = q;

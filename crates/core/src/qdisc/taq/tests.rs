@@ -197,6 +197,60 @@ fn packets_waiting_in_above_fair_share_follow_their_flow_below_its_share() {
     assert_eq!(promoted, 3);
 }
 
+/// Flows 1 and 2 are served 10 packets each; at 1 ms flow 2 queues 4 packets and sends
+/// nothing more. Flow 1 sends a packet every 10 ms until `until_ms`. With `served`, the
+/// link serves each packet at once (flow 2's four at 2 ms); without, nothing leaves.
+/// Returns the snapshot's active count, the internal one, flow 2's state, and the class
+/// flow 1's next packet would get if it had none queued.
+fn share_view(active_flows: ActiveFlows, served: bool, until_ms: u64) -> (u32, u32, TaqState, TaqQueue) {
+    let mut q = taq(TaqConfig { active_flows, ..cfg() }); // epoch 100 ms, window 5 s
+    for i in 0..10u32 {
+        for src in [1, 2] {
+            q.enqueue(data(src, i * 460, 460), at(0));
+            q.dequeue(at(0));
+        }
+    }
+    for i in 10..14u32 {
+        q.enqueue(data(2, i * 460, 460), at(1));
+    }
+    for _ in 0..4 * served as u32 {
+        q.dequeue(at(2));
+    }
+    for (k, t) in (10..until_ms).step_by(10).enumerate() {
+        q.enqueue(data(1, (10 + k as u32) * 460, 460), at(t));
+        if served {
+            q.dequeue(at(t));
+        }
+    }
+    let t = q.inner();
+    let slot1 = t.table.get(&key(1, 1000)).unwrap();
+    let now = at(until_ms);
+    (t.taq_snapshot(now).active_flows, t.active_flows, state(&q, 2), t.class_of(slot1, false, now))
+}
+
+#[test]
+fn which_flows_count_in_the_fair_share() {
+    use ActiveFlows::*;
+    // Flow 2's packets wait here and its model sees it silent after its first epoch.
+    // Counted only while non-silent, flow 1 alone shares the link: it has served half the
+    // bytes, `mine * 1 < total`, so it tests below its share and takes level 2 ahead of
+    // flow 2's waiting packets (the Linux testbed's starvation of level 3, docs/taq.md).
+    // Counting flow 2 too, `mine * 2 < total` fails (5000 × 2 = 10 000): AboveFairShare.
+    for (rule, active, class) in [(NonSilent, 1, TaqQueue::BelowFairShare), (NonSilentOrQueued, 2, TaqQueue::AboveFairShare),
+                                  (SeenInWindow, 2, TaqQueue::AboveFairShare)] {
+        let view = share_view(rule, false, 360);
+        assert_eq!(view, (active, active, TaqState::IdleSilence, class), "{rule:?}");
+    }
+    // Flow 2 served and silent for a second: only `seen_in_window` (5 s) still counts it,
+    // and after the window none does, the sweep's count included.
+    for (rule, active) in [(NonSilent, 1), (NonSilentOrQueued, 1), (SeenInWindow, 2)] {
+        let (snapshot, internal, s2, _) = share_view(rule, true, 1_000);
+        assert_eq!((snapshot, internal, s2), (active, active, TaqState::IdleSilence), "{rule:?}");
+    }
+    let (snapshot, internal, _, _) = share_view(SeenInWindow, true, 5_100);
+    assert_eq!((snapshot, internal), (1, 1));
+}
+
 #[test]
 fn new_data_joins_queued_retransmissions_only_while_the_flow_recovers() {
     // Section 4.2: the Recovery queue "corresponds to only retransmitted packets of flows".
@@ -393,7 +447,11 @@ fn snapshot_counts_flows_by_state_at_the_snapshot_time() {
     expected[TaqState::IdleSilence as usize] = 1; // flow 2: silent, no loss known
     expected[TaqState::TimeoutSilence as usize] = 1; // flow 3: silent after a drop
     assert_eq!(s.flows_by_state, expected);
-    assert_eq!((s.active_flows, s.flows_tracked), (1, 3));
+    // Flows 2 and 3 are silent but seen within the 5 s fair-share window: all three count.
+    assert_eq!((s.active_flows, s.flows_tracked), (3, 3));
+    let silent_out = TaqConfig { limit_pkts: 1, active_flows: ActiveFlows::NonSilent, ..cfg() };
+    let flow_2 = &q.inner().flows[q.inner().table.get(&key(2, 1000)).unwrap() as usize].model;
+    assert!(!silent_out.is_active(flow_2, at(300)), "counted only while non-silent");
     assert_eq!(s.dropped_by_queue.iter().sum::<u64>(), 1);
     assert_eq!(s.dequeued_by_queue.iter().sum::<u64>(), 4);
 }
@@ -454,12 +512,18 @@ fn check_invariants(q: &Accounted<Taq>, limit: usize, flow_cap: usize, pool_cap:
     let mut pool_flows = vec![0u32; t.admission.pools.len()];
     let mut pool_active = vec![0u32; t.admission.pools.len()];
     for f in &t.flows {
-        active += !f.model.state.is_silent() as u32;
+        // The time-free part of the rule holds at every moment; `seen_in_window` flows may
+        // stay counted until the sweep passes them after the window.
+        let must = !f.model.state.is_silent() || (t.cfg.active_flows != ActiveFlows::NonSilent && f.model.queued_pkts > 0);
+        prop_assert!(f.counted || !must);
+        prop_assert!(!f.counted || must || t.cfg.active_flows == ActiveFlows::SeenInWindow);
+        let is_active = f.counted;
+        active += is_active as u32;
         new += (f.model.is_new && !f.model.state.is_silent()) as u32;
         queued += f.model.queued_pkts as usize;
         if f.pool != NIL {
             pool_flows[f.pool as usize] += 1;
-            pool_active[f.pool as usize] += !f.model.state.is_silent() as u32;
+            pool_active[f.pool as usize] += is_active as u32;
         }
     }
     prop_assert_eq!(active, t.active_flows);
@@ -521,6 +585,8 @@ proptest! {
         one_pool in any::<bool>(),
         while_active in any::<bool>(),
         reclassify_waiting in any::<bool>(),
+        active_flows in prop_oneof![Just(ActiveFlows::NonSilent), Just(ActiveFlows::NonSilentOrQueued),
+                                    Just(ActiveFlows::SeenInWindow)],
         ops in tcp_ops(),
     ) {
         let flow_cap = limit + extra_flows;
@@ -535,6 +601,7 @@ proptest! {
             pool_lifetime: if while_active { PoolLifetime::WhileActive } else { PoolLifetime::Window },
             fairness: if pool_fairness { FairnessUnit::Pool } else { FairnessUnit::Flow },
             reclassify_waiting,
+            active_flows,
             ..cfg()
         };
         let mut q = taq(c);
