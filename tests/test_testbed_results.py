@@ -106,3 +106,44 @@ def test_after_the_first_minute_linux_and_the_simulator_disagree_on_the_knob():
     assert late[("linux", "taq_reclassify", 1)] < late[("linux", "taq", 1)]
     seeds = sorted({s for rt, _, s in late if rt == "simulator"})
     assert seeds and all(late[("simulator", "taq_reclassify", s)] > late[("simulator", "taq", s)] for s in seeds)
+
+
+DIVISOR = PAGE_DIR / "taq-divisor.csv"
+
+
+@pytest.mark.skipif(not DIVISOR.exists(), reason="not measured yet")
+def test_counting_flows_seen_in_the_window_ends_linuxs_late_timeouts_under_taq():
+    """docs/taq.md, "Who counts in the fair share": with the divisor over the served bytes'
+    own 5 s window, Linux's level 3 holds the packets (as in the simulator) and the timeouts
+    after the first minute stop; counting queued flows alone does not do it."""
+    table = pl.read_csv(DIVISOR)
+    linux = {r["variant"]: r for r in table.filter(pl.col("runtime") == "linux").iter_rows(named=True)}
+    window, old, queued = linux["seen_in_window"], linux["non_silent"], linux["non_silent_or_queued"]
+    assert window["timeouts_per_flow_60_300s"] < 0.5 < old["timeouts_per_flow_60_300s"] < queued["timeouts_per_flow_60_300s"]
+    assert window["queued_above"] > window["queued_below"] and old["queued_below"] > old["queued_above"]
+    assert window["loss_state_share"] == 0.0 < old["loss_state_share"]
+    sim = table.filter(pl.col("runtime") == "simulator")
+    for variant in ("non_silent", "seen_in_window"):
+        rows = sim.filter(pl.col("variant") == variant)
+        assert rows.height == 3 and (rows["queued_above"] > rows["queued_below"]).all()
+
+
+FIG11_DIVISOR = PAGE_DIR / "taq-testbed-fig11-divisor.csv"
+
+
+@needs_fig11
+@pytest.mark.skipif(not FIG11_DIVISOR.exists(), reason="TAQ after the divisor mend not measured yet")
+def test_fig11_taq_after_the_divisor_mend_is_at_least_as_fair_as_droptail_everywhere():
+    """docs/reproductions/taq-testbed.md: with `active_flows = "seen_in_window"` TAQ is within
+    0.005 of DropTail or above it at every session point, and its senders time out at most once
+    per flow at 100 kbit/s per flow (3-7 times before the mend)."""
+    keys = ["congestion_control", "rate_bps", "fair_share_bps"]
+    mended = pl.read_csv(FIG11_DIVISOR).select(*keys, "timeouts_per_flow", pl.col("short_term_jain").alias("taq"))
+    droptail = pl.read_csv(FIG11).filter(pl.col("discipline") == "droptail").select(
+        *keys, pl.col("short_term_jain").alias("dt"))
+    both = mended.join(droptail, on=keys)
+    assert both.height == mended.height == 8, both
+    assert (both["taq"] >= both["dt"] - 0.005).all(), both
+    at_100k = both.filter(pl.col("fair_share_bps") == 100_000)
+    assert at_100k.height == 3 and (at_100k["timeouts_per_flow"] <= 1.0).all(), at_100k
+    assert (both.filter(pl.col("fair_share_bps") == 10_000).select((pl.col("taq") - pl.col("dt")).min()).item() > 0.2)
