@@ -33,8 +33,8 @@ workers need the rest)."""
 # one knob (docs/scenario.md gives the commands and readings).
 BASE_BYTES = 150e6
 """Python with Polars, DuckDB and Matplotlib loaded, and a small run (145 MB measured)."""
-SLICE_ROW_BYTES = 128.0
-"""One flow-slice row (121 B measured: 100 flows from 12 000 to 24 000 slices)."""
+SLICE_ROW_BYTES = 160.0
+"""One flow-slice row (139-174 B measured in 11 pairs of runs: 100 flows, 6 000 and 24 000 slices)."""
 UNIT_BYTES = 8700.0
 """One unit's hosts, links, endpoints and result rows (8.4 KB measured: 1 000 to 20 000 flows)."""
 CONNECTION_BYTES = 1000.0
