@@ -2,12 +2,17 @@
 # Installs smallpipe with its test extras (building the Rust core in release once) and runs
 # every test: ruff and mypy --strict on the package, Rust unit, property and behaviour
 # tests, then the Python suite. The HTML report is tested in a real headless Chromium, and
-# the run's pcap in tshark, both installed from Debian when missing.
+# the run's pcap in tshark, both installed from Debian when missing, as is ethtool, which
+# the testbed needs to turn the veth offloads off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
         || echo "warning: could not install chromium; the browser tests will skip" >&2
+fi
+if ! command -v ethtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ethtool >/dev/null) \
+        || echo "warning: could not install ethtool; the testbed tests will skip" >&2
 fi
 if ! command -v tshark >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null) \

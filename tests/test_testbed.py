@@ -120,6 +120,17 @@ def test_a_missing_binary_names_the_build_command(monkeypatch: pytest.MonkeyPatc
         find_binary("smallpipe-gen")
 
 
+def test_a_missing_ethtool_is_named_before_any_namespace_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    from smallpipe.testbed import netns
+
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(netns.shutil, "which", lambda name: None if name == "ethtool" else "/usr/bin/" + name)
+    assert ip_netns_available() == (False, "the testbed needs ethtool to turn the veth offloads off (apt-get install ethtool)")
+    with pytest.raises(netns.NetnsError, match="apt-get install ethtool"), Network(2, 1500, {}, [], []):
+        pass
+    assert _our_namespaces() == []
+
+
 @needs_root
 def test_namespaces_are_removed_on_error_and_on_sigint() -> None:
     with pytest.raises(RuntimeError), Network(2, 1500, {}, [], []):

@@ -132,12 +132,14 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
     Raises ConfigError for a bad path.
     """
     switched: dict[str, tuple[str, str, set[str]]] = {}  # table path -> old kind, new kind, its old keys
+    order: dict[str, list[str]] = {}  # table path -> its keys before the switch, in order
     for dotted_path, value in overrides.items():
         table_path, _, last = _dotted(dotted_path).rpartition(".")
         if last == "kind" and table_path:
             table = _get_path(config, table_path)
             if isinstance(table, dict) and "kind" in table and table["kind"] != value:
                 switched[table_path] = (str(table["kind"]), str(value), set(table) - {"kind"})
+                order[table_path] = list(table)
         _set_path(config, dotted_path, value)
     if not switched:
         return
@@ -160,9 +162,11 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
             dropped[table_path][key] = table.pop(key)
     for table_path, keys in dropped.items():
         old_kind, new_kind, _ = switched[table_path]
-        # The old kind's defaults (the canonical form has them all) were no one's choice.
+        # The old kind's defaults (the canonical form has them all) were no one's choice;
+        # the rest are listed in the table's order, not in the order the core found them.
         defaults = _queue_defaults(old_kind)
         chosen = {key: value for key, value in keys.items() if value is not None and defaults.get(key) != value}
+        chosen = {key: chosen[key] for key in order[table_path] if key in chosen}
         if chosen:
             listed = ", ".join(f"{key} = {json.dumps(value)}" for key, value in chosen.items())
             warnings.warn(

@@ -807,7 +807,8 @@ impl Scenario {
         let de = &mut serde_json::Deserializer::from_str(text);
         let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
             let field = e.path().to_string();
-            serde_error(if field == "." { "scenario".into() } else { field }, &e.into_inner().to_string())
+            let (field, msg) = field_inside_queue(text, &field).unwrap_or((field, e.into_inner().to_string()));
+            serde_error(if field == "." { "scenario".into() } else { field }, &msg)
         })?;
         scenario.validate()?;
         Ok(scenario)
@@ -1087,6 +1088,26 @@ impl FlowGroup {
     }
 }
 
+/// serde's error path stops at a tagged enum: for an error at a discipline's table (`link.queue`),
+/// the path of the field inside it and the error there, found by parsing the table's knobs as
+/// its `kind`'s own. Path and message come from that one parse, so they name the same error
+/// when the table holds several.
+fn field_inside_queue(text: &str, field: &str) -> Option<(String, String)> {
+    let root: serde_json::Value = serde_json::from_str(text).ok()?;
+    let mut node = &root;
+    for segment in field.split('.') {
+        let mut parts = segment.split('[');
+        node = node.get(parts.next()?)?;
+        for index in parts {
+            node = node.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
+        }
+    }
+    let mut knobs = node.as_object()?.clone();
+    let kind = knobs.remove("kind")?;
+    let (inner, msg) = QdiscConfig::locate_error(kind.as_str()?, serde_json::Value::Object(knobs))?;
+    Some((if inner == "." { field.to_string() } else { format!("{field}.{inner}") }, msg))
+}
+
 /// Turns serde's message into field / value / allowed.
 fn serde_error(field: String, msg: &str) -> ConfigError {
     // serde_json appends " at line L column C"; the field path says more.
@@ -1112,7 +1133,11 @@ fn serde_error(field: String, msg: &str) -> ConfigError {
     for prefix in ["invalid type: ", "invalid value: ", "unknown variant ", "invalid length "] {
         if let Some(rest) = msg.strip_prefix(prefix) {
             if let Some((value, expected)) = rest.split_once(", expected ") {
-                let value = if prefix == "invalid length " { format!("a list of {value}") } else { plain_value(value) };
+                let value = match prefix {
+                    "invalid length " => format!("a list of {value}"),
+                    "unknown variant " => value.trim_matches('`').to_string(),
+                    _ => plain_value(value),
+                };
                 return ConfigError::new(field, value, plain_expected(expected));
             }
         }
@@ -1289,6 +1314,19 @@ mod tests {
         let e = err(r#"{"link":{"queue":{"kind":"sfq","limit_packets":5}},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "link.queue.limit_packets");
         assert!(e.allowed.contains("limit_pkts"), "{e}");
+
+        // A bad value inside it is located by parsing the table as its kind's own knobs.
+        let e = err(r#"{"link":{"queue":{"kind":"taq","active_flows":"all"}},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("link.queue.active_flows", "all"));
+        assert!(e.allowed.contains("seen_in_window"), "{e}");
+        let e = err(r#"{"link":{"queue":{"kind":"red","max_p":"high"}},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "link.queue.max_p");
+        let e = err(r#"{"link":{"queue":{"kind":"fq","quantum_bytes":-1}},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("link.queue.quantum_bytes", "-1"));
+        // Two errors in one table: the field named is the one the message is about.
+        let e = err(r#"{"link":{"queue":{"kind":"taq","limit_bytes":1,"active_flows":"all"}},"flows":[{"app":"bulk"}]}"#);
+        let named = [("link.queue.limit_bytes", "an unknown field"), ("link.queue.active_flows", "all")];
+        assert!(named.contains(&(e.field.as_str(), e.value.as_str())), "{e}");
 
         let e = err(r#"{"seed":1}"#);
         assert_eq!(e.field, "flows");

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -49,6 +50,8 @@ def ip_netns_available() -> tuple[bool, str]:
     """Whether this process can build namespaces, and why not."""
     if os.geteuid() != 0:
         return False, "the testbed needs root (network namespaces)"
+    if shutil.which("ethtool") is None:
+        return False, "the testbed needs ethtool to turn the veth offloads off (apt-get install ethtool)"
     try:
         subprocess.run(["ip", "netns", "list"], check=True, capture_output=True, timeout=COMMAND_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as error:
@@ -145,6 +148,9 @@ class Network:
             raise NetnsError("; ".join(errors))
 
     def _build(self) -> None:
+        available, why_not = ip_netns_available()
+        if not available:
+            raise NetnsError(why_not)  # before anything is made, not halfway through
         n = self.names
         for name in n.all():
             _run(["ip", "netns", "add", name])

@@ -118,6 +118,31 @@ impl Default for QdiscConfig {
 }
 
 impl QdiscConfig {
+    /// Where, among discipline `kind`'s own knobs, deserializing `knobs` (the table without
+    /// `kind`) fails, and serde's message for it: serde's error path stops at a tagged enum,
+    /// so a bad value inside `link.queue` would otherwise not name its field. `None` if `kind`
+    /// is unknown or the knobs parse.
+    pub fn locate_error<'de, D: serde::Deserializer<'de>>(kind: &str, knobs: D) -> Option<(String, String)> {
+        fn path<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(knobs: D) -> Option<(String, String)> {
+            let e = serde_path_to_error::deserialize::<D, T>(knobs).err()?;
+            Some((e.path().to_string(), e.into_inner().to_string()))
+        }
+        match kind {
+            "droptail" => path::<DropTailConfig, D>(knobs),
+            "red" => path::<RedConfig, D>(knobs),
+            "sfq" => path::<SfqConfig, D>(knobs),
+            "fq" => path::<FqConfig, D>(knobs),
+            "fq_codel" => path::<FqCodelConfig, D>(knobs),
+            "host_fq" => path::<HostFqConfig, D>(knobs),
+            "class_isolation" => path::<ClassIsolationConfig, D>(knobs),
+            "rio" => path::<RioConfig, D>(knobs),
+            "size_aware" => path::<SizeAwareConfig, D>(knobs),
+            "taq" => path::<TaqConfig, D>(knobs),
+            "rcp" => path::<RcpConfig, D>(knobs),
+            _ => None,
+        }
+    }
+
     pub fn build(&self) -> Result<AnyQdisc, ConfigError> {
         match self {
             QdiscConfig::DropTail(c) => c.build().map(AnyQdisc::DropTail),
