@@ -247,13 +247,28 @@ impl Qdisc for AnyQdisc {
 mod tests {
     use super::*;
 
+    const KINDS: [&str; 11] =
+        ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware", "taq", "rcp"];
+
     #[test]
     fn every_kind_parses_from_its_tag_with_defaults() {
-        for kind in ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware", "taq", "rcp"] {
+        for kind in KINDS {
             let json = format!("{{\"kind\": \"{kind}\"}}");
             let c: QdiscConfig = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{kind}: {e}"));
             c.build().unwrap_or_else(|e| panic!("{kind}: {e}"));
         }
+    }
+
+    /// Every kind's knobs are reparsed to locate an error: none falls back to the bare table.
+    #[test]
+    fn every_kind_locates_an_error_among_its_knobs() {
+        for kind in KINDS {
+            let (path, msg) = QdiscConfig::locate_error(kind, serde_json::json!({"bogus": 1})).expect(kind);
+            assert_eq!(path, "bogus", "{kind}");
+            assert!(msg.starts_with("unknown field `bogus`"), "{kind}: {msg}");
+            assert_eq!(QdiscConfig::locate_error(kind, serde_json::json!({})), None, "{kind}");
+        }
+        assert_eq!(QdiscConfig::locate_error("codel", serde_json::json!({"bogus": 1})), None);
     }
 
     #[test]
