@@ -6,18 +6,18 @@
 # the testbed needs to turn the veth offloads off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-        || echo "warning: could not install chromium; the browser tests will skip" >&2
-fi
-if ! command -v ethtool >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ethtool >/dev/null) \
-        || echo "warning: could not install ethtool; the testbed tests will skip" >&2
-fi
-if ! command -v tshark >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null) \
-        || echo "warning: could not install tshark; the pcap test will skip" >&2
-fi
+# install_missing COMMAND PACKAGE WHAT: if COMMAND is missing and we are root with apt-get,
+# install PACKAGE from Debian; if that fails, say which tests will skip.
+install_missing() {
+    if command -v "$1" >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" != 0 ]; then
+        return 0
+    fi
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null) \
+        || echo "warning: could not install $2; $3 will skip" >&2
+}
+install_missing chromium chromium "the browser tests"
+install_missing ethtool ethtool "the testbed tests"
+install_missing tshark tshark "the pcap test"
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # Static checks first: they take seconds and name the line.
 python3 -m ruff check python tests

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from smallpipe.experiments import taq_fig12
+from smallpipe.experiments import taq_testbed_fig12 as testbed_fig12
 from smallpipe.workloads import write_synthetic_access_log
 
 PAGE_DIR = Path(__file__).resolve().parents[1] / "docs" / "reproductions" / "taq-testbed"
@@ -66,7 +68,6 @@ FIG12_RUNS = PAGE_DIR / "taq-testbed-fig12-runs.csv"
 FIG12 = PAGE_DIR / "taq-testbed-fig12.csv"
 FIG12_BEFORE_RUNS = PAGE_DIR / "taq-testbed-fig12-before-mend-runs.csv"
 FIG12_BEFORE = PAGE_DIR / "taq-testbed-fig12-before-mend.csv"
-FAIR_SHARE_8_CONNECTIONS_BPS = 1_000_000 / 8
 
 
 def _fig12(runs_csv: Path, buckets_csv: Path) -> tuple[dict, pl.DataFrame]:
@@ -115,14 +116,17 @@ def test_fig12_the_worst_large_object_is_the_largest_held_nearer_its_fair_share_
     read this from the per-object times), whose time is its size over its throughput. Under
     TAQ+AC that throughput is nearer the 8 connections' fair share (125 kbit/s) than under
     DropTail, and still at or above it."""
-    log = tmp_path / "paper.log"  # the run's log: 2 clients, 1200 s at 2.5 requests/s, seed 1
-    write_synthetic_access_log(log, clients=2, duration_s=1200.0, requests_per_client_per_s=1.25, seed=1)
+    clients = taq_fig12.SCALES["paper"]
+    log = tmp_path / "paper.log"  # the run's log, as taq_fig12.run writes it (seed 1)
+    write_synthetic_access_log(log, clients=clients, duration_s=testbed_fig12.LOG_S,
+                               requests_per_client_per_s=taq_fig12.LOG_REQUESTS_PER_S / clients, seed=1)
     largest_bytes = max(int(line.split()[4]) for line in log.read_text().splitlines())
     buckets = pl.read_csv(FIG12).filter(pl.col("size_lo_bytes") == 100_000)
     assert buckets["objects"].sum() == 2 * 149  # the page's log, in both runs
     worst = {r["queue"]: r["max_s"] for r in buckets.iter_rows(named=True)}
     rate = {q: largest_bytes * 8 / t for q, t in worst.items()}
-    assert FAIR_SHARE_8_CONNECTIONS_BPS <= rate["taq+ac"] < rate["droptail"] < 1_000_000, rate
+    fair_share_bps = taq_fig12.RATE_BPS / (clients * 4)  # four connections per client
+    assert fair_share_bps <= rate["taq+ac"] < rate["droptail"] < taq_fig12.RATE_BPS, rate
 
 
 KNOB_50K = PAGE_DIR / "taq-testbed-knob-50k.csv"
