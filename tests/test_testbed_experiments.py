@@ -39,6 +39,36 @@ def test_an_unknown_scale_is_refused_before_any_run(module, tmp_path):
         module.reproduce(tmp_path, scale="hour")
 
 
+def test_fig11_resumes_from_its_checkpoint_and_reruns_only_what_is_missing(tmp_path, monkeypatch):
+    # No testbed: run_point is replaced by a stand-in that counts its calls, and the first
+    # call of `run` is interrupted after three points (as Ctrl-C after three runs would).
+    calls: list[tuple[str, str, int, int]] = []
+
+    def fake_point(*, discipline, rate_bps, fair_share_bps, congestion_control, duration_s, slice_s, seed):
+        if len(calls) == 3 and not resumed:
+            raise KeyboardInterrupt
+        calls.append((discipline, congestion_control, rate_bps, fair_share_bps))
+        return {"discipline": discipline, "congestion_control": congestion_control, "rate_bps": rate_bps,
+                "fair_share_bps": fair_share_bps, "duration_s": duration_s, "short_term_jain": fair_share_bps / 1e5}
+
+    monkeypatch.setattr(taq_testbed_fig11, "run_point", fake_point)
+    grid = {"disciplines": ("taq", "droptail"), "rates_bps": (600_000,), "fair_shares_bps": (10_000, 30_000, 100_000),
+            "congestion_controls": ("reno",), "duration_s": 60.0}
+    checkpoint = tmp_path / "points.jsonl"
+    resumed = False
+    with pytest.raises(KeyboardInterrupt):
+        taq_testbed_fig11.run(**grid, checkpoint=checkpoint)
+    assert len(checkpoint.read_text().splitlines()) == 3
+    resumed = True
+    table = taq_testbed_fig11.run(**grid, checkpoint=checkpoint)
+    assert len(calls) == 6, "the three points of the checkpoint are not run again"
+    assert table.height == 6 and len(set(calls)) == 6
+    assert table["fair_share_bps"].to_list() == [10_000, 30_000, 100_000] * 2
+    # Another seed or duration is another run: nothing of the checkpoint is reused.
+    taq_testbed_fig11.run(**{**grid, "duration_s": 30.0}, checkpoint=checkpoint)
+    assert len(calls) == 12
+
+
 @needs_testbed
 @pytest.mark.parametrize(("discipline", "rate_bps", "fair_share_bps"), [("taq", 600_000, 100_000),
                                                                         ("droptail", 1_000_000, 50_000)])

@@ -20,6 +20,7 @@ Each run goes through :func:`smallpipe.testbed.run_testbed`; the Jain index is t
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from smallpipe.experiments import taq_aqm
-from smallpipe.experiments.provenance import write_csv
+from smallpipe.experiments.provenance import source_commit, write_csv
 from smallpipe.presets import taq_dumbbell
 
 __all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "VARIANTS", "plot", "queue_of", "reproduce",
@@ -87,14 +88,41 @@ def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion
 
 def run(*, disciplines: Sequence[str] = DISCIPLINES, rates_bps: Sequence[int] = RATES_BPS,
         fair_shares_bps: Sequence[int] = FAIR_SHARES_BPS, congestion_controls: Sequence[str] = CONGESTION_CONTROLS,
-        duration_s: float = DURATION_S, slice_s: float = SLICE_S, seed: int = 1) -> pl.DataFrame:
-    """One testbed run per (congestion control, discipline, rate, fair share); one row each."""
-    rows = [
-        run_point(discipline=d, rate_bps=r, fair_share_bps=f, congestion_control=cc, duration_s=duration_s,
-                  slice_s=slice_s, seed=seed)
-        for cc, d, r, f in itertools.product(congestion_controls, disciplines, rates_bps, fair_shares_bps)
-    ]
+        duration_s: float = DURATION_S, slice_s: float = SLICE_S, seed: int = 1,
+        checkpoint: Path | None = None) -> pl.DataFrame:
+    """One testbed run per (congestion control, discipline, rate, fair share); one row each.
+
+    With ``checkpoint`` (a JSON-lines file), each point's row is appended there as soon as the
+    point ends, and a point already there, run by the same commit with the same duration,
+    slice and seed, is not run again: the full set takes hours, and an interrupted run
+    resumes where it stopped."""
+    done = _checkpointed_rows(checkpoint, duration_s=duration_s, slice_s=slice_s, seed=seed)
+    rows = []
+    for cc, d, r, f in itertools.product(congestion_controls, disciplines, rates_bps, fair_shares_bps):
+        row = done.get((d, cc, r, f))
+        if row is None:
+            row = run_point(discipline=d, rate_bps=r, fair_share_bps=f, congestion_control=cc, duration_s=duration_s,
+                            slice_s=slice_s, seed=seed)
+            if checkpoint is not None:
+                with checkpoint.open("a") as file:
+                    file.write(json.dumps({"commit": source_commit(), "slice_s": slice_s, "seed": seed, "row": row}) + "\n")
+        rows.append(row)
     return pl.DataFrame(rows)
+
+
+def _checkpointed_rows(checkpoint: Path | None, *, duration_s: float, slice_s: float,
+                       seed: int) -> dict[tuple[str, str, int, int], dict[str, Any]]:
+    """The rows of ``checkpoint`` that this commit ran with this duration, slice and seed, by
+    (discipline, congestion control, rate, fair share)."""
+    if checkpoint is None or not checkpoint.exists():
+        return {}
+    rows = {}
+    for line in checkpoint.read_text().splitlines():
+        entry = json.loads(line)
+        row = entry["row"]
+        if (entry["commit"], entry["slice_s"], entry["seed"], row["duration_s"]) == (source_commit(), slice_s, seed, duration_s):
+            rows[(row["discipline"], row["congestion_control"], row["rate_bps"], row["fair_share_bps"])] = row
+    return rows
 
 
 def with_simulator(table: pl.DataFrame, *, seed: int = 1) -> pl.DataFrame:
@@ -145,14 +173,18 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1, scale: str = "full") -> pl.DataFrame:
     """All runs (96 of 200 s; with ``quick`` reno only, 10 and 50 kbit/s, 60 s: 16 runs; with
     ``scale="session"`` the 28 runs of :data:`SESSION`); writes taq-testbed-fig11.csv and a PNG.
-    Needs root and the testbed binaries."""
+    Each finished run is kept in taq-testbed-fig11.points.jsonl until the CSV is written, so the
+    same call after an interruption resumes (:func:`run`). Needs root and the testbed binaries."""
     if quick:
         scale = "quick"
     parts = {"full": ({},), "quick": (QUICK,), "session": SESSION}.get(scale)
     if parts is None:
         raise ValueError(f"scale: {scale!r} is not a scale; expected full, session or quick")
-    table = with_simulator(pl.concat([run(seed=seed, **part) for part in parts], how="vertical"), seed=seed)
+    checkpoint = out / "taq-testbed-fig11.points.jsonl"
+    table = pl.concat([run(seed=seed, checkpoint=checkpoint, **part) for part in parts], how="vertical")
+    table = with_simulator(table, seed=seed)
     write_csv(table, out / "taq-testbed-fig11.csv")
     plot(table, out / "taq-testbed-fig11.png")
+    checkpoint.unlink()
     return table.select("congestion_control", "discipline", "rate_bps", "fair_share_bps", "short_term_jain",
                         "sim_short_term_jain", "utilization", "loss_rate", "sim_loss_rate")
