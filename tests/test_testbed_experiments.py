@@ -85,6 +85,20 @@ def test_fig11_point_has_jain_within_its_bounds_and_no_more_than_the_link(discip
     assert row["failed_connections"] == 0
 
 
+def test_fig12_stress_scale_replays_with_the_stress_clients_into_files_of_its_own(tmp_path, monkeypatch):
+    # No testbed: the simulator stands in for run_testbed, over a 60 s log.
+    import smallpipe.testbed
+    from smallpipe import simulate
+
+    monkeypatch.setattr(smallpipe.testbed, "run_testbed", lambda scenario, congestion_control: simulate(scenario))
+    monkeypatch.setitem(taq_testbed_fig12.SCALES, "stress", (60.0, 90.0))
+    runs = taq_testbed_fig12.reproduce(tmp_path, scale="stress")
+    assert runs["scale"].to_list() == ["stress", "stress"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "taq-testbed-fig12-stress-runs.csv", "taq-testbed-fig12-stress-tables.md", "taq-testbed-fig12-stress.csv",
+        "taq-testbed-fig12-stress.png"]
+
+
 LOG = [  # (seconds, client, bytes): two clients, a handful of objects with distinct sizes
     (0.0, "10.0.0.1", 3000), (0.1, "10.0.0.2", 9000), (0.5, "10.0.0.1", 500),
     (1.0, "10.0.0.2", 20000), (1.2, "10.0.0.1", 1200), (1.5, "10.0.0.1", 7000),

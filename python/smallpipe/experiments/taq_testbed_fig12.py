@@ -32,19 +32,26 @@ QUEUES: tuple[str, ...] = ("droptail", "taq+ac")
 PAPER = taq_fig12.PAPER
 LOG_S, DURATION_S = 1200.0, 1800.0
 QUICK_LOG_S, QUICK_DURATION_S = 300.0, 450.0
-SCALES = {"full": (LOG_S, DURATION_S), "session": (200.0, 300.0), "quick": (QUICK_LOG_S, QUICK_DURATION_S)}
+SCALES = {"full": (LOG_S, DURATION_S), "session": (200.0, 300.0), "quick": (QUICK_LOG_S, QUICK_DURATION_S),
+          "stress": (LOG_S, DURATION_S)}
 """(log seconds replayed, run seconds); ``session`` (what fits an hour of quiet cores with the
-rest of the testbed measurements): a 200 s log replayed for 300 s."""
+rest of the testbed measurements): a 200 s log replayed for 300 s; ``stress``: the full set-up
+with the simulator's stress clients (:data:`CLIENTS`)."""
+CLIENTS = {"stress": "stress"}
+"""The scales whose log is split among the stress scale's 50 clients of
+:data:`smallpipe.experiments.taq_fig12.SCALES` (the others: the paper's 2); their files are
+named with the scale (``taq-testbed-fig12-stress.csv``, ...)."""
 
 
 def run(*, queues: Sequence[str] = QUEUES, log_s: float = LOG_S, duration_s: float = DURATION_S,
-        congestion_control: str = "reno", seed: int = 1,
+        congestion_control: str = "reno", seed: int = 1, clients: str = "paper",
         log: Path | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(per object, per bucket, per run) as :func:`smallpipe.experiments.taq_fig12.run`, on the
-    testbed; ``log`` replaces the synthetic log."""
+    testbed; ``clients`` names a scale of that module (``paper``: 2 clients, ``stress``: 50);
+    ``log`` replaces the synthetic log."""
     from smallpipe.testbed import run_testbed  # runs need root and the binaries
 
-    objects, buckets, runs = taq_fig12.run(scales=("paper",), queues=queues, log_s=log_s, duration_s=duration_s,
+    objects, buckets, runs = taq_fig12.run(scales=(clients,), queues=queues, log_s=log_s, duration_s=duration_s,
                                            seed=seed, execute=partial(run_testbed, congestion_control=congestion_control),
                                            log=log)
     cc = pl.lit(congestion_control).alias("congestion_control")
@@ -53,15 +60,20 @@ def run(*, queues: Sequence[str] = QUEUES, log_s: float = LOG_S, duration_s: flo
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1, scale: str = "full") -> pl.DataFrame:
     """DropTail and TAQ+AC over the 1200 s log for 1800 s each (300 s log, 450 s runs with
-    ``quick``); writes taq-testbed-fig12.csv (buckets), taq-testbed-fig12-runs.csv,
-    taq-testbed-fig12-tables.md and a PNG. Needs root and the testbed binaries."""
+    ``quick``; 50 clients with ``scale="stress"``); writes taq-testbed-fig12.csv (buckets),
+    taq-testbed-fig12-runs.csv, taq-testbed-fig12-tables.md and a PNG (with ``-stress`` in
+    their names for the stress scale). Needs root and the testbed binaries."""
     if scale not in SCALES:
         raise ValueError(f"scale: {scale!r} is not a scale; expected {', '.join(SCALES)}")
-    log_s, duration_s = SCALES["quick" if quick else scale]
-    objects, buckets, runs = run(log_s=log_s, duration_s=duration_s, seed=seed)
-    write_csv(buckets, out / "taq-testbed-fig12.csv")
-    write_csv(runs, out / "taq-testbed-fig12-runs.csv")
-    (out / "taq-testbed-fig12-tables.md").write_text(taq_fig12.markdown(buckets, runs))
-    taq_fig12.plot(objects, out / "taq-testbed-fig12.png",
-                   title="TAQ Figure 12 on the testbed: replayed log, 1 Mbit/s, Linux reno")
+    scale = "quick" if quick else scale
+    log_s, duration_s = SCALES[scale]
+    clients = CLIENTS.get(scale, "paper")
+    objects, buckets, runs = run(log_s=log_s, duration_s=duration_s, seed=seed, clients=clients)
+    name = "taq-testbed-fig12" + (f"-{scale}" if scale in CLIENTS else "")
+    write_csv(buckets, out / f"{name}.csv")
+    write_csv(runs, out / f"{name}-runs.csv")
+    (out / f"{name}-tables.md").write_text(taq_fig12.markdown(buckets, runs))
+    clients_text = f"{taq_fig12.SCALES[clients]} clients"
+    taq_fig12.plot(objects, out / f"{name}.png",
+                   title=f"TAQ Figure 12 on the testbed: replayed log, {clients_text}, 1 Mbit/s, Linux reno")
     return runs.select("scale", "queue", "mean_s", "loss_rate", *PAPER)
