@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,7 @@ def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion
                             queue=queue_of(discipline))
     result = run_testbed(scenario, congestion_control=congestion_control)
     box = result.meta.get("box") or {}
+    failed = result.meta.get("failed_connections") or []
     return {
         "discipline": discipline,
         "congestion_control": congestion_control,
@@ -79,11 +81,19 @@ def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion
         "flows": flows,
         "duration_s": duration_s,
         **taq_aqm.fairness_row(result),
-        "failed_connections": len(result.meta.get("failed_connections") or []),
+        "failed_connections": len(failed),
+        "connection_errors": _error_counts(failed),
         "box_lateness_p99_ns": (box.get("lateness_ns") or {}).get("p99"),
         "steal_fraction": box.get("steal_fraction"),
         "wall_seconds": result.meta["wall_seconds"],
     }
+
+
+def _error_counts(failed: Sequence[str]) -> str:
+    """The failed connections' errors (``flow N: message``) as ``count x message``, most
+    frequent first: why a flow never connected, for the table."""
+    counts = Counter(entry.split(": ", 1)[-1] for entry in failed)
+    return "; ".join(f"{n} x {message}" for message, n in counts.most_common())
 
 
 def run(*, disciplines: Sequence[str] = DISCIPLINES, rates_bps: Sequence[int] = RATES_BPS,
