@@ -85,6 +85,21 @@ def test_fig11_point_has_jain_within_its_bounds_and_no_more_than_the_link(discip
     assert row["failed_connections"] == 0
 
 
+def test_fig11_tables_put_each_point_on_a_row_and_the_simulator_in_parentheses():
+    import polars as pl
+
+    rows = [("taq", 600_000, 10_000, 0.8031, 24.28, 0.939), ("droptail", 600_000, 10_000, 0.5824, 16.37, 0.7712),
+            ("taq", 1_000_000, 100_000, 0.8852, 3.1, 1.0)]
+    table = pl.DataFrame([{"discipline": d, "congestion_control": "reno", "rate_bps": r, "fair_share_bps": f,
+                           "flows": r // f, "short_term_jain": j, "timeouts_per_flow": t, "sim_short_term_jain": s}
+                          for d, r, f, j, t, s in rows])
+    text = taq_testbed_fig11.markdown(table)
+    assert "| reno, 600 kbit/s | 10 kbit/s (60 flows) | 0.803 (0.939) | 0.582 (0.771) |" in text
+    assert "| reno, 1 Mbit/s | 100 kbit/s (10 flows) | 0.885 (1.000) | — |" in text
+    # No simulator column for timeouts in this table: Linux's number alone.
+    assert "| reno, 600 kbit/s | 10 kbit/s (60 flows) | 24.28 | 16.37 |" in text
+
+
 def test_fig12_stress_scale_replays_with_the_stress_clients_into_files_of_its_own(tmp_path, monkeypatch):
     # No testbed: the simulator stands in for run_testbed, over a 60 s log.
     import smallpipe.testbed

@@ -32,7 +32,7 @@ from smallpipe.experiments import taq_aqm
 from smallpipe.experiments.provenance import source_commit, write_csv
 from smallpipe.presets import taq_dumbbell
 
-__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "VARIANTS", "plot", "queue_of", "reproduce",
+__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "VARIANTS", "markdown", "plot", "queue_of", "reproduce",
            "run", "run_point", "with_simulator"]
 
 RATES_BPS: tuple[int, ...] = (600_000, 1_000_000)
@@ -151,6 +151,34 @@ def with_simulator(table: pl.DataFrame, *, seed: int = 1) -> pl.DataFrame:
     return pl.concat([table, pl.DataFrame(sim_rows)], how="horizontal")
 
 
+def markdown(table: pl.DataFrame) -> str:
+    """The page's tables, from the CSV: per (congestion control, rate) and fair share, each
+    discipline's 20 s Jain index on Linux with the simulator's in parentheses, then its
+    timeouts per flow the same way (the simulator's columns only where ``with_simulator`` added
+    them)."""
+    disciplines = table["discipline"].unique(maintain_order=True).to_list()
+    keys = ("congestion_control", "rate_bps", "fair_share_bps")
+    points = table.select(*keys, "flows").unique(subset=list(keys), maintain_order=True)
+    out = []
+    for column, title, digits in (("short_term_jain", "20 s Jain index", 3), ("timeouts_per_flow", "timeouts per flow", 2)):
+        out.append(f"{title}, Linux (simulator):\n")
+        out.append("| TCP, link | fair share | " + " | ".join(disciplines) + " |")
+        out.append("|---|---|" + "---|" * len(disciplines))
+        for cc, rate, share, flows in points.iter_rows():
+            cells = []
+            for d in disciplines:
+                r = table.filter(pl.col("congestion_control") == cc, pl.col("rate_bps") == rate,
+                                 pl.col("fair_share_bps") == share, pl.col("discipline") == d)
+                cell = f"{r[column][0]:.{digits}f}" if r.height else "—"
+                if r.height and f"sim_{column}" in r.columns:
+                    cell += f" ({r[f'sim_{column}'][0]:.{digits}f})"
+                cells.append(cell)
+            link = f"{rate / 1e6:g} Mbit/s" if rate >= 1_000_000 else f"{rate / 1e3:g} kbit/s"
+            out.append(f"| {cc}, {link} | {share / 1e3:g} kbit/s ({flows} flows) | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def plot(table: pl.DataFrame, path: Path) -> None:
     """One panel per (congestion control, rate): Jain index against fair share per discipline."""
     import matplotlib
@@ -182,7 +210,8 @@ def plot(table: pl.DataFrame, path: Path) -> None:
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1, scale: str = "full") -> pl.DataFrame:
     """All runs (96 of 200 s; with ``quick`` reno only, 10 and 50 kbit/s, 60 s: 16 runs; with
-    ``scale="session"`` the 28 runs of :data:`SESSION`); writes taq-testbed-fig11.csv and a PNG.
+    ``scale="session"`` the 28 runs of :data:`SESSION`); writes taq-testbed-fig11.csv, the page's
+    tables (taq-testbed-fig11-tables.md) and a PNG.
     Each finished run is kept in taq-testbed-fig11.points.jsonl until the CSV is written, so the
     same call after an interruption resumes (:func:`run`). Needs root and the testbed binaries."""
     if quick:
@@ -194,6 +223,7 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1, scale: str = "fu
     table = pl.concat([run(seed=seed, checkpoint=checkpoint, **part) for part in parts], how="vertical")
     table = with_simulator(table, seed=seed)
     write_csv(table, out / "taq-testbed-fig11.csv")
+    (out / "taq-testbed-fig11-tables.md").write_text(markdown(table))
     plot(table, out / "taq-testbed-fig11.png")
     checkpoint.unlink()
     return table.select("congestion_control", "discipline", "rate_bps", "fair_share_bps", "short_term_jain",
