@@ -14,6 +14,12 @@ summary table of ``smallpipe reproduce thesis-fig5.2``, with the flows behind ea
 ``thesis-fig5.2-scale.png`` and ``resources.json`` (per protocol: flows started, wall
 seconds, peak RSS, simulated seconds; and apart, the peak RSS when the simulation ended and
 the rows kept for the summary, so the simulator's memory is told from the summary's).
+
+A protocol at 10^8 flows runs for about an hour, so each one's summary and resources are
+kept in ``OUT/protocols/`` as soon as it ends. A protocol already there with the same
+flows, rate and ``--fifo-hops`` is not run again, and the table and plot cover every such
+protocol in ``OUT/protocols/``: protocols run one command at a time add up to one figure,
+and an interrupted command loses only the protocols still running.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from pathlib import Path
 
 import polars as pl
 from smallpipe.experiments import thesis_fig52 as fig
-from smallpipe.experiments.provenance import write_csv
+from smallpipe.experiments.provenance import source_commit, write_csv
 from smallpipe.experiments.thesis_fig51 import PACKET_SIZE_BYTES
 from smallpipe.result import simulate
 
@@ -98,29 +104,42 @@ def main() -> None:
     unknown = set(args.protocols) - set(fig.WITH_RCP)
     if unknown:
         raise SystemExit(f"--protocols: {sorted(unknown)} not known; expected some of {list(fig.WITH_RCP)}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="fig52-scale-") as tmp:
-        def one(protocol: str) -> dict[str, object]:
-            rows = Path(tmp) / f"{protocol}.parquet"
+    kept = args.out / "protocols"
+    kept.mkdir(parents=True, exist_ok=True)
+    set_up = {"flows_per_protocol": args.flows, "rate_bps": args.rate_bps, "fifo_hops": args.fifo_hops}
+
+    def same_set_up(stats_file: Path) -> bool:
+        stats = json.loads(stats_file.read_text())
+        return all(stats.get(k) == v for k, v in set_up.items())
+
+    def one(protocol: str) -> None:
+        stats_file = kept / f"{protocol}.json"
+        if stats_file.exists() and same_set_up(stats_file):
+            print(f"{protocol}: kept from an earlier run ({stats_file})", flush=True)
+            return
+        with tempfile.TemporaryDirectory(prefix=f"fig52-scale-{protocol}-") as tmp:
+            rows = Path(tmp) / "summary.parquet"
             done = subprocess.run(
                 [sys.executable, __file__, "--flows", str(args.flows), "--rate-bps", str(args.rate_bps),
                  "--fifo-hops", args.fifo_hops, "--child", protocol, str(Path(tmp) / "parts"), str(rows)],
                 check=True, capture_output=True, text=True)
-            stats: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-            print(json.dumps(stats), flush=True)
-            return stats
+            # The child summarized its own protocol (summary groups by protocol), so only
+            # its table comes back, not 3·10^7 rows per protocol at 10^8 flows.
+            write_csv(pl.read_parquet(rows), kept / f"{protocol}.csv")
+        stats = {**json.loads(done.stdout.strip().splitlines()[-1]), **set_up, "smallpipe_commit": source_commit()}
+        stats_file.write_text(json.dumps(stats, indent=1) + "\n")  # last: it marks the protocol done
+        print(json.dumps(stats), flush=True)
 
-        with ThreadPoolExecutor(args.jobs) as pool:
-            resources = list(pool.map(one, args.protocols))
-        # Each child summarized its own protocol (summary groups by protocol), so only the
-        # tables come back here, not 3·10^7 rows per protocol at 10^8 flows.
-        table = pl.concat([pl.read_parquet(Path(tmp) / f"{p}.parquet") for p in args.protocols]).sort(
-            "protocol", "size_lo_pkts")
-    write_csv(table, args.out / "thesis-fig5.2-scale.csv")
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(one, args.protocols))
+    done_protocols = sorted(f.stem for f in kept.glob("*.json") if same_set_up(f))
+    resources = [json.loads((kept / f"{p}.json").read_text()) for p in done_protocols]
+    # Each protocol's rows keep the commit that ran it.
+    table = pl.concat([pl.read_csv(kept / f"{p}.csv") for p in done_protocols]).sort("protocol", "size_lo_pkts")
+    table.write_csv(args.out / "thesis-fig5.2-scale.csv")
     fig.plot(table, args.out / "thesis-fig5.2-scale.png", rate_bps=args.rate_bps,
              title=f"Thesis Fig. 5.2: {args.rate_bps / 1e9:g} Gbit/s, {args.flows:.0e} flows per protocol")
-    (args.out / "resources.json").write_text(json.dumps(
-        {"flows_per_protocol": args.flows, "rate_bps": args.rate_bps, "fifo_hops": args.fifo_hops, "runs": resources}, indent=1) + "\n")
+    (args.out / "resources.json").write_text(json.dumps({**set_up, "runs": resources}, indent=1) + "\n")
     print(table)
 
 

@@ -125,7 +125,8 @@ def test_thesis_fig52_quick_summary_is_the_same_streamed(tmp_path, monkeypatch):
 def test_fig52_scale_summarizes_in_each_child_what_run_and_summary_give(tmp_path):
     """benches/fig52_scale.py summarizes each protocol in its own process and keeps only the
     counted rows' narrow types; its table must be `summary(run(...))` of the same set-up,
-    and it must say how much of its peak was the simulation's."""
+    and it must say how much of its peak was the simulation's. A protocol run by an earlier
+    command with the same set-up is kept, not run again, and joins the table."""
     import json
     import subprocess
     import sys
@@ -135,8 +136,13 @@ def test_fig52_scale_summarizes_in_each_child_what_run_and_summary_give(tmp_path
 
     bench = Path(__file__).resolve().parents[1] / "benches" / "fig52_scale.py"
     flows = 6e4
-    subprocess.run([sys.executable, str(bench), "--flows", str(flows), "--protocols", "tcp", "red", "--jobs", "1",
-                    "--out", str(tmp_path / "out")], check=True, capture_output=True)
+    def bench_run(*protocols: str) -> str:
+        return subprocess.run([sys.executable, str(bench), "--flows", str(flows), "--protocols", *protocols,
+                               "--jobs", "1", "--out", str(tmp_path / "out")], check=True, capture_output=True,
+                              text=True).stdout
+
+    assert "kept from an earlier run" not in bench_run("tcp")
+    assert "tcp: kept from an earlier run" in bench_run("red", "tcp")
     table = pl.read_csv(tmp_path / "out" / "thesis-fig5.2-scale.csv").drop("smallpipe_version", "smallpipe_commit")
     per_s = fig52.LOAD * fig52.RATE_BPS / (fig52.MEAN_PKTS * 1000 * 8)  # 1000-byte packets on the wire
     rows = fig52.run(protocols=("tcp", "red"), duration_s=flows / per_s, warmup_s=1.0, drain_s=3.0,
