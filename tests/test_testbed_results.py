@@ -84,6 +84,28 @@ def test_fig11_full_taq_beats_droptail_at_one_packet_per_rtt_or_less_and_is_leve
     assert (large["taq"] >= large["dt"] - 0.005).all(), large
 
 
+@needs_fig11_full
+def test_fig11_cubic_loss_gap_is_mostly_the_ssthresh_base():
+    """docs/reproductions/taq-testbed.md: above one packet per RTT, the simulator's CUBIC under
+    TAQ loses 2.7-4.3 times Linux's loss rate with RFC 9438's ssthresh (beta x FlightSize) and
+    at most 1.6 times it with Linux's (beta x cwnd, `tcp.cubic_ssthresh = "cwnd"`)."""
+    from smallpipe import simulate
+    from smallpipe.experiments import taq_aqm
+    from smallpipe.experiments import taq_testbed_fig11 as fig11
+    from smallpipe.presets import taq_dumbbell
+
+    linux = pl.read_csv(FIG11).filter(pl.col("congestion_control") == "cubic", pl.col("discipline") == "taq",
+                                      pl.col("fair_share_bps") > ONE_PACKET_PER_RTT_BPS)
+    assert linux.height == 6
+    for row in linux.iter_rows(named=True):
+        scenario = taq_dumbbell(flows=row["flows"], rate_bps=row["rate_bps"], duration_s=row["duration_s"], seed=1,
+                                slice_s=fig11.SLICE_S, queue=fig11.queue_of("taq"))
+        ratio = {rule: taq_aqm.fairness_row(simulate(scenario.with_overrides(
+            {"tcp.congestion": "cubic", "tcp.cubic_ssthresh": rule})))["loss_rate"] / row["loss_rate"]
+            for rule in ("flight_size", "cwnd")}
+        assert ratio["flight_size"] > 2.5 and ratio["cwnd"] < 1.6, (row["rate_bps"], row["fair_share_bps"], ratio)
+
+
 RECLASSIFY = PAGE_DIR / "taq-testbed-fig11-reclassify.csv"
 
 

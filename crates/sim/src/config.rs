@@ -343,6 +343,16 @@ pub enum RtoRule {
     Linux,
 }
 
+/// What CUBIC's multiplicative decrease multiplies by β.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CubicSsthresh {
+    /// RFC 9438 §4.6: ssthresh = β·FlightSize.
+    FlightSize,
+    /// Linux's `cubictcp_recalc_ssthresh`: ssthresh = β·cwnd.
+    Cwnd,
+}
+
 /// What restarts the retransmission timer during SACK fast recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -430,6 +440,9 @@ pub struct TcpConfig {
     /// single flow without other traffic.
     #[serde(default = "d_true")]
     pub cubic_fast_convergence: bool,
+    /// What CUBIC's decrease starts from (CUBIC only): the RFC's flight size or Linux's cwnd.
+    #[serde(default = "d_cubic_ssthresh")]
+    pub cubic_ssthresh: CubicSsthresh,
     /// HyStart++ (RFC 9406) in the initial slow start, Reno or CUBIC: leaves it on a rise
     /// in delay. Off: RFC 5681 slow start until ssthresh or a loss.
     #[serde(default)]
@@ -738,6 +751,7 @@ fn d_recovery_partial_ack() -> PartialAck { PartialAck::Rfc6675 }
 fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
 fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
+fn d_cubic_ssthresh() -> CubicSsthresh { CubicSsthresh::FlightSize }
 fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
 fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }
 fn d_loss_detection() -> LossDetection { LossDetection::Dupthresh }
@@ -959,6 +973,8 @@ impl TcpConfig {
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
+        check(self.cubic_ssthresh == CubicSsthresh::FlightSize || self.congestion == Congestion::Cubic,
+            "cubic_ssthresh", "cwnd", "\"flight_size\", or \"cwnd\" only with congestion = \"cubic\"")?;
         check((1..=100).contains(&self.abc_limit_pkts), "abc_limit_pkts", self.abc_limit_pkts, "1 to 100 segments")?;
         check(self.rwnd_bytes >= self.mss_bytes() as u64 && self.rwnd_bytes <= 1 << 30, "rwnd_bytes",
             self.rwnd_bytes, "at least one MSS and at most 2^30 bytes")?;
@@ -1264,6 +1280,16 @@ mod tests {
         let ok = Scenario::from_json(r#"{"tcp":{"loss_detection":"rack","recovery":"sack"},"flows":[{"app":"bulk"}]}"#);
         assert!(ok.unwrap().to_json().contains(r#""loss_detection":"rack""#));
         assert!(!Scenario::from_json(MIN).unwrap().to_json().contains("loss_detection"));
+    }
+
+    #[test]
+    fn cubic_ssthresh_is_a_cubic_knob() {
+        let e = err(r#"{"tcp":{"cubic_ssthresh":"cwnd"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.cubic_ssthresh", "cwnd"));
+        assert!(e.to_string().contains("congestion = \"cubic\""), "{e}");
+        assert!(Scenario::from_json(r#"{"tcp":{"congestion":"cubic","cubic_ssthresh":"cwnd"},"flows":[{"app":"bulk"}]}"#).is_ok());
+        assert!(err(r#"{"tcp":{"congestion":"cubic","cubic_ssthresh":"half"},"flows":[{"app":"bulk"}]}"#)
+            .to_string().contains("cubic_ssthresh"));
     }
 
     #[test]

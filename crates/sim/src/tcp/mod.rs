@@ -28,8 +28,8 @@ pub mod sack;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use crate::config::{
-    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
-    Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
+    AckRule, Congestion, CubicSsthresh, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing,
+    PartialAck, Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
@@ -67,6 +67,7 @@ pub struct TcpParams {
     pub recovery: Recovery,
     pub congestion: Congestion,
     pub cubic_fast_convergence: bool,
+    pub cubic_ssthresh: CubicSsthresh,
     pub hystart: bool,
     pub delayed_ack: Option<Duration>,
     pub ack_first_data: bool,
@@ -126,6 +127,7 @@ impl TcpParams {
             recovery: c.recovery,
             congestion: c.congestion,
             cubic_fast_convergence: c.cubic_fast_convergence,
+            cubic_ssthresh: c.cubic_ssthresh,
             hystart: c.hystart,
             delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
             ack_first_data: c.ack_first_data,
@@ -219,7 +221,7 @@ impl CongestionControl {
     fn new(p: &TcpParams) -> Self {
         match p.congestion {
             Congestion::Reno => CongestionControl::Reno,
-            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence))),
+            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence, p.cubic_ssthresh))),
         }
     }
 }
