@@ -108,13 +108,14 @@ def main() -> None:
     kept.mkdir(parents=True, exist_ok=True)
     set_up = {"flows_per_protocol": args.flows, "rate_bps": args.rate_bps, "fifo_hops": args.fifo_hops}
 
-    def same_set_up(stats_file: Path) -> bool:
-        stats = json.loads(stats_file.read_text())
-        return all(stats.get(k) == v for k, v in set_up.items())
+    def kept_stats(stats_file: Path) -> dict[str, object] | None:
+        """A kept protocol's resources if it was run with this set-up."""
+        stats: dict[str, object] = json.loads(stats_file.read_text())
+        return stats if all(stats.get(k) == v for k, v in set_up.items()) else None
 
     def one(protocol: str) -> None:
         stats_file = kept / f"{protocol}.json"
-        if stats_file.exists() and same_set_up(stats_file):
+        if stats_file.exists() and kept_stats(stats_file):
             print(f"{protocol}: kept from an earlier run ({stats_file})", flush=True)
             return
         with tempfile.TemporaryDirectory(prefix=f"fig52-scale-{protocol}-") as tmp:
@@ -132,14 +133,13 @@ def main() -> None:
 
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(one, args.protocols))
-    done_protocols = sorted(f.stem for f in kept.glob("*.json") if same_set_up(f))
-    resources = [json.loads((kept / f"{p}.json").read_text()) for p in done_protocols]
+    runs = {f.stem: stats for f in sorted(kept.glob("*.json")) if (stats := kept_stats(f))}
     # Each protocol's rows keep the commit that ran it.
-    table = pl.concat([pl.read_csv(kept / f"{p}.csv") for p in done_protocols]).sort("protocol", "size_lo_pkts")
+    table = pl.concat([pl.read_csv(kept / f"{p}.csv") for p in runs]).sort("protocol", "size_lo_pkts")
     table.write_csv(args.out / "thesis-fig5.2-scale.csv")
     fig.plot(table, args.out / "thesis-fig5.2-scale.png", rate_bps=args.rate_bps,
              title=f"Thesis Fig. 5.2: {args.rate_bps / 1e9:g} Gbit/s, {args.flows:.0e} flows per protocol")
-    (args.out / "resources.json").write_text(json.dumps({**set_up, "runs": resources}, indent=1) + "\n")
+    (args.out / "resources.json").write_text(json.dumps({**set_up, "runs": list(runs.values())}, indent=1) + "\n")
     print(table)
 
 

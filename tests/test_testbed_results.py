@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from smallpipe.experiments import taq_fig12
 from smallpipe.experiments import taq_testbed_fig12 as testbed_fig12
+from smallpipe.presets import TAQ_PACKET_SIZE_BYTES, TAQ_RTT_MS
 from smallpipe.workloads import write_synthetic_access_log
 
 PAGE_DIR = Path(__file__).resolve().parents[1] / "docs" / "reproductions" / "taq-testbed"
@@ -44,9 +45,9 @@ def test_fig11_taq_is_fairer_than_droptail_at_10_kbit_s_per_flow():
 
 FIG11 = PAGE_DIR / "taq-testbed-fig11.csv"
 needs_fig11_full = pytest.mark.skipif(not FIG11.exists(), reason="Figure 11's full set not measured yet")
-# 500-byte packets over the 200 ms RTT: a fair share at or below this is at most one packet
-# per RTT, where a flow cannot keep a window without timing out (TAQ's regime).
-ONE_PACKET_PER_RTT_BPS = 500 * 8 / 0.2
+# A fair share at or below one packet per propagation RTT leaves a flow no window it can
+# keep without timing out (TAQ's regime): 500 bytes per 200 ms, 20 kbit/s.
+ONE_PACKET_PER_RTT_BPS = TAQ_PACKET_SIZE_BYTES * 8 / (TAQ_RTT_MS / 1e3)
 
 
 @needs_fig11_full
@@ -89,21 +90,14 @@ def test_fig11_cubic_loss_gap_is_mostly_the_ssthresh_base():
     """docs/reproductions/taq-testbed.md: above one packet per RTT, the simulator's CUBIC under
     TAQ loses 2.7-4.3 times Linux's loss rate with RFC 9438's ssthresh (beta x FlightSize) and
     at most 1.6 times it with Linux's (beta x cwnd, `tcp.cubic_ssthresh = "cwnd"`)."""
-    from smallpipe import simulate
-    from smallpipe.experiments import taq_aqm
     from smallpipe.experiments import taq_testbed_fig11 as fig11
-    from smallpipe.presets import taq_dumbbell
 
     linux = pl.read_csv(FIG11).filter(pl.col("congestion_control") == "cubic", pl.col("discipline") == "taq",
-                                      pl.col("fair_share_bps") > ONE_PACKET_PER_RTT_BPS)
+                                      pl.col("fair_share_bps") > ONE_PACKET_PER_RTT_BPS).select(pl.exclude("^sim_.*$"))
     assert linux.height == 6
-    for row in linux.iter_rows(named=True):
-        scenario = taq_dumbbell(flows=row["flows"], rate_bps=row["rate_bps"], duration_s=row["duration_s"], seed=1,
-                                slice_s=fig11.SLICE_S, queue=fig11.queue_of("taq"))
-        ratio = {rule: taq_aqm.fairness_row(simulate(scenario.with_overrides(
-            {"tcp.congestion": "cubic", "tcp.cubic_ssthresh": rule})))["loss_rate"] / row["loss_rate"]
-            for rule in ("flight_size", "cwnd")}
-        assert ratio["flight_size"] > 2.5 and ratio["cwnd"] < 1.6, (row["rate_bps"], row["fair_share_bps"], ratio)
+    ratio = {rule: fig11.with_simulator(linux, overrides={"tcp.cubic_ssthresh": rule}).select(
+        pl.col("sim_loss_rate") / pl.col("loss_rate"))["sim_loss_rate"] for rule in ("flight_size", "cwnd")}
+    assert (ratio["flight_size"] > 2.5).all() and (ratio["cwnd"] < 1.6).all(), ratio
 
 
 RECLASSIFY = PAGE_DIR / "taq-testbed-fig11-reclassify.csv"

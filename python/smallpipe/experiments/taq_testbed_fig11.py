@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,17 +135,18 @@ def _checkpointed_rows(checkpoint: Path | None, *, duration_s: float, slice_s: f
     return rows
 
 
-def with_simulator(table: pl.DataFrame, *, seed: int = 1) -> pl.DataFrame:
+def with_simulator(table: pl.DataFrame, *, seed: int = 1, overrides: Mapping[str, Any] | None = None) -> pl.DataFrame:
     """The testbed's table with the simulator's numbers on the same scenario beside it
     (``sim_`` columns): each row's point run by :func:`smallpipe.simulate`, with the testbed's
-    congestion control (``tcp.congestion``), so Linux checks the simulator point by point."""
+    congestion control (``tcp.congestion``), so Linux checks the simulator point by point.
+    ``overrides`` (dotted keys) change the simulator's side only, e.g. a Linux behaviour."""
     from smallpipe import simulate
 
     sim_rows = []
     for row in table.iter_rows(named=True):
         scenario = taq_dumbbell(flows=row["flows"], rate_bps=row["rate_bps"], duration_s=row["duration_s"], seed=seed,
                                 slice_s=SLICE_S, queue=queue_of(row["discipline"]))
-        scenario = scenario.with_overrides({"tcp.congestion": row["congestion_control"]})
+        scenario = scenario.with_overrides({"tcp.congestion": row["congestion_control"], **(overrides or {})})
         sim = taq_aqm.fairness_row(simulate(scenario))
         sim_rows.append({f"sim_{k}": sim[k] for k in ("short_term_jain", "utilization", "loss_rate", "timeouts_per_flow")})
     return pl.concat([table, pl.DataFrame(sim_rows)], how="horizontal")
