@@ -142,6 +142,24 @@ def test_namespaces_are_removed_on_error_and_on_sigint() -> None:
     assert _our_namespaces() == []
 
 
+@needs_root
+def test_namespaces_of_dead_testbed_processes_are_swept_and_no_others() -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale, live, foreign = f"sp{dead.pid}beef-box", f"sp{os.getpid()}cafe-box", f"sp{dead.pid}-not-ours"
+    for name in (stale, live, foreign):
+        subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        with Network(2, 1500, {}, [], []) as net:
+            assert net.swept == [stale]
+        names = [line.split()[0] for line in
+                 subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout.splitlines()]
+        assert stale not in names and live in names and foreign in names
+    finally:
+        for name in (stale, live, foreign):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
 @needs_testbed
 def test_bulk_flows_fill_the_link_and_never_exceed_it() -> None:
     duration_s = 5.0

@@ -10,12 +10,17 @@ The box forwards frames at layer 2, so each host reaches the other side through 
 neighbour (a gateway address that resolves to the far host's MAC); nothing in the box's
 namespace routes. Offloads (checksums, TSO, GSO, GRO) are off on all four veth ends, so
 the box sees wire-sized frames. Every command runs under a time limit.
+
+Namespaces are named ``sp{pid}{4 hex digits}-{clients,box,servers}``. A process killed
+before its teardown (SIGKILL, a machine stopped mid-run) leaves its three behind; the next
+network built removes those whose process is gone (:func:`sweep_stale_namespaces`).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -25,7 +30,8 @@ from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Self
 
-__all__ = ["CLIENT_MAC", "SERVER_ADDR", "NetnsError", "Network", "client_addr", "ip_netns_available"]
+__all__ = ["CLIENT_MAC", "SERVER_ADDR", "NetnsError", "Network", "client_addr", "ip_netns_available",
+           "sweep_stale_namespaces"]
 
 SERVER_ADDR = "198.19.0.1"
 CLIENT_NET = ipaddress.IPv4Address("198.18.0.0")
@@ -35,6 +41,8 @@ SERVER_GATEWAY = "198.18.255.254"  # the servers' way to 198.18.0.0/16
 CLIENT_MAC = "02:73:70:00:00:01"
 SERVER_MAC = "02:73:70:00:00:02"
 COMMAND_TIMEOUT_S = 30.0
+# Network's names: the creating process's pid, then a random tag of four hex digits.
+_OUR_NAME = re.compile(r"sp(?P<pid>[0-9]+)[0-9a-f]{4}-(clients|box|servers)")
 
 
 class NetnsError(RuntimeError):
@@ -68,6 +76,30 @@ def _run(args: Sequence[str], stdin: str | None = None) -> str:
     if done.returncode != 0:
         raise NetnsError(f"{' '.join(args)}: {done.stderr.strip()}")
     return done.stdout
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def sweep_stale_namespaces() -> list[str]:
+    """Delete the testbed namespaces whose creating process no longer runs; returns their names.
+
+    Namespaces of a live process are left alone, whoever made them: a pid reused since can only
+    keep a stale namespace, never remove a live one.
+    """
+    listing = _run(["ip", "netns", "list"])
+    stale = [name for name in (line.split()[0] for line in listing.splitlines() if line.strip())
+             if (match := _OUR_NAME.fullmatch(name)) and not _process_exists(int(match["pid"]))]
+    for name in stale:
+        _run(["ip", "netns", "del", name])
+    return stale
 
 
 @dataclass(frozen=True)
@@ -106,6 +138,8 @@ class Network:
         self.server_route = list(server_route)
         self._created: list[str] = []
         self._previous: dict[int, object] = {}
+        # Namespaces left by dead testbed processes, removed before this network was built.
+        self.swept: list[str] = []
 
     def __enter__(self) -> Self:
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -151,6 +185,7 @@ class Network:
         available, why_not = ip_netns_available()
         if not available:
             raise NetnsError(why_not)  # before anything is made, not halfway through
+        self.swept = sweep_stale_namespaces()
         n = self.names
         for name in n.all():
             _run(["ip", "netns", "add", name])

@@ -201,6 +201,9 @@ def run_testbed(
         started = time.monotonic()
         with Network(len(units), settings.mtu_bytes, settings.sysctls, settings.client_route,
                      settings.server_route) as net:
+            if net.swept:
+                warnings.warn(f"removed namespaces left by testbed processes that no longer run: {', '.join(net.swept)}",
+                              stacklevel=2)
             (workdir / "box_config.json").write_text(json.dumps(box_config(scenario, units), indent=2))
             box_out = workdir / "box"
             box_out.mkdir(exist_ok=True)
