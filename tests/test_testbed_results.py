@@ -89,13 +89,13 @@ def test_fig11_full_taq_beats_droptail_at_one_packet_per_rtt_or_less_and_is_leve
 def test_fig11_cubic_loss_gap_is_mostly_the_ssthresh_base():
     """docs/reproductions/taq-testbed.md: above one packet per RTT, the simulator's CUBIC under
     TAQ loses 2.7-4.3 times Linux's loss rate with RFC 9438's ssthresh (beta x FlightSize) and
-    at most 1.6 times it with Linux's (beta x cwnd, `tcp.cubic_ssthresh = "cwnd"`)."""
+    at most 1.6 times it with Linux's (beta x cwnd, `tcp.ssthresh_from = "cwnd"`)."""
     from smallpipe.experiments import taq_testbed_fig11 as fig11
 
     linux = pl.read_csv(FIG11).filter(pl.col("congestion_control") == "cubic", pl.col("discipline") == "taq",
                                       pl.col("fair_share_bps") > ONE_PACKET_PER_RTT_BPS).select(pl.exclude("^sim_.*$"))
     assert linux.height == 6
-    ratio = {rule: fig11.with_simulator(linux, overrides={"tcp.cubic_ssthresh": rule}).select(
+    ratio = {rule: fig11.with_simulator(linux, overrides={"tcp.ssthresh_from": rule}).select(
         pl.col("sim_loss_rate") / pl.col("loss_rate"))["sim_loss_rate"] for rule in ("flight_size", "cwnd")}
     assert (ratio["flight_size"] > 2.5).all() and (ratio["cwnd"] < 1.6).all(), ratio
 

@@ -343,13 +343,13 @@ pub enum RtoRule {
     Linux,
 }
 
-/// What CUBIC's multiplicative decrease multiplies by β.
+/// The window a multiplicative decrease starts from: Reno halves it, CUBIC keeps β of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CubicSsthresh {
-    /// RFC 9438 §4.6: ssthresh = β·FlightSize.
+pub enum SsthreshFrom {
+    /// RFC 5681 (3), (4) and RFC 9438 §4.6: ssthresh = FlightSize / 2, or β·FlightSize.
     FlightSize,
-    /// Linux's `cubictcp_recalc_ssthresh`: ssthresh = β·cwnd.
+    /// Linux's `tcp_reno_ssthresh` and `cubictcp_recalc_ssthresh`: cwnd / 2, or β·cwnd.
     Cwnd,
 }
 
@@ -440,9 +440,11 @@ pub struct TcpConfig {
     /// single flow without other traffic.
     #[serde(default = "d_true")]
     pub cubic_fast_convergence: bool,
-    /// What CUBIC's decrease starts from (CUBIC only): the RFC's flight size or Linux's cwnd.
-    #[serde(default = "d_cubic_ssthresh")]
-    pub cubic_ssthresh: CubicSsthresh,
+    /// What a loss or timeout's decrease starts from, Reno's or CUBIC's: the RFCs' flight
+    /// size or Linux's cwnd (they differ when the sender is application-limited or a
+    /// scheduler holds its packets back).
+    #[serde(default = "d_ssthresh_from")]
+    pub ssthresh_from: SsthreshFrom,
     /// HyStart++ (RFC 9406) in the initial slow start, Reno or CUBIC: leaves it on a rise
     /// in delay. Off: RFC 5681 slow start until ssthresh or a loss.
     #[serde(default)]
@@ -751,7 +753,7 @@ fn d_recovery_partial_ack() -> PartialAck { PartialAck::Rfc6675 }
 fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
 fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
-fn d_cubic_ssthresh() -> CubicSsthresh { CubicSsthresh::FlightSize }
+fn d_ssthresh_from() -> SsthreshFrom { SsthreshFrom::FlightSize }
 fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
 fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }
 fn d_loss_detection() -> LossDetection { LossDetection::Dupthresh }
@@ -973,8 +975,6 @@ impl TcpConfig {
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
-        check(self.cubic_ssthresh == CubicSsthresh::FlightSize || self.congestion == Congestion::Cubic,
-            "cubic_ssthresh", "cwnd", "\"flight_size\", or \"cwnd\" only with congestion = \"cubic\"")?;
         check((1..=100).contains(&self.abc_limit_pkts), "abc_limit_pkts", self.abc_limit_pkts, "1 to 100 segments")?;
         check(self.rwnd_bytes >= self.mss_bytes() as u64 && self.rwnd_bytes <= 1 << 30, "rwnd_bytes",
             self.rwnd_bytes, "at least one MSS and at most 2^30 bytes")?;
@@ -1283,13 +1283,13 @@ mod tests {
     }
 
     #[test]
-    fn cubic_ssthresh_is_a_cubic_knob() {
-        let e = err(r#"{"tcp":{"cubic_ssthresh":"cwnd"},"flows":[{"app":"bulk"}]}"#);
-        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.cubic_ssthresh", "cwnd"));
-        assert!(e.to_string().contains("congestion = \"cubic\""), "{e}");
-        assert!(Scenario::from_json(r#"{"tcp":{"congestion":"cubic","cubic_ssthresh":"cwnd"},"flows":[{"app":"bulk"}]}"#).is_ok());
-        assert!(err(r#"{"tcp":{"congestion":"cubic","cubic_ssthresh":"half"},"flows":[{"app":"bulk"}]}"#)
-            .to_string().contains("cubic_ssthresh"));
+    fn ssthresh_from_is_a_knob_of_both_senders() {
+        for congestion in ["reno", "cubic"] {
+            let json = format!(r#"{{"tcp":{{"congestion":"{congestion}","ssthresh_from":"cwnd"}},"flows":[{{"app":"bulk"}}]}}"#);
+            assert!(Scenario::from_json(&json).is_ok(), "{congestion}");
+        }
+        let e = err(r#"{"tcp":{"ssthresh_from":"half"},"flows":[{"app":"bulk"}]}"#).to_string();
+        assert!(e.contains("ssthresh_from") && e.contains("half") && e.contains("flight_size"), "{e}");
     }
 
     #[test]

@@ -23,8 +23,6 @@
 
 use smallpipe_core::{Duration, Instant};
 
-use crate::config::CubicSsthresh;
-
 /// C (§4.1): segments per s³.
 pub const C: f64 = 0.4;
 /// β_cubic (§4.1): the window kept on a congestion event.
@@ -57,8 +55,6 @@ struct Epoch {
 pub struct Cubic {
     /// §4.7: on by default; the RFC says to turn it off for a lone flow.
     fast_convergence: bool,
-    /// What the decrease multiplies by β (`tcp.cubic_ssthresh`).
-    ssthresh_from: CubicSsthresh,
     /// Window just before the last reduction (after fast convergence), bytes; `None`
     /// until the first congestion event.
     w_max: Option<f64>,
@@ -73,8 +69,8 @@ pub struct Cubic {
 }
 
 impl Cubic {
-    pub fn new(fast_convergence: bool, ssthresh_from: CubicSsthresh) -> Self {
-        Cubic { fast_convergence, ssthresh_from, w_max: None, cwnd_prior: 0.0, after_timeout: false, epoch: None, carry: 0.0 }
+    pub fn new(fast_convergence: bool) -> Self {
+        Cubic { fast_convergence, w_max: None, cwnd_prior: 0.0, after_timeout: false, epoch: None, carry: 0.0 }
     }
 
     /// W_max in bytes, once a congestion event has set it.
@@ -141,32 +137,29 @@ impl Cubic {
     }
 
     /// A loss detected by duplicate ACKs or SACK (§4.6, §4.7): updates W_max and returns
-    /// the new ssthresh, bytes.
-    pub fn on_congestion(&mut self, cwnd: u64, flight_size: u64, mss: u64) -> u64 {
+    /// the new ssthresh, bytes: β of `base`, the window the sender decreases from
+    /// (FlightSize in the RFC, cwnd in Linux's `cubictcp_recalc_ssthresh`).
+    pub fn on_congestion(&mut self, cwnd: u64, base: u64, mss: u64) -> u64 {
         let cwnd_f = cwnd as f64;
         self.w_max = Some(match self.w_max {
             Some(w_max) if self.fast_convergence && cwnd_f < w_max => cwnd_f * (1.0 + BETA) / 2.0,
             _ => cwnd_f,
         });
         self.after_timeout = false;
-        self.reduce(cwnd_f, flight_size, mss)
+        self.reduce(cwnd_f, base, mss)
     }
 
     /// A retransmission timeout (§4.8): ssthresh as for a loss; the next epoch restarts
     /// from its own window with K = 0.
-    pub fn on_timeout(&mut self, cwnd: u64, flight_size: u64, mss: u64) -> u64 {
+    pub fn on_timeout(&mut self, cwnd: u64, base: u64, mss: u64) -> u64 {
         self.after_timeout = true;
-        self.reduce(cwnd as f64, flight_size, mss)
+        self.reduce(cwnd as f64, base, mss)
     }
 
-    fn reduce(&mut self, cwnd: f64, flight_size: u64, mss: u64) -> u64 {
+    fn reduce(&mut self, cwnd: f64, base: u64, mss: u64) -> u64 {
         self.cwnd_prior = cwnd;
         self.epoch = None;
-        let from = match self.ssthresh_from {
-            CubicSsthresh::FlightSize => flight_size as f64,
-            CubicSsthresh::Cwnd => cwnd,
-        };
-        ((from * BETA) as u64).max(2 * mss)
+        ((base as f64 * BETA) as u64).max(2 * mss)
     }
 }
 
@@ -206,19 +199,18 @@ mod tests {
     }
 
     #[test]
-    fn linux_s_decrease_keeps_beta_of_the_window_not_of_the_flight() {
-        // A scheduler holding the flow's packets: 4 segments in flight under a 10-segment cwnd.
-        let (cwnd, flight) = (10 * MSS, 4 * MSS);
-        assert_eq!(Cubic::new(true, CubicSsthresh::FlightSize).on_congestion(cwnd, flight, MSS), 2_800);
-        assert_eq!(Cubic::new(true, CubicSsthresh::Cwnd).on_congestion(cwnd, flight, MSS), 7_000);
-        assert_eq!(Cubic::new(true, CubicSsthresh::Cwnd).on_timeout(cwnd, MSS, MSS), 7_000);
-        // Both keep the floor of two segments.
-        assert_eq!(Cubic::new(true, CubicSsthresh::Cwnd).on_timeout(2 * MSS, MSS, MSS), 2 * MSS);
+    fn a_decrease_keeps_beta_of_its_base_and_at_least_two_segments() {
+        // W_max comes from cwnd whatever the base (§4.6), here 4 segments of a 10-segment cwnd.
+        let mut c = Cubic::new(true);
+        assert_eq!(c.on_congestion(10 * MSS, 4 * MSS, MSS), 2_800);
+        assert_eq!(c.w_max_bytes(), Some(10_000.0));
+        assert_eq!(Cubic::new(true).on_timeout(10 * MSS, 10 * MSS, MSS), 7_000);
+        assert_eq!(Cubic::new(true).on_timeout(2 * MSS, 2 * MSS, MSS), 2 * MSS);
     }
 
     #[test]
     fn a_loss_keeps_beta_of_the_flight_and_the_window_regrows_along_w_cubic() {
-        let mut c = Cubic::new(true, CubicSsthresh::FlightSize);
+        let mut c = Cubic::new(true);
         let ssthresh = c.on_congestion(100 * MSS, 100 * MSS, MSS);
         assert_eq!(ssthresh, 70 * MSS, "β_cubic × FlightSize");
         assert_eq!(c.w_max_bytes(), Some(100.0 * MSS as f64));
@@ -244,7 +236,7 @@ mod tests {
 
     #[test]
     fn the_window_is_back_at_w_max_after_k() {
-        let mut c = Cubic::new(true, CubicSsthresh::FlightSize);
+        let mut c = Cubic::new(true);
         let ssthresh = c.on_congestion(100 * MSS, 100 * MSS, MSS);
         let (rtt, k) = (0.1, 75f64.cbrt());
         let (mut w, mut t) = (ssthresh, 0.0);
@@ -258,14 +250,14 @@ mod tests {
 
     #[test]
     fn fast_convergence_lowers_w_max_below_a_falling_saturation_point() {
-        let mut fc = Cubic::new(true, CubicSsthresh::FlightSize);
+        let mut fc = Cubic::new(true);
         fc.on_congestion(100 * MSS, 100 * MSS, MSS);
         fc.on_congestion(90 * MSS, 90 * MSS, MSS);
         // W_max = cwnd·(1 + β)/2 = 90 × 0.85.
         assert_eq!(fc.w_max_bytes(), Some(76.5 * MSS as f64));
         fc.on_congestion(95 * MSS, 95 * MSS, MSS);
         assert_eq!(fc.w_max_bytes(), Some(95.0 * MSS as f64), "above W_max: remembered as is");
-        let mut plain = Cubic::new(false, CubicSsthresh::FlightSize);
+        let mut plain = Cubic::new(false);
         plain.on_congestion(100 * MSS, 100 * MSS, MSS);
         plain.on_congestion(90 * MSS, 90 * MSS, MSS);
         assert_eq!(plain.w_max_bytes(), Some(90.0 * MSS as f64));
@@ -276,7 +268,7 @@ mod tests {
         // W_max = 10 segments, 10 ms RTT: K = cbrt(7.5) = 1.96 s, almost 200 rounds,
         // while AIMD(α_cubic, β) regains the 3 segments in 3 / 0.53 ≈ 6 rounds. By round
         // 12 the switch to α = 1 at cwnd_prior shows: 16.2 segments against 13.4 without.
-        let mut c = Cubic::new(true, CubicSsthresh::FlightSize);
+        let mut c = Cubic::new(true);
         let ssthresh = c.on_congestion(10 * MSS, 10 * MSS, MSS);
         let (rtt, mut w) = (0.01, ssthresh);
         let k = 7.5f64.cbrt();
@@ -295,7 +287,7 @@ mod tests {
 
     #[test]
     fn after_a_timeout_the_next_epoch_starts_at_its_own_window_with_k_zero() {
-        let mut c = Cubic::new(true, CubicSsthresh::FlightSize);
+        let mut c = Cubic::new(true);
         c.on_congestion(100 * MSS, 100 * MSS, MSS);
         let ssthresh = c.on_timeout(90 * MSS, 80 * MSS, MSS);
         assert_eq!(ssthresh, 56 * MSS, "β_cubic × FlightSize, as for a loss (§4.8)");

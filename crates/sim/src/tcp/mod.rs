@@ -28,8 +28,8 @@ pub mod sack;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use crate::config::{
-    AckRule, Congestion, CubicSsthresh, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing,
-    PartialAck, Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, TcpConfig,
+    AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing,
+    PartialAck, Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, SsthreshFrom, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
@@ -67,7 +67,7 @@ pub struct TcpParams {
     pub recovery: Recovery,
     pub congestion: Congestion,
     pub cubic_fast_convergence: bool,
-    pub cubic_ssthresh: CubicSsthresh,
+    pub ssthresh_from: SsthreshFrom,
     pub hystart: bool,
     pub delayed_ack: Option<Duration>,
     pub ack_first_data: bool,
@@ -127,7 +127,7 @@ impl TcpParams {
             recovery: c.recovery,
             congestion: c.congestion,
             cubic_fast_convergence: c.cubic_fast_convergence,
-            cubic_ssthresh: c.cubic_ssthresh,
+            ssthresh_from: c.ssthresh_from,
             hystart: c.hystart,
             delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
             ack_first_data: c.ack_first_data,
@@ -211,7 +211,7 @@ pub struct EndpointStats {
 /// (smoltcp's `AnyController`); slow start, fast retransmit and recovery are shared.
 #[derive(Debug, Clone)]
 pub enum CongestionControl {
-    /// RFC 5681: one MSS per RTT, ssthresh = FlightSize / 2.
+    /// RFC 5681: one MSS per RTT, ssthresh = FlightSize / 2 (or cwnd / 2, `tcp.ssthresh_from`).
     Reno,
     /// RFC 9438; boxed so the default, Reno, does not carry its state.
     Cubic(Box<Cubic>),
@@ -221,7 +221,7 @@ impl CongestionControl {
     fn new(p: &TcpParams) -> Self {
         match p.congestion {
             Congestion::Reno => CongestionControl::Reno,
-            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence, p.cubic_ssthresh))),
+            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence))),
         }
     }
 }
@@ -689,10 +689,10 @@ impl Endpoint {
                 }
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
                 if self.rto_una.get() != Some(self.snd_una) {
-                    let flight = self.flight_size();
+                    let base = self.decrease_base(p);
                     self.ssthresh = match &mut self.cc {
-                        CongestionControl::Reno => (flight / 2).max(2 * p.mss),
-                        CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, flight, p.mss),
+                        CongestionControl::Reno => (base / 2).max(2 * p.mss),
+                        CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, base, p.mss),
                     };
                 }
                 self.rto_una = Opt64::some(self.snd_una);
@@ -1075,9 +1075,17 @@ impl Endpoint {
             q.copy_acks.pop_front();
         }
         if lost && self.recovery.is_none() {
-            let flight = self.flight_size();
-            self.ssthresh = (flight / 2).max(2 * p.mss);
+            self.ssthresh = (self.decrease_base(p) / 2).max(2 * p.mss);
             self.cwnd = self.cwnd.min(self.ssthresh);
+        }
+    }
+
+    /// The window a loss or timeout's decrease starts from (`tcp.ssthresh_from`): the RFCs'
+    /// FlightSize, or Linux's cwnd, which stays large while a scheduler holds the flow back.
+    fn decrease_base(&self, p: &TcpParams) -> u64 {
+        match p.ssthresh_from {
+            SsthreshFrom::FlightSize => self.flight_size(),
+            SsthreshFrom::Cwnd => self.cwnd,
         }
     }
 
@@ -1121,10 +1129,10 @@ impl Endpoint {
         self.hystart = None; // RFC 9406 §4.2: a loss ends slow start and CSS
         // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
-        let flight = if p.rack && self.in_rto_recovery() { self.cwnd } else { self.flight_size() };
+        let base = if p.rack && self.in_rto_recovery() { self.cwnd } else { self.decrease_base(p) };
         self.ssthresh = match &mut self.cc {
-            CongestionControl::Reno => (flight / 2).max(2 * p.mss),
-            CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, flight, p.mss),
+            CongestionControl::Reno => (base / 2).max(2 * p.mss),
+            CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, base, p.mss),
         };
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;

@@ -279,6 +279,32 @@ fn rto_collapses_the_window_and_goes_back_to_snd_una() {
 }
 
 #[test]
+fn an_rto_decreases_from_the_flight_or_from_cwnd_by_ssthresh_from() {
+    use crate::config::{Congestion, SsthreshFrom};
+    // An application-limited sender: 4 segments in flight under a 10-segment window.
+    // RFC 5681 (4): max(FlightSize / 2, 2 SMSS); Linux's tcp_reno_ssthresh: cwnd / 2.
+    // RFC 9438 §4.6, §4.8: max(0.7 FlightSize, 2 SMSS); Linux's cubictcp_recalc_ssthresh: 0.7 cwnd.
+    for (congestion, from, ssthresh) in [
+        (Congestion::Reno, SsthreshFrom::FlightSize, 2_000),
+        (Congestion::Reno, SsthreshFrom::Cwnd, 5_000),
+        (Congestion::Cubic, SsthreshFrom::FlightSize, 2_800),
+        (Congestion::Cubic, SsthreshFrom::Cwnd, 7_000),
+    ] {
+        let p = params(|c| {
+            c.initial_window_pkts = 10;
+            c.congestion = congestion;
+            c.ssthresh_from = from;
+        });
+        let (mut c, _) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(4000, false, t(100), &p, &mut out);
+        let deadline = c.next_deadline().unwrap();
+        c.on_timer(deadline, &p, &mut out);
+        assert_eq!((c.ssthresh_bytes(), c.cwnd_bytes()), (ssthresh, 1000), "{congestion:?} from {from:?}");
+    }
+}
+
+#[test]
 fn a_listener_that_gave_up_resets_the_sender_which_stops() {
     // The SYN-ACK and every later client segment are lost until the listener's SYN-ACK
     // retries are spent; the client's next data segment then draws a reset and the client
