@@ -48,6 +48,14 @@
         # how long each data segment spent in the testbed box (queue, transmission and the
         # emulated delays; each transmission told apart by its IP ID), the segments it dropped
         # and how many were resends, and each flow's longest stay
+    python3 benches/validation/diagnose.py fig11-spurious PCAPDIR [--set KEY=VALUE ...] [--compare KEY=VALUE ...]
+        # a testbed capture of one TAQ Figure 11 point (run_testbed with pcap=True) beside
+        # smallpipe's run of its scenario with the same congestion control: data segments
+        # offered to the bottleneck after the warm-up, the share dropped, deliveries of a
+        # segment already delivered (spurious resends that got through), timeouts over the
+        # run, the bottleneck's queueing delay (p50 / p99 / max, mean backlog) and the flows
+        # in each TAQ state at the slice ends; smallpipe with --set and then with each
+        # --compare added (needs dpkt and scapy)
     python3 benches/validation/diagnose.py web-spread [--seeds K] [--seconds S] [--linux RUNS.jsonl]
         # the web-pool rows of objects of 100 KB and more: smallpipe's median and p90 over K seeds
         # (how far one seed's dozen objects move them) and the time per byte on both sides,
@@ -633,6 +641,56 @@ def box_sojourn(args):
               + ", ".join(f"{v:.0f}" for v in sorted(per_flow.values())) + " ms")
 
 
+def spurious_row(name, sent, delivered, warm_s, timeouts, link, states):
+    """One line of `fig11-spurious`: segments are told apart by (sender, port, seq) only, so
+    a resend whose first copy was dropped is not a duplicate, and one whose first copy got
+    through is."""
+    from collections import Counter
+
+    def key(ip):
+        return ip.src, ip.data.sport, ip.data.seq
+
+    offered = Counter(key(ip) for t, ip in sent if t >= warm_s and payload_len(ip))
+    got = Counter(key(ip) for t, ip in delivered if t >= warm_s and payload_len(ip))
+    n_sent, n_got = sum(offered.values()), sum(got.values())
+    mean_states = ", ".join(f"{c.removeprefix('flows_')} {states[c].mean():.1f}"
+                            for c in states.columns if c.startswith("flows_"))
+    print(f"{name}: after {warm_s:g} s {n_sent} data segments offered, {(n_sent - n_got) / n_sent:.3f} dropped, "
+          f"{n_got - len(got)} duplicate deliveries; {timeouts} timeouts over the run; queueing delay p50 / p99 / max "
+          f"{link['queue_delay_p50_ms']:.0f} / {link['queue_delay_p99_ms']:.0f} / {link['queue_delay_max_ms']:.0f} ms, "
+          f"mean backlog {link['mean_backlog_pkts']:.1f} packets; flows per TAQ state at the slice ends: {mean_states}",
+          flush=True)
+
+
+def fig11_spurious(args):
+    import polars as pl
+    import smallpipe
+
+    d = Path(args.pcapdir)
+    scenario = smallpipe.Scenario.from_dict(json.loads((d / "scenario.json").read_text()))
+    congestion = json.loads((d / "plan.json").read_text())["congestion_control"][0]
+    by_point = box_points(d)
+    link = pl.read_csv(d / "box" / "links.csv").filter(pl.col("direction") == "b_to_a").row(0, named=True)
+    states = pl.read_csv(d / "box" / "queue_states.csv").filter(pl.col("direction") == "b_to_a")
+    info = pl.read_parquet(d / "tcp_info.parquet")
+    timeouts = info.group_by("flow_id").agg(pl.col("total_rto").last())["total_rto"].sum()
+    spurious_row(f"Linux {congestion}", by_point["b_in"], by_point["a_out"], args.warm_s, timeouts, link, states)
+    base = {"tcp.congestion": congestion} | dict(parse_set(kv) for kv in args.set)
+    for extra in [None, *args.compare]:
+        overrides = base | (dict([parse_set(extra)]) if extra else {})
+        runs, result = {}, None
+        for point in ("arrivals", "departures"):
+            result = smallpipe.simulate(scenario.with_overrides(
+                overrides | {"trace": {"pcap": point, "max_pcap_bytes": 1 << 30}}))
+            with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
+                f.write(result.pcap)
+                f.flush()
+                runs[point] = [(t, ip) for _, t, ip in capture_points(Path(f.name))]
+        bottleneck = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
+        spurious_row(f"smallpipe {overrides}", runs["arrivals"], runs["departures"], args.warm_s,
+                     result.flows["timeouts"].sum(), bottleneck, result.queue_states)
+
+
 def testbed_flow_ids(d, flows):
     """The testbed flow id (tcp_info's flow_id) of each of `flows`' keys. A unit's client
     address is 198.18.0.(unit + 1) (its place in the plan's client_addrs)."""
@@ -982,6 +1040,12 @@ def main():
     bs.add_argument("--tail-s", type=float, default=1.5, help="and segments dropped in the capture's last seconds "
                     "(still in the box, or in flight, when it stopped)")
     bs.add_argument("--long-ms", type=float, default=300.0)
+    fs = sub.add_parser("fig11-spurious")
+    fs.add_argument("pcapdir", help="a run_testbed(pcap=True) directory of a TAQ Figure 11 point")
+    fs.add_argument("--warm-s", type=float, default=20.0, help="leave out what was offered before this")
+    fs.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="smallpipe override (repeatable)")
+    fs.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
+                    help="also smallpipe with this one override added to --set's (repeatable)")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
@@ -989,7 +1053,7 @@ def main():
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
      "web-spread": web_spread, "web-buckets": web_buckets, "fig11-growth": fig11_growth,
      "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries,
-     "box-sojourn": box_sojourn}[args.cmd](args)
+     "box-sojourn": box_sojourn, "fig11-spurious": fig11_spurious}[args.cmd](args)
 
 
 if __name__ == "__main__":
