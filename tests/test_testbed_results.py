@@ -85,19 +85,34 @@ def test_fig11_full_taq_beats_droptail_at_one_packet_per_rtt_or_less_and_is_leve
     assert (large["taq"] >= large["dt"] - 0.005).all(), large
 
 
+def _sim_over_linux_loss(congestion: str, disciplines: list[str], ssthresh_from: str) -> pl.Series:
+    """The simulator's loss rate over Linux's at Figure 11's points above one packet per RTT."""
+    from smallpipe.experiments import taq_testbed_fig11 as fig11
+
+    linux = pl.read_csv(FIG11).filter(pl.col("congestion_control") == congestion, pl.col("discipline").is_in(disciplines),
+                                      pl.col("fair_share_bps") > ONE_PACKET_PER_RTT_BPS).select(pl.exclude("^sim_.*$"))
+    assert linux.height == 6 * len(disciplines)
+    return fig11.with_simulator(linux, overrides={"tcp.ssthresh_from": ssthresh_from}).select(
+        pl.col("sim_loss_rate") / pl.col("loss_rate"))["sim_loss_rate"]
+
+
 @needs_fig11_full
 def test_fig11_cubic_loss_gap_is_mostly_the_ssthresh_base():
     """docs/reproductions/taq-testbed.md: above one packet per RTT, the simulator's CUBIC under
     TAQ loses 2.7-4.3 times Linux's loss rate with RFC 9438's ssthresh (beta x FlightSize) and
     at most 1.6 times it with Linux's (beta x cwnd, `tcp.ssthresh_from = "cwnd"`)."""
-    from smallpipe.experiments import taq_testbed_fig11 as fig11
-
-    linux = pl.read_csv(FIG11).filter(pl.col("congestion_control") == "cubic", pl.col("discipline") == "taq",
-                                      pl.col("fair_share_bps") > ONE_PACKET_PER_RTT_BPS).select(pl.exclude("^sim_.*$"))
-    assert linux.height == 6
-    ratio = {rule: fig11.with_simulator(linux, overrides={"tcp.ssthresh_from": rule}).select(
-        pl.col("sim_loss_rate") / pl.col("loss_rate"))["sim_loss_rate"] for rule in ("flight_size", "cwnd")}
+    ratio = {rule: _sim_over_linux_loss("cubic", ["taq"], rule) for rule in ("flight_size", "cwnd")}
     assert (ratio["flight_size"] > 2.5).all() and (ratio["cwnd"] < 1.6).all(), ratio
+
+
+@needs_fig11_full
+def test_fig11_reno_loss_gap_under_the_per_flow_schedulers_is_the_ssthresh_base_too():
+    """The same page: Reno under TAQ and per-host FQ loses 1.09-1.83 times Linux's loss rate
+    with RFC 5681's FlightSize/2, and 0.93-1.47 times it with Linux's cwnd/2."""
+    ratio = {rule: _sim_over_linux_loss("reno", ["taq", "host_fq"], rule) for rule in ("flight_size", "cwnd")}
+    assert (ratio["flight_size"] > 1.05).all(), ratio
+    assert (ratio["cwnd"] > 0.9).all() and (ratio["cwnd"] < 1.5).all(), ratio
+    assert (ratio["cwnd"] < ratio["flight_size"]).all(), ratio
 
 
 RECLASSIFY = PAGE_DIR / "taq-testbed-fig11-reclassify.csv"
