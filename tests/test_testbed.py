@@ -48,9 +48,13 @@ needs_testbed = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reas
 needs_root = pytest.mark.skipif(not ip_netns_available()[0], reason=ip_netns_available()[1])
 
 
-def _our_namespaces() -> list[str]:
+def _namespaces() -> list[str]:
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-    return [line.split()[0] for line in listing.splitlines() if line.startswith(f"sp{os.getpid()}")]
+    return [line.split()[0] for line in listing.splitlines() if line.strip()]
+
+
+def _our_namespaces() -> list[str]:
+    return [name for name in _namespaces() if name.startswith(f"sp{os.getpid()}")]
 
 
 def _scenario(flows: list[dict], duration_s: float) -> Scenario:
@@ -152,8 +156,7 @@ def test_namespaces_of_dead_testbed_processes_are_swept_and_no_others() -> None:
     try:
         with Network(2, 1500, {}, [], []) as net:
             assert net.swept == [stale]
-        names = [line.split()[0] for line in
-                 subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout.splitlines()]
+        names = _namespaces()
         assert stale not in names and live in names and foreign in names
     finally:
         for name in (stale, live, foreign):

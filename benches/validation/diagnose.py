@@ -678,14 +678,7 @@ def fig11_spurious(args):
     base = {"tcp.congestion": congestion} | dict(parse_set(kv) for kv in args.set)
     for extra in [None, *args.compare]:
         overrides = base | (dict([parse_set(extra)]) if extra else {})
-        runs, result = {}, None
-        for point in ("arrivals", "departures"):
-            result = smallpipe.simulate(scenario.with_overrides(
-                overrides | {"trace": {"pcap": point, "max_pcap_bytes": 1 << 30}}))
-            with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
-                f.write(result.pcap)
-                f.flush()
-                runs[point] = [(t, ip) for _, t, ip in capture_points(Path(f.name))]
+        runs, result = bottleneck_captures(scenario.with_overrides(overrides))
         bottleneck = result.links.filter(pl.col("name") == "bottleneck").row(0, named=True)
         spurious_row(f"smallpipe {overrides}", runs["arrivals"], runs["departures"], args.warm_s,
                      result.flows["timeouts"].sum(), bottleneck, result.queue_states)
@@ -722,23 +715,32 @@ def linux_rto(args):
     rto_table(f"smallpipe {overrides or ''}", smallpipe_senders(spec, overrides), args.warm_s)
 
 
+def bottleneck_captures(scenario):
+    """smallpipe's bottleneck pcaps of `scenario`, one run per point: {"arrivals": [(time s,
+    IP packet)], "departures": [...]}, and the second run's result (the two runs differ in
+    their trace only)."""
+    import smallpipe
+
+    runs, result = {}, None
+    for point in ("arrivals", "departures"):
+        result = smallpipe.simulate(scenario.with_overrides({"trace": {"pcap": point, "max_pcap_bytes": 1 << 30}}))
+        with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
+            f.write(result.pcap)
+            f.flush()
+            runs[point] = [(t, ip) for _, t, ip in capture_points(Path(f.name))]
+    return runs, result
+
+
 def smallpipe_senders(spec, overrides):
     """`sender_view` of smallpipe's run of `spec`, from its bottleneck pcaps. The pcap sees the
     bottleneck, not the senders: they are `access` (the rest of the RTT, all on their side)
     before it and get an ACK that far after it leaves. Bernoulli loss strikes after the
     departure point, so a transmission lost that way counts as delivered here."""
-    import smallpipe
     import sp_side
 
     access_s = spec["flows"][0]["rtt_ms"] / 2e3 - spec["bottleneck_delay_ms"] / 1e3
-    runs = {}
-    for point in ("arrivals", "departures"):
-        sc_sp, _ = sp_side.scenario(spec, spec["warmup_s"] + spec["duration_s"])
-        r = smallpipe.simulate(sc_sp.with_overrides(overrides | {"trace": {"pcap": point, "max_pcap_bytes": 1 << 30}}))
-        with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
-            f.write(r.pcap)
-            f.flush()
-            runs[point] = [(t, ip) for _, t, ip in capture_points(Path(f.name))]
+    sc_sp, _ = sp_side.scenario(spec, spec["warmup_s"] + spec["duration_s"])
+    runs, _ = bottleneck_captures(sc_sp.with_overrides(overrides))
     senders = {ip.src for _, ip in runs["arrivals"] if payload_len(ip)}
     sent = [(t - access_s, ip) for t, ip in runs["arrivals"] if ip.src in senders]
     acks = [(t + spec["bottleneck_delay_ms"] / 1e3 + access_s, ip) for t, ip in runs["departures"] if ip.src not in senders]
