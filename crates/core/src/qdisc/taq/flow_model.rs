@@ -9,12 +9,16 @@
 //!
 //! Epoch length:
 //! - two-way (the reverse direction is seen through `observe_reverse`): the handshake gives
-//!   the first sample (forward SYN → forward first packet after the reverse SYN-ACK: both
-//!   halves of the path as seen from the box); after that, a new data segment is timed
-//!   until the reverse ACK covers it (the receiver-side half, queueing here included) and
-//!   the sender-side half measured in the handshake is added. Karn: a retransmission of the
-//!   timed segment cancels the sample.
-//! - one-way: the first sample is the gap between the SYN and the first data packet;
+//!   the first sample, both halves of the path as seen from the box. When this side opens
+//!   (forward SYN), from the SYN to the first forward packet after the reverse SYN-ACK.
+//!   When the far side opens (the usual download: the client's SYN is reverse traffic and
+//!   this direction starts with the server's SYN-ACK), the receiver-side half runs from the
+//!   SYN-ACK to the reverse ACK that answers it, and the sender-side half from the last
+//!   reverse packet (that ACK, or the request) to the first forward data. After that, a
+//!   new data segment is timed until the reverse ACK covers it (the receiver-side half,
+//!   queueing here included) and the sender-side half measured in the handshake is added.
+//!   Karn: a retransmission of the timed segment cancels the sample.
+//! - one-way: the first sample is the gap between the SYN (or SYN-ACK) and the first data packet;
 //!   afterwards the gap between successive *burst starts* (a packet after a pause of at
 //!   least `burst_gap_fraction` of an epoch), when shorter than two epochs (longer gaps are
 //!   silences, not RTTs).
@@ -166,6 +170,13 @@ pub struct FlowModel {
     first_data_seen: bool,
     /// Box → sender → box, from the handshake (two-way only).
     sender_half_ns: Option<u64>,
+    /// The far side opened the connection: when this direction's SYN-ACK passed.
+    answered_at: Option<Instant>,
+    /// The far side opened: box → receiver → box, from the SYN-ACK to the reverse ACK that
+    /// answered it, until the first forward data completes the handshake's sample.
+    answered_receiver_half_ns: Option<u64>,
+    /// When the last packet of the reverse direction passed.
+    last_reverse_at: Option<Instant>,
     /// Data segment being timed until a reverse ACK covers it: (end seq, arrival).
     timed: Option<(u32, Instant)>,
     /// The reverse direction of this flow has been seen.
@@ -182,10 +193,12 @@ pub struct ArrivalInfo {
 }
 
 impl FlowModel {
-    /// A flow first seen with `first`: a SYN starts a new flow in slow start; a packet of
-    /// a connection already under way (started before the box, or evicted) starts Normal.
+    /// A flow first seen with `first`: a SYN, or a SYN-ACK (the far side opened the
+    /// connection, as a client does before a server sends), starts a new flow in slow start;
+    /// a packet of a connection already under way (started before the box, or evicted)
+    /// starts Normal.
     pub fn new(first: &Packet, now: Instant, cfg: &TaqConfig) -> Self {
-        let syn = first.flags.syn() && !first.flags.ack();
+        let syn = first.flags.syn();
         FlowModel {
             state: if syn { TaqState::SlowStart } else { TaqState::Normal },
             before_silence: TaqState::Normal,
@@ -207,6 +220,9 @@ impl FlowModel {
             synack_at: None,
             first_data_seen: false,
             sender_half_ns: None,
+            answered_at: None,
+            answered_receiver_half_ns: None,
+            last_reverse_at: None,
             timed: None,
             two_way: false,
             queued_pkts: 0,
@@ -428,9 +444,20 @@ impl FlowModel {
     }
 
     fn estimate_epoch_on_arrival(&mut self, pkt: &Packet, now: Instant, retx: bool, data: bool, cfg: &TaqConfig) {
-        if pkt.flags.syn() && !pkt.flags.ack() {
-            self.syn_at = Some(now);
+        if pkt.flags.syn() {
+            if pkt.flags.ack() {
+                self.answered_at = Some(now);
+            } else {
+                self.syn_at = Some(now);
+            }
             return;
+        }
+        if let (true, Some(receiver_half)) = (data, self.answered_receiver_half_ns) {
+            // The far side opened: SYN-ACK → (reverse ACK) ... last reverse packet → this data.
+            let sender_half = self.last_reverse_at.map_or(0, |r| now.saturating_since(r).as_nanos());
+            self.sample(receiver_half + sender_half, cfg);
+            self.sender_half_ns = Some(sender_half);
+            self.answered_receiver_half_ns = None;
         }
         if let (Some(syn), Some(synack)) = (self.syn_at, self.synack_at) {
             // Two-way handshake: SYN → (reverse SYN-ACK) → this packet.
@@ -453,8 +480,8 @@ impl FlowModel {
         }
         if !self.first_data_seen {
             self.first_data_seen = true;
-            if let Some(syn) = self.syn_at.take() {
-                self.sample(now.saturating_since(syn).as_nanos(), cfg);
+            if let Some(opened) = self.syn_at.take().or(self.answered_at.take()) {
+                self.sample(now.saturating_since(opened).as_nanos(), cfg);
             }
             self.last_burst_start = Some(now);
             return;
@@ -480,6 +507,10 @@ impl FlowModel {
         }
         if !pkt.flags.ack() {
             return;
+        }
+        self.last_reverse_at = Some(now);
+        if let Some(answered) = self.answered_at.take() {
+            self.answered_receiver_half_ns = Some(now.saturating_since(answered).as_nanos());
         }
         if self.drop_end.is_some_and(|e| !seq_lt(pkt.ack, e)) {
             // Every byte dropped here has been received: the losses are recovered (a

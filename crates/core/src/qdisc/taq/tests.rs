@@ -429,6 +429,34 @@ fn reverse_direction_gives_the_epoch_from_the_handshake() {
     assert!(f.two_way);
 }
 
+/// A download: the client (far side) opens, this direction carries the server's SYN-ACK
+/// and then its data. The flow is new (NewFlow, slow start), and the handshake gives both
+/// halves of the path: SYN-ACK → reverse ACK (box → client → box, 30 ms) plus the last
+/// reverse packet (the request) → first data (box → server → box, 200 ms).
+#[test]
+fn a_flow_opened_from_the_far_side_is_new_and_its_handshake_gives_both_halves() {
+    let mut q = taq(cfg());
+    let k = key(1, 1000);
+    let reverse = |ack: u32, payload: u16| {
+        let mut p = seg(9, 80, 0, payload, TcpFlags::ACK);
+        p.flow = k.reversed();
+        p.ack = ack;
+        p
+    };
+    assert_eq!(enq(&mut q, seg(1, 1000, 0, 0, TcpFlags::SYN | TcpFlags::ACK), at(0)), TaqQueue::NewFlow);
+    q.dequeue(at(0));
+    q.observe_reverse(&reverse(1, 0), at(30)); // the handshake's ACK
+    q.observe_reverse(&reverse(1, 300), at(31)); // the request
+    assert_eq!(enq(&mut q, data(1, 1, 460), at(231)), TaqQueue::NewFlow);
+    let f = q.inner().flow_state(&k).unwrap();
+    assert_eq!((f.state, f.is_new), (TaqState::SlowStart, true));
+    assert_eq!(f.epoch_ns, 230 * MS, "30 ms + 200 ms");
+    // The first data, timed, is acknowledged 40 ms after it arrived: 40 + 200 = 240 ms.
+    q.dequeue(at(231));
+    q.observe_reverse(&reverse(461, 0), at(271));
+    assert_eq!(q.inner().flow_state(&k).unwrap().epoch_ns, 231_250_000, "230 + (240 - 230)/8 ms");
+}
+
 #[test]
 fn snapshot_counts_flows_by_state_at_the_snapshot_time() {
     let mut q = taq(TaqConfig { limit_pkts: 1, ..cfg() });
