@@ -9,6 +9,7 @@ the reason otherwise. The whole file takes under a minute.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import struct
@@ -233,6 +234,30 @@ def _pcapng_tcp_segments(path) -> list[tuple[int, float, tuple, int, int]]:
                 out.append((interface, ((high << 32) | low) / 1e9, key, seq, payload))
         at += length
     return out
+
+
+@needs_testbed
+def test_a_replay_of_the_box_capture_repeats_the_runs_decisions(tmp_path) -> None:
+    """`smallpipe-box --replay` gives the captured input frames to the same links at their
+    capture times, so under the run's own config it must make the run's decisions: the same
+    arrivals, drops and transmissions per direction, and the same TAQ state counts at every
+    slice end. Four bulk flows into TAQ's 30-packet buffer at 2 Mbit/s overflow it."""
+    scenario = _scenario([{"app": "bulk", "count": 4, "rtt_ms": RTT_MS}], 5.0).with_overrides(
+        {"link.queue": {"kind": "taq", "limit_pkts": 30}})
+    run_testbed(scenario, out=tmp_path, pcap=True)
+    replay = tmp_path / "replay"
+    box_s = json.loads((tmp_path / "box" / "box.json").read_text())["duration_ns"] / 1e9
+    subprocess.run([str(find_binary("smallpipe-box")), "--replay", str(tmp_path / "box.pcapng"), "--config",
+                    str(tmp_path / "box_config.json"), "--out", str(replay), "--duration-s", str(box_s)],
+                   check=True, timeout=60)
+    counts = ["direction", "arrived_pkts", "dropped_pkts", "tx_pkts", "queue_delay_p50_ms", "queue_delay_max_ms"]
+    live = pl.read_csv(tmp_path / "box" / "links.csv").select(counts)
+    again = pl.read_csv(replay / "links.csv").select(counts)
+    assert live.filter(pl.col("direction") == "b_to_a")["dropped_pkts"].item() > 0, "the buffer must overflow"
+    assert again.equals(live), f"{again}\n{live}"
+    assert pl.read_csv(replay / "queue_states.csv").equals(pl.read_csv(tmp_path / "box" / "queue_states.csv"))
+    transitions = pl.read_csv(replay / "taq_transitions.csv")
+    assert transitions.filter(pl.col("from") == "untracked").height == 4, "each flow is logged once it is tracked"
 
 
 @needs_testbed

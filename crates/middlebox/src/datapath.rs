@@ -5,16 +5,16 @@
 
 use crate::config::BoxConfig;
 use crate::io::PacketSocket;
-use crate::link::{LinkCumulative, LinkEmu, LinkEvent};
+use crate::link::{next_due, LinkCumulative, LinkEmu, LinkEvent};
 use crate::parse::{parse_frame, set_ce, DropCause, Verdict};
 use crate::pcap::{Capture, Point};
 use crate::slab::Slab;
-use crate::stats::{BoxStats, FlowTable, QueueStateRow, Snapshot};
+use crate::stats::{queue_state_row, BoxStats, FlowTable, QueueStateRow, Snapshot};
 use crate::timer::{Clock, Timer};
 use hdrhistogram::Histogram;
 use nix::poll::{poll, PollFd, PollFlags};
 use smallpipe_core::packet::Ecn;
-use smallpipe_core::{AnyQdisc, Duration, Instant};
+use smallpipe_core::{Duration, Instant};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -40,6 +40,8 @@ pub struct DataPath {
     clock: Clock,
     timer: Timer,
     slice_ns: u64,
+    /// End of the slice being counted (run time).
+    next_slice: Instant,
     events: Vec<LinkEvent>,
     outbox: [Vec<u32>; 2],
 }
@@ -62,6 +64,7 @@ impl DataPath {
             clock,
             timer,
             slice_ns: cfg.slice_ns,
+            next_slice: Instant(cfg.slice_ns),
             events: Vec::new(),
             outbox: [Vec::new(), Vec::new()],
         })
@@ -80,12 +83,12 @@ impl DataPath {
     /// `shared` every [`PUBLISH_EVERY`].
     pub fn run(&mut self, stop: &AtomicBool, until: Option<Instant>, shared: &Mutex<Arc<Snapshot>>) -> std::io::Result<()> {
         let mut next_publish = Instant::ZERO;
-        let mut next_slice = Instant(self.slice_ns);
         while !stop.load(Ordering::Relaxed) {
             let now = self.clock.now();
             if until.is_some_and(|u| now >= u) {
                 break;
             }
+            self.close_slices(now);
             self.advance(now);
             for side in 0..2 {
                 for _ in 0..RECV_ROUNDS {
@@ -100,16 +103,11 @@ impl DataPath {
             }
             self.flush();
             let now = self.clock.now();
-            if now >= next_slice {
-                self.sample_queue_states(next_slice);
-                self.sample_links(now);
-                next_slice += Duration(self.slice_ns);
-            }
             if now >= next_publish {
                 *shared.lock().expect("metrics lock") = Arc::new(self.snapshot(now));
                 next_publish = now + PUBLISH_EVERY;
             }
-            let wake = [self.links[0].next_deadline(), self.links[1].next_deadline(), Some(next_slice), until]
+            let wake = [self.links[0].next_deadline(), self.links[1].next_deadline(), Some(self.next_slice), until]
                 .into_iter()
                 .flatten()
                 .fold(now + IDLE_WAKE, Instant::min);
@@ -174,16 +172,39 @@ impl DataPath {
         };
         pkt.runtime_handle = slot;
         self.flows.arrived(side, &pkt);
+        // What both directions have due first, so the discipline has seen every reverse
+        // packet that left before this frame (sent at the next flush), and the slices that
+        // ended before it are counted without it.
+        self.close_slices(now);
+        self.advance_links(now, now);
         self.links[side].enqueue(pkt, now, &mut self.events);
         self.handle_events(side, now);
     }
 
     fn advance(&mut self, now: Instant) {
-        for d in 0..2 {
-            self.links[d].advance(now, &mut self.events);
+        self.advance_links(now, now);
+        self.flush();
+    }
+
+    /// Both links up to `until`, their events in time order across the two (`next_due`);
+    /// `now` is the clock's time, for the deliveries' lateness.
+    fn advance_links(&mut self, until: Instant, now: Instant) {
+        while let Some((d, t)) = next_due(&self.links, until) {
+            self.links[d].advance(t, &mut self.events);
             self.handle_events(d, now);
         }
-        self.flush();
+    }
+
+    /// Count every slice that ended by `now`, each at its exact end: what was due by then
+    /// happens first and nothing later has (a replay of the capture samples the same).
+    fn close_slices(&mut self, now: Instant) {
+        while self.next_slice <= now {
+            let at = self.next_slice;
+            self.advance_links(at, now);
+            self.sample_queue_states(at);
+            self.sample_links(at);
+            self.next_slice += Duration(self.slice_ns);
+        }
     }
 
     fn handle_events(&mut self, dir: usize, now: Instant) {
@@ -232,29 +253,17 @@ impl DataPath {
 
     fn sample_queue_states(&mut self, at: Instant) {
         for (d, l) in self.links.iter().enumerate() {
-            if let AnyQdisc::Taq(taq) = l.queue.inner() {
-                let s = taq.taq_snapshot(at);
-                self.queue_states.push(QueueStateRow {
-                    direction: d,
-                    slice: (at.as_nanos() / self.slice_ns) as u32 - 1,
-                    time_ns: at.as_nanos(),
-                    flows_by_state: s.flows_by_state,
-                    queue_pkts: s.queue_pkts,
-                });
-            }
+            self.queue_states.extend(queue_state_row(d, l, at, self.slice_ns));
         }
     }
 
-    /// Counters at `now` (not at the slice boundary: the loop may be past it, and the
-    /// counters must include every event up to the time they are stamped with). Deliveries
-    /// this makes due are sent by the next flush.
-    fn sample_links(&mut self, now: Instant) {
-        let mut row = [None, None];
-        for (d, r) in row.iter_mut().enumerate() {
-            *r = Some(self.links[d].cumulative(now, &mut self.events));
-            self.handle_events(d, now);
-        }
-        self.link_slices.push(row.map(|r| r.expect("both directions sampled")));
+    /// Both directions' counters at `at` (a slice's end, or the stop), after everything due
+    /// by then, so two rows give a window's exact counts and backlog integral.
+    fn sample_links(&mut self, at: Instant) {
+        self.advance_links(at, self.clock.now());
+        let row = [0, 1].map(|d| self.links[d].cumulative(at, &mut self.events));
+        debug_assert!(self.events.is_empty(), "nothing is left due by `at`");
+        self.link_slices.push(row);
     }
 
     pub fn snapshot(&mut self, now: Instant) -> Snapshot {

@@ -29,6 +29,21 @@ pub enum LinkEvent {
     Delivered { pkt: Packet, due: Instant },
 }
 
+/// The direction whose next event is due first, by `now`, and when (the lower direction on
+/// a tie). Both directions are run to a time one event at a time through this, because a
+/// departure on one is reverse traffic for the other's discipline (TAQ reads the ACKs), so
+/// the two must see each other's events in time order. The running box and the replay both
+/// do, so a replay repeats the run.
+pub fn next_due(links: &[LinkEmu; 2], now: Instant) -> Option<(usize, Instant)> {
+    let [a, b] = [0, 1].map(|d| links[d].next_deadline().filter(|t| *t <= now));
+    match (a, b) {
+        (Some(ta), Some(tb)) if tb < ta => Some((1, tb)),
+        (Some(ta), _) => Some((0, ta)),
+        (None, Some(tb)) => Some((1, tb)),
+        (None, None) => None,
+    }
+}
+
 /// One direction's counters from the run's start to `time_ns` (run time): the rows of
 /// `link_slices.csv`, so any window's loss rate and mean backlog can be computed exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

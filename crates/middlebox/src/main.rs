@@ -1,6 +1,10 @@
 //! `smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s S]
 //! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo]`
 //!
+//! `smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN]
+//! [--slice-ms MS] [--duration-s S]`: offline, the capture's input frames through the same
+//! links (`replay.rs`).
+//!
 //! Exit codes: 0 on a clean stop (SIGINT, SIGTERM or the duration), 2 on a bad command line
 //! or config, 1 on an I/O failure while running.
 
@@ -8,6 +12,7 @@ use smallpipe_middlebox::config::BoxConfig;
 use smallpipe_middlebox::datapath::DataPath;
 use smallpipe_middlebox::io::PacketSocket;
 use smallpipe_middlebox::pcap::Capture;
+use smallpipe_middlebox::replay::{read_inputs, Replay, SideA};
 use smallpipe_middlebox::stats::{self, Snapshot, SIDES};
 use smallpipe_middlebox::{metrics, parse::DropCause, timer};
 use smallpipe_core::{Duration, Instant};
@@ -18,7 +23,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s SECONDS] \
-[--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo]";
+[--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo]
+   or: smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]";
 
 /// Real-time priority of the data path under SCHED_FIFO (below the kernel's own threads at 50).
 const FIFO_PRIORITY: i32 = 40;
@@ -33,6 +39,9 @@ struct Args {
     metrics_addr: Option<String>,
     pcap: Option<String>,
     no_fifo: bool,
+    replay: Option<String>,
+    side_a: Option<SideA>,
+    slice_ms: Option<f64>,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -55,14 +64,26 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--metrics-addr" => a.metrics_addr = Some(value("--metrics-addr")?),
             "--pcap" => a.pcap = Some(value("--pcap")?),
             "--no-fifo" => a.no_fifo = true,
+            "--replay" => a.replay = Some(value("--replay")?),
+            "--side-a" => a.side_a = Some(SideA::parse(&value("--side-a")?)?),
+            "--slice-ms" => {
+                let v = value("--slice-ms")?;
+                match v.parse::<f64>() {
+                    Ok(ms) if ms >= 1e-3 && ms.is_finite() => a.slice_ms = Some(ms),
+                    _ => return Err(format!("--slice-ms: {v} is not allowed (allowed: a number of milliseconds, at least 0.001)")),
+                }
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    for (name, v) in [("--iface-a", &a.iface_a), ("--iface-b", &a.iface_b), ("--config", &a.config)] {
-        if v.is_empty() {
-            return Err(format!("{name} is required\n{USAGE}"));
-        }
+    let required: &[(&str, bool)] = if a.replay.is_some() {
+        &[("--config", a.config.is_empty()), ("--out", a.out.is_none())]
+    } else {
+        &[("--iface-a", a.iface_a.is_empty()), ("--iface-b", a.iface_b.is_empty()), ("--config", a.config.is_empty())]
+    };
+    if let Some((name, _)) = required.iter().find(|(_, missing)| *missing) {
+        return Err(format!("{name} is required\n{USAGE}"));
     }
     Ok(a)
 }
@@ -82,7 +103,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&args, &cfg) {
+    let outcome = if args.replay.is_some() { run_replay(&args, &cfg) } else { run(&args, &cfg) };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("smallpipe-box: {e}");
@@ -139,6 +161,57 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
         write_outputs(out, &mut dp, end, steal, &sched, pcap).map_err(|e| format!("--out {}: {e}", out.display()))?;
     }
     Ok(())
+}
+
+fn run_replay(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
+    let path = args.replay.as_deref().expect("replay mode");
+    let data = std::fs::read(path).map_err(|e| format!("--replay {path}: {e}"))?;
+    let inputs = read_inputs(&data, args.side_a).map_err(|e| format!("--replay {path}: {e}"))?;
+    let slice_ns = args.slice_ms.map_or(cfg.slice_ns, |ms| (ms * 1e6).round() as u64);
+    let mut replay = Replay::new(cfg, slice_ns)?;
+    for input in &inputs {
+        replay.feed(input);
+    }
+    let last_ns = inputs.last().map_or(0, |i| i.time_ns);
+    let end = Instant(args.duration_s.map_or(last_ns, |s| (s * 1e9) as u64).max(last_ns));
+    replay.finish(end);
+    let out = args.out.as_deref().expect("required with --replay");
+    write_replay(out, &mut replay, end, &inputs).map_err(|e| format!("--out {}: {e}", out.display()))
+}
+
+fn write_replay(out: &std::path::Path, r: &mut Replay, end: Instant, inputs: &[smallpipe_middlebox::replay::Input])
+                -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    let no_lateness = hdrhistogram::Histogram::new(3).expect("constant precision is valid");
+    let snap = Snapshot::take(end, &mut r.links, &r.stats, &r.flows, &no_lateness, 0, &r.queue_states);
+    std::fs::write(out.join("links.csv"), stats::links_csv(&snap.links, end.as_nanos()))?;
+    std::fs::write(out.join("queue_states.csv"), stats::queue_states_csv(&r.queue_states))?;
+    std::fs::write(out.join("link_slices.csv"), stats::link_slices_csv(&r.link_slices))?;
+    let flow = |k: &smallpipe_core::FlowKey| format!("{},{},{},{}", std::net::Ipv4Addr::from(k.src_ip), k.src_port,
+                                                      std::net::Ipv4Addr::from(k.dst_ip), k.dst_port);
+    let mut drops = String::from("time_ns,direction,src,src_port,dst,dst_port,seq,payload_len,reason\n");
+    for d in &r.drops {
+        drops += &format!("{},{},{},{},{},{}\n", d.time_ns, stats::DIRECTIONS[d.direction], flow(&d.pkt.flow), d.pkt.seq,
+                          d.pkt.payload_len, d.reason.name());
+    }
+    std::fs::write(out.join("drops.csv"), drops)?;
+    let mut tr = String::from("time_ns,direction,src,src_port,dst,dst_port,from,to,trigger,epoch_ns\n");
+    for t in &r.transitions {
+        tr += &format!("{},{},{},{},{},{},{}\n", t.time_ns, stats::DIRECTIONS[t.direction], flow(&t.flow),
+                       t.from.map_or("untracked", |s| s.name()), t.to.name(), t.trigger.name(), t.epoch_ns);
+    }
+    std::fs::write(out.join("taq_transitions.csv"), tr)?;
+    let summary = serde_json::json!({
+        "duration_ns": end.as_nanos(),
+        "inputs": {"a": inputs.iter().filter(|i| i.side == 0).count(), "b": inputs.iter().filter(|i| i.side == 1).count()},
+        "not_scheduled": serde_json::Value::Object(SIDES.iter().enumerate().map(|(i, s)| (s.to_string(),
+            serde_json::Value::Object(DropCause::ALL.iter().map(|c| (c.name().to_string(), r.stats.parse_drops[i][*c as usize].into())).collect())))
+            .collect()),
+        "unscheduled_forwarded": {"a": r.stats.unscheduled[0], "b": r.stats.unscheduled[1]},
+        "sent": {"a": r.stats.sent[0], "b": r.stats.sent[1]},
+        "transitions": r.transitions.len(),
+    });
+    std::fs::write(out.join("replay.json"), serde_json::to_string_pretty(&summary)? + "\n")
 }
 
 fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_ns: Option<u64>, sched: &str,

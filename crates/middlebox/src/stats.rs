@@ -8,7 +8,7 @@ use crate::parse::DropCause;
 use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
-use smallpipe_core::{DropReason, FlowKey, Instant, Packet, QdiscStats};
+use smallpipe_core::{AnyQdisc, DropReason, FlowKey, Instant, Packet, QdiscStats};
 use std::fmt::Write as _;
 
 pub const DIRECTIONS: [&str; 2] = ["a_to_b", "b_to_a"];
@@ -82,6 +82,19 @@ pub struct QueueStateRow {
     pub time_ns: u64,
     pub flows_by_state: [u32; TaqState::COUNT],
     pub queue_pkts: [u32; TaqQueue::COUNT],
+}
+
+/// A TAQ link's row for the slice ending at `at` (`None` for any other discipline).
+pub fn queue_state_row(direction: usize, link: &LinkEmu, at: Instant, slice_ns: u64) -> Option<QueueStateRow> {
+    let AnyQdisc::Taq(taq) = link.queue.inner() else { return None };
+    let s = taq.taq_snapshot(at);
+    Some(QueueStateRow {
+        direction,
+        slice: (at.as_nanos() / slice_ns) as u32 - 1,
+        time_ns: at.as_nanos(),
+        flows_by_state: s.flows_by_state,
+        queue_pkts: s.queue_pkts,
+    })
 }
 
 /// One direction's link as the exit table and the metrics report it (the simulator's

@@ -464,6 +464,11 @@ impl Taq {
         self.table.get(key).map(|i| &self.flows[i as usize].model)
     }
 
+    /// Arrivals inferred to be retransmissions since the start (cheap: no snapshot).
+    pub fn retransmissions_seen(&self) -> u64 {
+        self.retx_seen
+    }
+
     /// Per-state flow counts and per-queue counters, as if every flow were rolled to `now`.
     /// Read-only: rolling the flows themselves would move their epoch boundaries, so
     /// observing a run would change it.
