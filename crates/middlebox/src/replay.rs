@@ -149,7 +149,7 @@ pub struct Transition {
 
 /// A packet the link dropped, when and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Drop {
+pub struct DropRecord {
     pub time_ns: u64,
     pub direction: usize,
     pub pkt: Packet,
@@ -163,7 +163,7 @@ pub struct Replay {
     pub queue_states: Vec<QueueStateRow>,
     pub link_slices: Vec<[LinkCumulative; 2]>,
     pub transitions: Vec<Transition>,
-    pub drops: Vec<Drop>,
+    pub drops: Vec<DropRecord>,
     slice_ns: u64,
     next_slice: Instant,
     events: Vec<LinkEvent>,
@@ -199,8 +199,7 @@ impl Replay {
         let pkt = match parse_frame(&input.frame) {
             Verdict::Scheduled(p) => p,
             Verdict::Unscheduled => {
-                self.stats.unscheduled[side] += 1;
-                self.stats.sent[1 - side] += 1;
+                self.stats.unscheduled[side] += 1; // forwarded at once, as the box does
                 return;
             }
             Verdict::Drop(cause) => {
@@ -258,7 +257,7 @@ impl Replay {
             match ev {
                 LinkEvent::Dropped(pkt, reason) => {
                     self.flows.dropped(dir, &pkt);
-                    self.drops.push(Drop { time_ns: now.as_nanos(), direction: dir, pkt, reason });
+                    self.drops.push(DropRecord { time_ns: now.as_nanos(), direction: dir, pkt, reason });
                     self.note_state(dir, pkt.flow, now, Trigger::Drop);
                 }
                 LinkEvent::Departed { pkt, at } => {
