@@ -204,14 +204,23 @@ fn write_replay(out: &std::path::Path, r: &mut Replay, end: Instant, inputs: &[s
     let summary = serde_json::json!({
         "duration_ns": end.as_nanos(),
         "inputs": {"a": inputs.iter().filter(|i| i.side == 0).count(), "b": inputs.iter().filter(|i| i.side == 1).count()},
-        "not_scheduled": serde_json::Value::Object(SIDES.iter().enumerate().map(|(i, s)| (s.to_string(),
-            serde_json::Value::Object(DropCause::ALL.iter().map(|c| (c.name().to_string(), r.stats.parse_drops[i][*c as usize].into())).collect())))
-            .collect()),
-        "unscheduled_forwarded": {"a": r.stats.unscheduled[0], "b": r.stats.unscheduled[1]},
-        "sent": {"a": r.stats.sent[0], "b": r.stats.sent[1]},
+        "not_scheduled": not_scheduled(&r.stats),
+        "unscheduled_forwarded": per_side(&|i| r.stats.unscheduled[i].into()),
+        "sent": per_side(&|i| r.stats.sent[i].into()),
         "transitions": r.transitions.len(),
     });
     std::fs::write(out.join("replay.json"), serde_json::to_string_pretty(&summary)? + "\n")
+}
+
+/// `{"a": f(0), "b": f(1)}`: a per-side value of `box.json` and `replay.json`.
+fn per_side(f: &dyn Fn(usize) -> serde_json::Value) -> serde_json::Value {
+    serde_json::Value::Object(SIDES.iter().enumerate().map(|(i, s)| (s.to_string(), f(i))).collect())
+}
+
+/// Frames dropped before the discipline, per side and cause.
+fn not_scheduled(st: &stats::BoxStats) -> serde_json::Value {
+    per_side(&|i| serde_json::Value::Object(DropCause::ALL.iter()
+        .map(|c| (c.name().to_string(), st.parse_drops[i][*c as usize].into())).collect()))
 }
 
 fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_ns: Option<u64>, sched: &str,
@@ -222,9 +231,6 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
     std::fs::write(out.join("queue_states.csv"), stats::queue_states_csv(&dp.queue_states))?;
     std::fs::write(out.join("lateness.csv"), stats::lateness_csv(&dp.lateness_ns))?;
     std::fs::write(out.join("link_slices.csv"), stats::link_slices_csv(&dp.link_slices))?;
-    let side = |f: &dyn Fn(usize) -> serde_json::Value| {
-        serde_json::Value::Object(SIDES.iter().enumerate().map(|(i, s)| (s.to_string(), f(i))).collect())
-    };
     let st = &dp.stats;
     let summary = serde_json::json!({
         "duration_ns": end.as_nanos(),
@@ -232,12 +238,11 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
         "steal_ns": steal_ns,
         "steal_fraction": steal_ns.map(|s| s as f64 / end.as_nanos().max(1) as f64),
         "scheduling": sched,
-        "kernel_rx": side(&|i| serde_json::json!({"packets": st.kernel[i].packets, "drops": st.kernel[i].drops})),
-        "not_scheduled": side(&|i| serde_json::Value::Object(DropCause::ALL.iter()
-            .map(|c| (c.name().to_string(), st.parse_drops[i][*c as usize].into())).collect())),
-        "unscheduled_forwarded": side(&|i| st.unscheduled[i].into()),
-        "sent": side(&|i| st.sent[i].into()),
-        "send_failed": side(&|i| st.send_failed[i].into()),
+        "kernel_rx": per_side(&|i| serde_json::json!({"packets": st.kernel[i].packets, "drops": st.kernel[i].drops})),
+        "not_scheduled": not_scheduled(st),
+        "unscheduled_forwarded": per_side(&|i| st.unscheduled[i].into()),
+        "sent": per_side(&|i| st.sent[i].into()),
+        "send_failed": per_side(&|i| st.send_failed[i].into()),
         "lateness_ns": {"count": snap.lateness_count, "p50": snap.lateness_p50_ns, "p99": snap.lateness_p99_ns, "max": snap.lateness_max_ns},
         "flows_untracked_pkts": snap.untracked.arrived_pkts,
         "pcap": pcap.map(|(written, dropped)| serde_json::json!({"written": written, "dropped": dropped})),
