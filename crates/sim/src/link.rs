@@ -84,6 +84,18 @@ impl Link {
         Some(now + Duration::serialization(pkt.len_bytes(), self.rate_bps))
     }
 
+    /// Idle link: a packet the discipline would queue and hand straight back
+    /// (`Qdisc::passes_through`: an empty FIFO) is sent at once, counted as queued and
+    /// dequeued at `now` without the trip through the queue (most offers to access links).
+    /// Returns when its serialization ends, or `None` (nothing done) if the discipline
+    /// would not pass it.
+    pub fn pass_through(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
+        debug_assert!(self.sending.is_none());
+        let pkt = self.queue.pass_through(pkt, now)?;
+        self.sending = Some(pkt);
+        Some(now + Duration::serialization(pkt.len_bytes(), self.rate_bps))
+    }
+
     /// Serialization ended: the packet enters the pipe. Returns its arrival time when it is
     /// the new head of the pipe (the caller schedules Arrive only then).
     pub fn finish_tx(&mut self, now: Instant) -> Option<Instant> {
@@ -134,11 +146,16 @@ impl Link {
     fn accept_computed(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
         debug_assert!(self.computed);
         self.settle(now, true);
+        let tx_end = now.max(self.busy_until) + Duration::serialization(pkt.len_bytes(), self.rate_bps);
+        if self.sending.is_none() && self.pass_through(pkt, now).is_some() {
+            self.sending_end = tx_end;
+            self.busy_until = tx_end;
+            return Some(tx_end);
+        }
         self.queue.enqueue(pkt, now);
         if !self.queue.last_drops().is_empty() {
             return None; // DropTail drops only the packet offered
         }
-        let tx_end = now.max(self.busy_until) + Duration::serialization(pkt.len_bytes(), self.rate_bps);
         self.busy_until = tx_end;
         if self.sending.is_none() {
             // Idle: the packet leaves the queue at once.

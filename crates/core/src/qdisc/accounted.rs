@@ -90,6 +90,29 @@ impl<Q: Qdisc> Accounted<Q> {
         out
     }
 
+    /// A packet offered at `now` to a discipline that would hand it straight back
+    /// (`Qdisc::passes_through`), taken at once by an idle transmitter: counted as `enqueue`
+    /// then `dequeue` at `now` would count it (an arrival and a departure with no queueing
+    /// delay, no drop), without touching the queue. Returns the packet as the dequeue
+    /// would have, or `None` (nothing done) if the discipline would not pass it.
+    pub fn pass_through(&mut self, mut pkt: Packet, now: Instant) -> Option<Packet> {
+        if !self.inner.passes_through(&pkt) {
+            return None;
+        }
+        self.advance(now);
+        self.drops.clear();
+        pkt.arrival = now;
+        self.stats.arrived_pkts += 1;
+        self.stats.arrived_bytes += pkt.len_bytes();
+        self.stats.departed_pkts += 1;
+        self.stats.departed_bytes += pkt.len_bytes();
+        if let Some(histogram) = &mut self.sojourn_ns {
+            histogram.saturating_record(0);
+        }
+        self.debug_check();
+        Some(pkt)
+    }
+
     pub fn observe_reverse(&mut self, pkt: &Packet, now: Instant) {
         self.inner.observe_reverse(pkt, now);
     }
@@ -174,6 +197,7 @@ mod tests {
     use super::*;
     use crate::qdisc::{DropTail, DropTailConfig};
     use crate::time::Duration;
+    use proptest::prelude::{prop_assert, prop_assert_eq, prop_assume, proptest};
 
     /// The shortcut for an empty DropTail keeps what the wrapper reports: `last_drops` holds
     /// the drops of the last call only (none for a dequeue), and the time-averaged backlog
@@ -195,6 +219,46 @@ mod tests {
         assert!(acc.last_drops().is_empty());
         assert!((acc.mean_backlog_pkts(at(8)) - 0.25).abs() < 1e-12);
         acc.check().unwrap();
+    }
+
+    proptest! {
+        /// `pass_through` is an `enqueue` then `dequeue` at the same instant, without the
+        /// queue: on offers to a DropTail that is empty at each (limits as small as one
+        /// packet, or below a packet's size), a wrapper that passes packets through (and
+        /// offers a refused one to the queue, as a link does) and one that queues every
+        /// packet hand out the same packets and end with the same counters, backlog
+        /// integral and delay distribution; a refused packet is one the queue drops.
+        #[test]
+        fn passing_through_counts_as_enqueue_then_dequeue(
+            limit_pkts in proptest::option::of(1u32..4),
+            limit_bytes in proptest::option::of(40u64..3000),
+            offers in proptest::collection::vec((0u64..5_000_000, 40u16..1500), 1..60),
+        ) {
+            prop_assume!(limit_pkts.is_some() || limit_bytes.is_some());
+            let config = DropTailConfig { limit_pkts, limit_bytes };
+            let mut fast = Accounted::new(config.build().unwrap(), Rng::new(1, 0)).with_delay_histogram();
+            let mut slow = Accounted::new(config.build().unwrap(), Rng::new(1, 0)).with_delay_histogram();
+            let mut now = Instant::ZERO;
+            for (i, &(gap_ns, ip_len_bytes)) in offers.iter().enumerate() {
+                now += Duration(gap_ns);
+                let pkt = Packet { seq: i as u32, ip_len_bytes, ..Default::default() };
+                slow.enqueue(pkt, now);
+                let queued = slow.dequeue(now);
+                let passed = fast.pass_through(pkt, now);
+                if passed.is_none() {
+                    fast.enqueue(pkt, now);
+                    prop_assert_eq!(fast.last_drops().len(), 1, "a refused packet is dropped");
+                }
+                prop_assert_eq!(passed, queued);
+                prop_assert!(fast.is_empty() && slow.is_empty());
+            }
+            let end = now + Duration(1);
+            prop_assert_eq!(fast.stats(), slow.stats());
+            prop_assert_eq!(fast.mean_backlog_pkts(end), slow.mean_backlog_pkts(end));
+            prop_assert_eq!(fast.mean_sojourn_ns(), slow.mean_sojourn_ns());
+            prop_assert_eq!(fast.sojourn_histogram(), slow.sojourn_histogram());
+            fast.check().unwrap();
+        }
     }
 
     #[test]

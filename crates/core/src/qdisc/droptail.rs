@@ -100,6 +100,9 @@ impl Qdisc for DropTail {
     fn empty_dequeue_is_noop(&self) -> bool {
         true // a FIFO keeps no state besides its packets
     }
+    fn passes_through(&self, pkt: &Packet) -> bool {
+        self.queue.is_empty() && self.holds(1, pkt.len_bytes())
+    }
 }
 
 #[cfg(test)]

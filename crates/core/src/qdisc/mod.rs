@@ -91,6 +91,13 @@ pub trait Qdisc {
     fn empty_dequeue_is_noop(&self) -> bool {
         false
     }
+    /// Whether `pkt`, offered now, would be queued and handed out by the very next dequeue
+    /// with nothing else changed (an empty FIFO within its limits), so that an idle
+    /// transmitter may take it without the queue (`Accounted::pass_through`). False unless
+    /// the discipline says so.
+    fn passes_through(&self, _pkt: &Packet) -> bool {
+        false
+    }
 }
 
 /// Selects and parameterises a discipline; `kind` is the tag in TOML/JSON.
@@ -240,6 +247,9 @@ impl Qdisc for AnyQdisc {
     }
     fn observes_reverse(&self) -> bool {
         dispatch!(self, q => q.observes_reverse())
+    }
+    fn passes_through(&self, pkt: &Packet) -> bool {
+        dispatch!(self, q => q.passes_through(pkt))
     }
 }
 

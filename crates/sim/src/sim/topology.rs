@@ -100,8 +100,14 @@ impl Simulator {
             left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
             return;
         }
+        let traced = self.recorder.as_ref().is_some_and(|r| r.traces(link));
+        if l.sending.is_none() && !traced {
+            if let Some(done) = l.pass_through(pkt, self.now) {
+                return self.events.push(done, Event::TxDone { link });
+            }
+        }
         l.queue.enqueue(pkt, self.now);
-        if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
+        if let Some(r) = self.recorder.as_mut().filter(|_| traced) {
             r.on_enqueue(link, &pkt, l.queue.last_drops(), self.now, &self.demux);
         }
         let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
