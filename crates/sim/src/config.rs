@@ -343,6 +343,24 @@ pub enum RtoRule {
     Linux,
 }
 
+/// Which ACKs give the RTT estimator a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RttSamples {
+    /// RFC 6298 (as ns-2 and ns-3): one segment timed at a time, never a retransmitted one
+    /// (Karn); with timestamps, every ACK's echo (RFC 7323).
+    Timed,
+    /// Linux's `tcp_clean_rtx_queue`: every ACK that newly acknowledges (or SACKs) a segment
+    /// never retransmitted, from the oldest such; timestamps only where that gives none.
+    EveryAck,
+}
+
+impl RttSamples {
+    fn is_timed(&self) -> bool {
+        *self == RttSamples::Timed
+    }
+}
+
 /// The window a multiplicative decrease starts from: Reno halves it, CUBIC keeps β of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -518,6 +536,10 @@ pub struct TcpConfig {
     /// How `min_rto_ms` bounds the RTO: RFC 6298's floor, or Linux's floor on the variance term.
     #[serde(default = "d_rto_rule")]
     pub rto_rule: RtoRule,
+    /// Which ACKs time the RTT: one segment per RTT (RFC 6298), or every ACK (Linux).
+    /// Left out of the canonical JSON at its default, so scenario ids stay as they were.
+    #[serde(default = "d_rtt_samples", skip_serializing_if = "RttSamples::is_timed")]
+    pub rtt_samples: RttSamples,
     #[serde(default = "d_max_rto")]
     pub max_rto_ms: f64,
     /// RTO before any RTT sample (RFC 6298: 1 s; RFC 2988: 3 s).
@@ -753,6 +775,7 @@ fn d_recovery_partial_ack() -> PartialAck { PartialAck::Rfc6675 }
 fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
 fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
+fn d_rtt_samples() -> RttSamples { RttSamples::Timed }
 fn d_ssthresh_from() -> SsthreshFrom { SsthreshFrom::FlightSize }
 fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
 fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }

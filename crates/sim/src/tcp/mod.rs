@@ -23,19 +23,21 @@ pub mod hystart;
 mod pacing;
 mod rack;
 mod rtt;
+mod rtt_samples;
 pub mod sack;
 
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use crate::config::{
     AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing,
-    PartialAck, Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, SsthreshFrom, TcpConfig,
+    PartialAck, Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
 };
 use compact::{LazyVec, Opt64};
 use cubic::Cubic;
 use hystart::HyStart;
 use pacing::Pacer;
 use rack::{LossMarks, Rack};
+use rtt_samples::SendTimes;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
@@ -96,6 +98,8 @@ pub struct TcpParams {
     pub rwnd: u64,
     pub min_rto: Duration,
     pub linux_rto: bool,
+    /// `rtt_samples = "every_ack"`: Linux's sample on every ACK (`rtt_samples.rs`).
+    pub rtt_every_ack: bool,
     pub max_rto: Duration,
     pub initial_rto: Duration,
     pub syn_retries: u32,
@@ -153,6 +157,7 @@ impl TcpParams {
             rwnd: c.rwnd_bytes,
             min_rto: ms(c.min_rto_ms),
             linux_rto: c.rto_rule == RtoRule::Linux,
+            rtt_every_ack: c.rtt_samples == RttSamples::EveryAck,
             max_rto: ms(c.max_rto_ms),
             initial_rto: ms(c.initial_rto_ms),
             syn_retries: c.syn_retries,
@@ -299,6 +304,8 @@ struct FeatureQueues {
     prr: Prr,
     /// Per-segment send times and RFC 8985 state (`loss_detection = "rack"`).
     rack: Rack,
+    /// First-transmission times of the segments in flight (`rtt_samples = "every_ack"`).
+    send_times: SendTimes,
     pacer: Pacer,
 }
 
@@ -748,7 +755,8 @@ impl Endpoint {
                     self.ts_recent = seg.ts_val;
                     self.state = State::Established;
                     self.end_backoff(now);
-                    self.take_rtt_sample(1, seg, now, p);
+                    let ack_rtt = if p.rtt_every_ack { self.queues_mut().send_times.on_ack(1, None, now) } else { None };
+                    self.take_rtt_sample(1, seg, ack_rtt, now, p);
                     self.snd_una = 1;
                     self.rto_retries = 0;
                     self.rto_at = Opt64::NONE;
@@ -841,6 +849,15 @@ impl Endpoint {
         if new_sack || ack > self.snd_una {
             self.note_covered_bursts(ack, now);
         }
+        let ack_rtt = if p.rtt_every_ack {
+            let new_sacks = new_sack.then_some(&self.scoreboard);
+            self.queues.get_or_insert_default().send_times.on_ack(ack, new_sacks, now)
+        } else {
+            None
+        };
+        if ack_rtt.is_some() && ack <= self.snd_una {
+            self.take_rtt_sample(ack, seg, ack_rtt, now, p); // from new SACKs alone (Linux's sack_rtt)
+        }
         if p.prr {
             // RFC 6937 DeliveredData: the change in snd_una plus the change in SACKed bytes.
             let delivered = (ack.saturating_sub(self.snd_una) + self.scoreboard.above(ack.max(self.snd_una), p.mss).0)
@@ -877,7 +894,7 @@ impl Endpoint {
             // Linux handles the loss before the cumulative part: no growth, no new data ahead
             // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
             let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
-            self.on_new_ack(ack, seg, ns3_disorder, loss_first, now, p, out);
+            self.on_new_ack(ack, seg, ack_rtt, ns3_disorder, loss_first, now, p, out);
         }
         if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
             match p.dupack_rule {
@@ -914,11 +931,11 @@ impl Endpoint {
     /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip. `loss_first`:
     /// RACK starts fast recovery on this ACK, so cwnd neither grows nor sends here.
     #[allow(clippy::too_many_arguments)]
-    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ns3_disorder: Option<DisorderAck>, loss_first: bool, now: Instant,
-        p: &TcpParams, out: &mut Vec<Packet>) {
+    fn on_new_ack(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, ns3_disorder: Option<DisorderAck>,
+        loss_first: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
-        let rtt_sample = self.take_rtt_sample(ack, seg, now, p);
+        let rtt_sample = self.take_rtt_sample(ack, seg, ack_rtt, now, p);
         let syn_acked = self.snd_una == 0;
         if syn_acked {
             self.start_after_syn_timeout(p); // the listener's SYN-ACK timed out
@@ -1028,11 +1045,22 @@ impl Endpoint {
         }
     }
 
-    /// RFC 7323 samples from the echoed timestamp (retransmissions included); otherwise
-    /// Karn's rule: one timed segment that was never retransmitted. Returns the sample.
-    fn take_rtt_sample(&mut self, ack: u64, seg: &Packet, now: Instant, p: &TcpParams) -> Option<Duration> {
-        let sample = if p.timestamps && seg.ts_ecr != 0 {
-            Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64)
+    /// Folds an ACK's RTT sample into the estimator and returns it. With `rtt_samples =
+    /// "every_ack"`, Linux's order: the sample of the segments the ACK newly covers
+    /// (`ack_rtt`, `rtt_samples.rs`), else the echoed timestamp of an ACK that advances
+    /// `snd_una`. Otherwise RFC 7323's echoed timestamp (retransmissions included), or
+    /// Karn's rule: one timed segment that was never retransmitted.
+    fn take_rtt_sample(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, now: Instant, p: &TcpParams)
+        -> Option<Duration> {
+        let echo = || Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64);
+        let sample = if p.rtt_every_ack {
+            match ack_rtt {
+                Some(sample) => sample,
+                None if p.timestamps && seg.ts_ecr != 0 && ack > self.snd_una => echo(),
+                None => return None,
+            }
+        } else if p.timestamps && seg.ts_ecr != 0 {
+            echo()
         } else {
             match self.timed {
                 Some((end, sent)) if ack >= end.get() => {
@@ -1508,6 +1536,10 @@ impl Endpoint {
         if p.rack && off > 0 {
             let retransmission = off < self.snd_max;
             self.queues_mut().rack.on_send(off, end, now, retransmission);
+        }
+        if p.rtt_every_ack {
+            let retransmission = off < self.snd_max;
+            self.queues_mut().send_times.on_send(off, end, now, retransmission);
         }
         if p.pacing && len > 0 {
             let window = self.cwnd.max(self.flight_size());

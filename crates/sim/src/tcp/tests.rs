@@ -2116,3 +2116,40 @@ fn linux_pacing_spaces_buffers_of_two_segments_after_the_tenth_by_their_length_a
     c.app_write(100_000, false, t(100), &p, &mut out);
     assert_eq!(out.len(), 20);
 }
+
+/// `rtt_samples`: a segment held in a queue reaches Linux's estimator on its ACK, and a
+/// timed sender's only if it was the timed segment. The handshake (0..100 ms) and the ACK of
+/// the first of 4 segments sent at 100 ms (at 200 ms) give both senders samples of 100 ms:
+/// SRTT 100, RTTVAR 3/4·50 = 37.5, RTO max(1 s, 100 + 4·37.5) = 1 s. The other three are held
+/// until one cumulative ACK at 1000 ms. Every ACK: a sample of 900 ms from the oldest
+/// (RFC 6298 (2.3): RTTVAR 3/4·37.5 + 1/4·|100 − 900| = 228.125, SRTT 7/8·100 + 900/8 = 200,
+/// RTO 200 + 4·228.125 = 1112.5 ms). Timed: the segment timed at 200 ms (sent on the first
+/// ACK) is not covered, so no sample: SRTT 100, RTO 1 s.
+#[test]
+fn every_ack_samples_a_held_segment_that_timing_one_per_rtt_misses() {
+    for (rtt_samples, srtt_ms, rto_us) in [(RttSamples::Timed, 100, 1_000_000), (RttSamples::EveryAck, 200, 1_112_500)] {
+        let p = params(|c| {
+            c.timestamps = false;
+            c.initial_window_pkts = 4;
+            c.rtt_samples = rtt_samples;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        assert_eq!(c.rtt_estimator().srtt(), Some(Duration::from_millis(100)), "{rtt_samples:?}: the SYN's sample");
+        let mut out = Vec::new();
+        c.app_write(10 * p.mss, false, t(100), &p, &mut out);
+        let first: Vec<_> = out.drain(..).collect();
+        assert_eq!(first.len(), 4);
+        let mut acks = Vec::new();
+        s.on_segment(&first[0], t(150), &p, &mut acks);
+        c.on_segment(&acks.pop().unwrap(), t(200), &p, &mut out);
+        assert!(!out.is_empty(), "new segments sent on the ACK");
+        for seg in &first[1..] {
+            s.on_segment(seg, t(950), &p, &mut acks);
+        }
+        let cumulative = acks.pop().unwrap();
+        assert_eq!(cumulative.ack, 1 + 4 * p.mss as u32);
+        c.on_segment(&cumulative, t(1000), &p, &mut out);
+        assert_eq!(c.rtt_estimator().srtt(), Some(Duration::from_millis(srtt_ms)), "{rtt_samples:?}");
+        assert_eq!(c.rtt_estimator().rto(), Duration::from_micros(rto_us), "{rtt_samples:?}");
+    }
+}
