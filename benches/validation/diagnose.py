@@ -11,14 +11,16 @@
         # RTO after entering it, impossible if the fast retransmit restarts the timer; its
         # retransmissions by state) and in smallpipe (flows.timeouts_* columns, loss rate and
         # goodput), smallpipe with each --set applied (e.g. tcp.fast_retransmit_rto=keep)
-    python3 benches/validation/diagnose.py linux-causes [--bernoulli-s S] [--many-s S] [--seeds K]
+    python3 benches/validation/diagnose.py linux-causes [--bernoulli-s S] [--many-s S] [--seeds K] [--only V ...]
         # smallpipe alone on the Linux column's specs (means over seeds 1..K) with the Linux behaviours
         # suspected for its rows outside: window growth per segment acknowledged
         # (tcp.cwnd_growth = linux; RFC 3465 byte counting beside it), Linux's RTT estimator
         # and RTO (tcp.rto_rule = linux), its timer restart on resending the head
         # (tcp.recovery_rto = linux), its quick-ACK mode (tcp.ack_rule = linux), PRR
         # (tcp.recovery_pacing = prr), all five; RACK (tcp.loss_detection = rack), alone and
-        # with the five; the six with Linux's pacing (tcp.pacing = linux)
+        # with the five; the six with Linux's pacing (tcp.pacing = linux); Linux's RTT sample
+        # on every ACK (tcp.rtt_samples = every_ack), alone and with the six; --only NAME ...
+        # runs those variants alone
     python3 benches/validation/diagnose.py linux-rto PCAPDIR [--set KEY=VALUE ...]
         # every RTO of the data senders after the warm-up in a testbed capture (run_testbed
         # with pcap=True: box.pcapng, tcp_info.parquet) and in smallpipe's run of the same
@@ -56,6 +58,12 @@
         # run, the bottleneck's queueing delay (p50 / p99 / max, mean backlog) and the flows
         # in each TAQ state at the slice ends; smallpipe with --set and then with each
         # --compare added (needs dpkt and scapy)
+    python3 benches/validation/diagnose.py fig11-knobs --out CSV
+        # Figure 11's full set on Linux (TAQ: the rows run after the TAQ fix) beside the
+        # simulator with Linux's decrease (tcp.ssthresh_from = cwnd), then also its RTO
+        # (tcp.rto_rule = linux), then also its RTT sample on every ACK (tcp.rtt_samples =
+        # every_ack): one row per point and knob set, and per discipline the mean Jain gap
+        # and the median simulator/Linux ratios of timeouts and loss
     python3 benches/validation/diagnose.py web-spread [--seeds K] [--seconds S] [--linux RUNS.jsonl]
         # the web-pool rows of objects of 100 KB and more: smallpipe's median and p90 over K seeds
         # (how far one seed's dozen objects move them) and the time per byte on both sides,
@@ -288,12 +296,18 @@ def linux_causes(args):
 
     growth, rto = {"tcp.cwnd_growth": "linux"}, {"tcp.rto_rule": "linux"}
     head, quick, prr = {"tcp.recovery_rto": "linux"}, {"tcp.ack_rule": "linux"}, {"tcp.recovery_pacing": "prr"}
-    rack = {"tcp.loss_detection": "rack"}
+    rack, every_ack = {"tcp.loss_detection": "rack"}, {"tcp.rtt_samples": "every_ack"}
     all_five = growth | rto | head | quick | prr
     variants = [("as run", {}), ("Linux growth", growth), ("RFC 3465 L = 2", {"tcp.cwnd_growth": "byte_counting"}),
                 ("Linux RTO", rto), ("Linux growth + RTO", growth | rto), ("Linux head restart", head),
                 ("Linux quick ACKs", quick), ("PRR", prr), ("all five Linux", all_five), ("RACK", rack),
-                ("all five + RACK", all_five | rack), ("all six + pacing", all_five | rack | {"tcp.pacing": "linux"})]
+                ("all five + RACK", all_five | rack), ("all six + pacing", all_five | rack | {"tcp.pacing": "linux"}),
+                ("RTT on every ACK", every_ack), ("all six + RTT on every ACK", all_five | rack | every_ack)]
+    if args.only:
+        unknown = set(args.only) - {name for name, _ in variants}
+        if unknown:
+            raise SystemExit(f"--only: {sorted(unknown)} not known; expected some of {[n for n, _ in variants]}")
+        variants = [(name, o) for name, o in variants if name in args.only]
     seeds = range(1, args.seeds + 1)
 
     def mean(values):
@@ -992,6 +1006,42 @@ def fig11_growth(args):
             print(f"{disc}, {rate // 1000} kbit/s, {share // 1000} kbit/s per flow: " + " | ".join(cells), flush=True)
 
 
+# The Linux behaviours that move the simulator's Figure 11 timeouts, added one at a time.
+FIG11_KNOBS = [
+    ("rfc", {}),
+    ("ssthresh_cwnd", {"tcp.ssthresh_from": "cwnd"}),
+    ("ssthresh_cwnd+linux_rto", {"tcp.ssthresh_from": "cwnd", "tcp.rto_rule": "linux"}),
+    ("ssthresh_cwnd+linux_rto+every_ack",
+     {"tcp.ssthresh_from": "cwnd", "tcp.rto_rule": "linux", "tcp.rtt_samples": "every_ack"}),
+]
+
+
+def fig11_knobs(args):
+    """Figure 11's full set on Linux (its TAQ rows those run after the TAQ fix) beside the
+    simulator with each set of FIG11_KNOBS: one CSV row per point and set."""
+    import polars as pl
+    from smallpipe.experiments import taq_testbed_fig11 as fig11
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "reproductions" / "taq-testbed"
+    keys = ["discipline", "congestion_control", "rate_bps", "fair_share_bps"]
+    linux_cols = [*keys, "flows", "duration_s", "short_term_jain", "utilization", "loss_rate", "timeouts_per_flow"]
+    full = pl.read_csv(page / "taq-testbed-fig11.csv").filter(pl.col("discipline") != "taq").select(linux_cols)
+    taq = pl.read_csv(page / "taq-testbed-fig11-taq-after-fix.csv").select(linux_cols)
+    linux = pl.concat([full, taq]).sort(keys)
+    out = []
+    for name, overrides in FIG11_KNOBS:
+        table = fig11.with_simulator(linux, overrides=overrides).with_columns(pl.lit(name).alias("sim_knobs"))
+        out.append(table)
+        gaps = table.group_by("discipline", "congestion_control").agg(
+            (pl.col("sim_short_term_jain") - pl.col("short_term_jain")).abs().mean().alias("jain_gap"),
+            (pl.col("sim_timeouts_per_flow") / pl.col("timeouts_per_flow")).median().alias("timeouts_ratio"),
+            (pl.col("sim_loss_rate") / pl.col("loss_rate")).median().alias("loss_ratio")).sort(
+            "discipline", "congestion_control")
+        print(name, gaps, flush=True)
+    pl.concat(out).write_csv(args.out)
+    print(f"wrote {args.out}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1005,10 +1055,13 @@ def main():
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a smallpipe scenario override, e.g. tcp.dupack_rule=ns3 (repeatable)")
     b.add_argument("--smallpipe-only", action="store_true", help="skip ns-3 (its numbers are on the page)")
+    fk = sub.add_parser("fig11-knobs")
+    fk.add_argument("--out", type=Path, required=True, help="CSV: every point beside the simulator per knob set")
     lc = sub.add_parser("linux-causes")
     lc.add_argument("--bernoulli-s", type=float, default=120.0, help="as run.py --linux's session runs")
     lc.add_argument("--many-s", type=float, default=60.0)
     lc.add_argument("--seeds", type=int, default=1, help="means over seeds 1..K, as run.py --linux --seeds K")
+    lc.add_argument("--only", nargs="+", metavar="VARIANT", help="run these variants alone (their names as printed)")
     w = sub.add_parser("web-spread")
     w.add_argument("--seeds", type=int, default=10)
     w.add_argument("--seconds", type=float, default=120.0, help="as run.py --linux's session runs")
@@ -1055,7 +1108,7 @@ def main():
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
      "web-spread": web_spread, "web-buckets": web_buckets, "fig11-growth": fig11_growth,
      "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries,
-     "box-sojourn": box_sojourn, "fig11-spurious": fig11_spurious}[args.cmd](args)
+     "box-sojourn": box_sojourn, "fig11-spurious": fig11_spurious, "fig11-knobs": fig11_knobs}[args.cmd](args)
 
 
 if __name__ == "__main__":
