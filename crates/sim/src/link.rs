@@ -146,16 +146,20 @@ impl Link {
     fn accept_computed(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
         debug_assert!(self.computed);
         self.settle(now, true);
-        let tx_end = now.max(self.busy_until) + Duration::serialization(pkt.len_bytes(), self.rate_bps);
-        if self.sending.is_none() && self.pass_through(pkt, now).is_some() {
-            self.sending_end = tx_end;
-            self.busy_until = tx_end;
-            return Some(tx_end);
+        if self.sending.is_none() {
+            // Idle: every transmission accepted ended by `now`, so this one starts now.
+            debug_assert!(self.busy_until <= now);
+            if let Some(tx_end) = self.pass_through(pkt, now) {
+                self.sending_end = tx_end;
+                self.busy_until = tx_end;
+                return Some(tx_end);
+            }
         }
         self.queue.enqueue(pkt, now);
         if !self.queue.last_drops().is_empty() {
             return None; // DropTail drops only the packet offered
         }
+        let tx_end = now.max(self.busy_until) + Duration::serialization(pkt.len_bytes(), self.rate_bps);
         self.busy_until = tx_end;
         if self.sending.is_none() {
             // Idle: the packet leaves the queue at once.

@@ -755,7 +755,7 @@ impl Endpoint {
                     self.ts_recent = seg.ts_val;
                     self.state = State::Established;
                     self.end_backoff(now);
-                    let ack_rtt = if p.rtt_every_ack { self.queues_mut().send_times.on_ack(1, None, now) } else { None };
+                    let ack_rtt = self.ack_rtt(1, false, now, p);
                     self.take_rtt_sample(1, seg, ack_rtt, now, p);
                     self.snd_una = 1;
                     self.rto_retries = 0;
@@ -849,12 +849,7 @@ impl Endpoint {
         if new_sack || ack > self.snd_una {
             self.note_covered_bursts(ack, now);
         }
-        let ack_rtt = if p.rtt_every_ack {
-            let new_sacks = new_sack.then_some(&self.scoreboard);
-            self.queues.get_or_insert_default().send_times.on_ack(ack, new_sacks, now)
-        } else {
-            None
-        };
+        let ack_rtt = self.ack_rtt(ack, new_sack, now, p);
         if ack_rtt.is_some() && ack <= self.snd_una {
             self.take_rtt_sample(ack, seg, ack_rtt, now, p); // from new SACKs alone (Linux's sack_rtt)
         }
@@ -1043,6 +1038,16 @@ impl Endpoint {
         if !loss_first {
             self.try_send(now, p, out);
         }
+    }
+
+    /// With `rtt_samples = "every_ack"`, the sample of an ACK with cumulative `ack` that
+    /// SACKed new data if `new_sack` (`rtt_samples.rs`); `None` otherwise.
+    fn ack_rtt(&mut self, ack: u64, new_sack: bool, now: Instant, p: &TcpParams) -> Option<Duration> {
+        if !p.rtt_every_ack {
+            return None;
+        }
+        let new_sacks = new_sack.then_some(&self.scoreboard);
+        self.queues.get_or_insert_default().send_times.on_ack(ack, new_sacks, now)
     }
 
     /// Folds an ACK's RTT sample into the estimator and returns it. With `rtt_samples =
@@ -1533,12 +1538,11 @@ impl Endpoint {
     /// Emits one segment of `len` bytes at `off` (offset 0 is the SYN).
     fn send_segment(&mut self, off: u64, len: u64, fin: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let end = off + len.max((off == 0) as u64) + fin as u64;
+        let retransmission = off < self.snd_max;
         if p.rack && off > 0 {
-            let retransmission = off < self.snd_max;
             self.queues_mut().rack.on_send(off, end, now, retransmission);
         }
         if p.rtt_every_ack {
-            let retransmission = off < self.snd_max;
             self.queues_mut().send_times.on_send(off, end, now, retransmission);
         }
         if p.pacing && len > 0 {

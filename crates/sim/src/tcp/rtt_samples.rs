@@ -77,14 +77,20 @@ mod tests {
         Instant::ZERO + Duration::from_millis(ms)
     }
 
+    /// `n` segments of 100 bytes from offset 1, the i-th first sent at 10·i ms.
+    fn sent_10_ms_apart(n: u64) -> SendTimes {
+        let mut t = SendTimes::default();
+        for i in 0..n {
+            t.on_send(1 + 100 * i, 101 + 100 * i, at(10 * i), false);
+        }
+        t
+    }
+
     /// Segments of 100 bytes sent at 0, 10, 20, 30 ms. A cumulative ACK of the first two at
     /// 250 ms times the oldest (250 ms, Linux's `first_ackt`), not the newest.
     #[test]
     fn a_cumulative_ack_times_the_oldest_segment_it_covers() {
-        let mut t = SendTimes::default();
-        for i in 0..4 {
-            t.on_send(1 + 100 * i, 101 + 100 * i, at(10 * i), false);
-        }
+        let mut t = sent_10_ms_apart(4);
         assert_eq!(t.on_ack(201, None, at(250)), Some(Duration::from_millis(250)));
         assert_eq!(t.on_ack(201, None, at(260)), None, "nothing newly acknowledged");
         assert_eq!(t.on_ack(401, None, at(300)), Some(Duration::from_millis(280)));
@@ -94,10 +100,7 @@ mod tests {
     /// part, even if it also covers segments sent once; a later ACK of those does.
     #[test]
     fn an_ack_of_a_retransmission_gives_no_sample() {
-        let mut t = SendTimes::default();
-        for i in 0..3 {
-            t.on_send(1 + 100 * i, 101 + 100 * i, at(10 * i), false);
-        }
+        let mut t = sent_10_ms_apart(3);
         t.on_send(1, 101, at(500), true);
         assert_eq!(t.on_ack(201, None, at(600)), None);
         assert_eq!(t.on_ack(301, None, at(700)), Some(Duration::from_millis(680)));
@@ -108,10 +111,7 @@ mod tests {
     /// retransmission gives none.
     #[test]
     fn new_sacks_time_the_oldest_newly_sacked_segment() {
-        let mut t = SendTimes::default();
-        for i in 0..5 {
-            t.on_send(1 + 100 * i, 101 + 100 * i, at(10 * i), false);
-        }
+        let mut t = sent_10_ms_apart(5);
         t.on_send(401, 501, at(300), true);
         let mut sb = RangeSet::default();
         sb.insert(201, 501); // segments 3, 4 (sent at 20, 30 ms) and the resent 5th
