@@ -129,6 +129,11 @@ impl NearHeap {
         self.0.first()
     }
 
+    /// The second smallest entry: the smallest of the root's children.
+    fn second(&self) -> Option<&Near> {
+        self.0.get(1..(1 + ARITY).min(self.0.len()))?.iter().min_by_key(|n| n.0)
+    }
+
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -150,12 +155,14 @@ pub struct EventQueue {
     last_ns: u64,
     next_seq: u64,
     popped: u64,
+    /// Times the heap was refilled from a bucket (a new window began).
+    refills: u64,
 }
 
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue { near: NearHeap::default(), buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
-                     digits_nonempty: [0; LEVELS], levels_nonempty: 0, last_ns: 0, next_seq: 0, popped: 0 }
+                     digits_nonempty: [0; LEVELS], levels_nonempty: 0, last_ns: 0, next_seq: 0, popped: 0, refills: 0 }
     }
 }
 
@@ -201,6 +208,23 @@ impl EventQueue {
     pub fn peek_time(&mut self) -> Option<Instant> {
         self.refill();
         self.near.peek().map(|&Near(key, _)| Instant(self.time_of(key)))
+    }
+
+    /// The next two events of the current window, as far as the heap knows now (without
+    /// refilling it; an event pushed later may still come first): hints for prefetching.
+    #[inline]
+    pub fn upcoming(&self) -> (Option<Event>, Option<Event>) {
+        (self.near.peek().map(|n| n.1), self.near.second().map(|n| n.1))
+    }
+
+    /// Times a new window began (the heap was refilled): `window` then holds new events.
+    pub fn refills(&self) -> u64 {
+        self.refills
+    }
+
+    /// The events of the current window still to pop, in no particular order.
+    pub fn window(&self) -> impl Iterator<Item = Event> + '_ {
+        self.near.0.iter().map(|n| n.1)
     }
 
     /// Events popped so far.
@@ -249,6 +273,7 @@ impl EventQueue {
         let b = level * DIGITS + digit;
         let mut bucket = std::mem::take(&mut self.buckets[b]);
         self.last_ns = bucket.iter().map(|l| l.at_ns).min().expect("non-empty bucket");
+        self.refills += 1;
         for later in bucket.drain(..) {
             self.file(later);
         }
@@ -346,11 +371,34 @@ mod tests {
     }
 
     /// Pops both queues once and compares; the simulated time moves to the event popped.
+    /// The prefetch hints are checked on the way: `upcoming` names the next two events
+    /// whenever the heap holds them, and after a refill `window` holds exactly the earliest
+    /// events still queued.
     fn pop_both(q: &mut EventQueue, reference: &mut BinaryHeap<Reverse<(u64, bool, u64)>>, now: &mut u64)
                 -> Result<(), TestCaseError> {
+        let unit = |&Reverse((_, _, s)): &Reverse<(u64, bool, u64)>| Event::Unit { unit: s as u32 };
+        let (next, after) = q.upcoming();
+        let mut ahead = reference.clone();
+        let (first, second) = (ahead.pop(), ahead.pop());
+        if next.is_some() {
+            prop_assert_eq!(next, first.as_ref().map(unit));
+        }
+        if after.is_some() {
+            prop_assert_eq!(after, second.as_ref().map(unit));
+        }
+        let refills = q.refills();
         let want = reference.pop().map(|Reverse((t, _, s))| (Instant(t), Event::Unit { unit: s as u32 }));
         prop_assert_eq!(q.peek_time(), want.map(|(t, _)| t));
         prop_assert_eq!(q.pop(), want);
+        if q.refills() != refills {
+            let mut window: Vec<Event> = q.window().collect();
+            let mut earliest: Vec<Event> = reference.clone().into_sorted_vec().iter().rev().take(window.len())
+                .map(unit).collect();
+            let id = |e: &Event| match e { Event::Unit { unit } => *unit, _ => u32::MAX };
+            window.sort_by_key(id);
+            earliest.sort_by_key(id);
+            prop_assert_eq!(window, earliest);
+        }
         if let Some((t, _)) = want {
             *now = t.as_nanos();
         }

@@ -11,6 +11,7 @@ pub mod flows;
 pub mod workload;
 pub mod event;
 pub mod link;
+mod prefetch;
 pub mod rcp;
 pub mod pcap;
 pub mod results;

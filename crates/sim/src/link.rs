@@ -22,10 +22,18 @@
 //! The next hop's queue is thus offered packets ahead of simulated time, in order.
 
 use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
+use crate::prefetch::prefetch;
 use std::collections::VecDeque;
 
 /// Packets of pipe capacity an empty pipe keeps (a few cache lines' worth of slots).
 const PIPE_KEPT_CAPACITY: usize = 64;
+
+/// The propagation pipe: packets with their arrival times, in order. Aligned so that its
+/// head index, length and buffer pointer share one cache line, which one prefetch brings
+/// (`Link::prefetch_arrival_state`).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Pipe(VecDeque<(Instant, Packet)>);
 
 pub struct Link {
     pub name: String,
@@ -42,7 +50,7 @@ pub struct Link {
     pub to_node: u32,
     /// Packet being serialized, if any.
     pub sending: Option<Packet>,
-    pub pipe: VecDeque<(Instant, Packet)>,
+    pipe: Pipe,
     /// Random stream for loss and jitter (the qdisc has its own).
     pub rng: Rng,
     pub tx_pkts: u64,
@@ -69,7 +77,7 @@ impl Link {
     pub fn new(name: String, rate_bps: u64, delay: Duration, jitter_max: Duration, loss: f64,
                queue: Accounted<AnyQdisc>, to_node: u32, rng: Rng) -> Self {
         Link { name, rate_bps, delay, jitter_max, loss, drop_nth: Vec::new(), arrivals: 0, queue, to_node, sending: None,
-               pipe: VecDeque::new(), rng, tx_pkts: 0, tx_bytes: 0, last_arrival: Instant::ZERO, computed: false,
+               pipe: Pipe::default(), rng, tx_pkts: 0, tx_bytes: 0, last_arrival: Instant::ZERO, computed: false,
                sending_end: Instant::ZERO, busy_until: Instant::ZERO, chained: false,
                arrivals_after_ties: false }
     }
@@ -117,8 +125,8 @@ impl Link {
         let jitter = Duration(self.rng.below_inclusive(self.jitter_max.as_nanos()));
         let at = (sent + self.delay + jitter).max(self.last_arrival);
         self.last_arrival = at;
-        self.pipe.push_back((at, pkt));
-        (self.pipe.len() == 1).then_some(at)
+        self.pipe.0.push_back((at, pkt));
+        (self.pipe.0.len() == 1).then_some(at)
     }
 
     /// Computed link: offer a packet at `now`. The queue decides as it would have with the
@@ -183,16 +191,33 @@ impl Link {
         }
     }
 
+    /// Prefetches the fields `arrive` reads before the packet (`crate::prefetch`).
+    #[inline]
+    pub fn prefetch_arrival_state(&self) {
+        prefetch(&self.pipe);
+        prefetch(&self.to_node);
+        prefetch(&self.arrivals);
+        prefetch(&self.drop_nth);
+    }
+
+    /// Prefetches the packet `arrive` takes next, the head of the pipe.
+    #[inline]
+    pub fn prefetch_pipe_head(&self) {
+        if let Some(head) = self.pipe.0.front() {
+            prefetch(head);
+        }
+    }
+
     /// The head of the pipe arrives, or `Err` with it if the link lost it. Also returns when
     /// the next head arrives, if any.
     pub fn arrive(&mut self) -> (Result<Packet, Packet>, Option<Instant>) {
-        let (_, pkt) = self.pipe.pop_front().expect("Arrive with an empty pipe");
-        let next = self.pipe.front().map(|(t, _)| *t);
-        if next.is_none() && self.pipe.capacity() > PIPE_KEPT_CAPACITY {
+        let (_, pkt) = self.pipe.0.pop_front().expect("Arrive with an empty pipe");
+        let next = self.pipe.0.front().map(|(t, _)| *t);
+        if next.is_none() && self.pipe.0.capacity() > PIPE_KEPT_CAPACITY {
             // A drained pipe gives back what a burst made it grow to: otherwise every one
             // of thousands of access links keeps its largest burst's capacity (up to a
             // bandwidth-delay product of packets) for the rest of the run.
-            self.pipe.shrink_to(PIPE_KEPT_CAPACITY);
+            self.pipe.0.shrink_to(PIPE_KEPT_CAPACITY);
         }
         self.arrivals += 1;
         if self.rng.chance(self.loss) || self.drop_nth.binary_search(&self.arrivals).is_ok() {
@@ -227,7 +252,7 @@ mod tests {
             now += Duration::from_micros(if i % 2 == 0 { 10 } else { 10_000 });
             link.sending = Some(Packet { seq: i as u32, ..Packet::default() });
             link.finish_tx(now);
-            let &(at, pkt) = link.pipe.back().unwrap();
+            let &(at, pkt) = link.pipe.0.back().unwrap();
             assert_eq!(pkt.seq, i as u32);
             assert!(at >= last, "FIFO: packet {i} would overtake the one before");
             let extra = at.saturating_since(now + delay);
@@ -304,7 +329,7 @@ mod tests {
             assert_eq!(link.queue.mean_backlog_pkts(end), integral_ns as f64 / end.as_nanos() as f64);
             let sojourn_ns: u128 = accepted.iter().filter(|a| a.1 < end).map(|a| a.1.saturating_since(a.0).as_nanos() as u128).sum();
             assert_eq!(link.queue.mean_sojourn_ns(), sojourn_ns as f64 / departed as f64);
-            let delivered: Vec<(Instant, u32)> = link.pipe.iter().map(|(at, p)| (*at, p.seq)).collect();
+            let delivered: Vec<(Instant, u32)> = link.pipe.0.iter().map(|(at, p)| (*at, p.seq)).collect();
             let expected: Vec<(Instant, u32)> = accepted.iter().map(|a| (a.2 + delay, a.3)).collect();
             assert_eq!(delivered, expected);
         }
@@ -324,12 +349,12 @@ mod tests {
             link.sending = Some(Packet { seq: i, ..Packet::default() });
             link.finish_tx(Instant(u64::from(i) * 1_000));
         }
-        assert!(link.pipe.capacity() >= burst as usize);
+        assert!(link.pipe.0.capacity() >= burst as usize);
         for i in 0..burst {
             let (pkt, next) = link.arrive();
             assert_eq!(pkt.expect("no loss configured").seq, i, "FIFO");
             assert_eq!(next.is_none(), i == burst - 1);
         }
-        assert!(link.pipe.capacity() <= PIPE_KEPT_CAPACITY, "capacity {}", link.pipe.capacity());
+        assert!(link.pipe.0.capacity() <= PIPE_KEPT_CAPACITY, "capacity {}", link.pipe.0.capacity());
     }
 }

@@ -223,6 +223,7 @@ impl Simulator {
     /// caller that runs in chunks can check for signals and report progress in between.
     pub fn advance(&mut self, max_events: u64) -> bool {
         self.wall_start.get_or_insert_with(std::time::Instant::now);
+        let mut refills = self.events.refills();
         for _ in 0..max_events {
             let Some(t) = self.events.peek_time().filter(|&t| t < self.end) else {
                 return true;
@@ -232,11 +233,42 @@ impl Simulator {
                 self.sampled_slices += 1;
             }
             let (t, ev) = self.events.pop().expect("peeked");
+            if self.events.refills() != refills {
+                refills = self.events.refills();
+                self.prefetch_window();
+            }
+            self.prefetch_upcoming();
             debug_assert!(t >= self.now, "causality");
             self.now = t;
             self.handle(ev);
         }
         false
+    }
+
+    /// Asks the cache for what the next two arrivals will read first, while this event is
+    /// handled: the next one's packet (the head of its link's pipe, written one propagation
+    /// delay ago and cold by now) and the link state of the one after, which the next
+    /// event's prefetch of its pipe head then reads (`Link::prefetch_arrival_state`).
+    /// Hints only: what is handled, and in which order, does not change.
+    #[inline]
+    fn prefetch_upcoming(&self) {
+        let (next, after) = self.events.upcoming();
+        if let Some(Event::Arrive { link }) = next {
+            self.links[link as usize].prefetch_pipe_head();
+        }
+        if let Some(Event::Arrive { link }) = after {
+            self.links[link as usize].prefetch_arrival_state();
+        }
+    }
+
+    /// A new window of events began: asks the cache for the link state its arrivals read
+    /// first, some microseconds before they pop.
+    fn prefetch_window(&self) {
+        for ev in self.events.window() {
+            if let Event::Arrive { link } = ev {
+                self.links[link as usize].prefetch_arrival_state();
+            }
+        }
     }
 
     /// Simulated time reached: the time of the last event processed.
