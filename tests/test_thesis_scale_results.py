@@ -49,13 +49,15 @@ def test_fq_closes_about_half_the_tcp_rcp_gap_at_the_median_at_1e8() -> None:
     assert gap["gap_closed"].is_between(0.4, 0.6).all(), gap
 
 
-def test_tcp_at_1e8_rerun_alone_repeats_the_kept_table() -> None:
-    # The page: TCP at 10^8 flows run again alone on 2026-11-27, four days and a
-    # simulator speed-up (`fcd2ec2`) later, gives the same table to the last digit: one seed
-    # fixes a run of 10^8 flows, and the change left every decision as it was.
+@pytest.mark.parametrize("rerun", ["tcp-alone-2026-11-27", "tcp-prefetch-2026-11-27"])
+def test_tcp_at_1e8_rerun_alone_repeats_the_kept_table(rerun: str) -> None:
+    # The page: TCP at 10^8 flows run again alone on 2026-11-27, after simulator speed-ups
+    # (`fcd2ec2`: idle links pass packets through; `1692569`: prefetching), gives the same
+    # table to the last digit each time: one seed fixes a run of 10^8 flows, and neither
+    # change altered a decision.
     rerun_dir = THESIS_DIR / "scale-1e8" / "reruns"
-    rerun = pl.read_csv(rerun_dir / "tcp-alone-2026-11-27.csv")
+    table = pl.read_csv(rerun_dir / f"{rerun}.csv")
     kept = pl.read_csv(KEPT_1E8 / "tcp.csv")
-    assert set(rerun["smallpipe_commit"]) != set(kept["smallpipe_commit"])
+    assert set(table["smallpipe_commit"]) != set(kept["smallpipe_commit"])
     columns = ["protocol", *KEYS, "flows", "unfinished", "median_s", "p99_s"]
-    assert rerun.select(columns).equals(kept.select(columns))
+    assert table.select(columns).equals(kept.select(columns))
