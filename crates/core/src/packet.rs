@@ -100,7 +100,8 @@ pub struct Packet {
     pub arrival: Instant,
     /// Opaque to disciplines, which must never read it: the runtime's handle on the bytes
     /// behind this view (the middlebox's frame-slab slot), carried through the queue so a
-    /// dequeued view can be mapped back to its frame. The simulator leaves it 0.
+    /// dequeued view can be mapped back to its frame. The simulator puts the sending
+    /// endpoint there, which spares a hash lookup on delivery (`addressee` in `smallpipe-sim`).
     pub runtime_handle: u32,
 }
 

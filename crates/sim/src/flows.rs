@@ -11,7 +11,7 @@
 //! timer generation, and a new occupant starts from it, so the old event is stale for it.
 
 use crate::rcp::{RcpSender, RcpState};
-use crate::results::{BurstRow, FlowRow, ProgressRow};
+use crate::results::{BurstRow, FlowRow, ProgressRow, SliceBytes};
 use crate::tcp::compact::Opt64;
 use crate::tcp::{Endpoint, EndpointStats, State};
 use smallpipe_core::{Duration, Instant};
@@ -29,6 +29,9 @@ pub(crate) struct Conn {
     pub done: bool,
     /// The slot was freed: its connection's rows are built and it waits for reuse.
     pub freed: bool,
+    /// Demultiplexing still maps both of its endpoints' keys to this slot: it is not freed
+    /// and no later connection took its port (see `sim::endpoints::addressee`).
+    pub owns_keys: bool,
     pub delivered_seen: u64,
     pub bursts_seen: usize,
     /// Interactive: the handshake is done and bursts are being written.
@@ -37,7 +40,7 @@ pub(crate) struct Conn {
     pub longest_silence: Duration,
     /// Bytes per slice from `first_slice` on (dense over the connection's lifetime).
     pub first_slice: u32,
-    pub slice_bytes: Vec<u64>,
+    pub slice_bytes: SliceBytes,
     /// With `record_progress`: when each MSS of data had arrived in order, since `start`.
     pub progress: Option<Vec<Duration>>,
     /// Packets the sender has emitted, counted by the edge's `first_n` marker.
@@ -57,13 +60,14 @@ impl Conn {
             size_bytes,
             done: false,
             freed: false,
+            owns_keys: true,
             delivered_seen: 0,
             bursts_seen: 0,
             bursting: false,
             last_progress: now,
             longest_silence: Duration::ZERO,
             first_slice,
-            slice_bytes: Vec::new(),
+            slice_bytes: SliceBytes::new(),
             progress: record_progress.then(Vec::new),
             edge_pkts: 0,
             in_flight: 0,

@@ -208,6 +208,12 @@ impl Link {
         }
     }
 
+    /// The packet `arrive` takes next.
+    #[inline]
+    pub fn pipe_head(&self) -> Option<&Packet> {
+        self.pipe.0.front().map(|(_, pkt)| pkt)
+    }
+
     /// The head of the pipe arrives, or `Err` with it if the link lost it. Also returns when
     /// the next head arrives, if any.
     pub fn arrive(&mut self) -> (Result<Packet, Packet>, Option<Instant>) {

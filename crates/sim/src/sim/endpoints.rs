@@ -39,8 +39,12 @@ impl Simulator {
         }
         unit.opened += 1;
         unit.open += 1;
-        self.demux.insert(key, 2 * c);
-        self.demux.insert(key.reversed(), 2 * c + 1);
+        // A connection still open on this port (the unit's ports wrapped) loses its keys.
+        for (k, e) in [(key, 2 * c), (key.reversed(), 2 * c + 1)] {
+            if let Some(previous) = self.demux.insert(k, e) {
+                self.conns[(previous / 2) as usize].owns_keys = false;
+            }
+        }
         let first_slice = (self.now.as_nanos() / self.slice.as_nanos()) as u32;
         let conn = Conn::new(flow_id, u, self.now, size, first_slice, self.groups[unit_group as usize].record_progress);
         let (mut snd, mut rcv) = (Endpoint::client(key, iss_s, p), Endpoint::listener(key.reversed(), iss_r, p));
@@ -101,6 +105,7 @@ impl Simulator {
             self.recycle_candidates.push(c as u32);
         }
         for mut pkt in out.drain(..) {
+            pkt.runtime_handle = e;
             if e.is_multiple_of(2) {
                 pkt.dscp = group_dscp.unwrap_or_else(|| edge_mark(&self.edge, &mut self.conns[c]));
             } else if let Some(r) = self.rcp.get(&(c as u32)) {
@@ -173,7 +178,8 @@ impl Simulator {
         if self.recycle && self.endpoints[2 * c as usize + 1].finished_at.is_some() {
             self.recycle_candidates.push(c);
         }
-        for pkt in out.drain(..) {
+        for mut pkt in out.drain(..) {
+            pkt.runtime_handle = 2 * c;
             self.enqueue(egress, pkt);
         }
         self.scratch = out;
@@ -224,6 +230,7 @@ impl Simulator {
         self.endpoints[2 * c + 1].timer_gen = self.endpoints[2 * c + 1].timer_gen.wrapping_add(1);
         self.rcp.remove(&(c as u32));
         self.conns[c].freed = true;
+        self.conns[c].owns_keys = false;
         self.free_slots.push(c as u32);
     }
 
@@ -287,13 +294,28 @@ pub(super) fn recycles(sc: &Scenario) -> bool {
     sc.trace.is_none() && sc.trace_conn.is_none() && !sc.record_sender_epochs
 }
 
+/// The endpoint a packet is for, as demultiplexing by its 5-tuple finds it. The endpoint
+/// that sent it stamped itself in the packet's runtime handle (`after_endpoint`), so the
+/// answer is that endpoint's peer, without a hash lookup, while its connection still owns
+/// both keys and the peer's key is the packet's; otherwise (the slot was reused, or a later
+/// connection took the port) the map decides.
+#[inline]
+pub(super) fn addressee(demux: &FxHashMap<FlowKey, u32>, conns: &[Conn], endpoints: &[Endpoint], pkt: &Packet) -> Option<u32> {
+    let e = pkt.runtime_handle ^ 1;
+    let key = pkt.flow.reversed();
+    match endpoints.get(e as usize) {
+        Some(peer) if conns[(e / 2) as usize].owns_keys && peer.key == key => Some(e),
+        _ => demux.get(&key).copied(),
+    }
+}
+
 /// Packets that left the network (delivered, dropped by a queue, lost on a link): their
 /// connections have that many fewer in flight; one with none left may be over.
 #[inline]
-pub(super) fn left_network<'a>(demux: &FxHashMap<FlowKey, u32>, conns: &mut [Conn], candidates: &mut Vec<u32>,
-                               pkts: impl IntoIterator<Item = &'a Packet>) {
+pub(super) fn left_network<'a>(demux: &FxHashMap<FlowKey, u32>, endpoints: &[Endpoint], conns: &mut [Conn],
+                               candidates: &mut Vec<u32>, pkts: impl IntoIterator<Item = &'a Packet>) {
     for pkt in pkts {
-        let Some(&e) = demux.get(&pkt.flow.reversed()) else { continue };
+        let Some(e) = addressee(demux, conns, endpoints, pkt) else { continue };
         let conn = &mut conns[(e / 2) as usize];
         // Saturating: after ports wrap, a late packet of an old connection counts against the new one.
         conn.in_flight = conn.in_flight.saturating_sub(1);

@@ -24,6 +24,7 @@ use crate::epochs::EpochRecorder;
 use crate::event::{Event, EventQueue};
 use crate::flows::{Conn, FinishedRows};
 use crate::link::Link;
+use crate::prefetch::prefetch;
 use crate::rcp::RcpConn;
 use crate::results::{QueueStateRow, Results};
 use crate::tcp::{Endpoint, TcpParams};
@@ -238,6 +239,9 @@ impl Simulator {
                 self.prefetch_window();
             }
             self.prefetch_upcoming();
+            if let Event::Arrive { link } = ev {
+                self.prefetch_addressee(link);
+            }
             debug_assert!(t >= self.now, "causality");
             self.now = t;
             self.handle(ev);
@@ -258,6 +262,23 @@ impl Simulator {
         }
         if let Some(Event::Arrive { link }) = after {
             self.links[link as usize].prefetch_arrival_state();
+        }
+    }
+
+    /// An arrival at a host: asks for the endpoint its packet is for and its connection
+    /// (`endpoints::addressee`), named by the packet's handle, while the link hands the
+    /// packet over. The packet itself was asked for one event ago (`prefetch_upcoming`).
+    #[inline]
+    fn prefetch_addressee(&self, link: u32) {
+        let l = &self.links[link as usize];
+        if !matches!(self.nodes[l.to_node as usize], Node::Host { .. }) {
+            return;
+        }
+        let Some(pkt) = l.pipe_head() else { return };
+        let e = (pkt.runtime_handle ^ 1) as usize;
+        if let (Some(endpoint), Some(conn)) = (self.endpoints.get(e), self.conns.get(e / 2)) {
+            prefetch(&endpoint.key);
+            prefetch(&conn.in_flight);
         }
     }
 
@@ -343,7 +364,7 @@ impl Simulator {
                         if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
                             r.on_link_loss(link, &lost, self.now, &self.demux);
                         }
-                        left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, [&lost]);
+                        left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, [&lost]);
                     }
                 }
             }
@@ -451,6 +472,47 @@ mod tests {
         assert_eq!((s.flows_tracked, s.two_way_flows), (4, 4));
         let epoch_ms = s.mean_epoch_ns as f64 / 1e6;
         assert!((200.0..1000.0).contains(&epoch_ms), "{epoch_ms} ms");
+    }
+
+    /// Every packet that reaches a host finds the endpoint that the 5-tuple map names
+    /// (`endpoints::addressee`), also when its sender's slot was reused since and when its
+    /// unit's ports wrapped while its connection was still open (one unit opens 75 000
+    /// connections over 64 512 ports; a short queue's losses keep some of them open that
+    /// long), which the map then sends to the newer connection.
+    #[test]
+    fn the_handle_finds_the_endpoint_the_map_names() {
+        let sc = Scenario::from_json(
+            r#"{"duration_s":3,"link":{"rate_bps":1e9,"queue":{"kind":"droptail","limit_pkts":40}},
+                "tcp":{"delayed_ack":false},
+                "flows":[{"app":"poisson","count":1,"rtt_ms":20,"rate_per_s":25000,
+                          "size":{"dist":"pareto","mean":2000,"shape":1.2}}]}"#,
+        )
+        .unwrap();
+        let mut sim = Simulator::new(&sc).unwrap();
+        let (mut by_handle, mut to_newer, mut to_none) = (0, 0, 0);
+        while let Some((t, ev)) = sim.events.pop() {
+            if t >= sim.end {
+                break;
+            }
+            if let Event::Arrive { link } = ev {
+                let l = &sim.links[link as usize];
+                if let (Node::Host { .. }, Some(pkt)) = (&sim.nodes[l.to_node as usize], l.pipe_head()) {
+                    let map = sim.demux.get(&pkt.flow.reversed()).copied();
+                    assert_eq!(endpoints::addressee(&sim.demux, &sim.conns, &sim.endpoints, pkt), map);
+                    match map {
+                        Some(e) if e == pkt.runtime_handle ^ 1 => by_handle += 1,
+                        Some(_) => to_newer += 1,
+                        None => to_none += 1,
+                    }
+                }
+            }
+            sim.now = t;
+            sim.handle(ev);
+        }
+        assert!(sim.flows_opened > 65_000, "the ports wrapped: {} connections", sim.flows_opened);
+        assert!(sim.conns.len() < sim.flows_opened as usize, "slots were reused: {} slots", sim.conns.len());
+        assert!(to_newer > 0, "a packet of a connection whose port was taken: {by_handle} {to_newer} {to_none}");
+        assert!(by_handle > 100 * (to_newer + to_none), "{by_handle} by handle, {to_newer} {to_none} not");
     }
 
     /// Sampling TAQ's state at every slice end must not change the run: the same scenario

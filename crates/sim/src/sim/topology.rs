@@ -1,7 +1,7 @@
 //! Topology and forwarding: hosts and routers, the links between them, routes, the diamond's
 //! path choice, and moving a packet from node to queue to wire.
 
-use super::endpoints::left_network;
+use super::endpoints::{addressee, left_network};
 use super::Simulator;
 use crate::config::{Routing, HEADER_BYTES};
 use crate::event::Event;
@@ -48,7 +48,7 @@ impl Simulator {
                 self.enqueue(link, pkt);
             }
             Node::Host { .. } => {
-                let Some(&e) = self.demux.get(&pkt.flow.reversed()) else {
+                let Some(e) = addressee(&self.demux, &self.conns, &self.endpoints, &pkt) else {
                     self.packets_to_closed_flows += 1;
                     return;
                 };
@@ -97,7 +97,7 @@ impl Simulator {
                 self.schedule_arrival(link, at);
             }
             let dropped = self.links[link as usize].queue.last_drops().iter().map(|(p, _)| p);
-            left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
+            left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
             return;
         }
         let traced = self.recorder.as_ref().is_some_and(|r| r.traces(link));
@@ -111,7 +111,7 @@ impl Simulator {
             r.on_enqueue(link, &pkt, l.queue.last_drops(), self.now, &self.demux);
         }
         let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
-        left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
+        left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
         self.start_tx(link);
     }
 
@@ -123,7 +123,7 @@ impl Simulator {
         let l = &mut self.links[link as usize];
         let Some(at) = l.pass_chained(pkt, self.now) else {
             let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
-            return left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
+            return left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
         };
         if at >= self.end {
             return;
@@ -204,7 +204,7 @@ impl Simulator {
         }
         if idle {
             let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
-            left_network(&self.demux, &mut self.conns, &mut self.recycle_candidates, dropped);
+            left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
         }
     }
 }
