@@ -2,8 +2,9 @@
 # Installs smallpipe with its test extras (building the Rust core in release once) and runs
 # every test: ruff and mypy --strict on the package, Rust unit, property and behaviour
 # tests, then the Python suite. The HTML report is tested in a real headless Chromium, and
-# the run's pcap in tshark, both installed from Debian when missing, as is ethtool, which
-# the testbed needs to turn the veth offloads off.
+# the run's pcap in tshark, both installed from Debian when missing, as are ethtool, which
+# the testbed needs to turn the veth offloads off, and valgrind, whose cachegrind counts the
+# instructions per event in benches/dumbbell_cost.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # install_missing COMMAND PACKAGE WHAT: if COMMAND is missing and we are root with apt-get,
@@ -18,6 +19,7 @@ install_missing() {
 install_missing chromium chromium "the browser tests"
 install_missing ethtool ethtool "the testbed tests"
 install_missing tshark tshark "the pcap test"
+install_missing valgrind valgrind "the event-cost test (cachegrind)"
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # Static checks first: they take seconds and name the line.
 python3 -m ruff check python tests
