@@ -33,15 +33,14 @@ import tempfile
 from pathlib import Path
 
 from smallpipe import simulate
-from smallpipe.presets import taq_dumbbell
+from smallpipe.presets import bench_dumbbell
 
 ROOT = Path(__file__).resolve().parents[1]
 RATE_BPS = 2_000_000
 
 
 def scenario(flows: int, duration_s: float, fifo_hops: str):
-    return taq_dumbbell(flows=flows, rate_bps=RATE_BPS, duration_s=duration_s,
-                        queue={"kind": "droptail"}).with_overrides({"fifo_hops": fifo_hops})
+    return bench_dumbbell(flows=flows, rate_bps=RATE_BPS, duration_s=duration_s, fifo_hops=fifo_hops)
 
 
 def wall_ns_per_event(flows: int, duration_s: float, fifo_hops: str, runs: int) -> tuple[float, int]:

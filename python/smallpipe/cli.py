@@ -25,7 +25,7 @@ from smallpipe.errors import (
     printing_notes,
     show_error,
 )
-from smallpipe.presets import taq_dumbbell
+from smallpipe.presets import bench_dumbbell
 from smallpipe.progress import PLAIN_EVERY_S, SimulationProgress, eta_s
 from smallpipe.result import (
     Interrupted,
@@ -332,8 +332,8 @@ def bench(
 ) -> None:
     """Time the simulator on the TAQ paper's Figure 2 scenario (DropTail unless --queue)."""
     try:
-        scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
-        scenario = scenario.with_overrides({"fifo_hops": fifo_hops})
+        scenario = bench_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue=queue,
+                                  fifo_hops=fifo_hops)
     except ConfigError as error:
         fail("invalid benchmark parameters:", str(error))
     result = _run_with_status(scenario, f"simulating {flows} flows for {duration_s:g} s…")

@@ -73,3 +73,12 @@ def taq_dumbbell(
         tcp={**NS2_TCP, "packet_size_bytes": packet_size_bytes},
         flows=[{"count": flows, "app": "bulk", "rtt_ms": TAQ_RTT_MS, "start_s": [0.0, 1.0]}],
     )
+
+
+def bench_dumbbell(*, flows: int, rate_bps: int, duration_s: float, queue: str = "droptail",
+                   fifo_hops: str = "events") -> Scenario:
+    """The scenario `smallpipe bench` times and `benches/compare_ns3.sh` runs against ns-3:
+    the TAQ Figure 2 dumbbell with the discipline ``queue`` (its defaults) and the given
+    ``fifo_hops``. One definition, so that the benchmarks that compare with it time the same run."""
+    scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, queue={"kind": queue})
+    return scenario.with_overrides({"fifo_hops": fifo_hops})
