@@ -157,12 +157,14 @@ pub struct EventQueue {
     popped: u64,
     /// Times the heap was refilled from a bucket (a new window began).
     refills: u64,
+    /// An empty bucket, swapped with the one being refilled from.
+    spare: Vec<Later>,
 }
 
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue { near: NearHeap::default(), buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
-                     digits_nonempty: [0; LEVELS], levels_nonempty: 0, last_ns: 0, next_seq: 0, popped: 0, refills: 0 }
+                     digits_nonempty: [0; LEVELS], levels_nonempty: 0, last_ns: 0, next_seq: 0, popped: 0, refills: 0, spare: Vec::new() }
     }
 }
 
@@ -259,9 +261,9 @@ impl EventQueue {
     }
 
     /// With the heap empty, the lowest non-empty bucket (lowest level, then lowest digit)
-    /// holds the earliest events: the earliest time becomes `last_ns`, and the bucket's
-    /// events move into the heap (same window) or to lower levels. Every other bucket stays
-    /// right for the new `last_ns`, which agrees with the old one above this digit.
+    /// holds the earliest events: they move into the heap (same window) or to lower levels.
+    /// Every other bucket stays right for the new `last_ns`, which agrees with the old one
+    /// above this digit.
     #[inline(never)]
     fn refill_from_buckets(&mut self) {
         let level = self.levels_nonempty.trailing_zeros() as usize;
@@ -270,14 +272,29 @@ impl EventQueue {
         if self.digits_nonempty[level] == 0 {
             self.levels_nonempty &= !(1 << level);
         }
-        let b = level * DIGITS + digit;
-        let mut bucket = std::mem::take(&mut self.buckets[b]);
-        self.last_ns = bucket.iter().map(|l| l.at_ns).min().expect("non-empty bucket");
         self.refills += 1;
-        for later in bucket.drain(..) {
+        if level == 0 {
+            // A bucket of the lowest level is one window: its events all go into the heap,
+            // and its start is as good a `last_ns` as its earliest time (only the bits
+            // above the window are read until the next pop sets it).
+            let bucket = &mut self.buckets[digit];
+            self.last_ns = bucket[0].at_ns & !WINDOW_MASK;
+            for later in bucket.iter() {
+                self.near.push(Near((later.at_ns & WINDOW_MASK) << SEQ_BITS | later.seq, later.event));
+            }
+            bucket.clear();
+            return;
+        }
+        // The bucket's events are moved out of `spare`, which takes the bucket's place (and
+        // keeps its allocation): none of them goes back into this bucket.
+        std::mem::swap(&mut self.spare, &mut self.buckets[level * DIGITS + digit]);
+        // The earliest time becomes `last_ns`: the events of its window go into the heap.
+        self.last_ns = self.spare.iter().map(|l| l.at_ns).min().expect("non-empty bucket");
+        for i in 0..self.spare.len() {
+            let later = self.spare[i];
             self.file(later);
         }
-        self.buckets[b] = bucket; // keeps its allocation
+        self.spare.clear();
     }
 }
 

@@ -185,6 +185,11 @@ impl Link {
     pub fn settle(&mut self, until: Instant, at_until: bool) {
         while self.sending.is_some() && (self.sending_end < until || (self.sending_end == until && at_until)) {
             self.end_tx();
+            if self.queue.is_empty() {
+                // A computed link's DropTail hands nothing out and counts nothing then (the
+                // empty backlog adds nothing to its integral): no dequeue to make.
+                break;
+            }
             if let Some(next_end) = self.start_tx(self.sending_end) {
                 self.sending_end = next_end;
             }
