@@ -11,8 +11,8 @@
 // Differences forced by ns-3 3.37:
 //   * the strong end-system model is set with Ipv4::WeakEsModel=false
 //     (3.44 calls it Ipv4::StrongEndSystemModel=true; same code path);
-//   * TcpTxBuffer::NextSeg is wrapped to apply the upstream fix of ns-3
-//     issue #991 (see below), without which 3.37 crashes at N=10;
+//   * TcpTxBuffer::NextSeg is wrapped to refuse an empty segment (see
+//     below), without which 3.37 crashes at N=10;
 //   * "version" in the JSON line is "3.37".
 
 #include "ns3/applications-module.h"
@@ -40,14 +40,13 @@
 
 using namespace ns3;
 
-// ns-3 3.37 bug (issue #991, fixed in ns-3.41): when exactly one receiver
+// ns-3 3.37 bug (later releases no longer do this): when exactly one receiver
 // window of data is outstanding, TcpTxBuffer::NextSeg offers a zero-length
 // segment of new data, and the send path then dereferences a null TcpTxItem
 // (a segfault, as Debian's build has no asserts).  With window scaling off the
 // 65535-byte window binds at N=10, so the run crashes.  This definition takes
 // the place of the library's (which libns3-internet calls through the PLT),
-// calls the original and applies the upstream fix: a zero-length segment
-// means there is nothing to send, exactly like 3.44's "m_sentSize < rWnd".
+// calls the original and treats a zero-length segment as nothing to send.
 bool
 ns3::TcpTxBuffer::NextSeg(SequenceNumber32* seq, SequenceNumber32* seqHigh, bool isRecovery) const
 {
