@@ -285,8 +285,8 @@ impl EventQueue {
             bucket.clear();
             return;
         }
-        // The bucket's events are moved out of `spare`, which takes the bucket's place (and
-        // keeps its allocation): none of them goes back into this bucket.
+        // The bucket is swapped with `spare` (both allocations are kept) and its events are
+        // re-filed from there: none of them goes back into this bucket.
         std::mem::swap(&mut self.spare, &mut self.buckets[level * DIGITS + digit]);
         // The earliest time becomes `last_ns`: the events of its window go into the heap.
         self.last_ns = self.spare.iter().map(|l| l.at_ns).min().expect("non-empty bucket");
