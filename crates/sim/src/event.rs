@@ -71,6 +71,14 @@ struct Later {
     event: Event,
 }
 
+impl Later {
+    /// The event as the heap holds it, once its window is the current one.
+    #[inline(always)]
+    fn near(self) -> Near {
+        Near((self.at_ns & WINDOW_MASK) << SEQ_BITS | self.seq, self.event)
+    }
+}
+
 /// Children per node of the near heap. Four halve the depth of a binary heap and a node's
 /// children share a cache line; a pop moves fewer entries.
 const ARITY: usize = 4;
@@ -243,7 +251,7 @@ impl EventQueue {
     fn file(&mut self, later: Later) {
         let differing = later.at_ns ^ self.last_ns;
         if differing >> WINDOW_NS_BITS == 0 {
-            self.near.push(Near((later.at_ns & WINDOW_MASK) << SEQ_BITS | later.seq, later.event));
+            self.near.push(later.near());
             return;
         }
         let level = (63 - differing.leading_zeros() - WINDOW_NS_BITS) / DIGIT_BITS;
@@ -280,7 +288,7 @@ impl EventQueue {
             let bucket = &mut self.buckets[digit];
             self.last_ns = bucket[0].at_ns & !WINDOW_MASK;
             for later in bucket.iter() {
-                self.near.push(Near((later.at_ns & WINDOW_MASK) << SEQ_BITS | later.seq, later.event));
+                self.near.push(later.near());
             }
             bucket.clear();
             return;
