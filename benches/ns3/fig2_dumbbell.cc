@@ -112,15 +112,12 @@ Args
 ParseArgs(int argc, char** argv)
 {
     Args a;
-    // Options that take a value, with their short aliases.
+    // Options that take a value.
     const std::map<std::string, std::function<void(const std::string&, const std::string&)>>
         setters = {
             {"--flows", [&](auto& n, auto& v) { ParseValue(n, v, &a.flows); }},
-            {"-N", [&](auto& n, auto& v) { ParseValue(n, v, &a.flows); }},
             {"--rate-bps", [&](auto& n, auto& v) { ParseValue(n, v, &a.rateBps); }},
-            {"-C", [&](auto& n, auto& v) { ParseValue(n, v, &a.rateBps); }},
             {"--sim-seconds", [&](auto& n, auto& v) { ParseValue(n, v, &a.simSeconds); }},
-            {"-T", [&](auto& n, auto& v) { ParseValue(n, v, &a.simSeconds); }},
             {"--sender-delay-ms", [&](auto& n, auto& v) { ParseValue(n, v, &a.senderDelayMs); }},
             {"--bottleneck-delay-ms",
              [&](auto& n, auto& v) { ParseValue(n, v, &a.bottleneckDelayMs); }},
@@ -135,6 +132,9 @@ ParseArgs(int argc, char** argv)
             {"--routing", [&](auto&, auto& v) { a.routing = v; }},
             {"--seed", [&](auto& n, auto& v) { ParseValue(n, v, &a.seed); }},
         };
+    // Short aliases, as the Python script has them.
+    const std::map<std::string, std::string> aliases = {
+        {"-N", "--flows"}, {"-C", "--rate-bps"}, {"-T", "--sim-seconds"}};
     for (int i = 1; i < argc; ++i)
     {
         std::string name = argv[i];
@@ -156,7 +156,8 @@ ParseArgs(int argc, char** argv)
             a.weakEsModel = true;
             continue;
         }
-        auto setter = setters.find(name);
+        const auto alias = aliases.find(name);
+        auto setter = setters.find(alias == aliases.end() ? name : alias->second);
         if (setter == setters.end())
         {
             UsageError("unknown option " + name);
