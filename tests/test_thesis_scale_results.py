@@ -50,14 +50,15 @@ def test_fq_closes_about_half_the_tcp_rcp_gap_at_the_median_at_1e8() -> None:
 
 
 @pytest.mark.parametrize("rerun", ["tcp-alone-2026-11-27", "tcp-prefetch-2026-11-27", "tcp-handle-2026-11-27",
-                                   "rcp-alone-2026-11-27", "fq-alone-2026-11-27", "red-alone-2026-11-27"])
+                                   "rcp-alone-2026-11-27", "fq-alone-2026-11-27", "red-alone-2026-11-27",
+                                   "iw10-alone-2026-11-27"])
 def test_a_protocol_at_1e8_rerun_alone_repeats_the_kept_table(rerun: str) -> None:
     # The page: TCP at 10^8 flows run again alone on 2026-11-27, after simulator speed-ups
     # (`fcd2ec2`: idle links pass packets through; `1692569`: prefetching; `e4c7650`:
     # delivery by the packet's handle, and mimalloc), gives the same table to the last digit
-    # each time, and so do RCP and FQ, run again alone with all of them (`54451f6`), and RED
-    # (`f4578ef`, the same simulator): one seed fixes a run of 10^8 flows, and none of the
-    # changes altered a decision.
+    # each time, and so do RCP and FQ, run again alone with all of them (`54451f6`), RED
+    # (`f4578ef`, the same simulator) and IW10 (`cb17fa8`, with the event queue's cheaper
+    # refill): one seed fixes a run of 10^8 flows, and none of the changes altered a decision.
     protocol = rerun.split("-")[0]
     rerun_dir = THESIS_DIR / "scale-1e8" / "reruns"
     table = pl.read_csv(rerun_dir / f"{rerun}.csv")
