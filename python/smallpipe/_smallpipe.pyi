@@ -11,6 +11,10 @@ from typing import Any, final
 __version__: str
 """The package version, taken from the Cargo workspace (``CARGO_PKG_VERSION``)."""
 
+TCP_STACK_KNOBS: list[str]
+"""The ``[tcp]`` keys a named stack (``tcp.stack``) decides: switching the stack with an
+override resets each of them to the new stack's value (docs/tcp.md, "Named stacks")."""
+
 @final
 class ConfigError(ValueError):
     """A scenario field has a value the simulator does not accept.

@@ -24,7 +24,7 @@ from smallpipe.errors import OverrideNote
 from smallpipe.errors import config_error as _config_error
 from smallpipe.guard import check_memory
 
-__all__ = ["Scenario", "apply_overrides", "validate"]
+__all__ = ["Scenario", "apply_overrides", "stack_defaults", "tcp_departures", "validate"]
 
 _NON_FINITE_STAND_IN = -1e308
 """What a NaN or infinity is validated as (JSON has neither): a finite number below
@@ -131,6 +131,7 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
     from the old kind's defaults; keys the overrides set themselves are never removed.
     Raises ConfigError for a bad path.
     """
+    _switch_stack(config, overrides)
     switched: dict[str, tuple[str, str, set[str]]] = {}  # table path -> old kind, new kind, its old keys
     order: dict[str, list[str]] = {}  # table path -> its keys before the switch, in order
     for dotted_path, value in overrides.items():
@@ -175,6 +176,36 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
                 OverrideNote,
                 stacklevel=3,  # the caller of with_overrides or load_grid
             )
+
+
+def _switch_stack(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+    """Where the overrides change ``tcp.stack``, the new stack takes over: every knob a stack
+    decides (``TCP_STACK_KNOBS``) that the same overrides do not set is removed from
+    ``[tcp]``, so the core fills it with the new stack's value. Asking for a stack means its
+    rules, whatever the file chose for the old one (``recovery = "newreno"`` of an RFC
+    scenario under ``stack = "linux"``); set a knob in the same overrides to keep it. A
+    group's ``flows.N.tcp.stack`` needs nothing here: the core applies it to the group."""
+    new_stack = next((v for k, v in overrides.items() if _dotted(k) == "tcp.stack"), None)
+    tcp = config.get("tcp")
+    if new_stack is None or not isinstance(tcp, dict) or tcp.get("stack", "rfc") == new_stack:
+        return
+    set_here = {_dotted(k).removeprefix("tcp.") for k in overrides if _dotted(k).startswith("tcp.")}
+    for key in [k for k in _smallpipe.TCP_STACK_KNOBS if k in tcp and k not in set_here]:
+        del tcp[key]
+
+
+def stack_defaults(stack: str) -> dict[str, Any]:
+    """Every ``[tcp]`` knob's default under ``stack`` ("rfc", "ns3", "linux"), as the
+    canonical form writes it. Raises ConfigError for a name that is not a stack."""
+    minimal = json.dumps({"flows": [{"app": "bulk"}], "tcp": {"stack": stack}})
+    tcp: dict[str, Any] = json.loads(_smallpipe.validate_config(minimal))["tcp"]
+    return tcp
+
+
+def tcp_departures(tcp: Mapping[str, Any]) -> dict[str, Any]:
+    """The knobs of a canonical ``[tcp]`` table whose values are not its stack's defaults."""
+    defaults = stack_defaults(str(tcp.get("stack", "rfc")))
+    return {key: value for key, value in tcp.items() if key != "stack" and defaults.get(key) != value}
 
 
 def _queue_defaults(kind: str) -> dict[str, Any]:

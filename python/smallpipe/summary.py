@@ -12,7 +12,7 @@ import polars as pl
 
 from smallpipe import metrics
 from smallpipe.result import Result
-from smallpipe.scenario import Scenario
+from smallpipe.scenario import Scenario, tcp_departures
 
 __all__ = ["discipline", "setup_rows", "workload_rows"]
 
@@ -57,10 +57,15 @@ def setup_rows(scenario: Scenario) -> list[tuple[str, str]]:
         (
             "TCP",
             (
-                f"{tcp['congestion']}/{tcp['recovery']}, {tcp['packet_size_bytes']} B packets, "
-                f"IW {tcp['initial_window_pkts']}, min RTO {tcp['min_rto_ms']:g} ms"
-                f"{', delayed ACKs' if tcp['delayed_ack'] else ''}"
+                f"stack {tcp.get('stack', 'rfc')}: {tcp['congestion']}/{tcp['recovery']}, "
+                f"{tcp['packet_size_bytes']} B packets, IW {tcp['initial_window_pkts']}, "
+                f"min RTO {tcp['min_rto_ms']:g} ms{', delayed ACKs' if tcp['delayed_ack'] else ''}"
             ),
+        ),
+        *(
+            [("TCP knobs off the stack", ", ".join(f"{key} = {json.dumps(value)}" for key, value in departures.items()))]
+            if (departures := tcp_departures(tcp))
+            else []
         ),
         *(
             (f"TCP of flows[{index}]", ", ".join(f"{key} = {json.dumps(value)}" for key, value in group["tcp"].items()))

@@ -332,6 +332,7 @@ fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("TCP_STACK_KNOBS", smallpipe_sim::config::STACK_KNOBS.to_vec())?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(size_aware_transfer_time_s, m)?)?;

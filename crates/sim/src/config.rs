@@ -2,7 +2,9 @@
 //! path, the bad value and what is allowed. Python passes TOML/JSON through unchanged.
 
 use serde::{Deserialize, Serialize};
-use crate::trace::TraceConfig;
+use crate::checks::{check, finite_at_least};
+pub use crate::tcp::config::*;
+use crate::trace_config::TraceConfig;
 use crate::workload::Dist;
 use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
@@ -28,7 +30,8 @@ pub struct Scenario {
     pub slice_s: f64,
     #[serde(default)]
     pub link: LinkConfig,
-    #[serde(default)]
+    /// `[tcp]`; its stack's defaults are filled in by `Scenario::from_json`.
+    #[serde(default, serialize_with = "TcpConfig::serialize_canonical")]
     pub tcp: TcpConfig,
     /// How the senders' edge marks the DSCP of their packets (default: no marking).
     #[serde(default)]
@@ -232,375 +235,6 @@ pub struct LinkConfig {
     pub reverse_queue: QdiscConfig,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Recovery {
-    /// RFC 5681 fast retransmit / fast recovery: one hole per recovery episode.
-    Reno,
-    /// RFC 6582: partial ACKs retransmit the next hole, one per RTT.
-    Newreno,
-    /// RFC 6675 SACK-based loss recovery.
-    Sack,
-}
-
-/// The congestion controller: how the window grows in congestion avoidance and how far
-/// a congestion event lowers it (slow start and loss recovery are shared).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Congestion {
-    /// RFC 5681: one segment per RTT, halved on a loss.
-    Reno,
-    /// RFC 9438: cubic growth in time since the last loss, ×0.7 on a loss (Linux's default).
-    Cubic,
-}
-
-/// How the window grows on an ACK of new data outside loss recovery (Reno congestion control).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CwndGrowth {
-    /// RFC 5681 (2), (3): slow start by min(bytes acked, SMSS) per ACK, congestion avoidance
-    /// by SMSS²/cwnd per ACK; with delayed ACKs half as fast per segment as without.
-    PerAck,
-    /// RFC 3465 (appropriate byte counting): slow start by min(bytes acked, L·SMSS) per ACK,
-    /// congestion avoidance by one SMSS per cwnd of bytes acknowledged.
-    ByteCounting,
-    /// Linux's Reno (`tcp_slow_start`, `tcp_cong_avoid_ai`): slow start by every byte acked up
-    /// to ssthresh, the rest in congestion avoidance, one SMSS per cwnd of bytes acked.
-    Linux,
-}
-
-/// How much SACK fast recovery sends per ACK.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RecoveryPacing {
-    /// RFC 6675: cwnd = ssthresh at once, then whatever `cwnd - pipe` allows.
-    Rfc6675,
-    /// RFC 6937 Proportional Rate Reduction as Linux's `tcp_cwnd_reduction`: while pipe >
-    /// ssthresh, sends ssthresh/prior cwnd of what is delivered; below, rebuilds towards
-    /// ssthresh by what is delivered, one segment more per ACK (the slow-start reduction
-    /// bound) unless, with RACK, the ACK did not advance snd_una or marked a loss (the
-    /// conservative bound); the fast retransmit always goes out.
-    Prr,
-}
-
-/// How the SACK sender decides a segment is lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LossDetection {
-    /// RFC 6675: DupThresh SACKed segments (or bytes) above a hole.
-    Dupthresh,
-    /// RFC 8985 RACK, as Linux (always on since 6.17): a segment sent before one that was
-    /// delivered is lost once an RTT plus a reordering window has passed since its send.
-    Rack,
-}
-
-impl LossDetection {
-    fn is_dupthresh(&self) -> bool {
-        *self == LossDetection::Dupthresh
-    }
-}
-
-/// When the data sender's segments leave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Pacing {
-    /// As soon as the window allows (ACK clocking).
-    None,
-    /// Linux's TCP pacing (the fq qdisc or TCP's internal pacing): each data segment waits
-    /// its length at 200% (cwnd < ssthresh/2) or 120% of max(cwnd, flight) per smoothed RTT
-    /// after the one before, from the 10th data segment on (docs/tcp.md).
-    Linux,
-}
-
-impl Pacing {
-    fn is_none(&self) -> bool {
-        *self == Pacing::None
-    }
-}
-
-/// When a receiver acknowledges in-order data at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AckRule {
-    /// RFC 5681 §4.2: every second full segment, out-of-order data, hole fills; else after
-    /// `delayed_ack_ms`.
-    Rfc5681,
-    /// As `rfc5681`, plus Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`):
-    /// the first data segment, one arriving more than the receiver's RTO after the previous
-    /// one, and an old (duplicate) segment each make the next min(16, rwnd / 2 MSS) ACKs
-    /// immediate.
-    Linux,
-}
-
-/// The retransmission timeout's bound on SRTT and RTTVAR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RtoRule {
-    /// RFC 6298 (2.3): max(min_rto, SRTT + max(G, 4·RTTVAR)).
-    Rfc6298,
-    /// Linux's `tcp_rtt_estimator` and `tcp_set_rto`: SRTT + a variance term that is at least
-    /// min_rto and the largest deviation of the last RTT, decaying once per RTT (docs/tcp.md).
-    Linux,
-}
-
-/// Which ACKs give the RTT estimator a sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RttSamples {
-    /// RFC 6298 (as ns-2 and ns-3): one segment timed at a time, never a retransmitted one
-    /// (Karn); with timestamps, every ACK's echo (RFC 7323).
-    Timed,
-    /// Linux's `tcp_clean_rtx_queue`: every ACK that newly acknowledges (or SACKs) a segment
-    /// never retransmitted, from the oldest such; timestamps only where that gives none.
-    EveryAck,
-}
-
-impl RttSamples {
-    fn is_timed(&self) -> bool {
-        *self == RttSamples::Timed
-    }
-}
-
-/// The window a multiplicative decrease starts from: Reno halves it, CUBIC keeps β of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SsthreshFrom {
-    /// RFC 5681 (3), (4) and RFC 9438 §4.6: ssthresh = FlightSize / 2, or β·FlightSize.
-    FlightSize,
-    /// Linux's `tcp_reno_ssthresh` and `cubictcp_recalc_ssthresh`: cwnd / 2, or β·cwnd.
-    Cwnd,
-}
-
-/// What restarts the retransmission timer during SACK fast recovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecoveryRto {
-    /// RFC 6298 (5.3): every ACK of new data.
-    Rfc6298,
-    /// A diagnostic: only the first partial ACK of an episode, as ns-3.44 does in SACK
-    /// recovery (RFC 6582's "Impatient" variant, which smallpipe's NewReno uses anyway).
-    FirstPartial,
-    /// As `rfc6298`, and also every retransmission of the segment at `snd_una` (Linux
-    /// `tcp_xmit_retransmit_queue`), so a hole retransmitted late in a recovery gets a full RTO.
-    Linux,
-}
-
-/// How duplicate ACKs are counted toward fast retransmit (SACK recovery).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DupackRule {
-    /// RFC 6675 §5: a cumulative ACK resets DupAcks, then counts if it SACKs new data.
-    Rfc,
-    /// A diagnostic, not a recommended setting: ns-3.44 `TcpSocketBase`'s count (docs/tcp.md).
-    Ns3,
-}
-
-/// What an ACK that advances `snd_una` and SACKs new data does outside recovery (SACK only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DisorderAck {
-    /// RFC 6298 (5.3) restarts the timer and RFC 5681 grows cwnd, as on any ACK of new data.
-    Rfc,
-    /// A diagnostic: no timer restart, as ns-3.44 in `CA_DISORDER` (it skips `NewAck`).
-    Ns3Timer,
-    /// A diagnostic: no timer restart and no window growth, ns-3.44's whole `CA_DISORDER`
-    /// branch of `ProcessAck` (neither `NewAck` nor `IncreaseWindow`).
-    Ns3,
-}
-
-/// What a partial ACK sends in SACK recovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PartialAck {
-    /// RFC 6675 §5 (B), (C): update the scoreboard and pipe, send what cwnd − pipe allows.
-    Rfc6675,
-    /// A diagnostic: first, unless the new head was retransmitted, one segment by NextSeg
-    /// rules 1–2 (else the head) outside cwnd, as ns-3.44's `ProcessAck` (`DoRetransmit`).
-    Ns3,
-}
-
-/// What the pipe of SACK recovery counts (RFC 6675 SetPipe).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RecoveryPipe {
-    /// RFC 6675 §4 SetPipe: SACKed octets are never in the pipe.
-    Rfc6675,
-    /// A diagnostic: a retransmitted segment stays in the pipe once SACKed, until the
-    /// cumulative ACK passes it, as ns-3.44's `TcpTxBuffer::BytesInFlight` counts.
-    Ns3,
-}
-
-/// Whether the fast retransmit restarts the retransmission timer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FastRetransmitRto {
-    /// Restart it (the default). RFC 6675 §6 allows re-arming the timer on each
-    /// retransmission sent during recovery; this re-arms it on the first only.
-    Restart,
-    /// Leave it running from the last ACK of new data: RFC 6298 (5.1) starts the timer on
-    /// a send only when it is not running, and only (5.3) an ACK of new data restarts it;
-    /// ns-3.44's `EnterRecovery` does the same (docs/validation.md, diagnosis 3).
-    Keep,
-}
-
-/// Every TCP knob a paper varies. Defaults follow the RFCs (noted per field).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TcpConfig {
-    /// A full data segment on the wire, IP and TCP headers (and options) included.
-    #[serde(default = "d_packet_size")]
-    pub packet_size_bytes: u32,
-    #[serde(default = "d_recovery")]
-    pub recovery: Recovery,
-    #[serde(default = "d_congestion")]
-    pub congestion: Congestion,
-    /// RFC 9438 §4.7 fast convergence (CUBIC only); the RFC says to turn it off for a
-    /// single flow without other traffic.
-    #[serde(default = "d_true")]
-    pub cubic_fast_convergence: bool,
-    /// What a loss or timeout's decrease starts from, Reno's or CUBIC's: the RFCs' flight
-    /// size or Linux's cwnd (they differ when the sender is application-limited or a
-    /// scheduler holds its packets back).
-    #[serde(default = "d_ssthresh_from")]
-    pub ssthresh_from: SsthreshFrom,
-    /// HyStart++ (RFC 9406) in the initial slow start, Reno or CUBIC: leaves it on a rise
-    /// in delay. Off: RFC 5681 slow start until ssthresh or a loss.
-    #[serde(default)]
-    pub hystart: bool,
-    /// Initial window in segments (RFC 3390: 4 for small MSS; RFC 6928: 10).
-    #[serde(default = "d_iw")]
-    pub initial_window_pkts: u32,
-    /// Delayed ACKs (RFC 5681 §4.2): ACK every second full segment or after the timeout.
-    #[serde(default = "d_true")]
-    pub delayed_ack: bool,
-    #[serde(default = "d_delack_ms")]
-    pub delayed_ack_ms: f64,
-    /// ACK the first data segment after the handshake at once, then delay as usual (ns-3's
-    /// `TcpSocketBase` does; RFC 5681 §4.2 allows either). Off: the first ACK covers two
-    /// full segments.
-    #[serde(default)]
-    pub ack_first_data: bool,
-    /// When the receiver acknowledges at once besides RFC 5681's cases: never, or also in
-    /// Linux's quick-ACK mode (after the first data and after a silence longer than its RTO).
-    #[serde(default = "d_ack_rule")]
-    pub ack_rule: AckRule,
-    /// Limited transmit (RFC 3042).
-    #[serde(default = "d_true")]
-    pub limited_transmit: bool,
-    /// Duplicate ACKs that trigger fast retransmit.
-    #[serde(default = "d_dupthresh")]
-    pub dupack_threshold: u32,
-    /// Duplicate-ACK accounting: RFC 6675's, or ns-3's (a diagnostic; SACK recovery only).
-    #[serde(default = "d_dupack_rule")]
-    pub dupack_rule: DupackRule,
-    /// How much SACK recovery sends per ACK: RFC 6675's, or RFC 6937's PRR (Linux's).
-    #[serde(default = "d_recovery_pacing")]
-    pub recovery_pacing: RecoveryPacing,
-    /// How SACK recovery finds lost segments: RFC 6675's DupThresh, or RFC 8985's RACK (Linux's).
-    /// Left out of the canonical JSON at its default, so scenario ids stay as they were.
-    #[serde(default = "d_loss_detection", skip_serializing_if = "LossDetection::is_dupthresh")]
-    pub loss_detection: LossDetection,
-    /// When data segments leave: at once, or paced as Linux paces them. Left out of the
-    /// canonical JSON at its default, so scenario ids stay as they were.
-    #[serde(default = "d_pacing", skip_serializing_if = "Pacing::is_none")]
-    pub pacing: Pacing,
-    /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
-    #[serde(default = "d_recovery_rto")]
-    pub recovery_rto: RecoveryRto,
-    /// An ACK that advances `snd_una` and SACKs new data outside recovery: RFC 6298/5681's
-    /// restart and growth, or (ns-3, a diagnostic) neither or only the growth.
-    #[serde(default = "d_disorder_ack")]
-    pub disorder_ack: DisorderAck,
-    /// A partial ACK in SACK recovery: RFC 6675's, or (ns-3, a diagnostic) one more segment outside cwnd first.
-    #[serde(default = "d_recovery_partial_ack")]
-    pub recovery_partial_ack: PartialAck,
-    /// The pipe of SACK recovery: RFC 6675's, or (ns-3, a diagnostic) with SACKed retransmissions in it.
-    #[serde(default = "d_recovery_pipe")]
-    pub recovery_pipe: RecoveryPipe,
-    /// Whether the fast retransmit restarts the timer (smallpipe's default) or leaves it running (RFC 6298 5.1, ns-3).
-    #[serde(default = "d_fast_retransmit_rto")]
-    pub fast_retransmit_rto: FastRetransmitRto,
-    /// Window growth per ACK of new data (Reno only; CUBIC and HyStart++ have their own).
-    #[serde(default = "d_cwnd_growth")]
-    pub cwnd_growth: CwndGrowth,
-    /// RFC 3465's L for `cwnd_growth = "byte_counting"`: the most one ACK grows the window
-    /// in slow start, in segments (the RFC allows at most 2).
-    #[serde(default = "d_abc_limit")]
-    pub abc_limit_pkts: u32,
-    /// Receiver window, bytes.
-    #[serde(default = "d_rwnd")]
-    pub rwnd_bytes: u64,
-    /// RFC 6298 (2.4): 1 s; Linux uses 200 ms.
-    #[serde(default = "d_min_rto")]
-    pub min_rto_ms: f64,
-    /// How `min_rto_ms` bounds the RTO: RFC 6298's floor, or Linux's floor on the variance term.
-    #[serde(default = "d_rto_rule")]
-    pub rto_rule: RtoRule,
-    /// Which ACKs time the RTT: one segment per RTT (RFC 6298), or every ACK (Linux).
-    /// Left out of the canonical JSON at its default, so scenario ids stay as they were.
-    #[serde(default = "d_rtt_samples", skip_serializing_if = "RttSamples::is_timed")]
-    pub rtt_samples: RttSamples,
-    #[serde(default = "d_max_rto")]
-    pub max_rto_ms: f64,
-    /// RTO before any RTT sample (RFC 6298: 1 s; RFC 2988: 3 s).
-    #[serde(default = "d_initial_rto")]
-    pub initial_rto_ms: f64,
-    /// SYN retransmissions before the connection gives up.
-    #[serde(default = "d_syn_retries")]
-    pub syn_retries: u32,
-    /// Timestamps option (RFC 7323): RTT samples from every ACK, retransmissions included.
-    #[serde(default = "d_true")]
-    pub timestamps: bool,
-    /// Clock granularity G of RFC 6298, ms.
-    #[serde(default = "d_granularity")]
-    pub clock_granularity_ms: f64,
-    /// RFC 5681 §4.1: restart from the initial window after an idle period of one RTO.
-    #[serde(default = "d_true")]
-    pub slow_start_after_idle: bool,
-    /// Senders' random per-packet processing delay, uniform in [0, this], ms (ns-2's
-    /// `overhead_`), which breaks phase effects. Unset: one bottleneck transmission time of
-    /// a full-size packet. 0 turns it off.
-    #[serde(default)]
-    pub overhead_max_ms: Option<f64>,
-    /// Linux's `tcp_thin_linear_timeouts`: while fewer than 4 segments are in flight, the
-    /// first 6 consecutive RTOs do not double the timer (TCP_THIN_LINEAR_RETRIES).
-    #[serde(default)]
-    pub thin_linear_timeouts: bool,
-    /// Differentiated minRTO (padding/diversity paper, Approach I): the RTO's lower bound is
-    /// this instead of `min_rto_ms` while the bytes in flight are at most
-    /// `min_rto_prime_fraction` of the window (the window counted as at least 4 segments,
-    /// the paper's RFC 3390 minimum). Unset: off.
-    #[serde(default)]
-    pub min_rto_prime_ms: Option<f64>,
-    #[serde(default = "d_min_rto_prime_fraction")]
-    pub min_rto_prime_fraction: f64,
-    /// Short-term padding (Approach II): after each interactive burst the application writes
-    /// this many dummy writes of `padding_dummy_bytes` each, so a lost burst draws duplicate
-    /// ACKs. 0: off.
-    #[serde(default)]
-    pub padding_dummies: u32,
-    #[serde(default = "d_padding_dummy_bytes")]
-    pub padding_dummy_bytes: u32,
-    /// k-copy diversity (Approach III): a new sub-MSS segment that ends the data written so
-    /// far goes out this many times when the window has room for the copies; the sender
-    /// expects one duplicate ACK per copy and does not count it toward fast retransmit. 1: off.
-    #[serde(default = "d_one")]
-    pub diversity_copies: u32,
-    /// With `diversity_copies`: retransmissions after a timeout are copied too. Off: they
-    /// go out once, as the paper's Approach III ("it retransmits the packet only once").
-    #[serde(default)]
-    pub diversity_copy_retransmissions: bool,
-    /// The fully-backlogged misbehaviour (Figure 1): when the application has nothing to
-    /// send, the sender fills the window with full-size dummy segments, so real data always
-    /// finds a window grown as a bulk flow's. Off: an application-limited sender.
-    #[serde(default)]
-    pub fully_backlogged: bool,
-    /// TCP Smart Framing (TCP-SF, Mellia, Meo and Casetti): while cwnd is under 4 SMSS the
-    /// sender cuts data into segments of cwnd/4 bytes, so a window holds 4 segments and one
-    /// loss can draw 3 duplicate ACKs; from 4 SMSS on, full segments. Off: full segments.
-    #[serde(default)]
-    pub smart_framing: bool,
-}
 
 /// A fixed value or a `[min, max]` range drawn uniformly per flow.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
@@ -758,37 +392,6 @@ fn d_access_rate() -> f64 { 1e8 }
 fn d_big_queue() -> QdiscConfig {
     QdiscConfig::DropTail(smallpipe_core::qdisc::DropTailConfig { limit_pkts: Some(1000), limit_bytes: None })
 }
-fn d_packet_size() -> u32 { 1500 }
-fn d_recovery() -> Recovery { Recovery::Sack }
-fn d_congestion() -> Congestion { Congestion::Reno }
-fn d_iw() -> u32 { 4 }
-fn d_min_rto_prime_fraction() -> f64 { 0.25 }
-fn d_padding_dummy_bytes() -> u32 { 20 }
-fn d_one() -> u32 { 1 }
-fn d_true() -> bool { true }
-fn d_delack_ms() -> f64 { 200.0 }
-fn d_dupthresh() -> u32 { 3 }
-fn d_dupack_rule() -> DupackRule { DupackRule::Rfc }
-fn d_recovery_rto() -> RecoveryRto { RecoveryRto::Rfc6298 }
-fn d_disorder_ack() -> DisorderAck { DisorderAck::Rfc }
-fn d_recovery_partial_ack() -> PartialAck { PartialAck::Rfc6675 }
-fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
-fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
-fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
-fn d_rtt_samples() -> RttSamples { RttSamples::Timed }
-fn d_ssthresh_from() -> SsthreshFrom { SsthreshFrom::FlightSize }
-fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
-fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }
-fn d_loss_detection() -> LossDetection { LossDetection::Dupthresh }
-fn d_pacing() -> Pacing { Pacing::None }
-fn d_cwnd_growth() -> CwndGrowth { CwndGrowth::PerAck }
-fn d_abc_limit() -> u32 { 2 }
-fn d_rwnd() -> u64 { 65_535 }
-fn d_min_rto() -> f64 { 1000.0 }
-fn d_max_rto() -> f64 { 60_000.0 }
-fn d_initial_rto() -> f64 { 1000.0 }
-fn d_syn_retries() -> u32 { 6 }
-fn d_granularity() -> f64 { 1.0 }
 fn d_count() -> u32 { 1 }
 fn d_rtt() -> Spread { Spread::Fixed(100.0) }
 fn d_start() -> Spread { Spread::Fixed(0.0) }
@@ -812,39 +415,20 @@ impl Default for EdgeConfig {
         serde_json::from_str("{}").expect("defaults deserialize")
     }
 }
-impl Default for TcpConfig {
-    fn default() -> Self {
-        serde_json::from_str("{}").expect("defaults deserialize")
-    }
-}
 
-/// IP + TCP headers without options.
-pub const HEADER_BYTES: u32 = 40;
-/// The timestamps option, padded (RFC 7323).
-pub const TIMESTAMP_OPTION_BYTES: u32 = 12;
 
-impl TcpConfig {
-    pub fn header_bytes(&self) -> u32 {
-        HEADER_BYTES + if self.timestamps { TIMESTAMP_OPTION_BYTES } else { 0 }
-    }
-    pub fn mss_bytes(&self) -> u32 {
-        self.packet_size_bytes - self.header_bytes()
-    }
-}
 
-fn check(ok: bool, field: &str, value: impl ToString, allowed: &str) -> Result<(), ConfigError> {
-    if ok { Ok(()) } else { Err(ConfigError::new(field, value, allowed)) }
-}
-
-fn finite_at_least(field: &str, v: f64, min: f64) -> Result<(), ConfigError> {
-    check(v.is_finite() && v >= min, field, v, &format!("a finite number >= {min}"))
-}
 
 impl Scenario {
     /// Parse JSON, reporting the field path of any type or unknown-field error.
+    /// Parses and checks a scenario; the knobs `[tcp]` leaves out take its stack's defaults.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| serde_error("scenario".into(), &e.to_string()))?;
+        if let Some(serde_json::Value::Object(tcp)) = value.get_mut("tcp") {
+            Stack::fill_defaults(tcp);
+        }
+        let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let field = e.path().to_string();
             let (field, msg) = field_inside_queue(text, &field).unwrap_or((field, e.into_inner().to_string()));
             serde_error(if field == "." { "scenario".into() } else { field }, &msg)
@@ -862,10 +446,7 @@ impl Scenario {
     pub fn group_tcp(&self, i: usize) -> Result<TcpConfig, ConfigError> {
         let Some(overrides) = &self.flows[i].tcp else { return Ok(self.tcp.clone()) };
         let field = format!("flows[{i}].tcp");
-        let serde_json::Value::Object(mut merged) = serde_json::to_value(&self.tcp).expect("[tcp] serializes") else {
-            unreachable!("[tcp] serializes as a table")
-        };
-        merged.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let merged = self.tcp.merged_with(overrides);
         let tcp: TcpConfig = serde_path_to_error::deserialize(serde_json::Value::Object(merged)).map_err(|e| {
             let path = e.path().to_string();
             serde_error(if path == "." { field.clone() } else { format!("{field}.{path}") }, &e.into_inner().to_string())
@@ -966,70 +547,6 @@ impl DiamondConfig {
     }
 }
 
-impl TcpConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
-        let hdr = self.header_bytes();
-        check(self.packet_size_bytes > hdr && self.packet_size_bytes <= 65_535, "packet_size_bytes",
-            self.packet_size_bytes, &format!("more than the {hdr} header bytes and at most 65535"))?;
-        check((1..=100).contains(&self.initial_window_pkts), "initial_window_pkts",
-            self.initial_window_pkts, "1 to 100 segments")?;
-        check(self.delayed_ack_ms.is_finite() && self.delayed_ack_ms > 0.0 && self.delayed_ack_ms <= 500.0,
-            "delayed_ack_ms", self.delayed_ack_ms, "(0, 500] ms (RFC 5681 §4.2)")?;
-        check((1..=100).contains(&self.dupack_threshold), "dupack_threshold", self.dupack_threshold, "1 to 100")?;
-        check(self.dupack_rule == DupackRule::Rfc || self.recovery == Recovery::Sack, "dupack_rule", "ns3",
-            "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;
-        check(self.recovery_pacing == RecoveryPacing::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pacing",
-            "prr", "\"rfc6675\", or \"prr\" only with recovery = \"sack\"")?;
-        check(self.loss_detection == LossDetection::Dupthresh || self.recovery == Recovery::Sack, "loss_detection",
-            "rack", "\"dupthresh\", or \"rack\" only with recovery = \"sack\" (RACK needs to know what was SACKed)")?;
-        check(self.loss_detection == LossDetection::Dupthresh
-            || (self.recovery_pipe == RecoveryPipe::Rfc6675 && self.recovery_partial_ack == PartialAck::Rfc6675),
-            "loss_detection", "rack", "\"dupthresh\" with ns-3's recovery_pipe or recovery_partial_ack (RACK keeps Linux's own pipe)")?;
-        check(self.recovery_rto == RecoveryRto::Rfc6298 || self.recovery == Recovery::Sack, "recovery_rto",
-            if self.recovery_rto == RecoveryRto::Linux { "linux" } else { "first_partial" },
-            "\"rfc6298\", or another rule only with recovery = \"sack\"")?;
-        check(self.disorder_ack == DisorderAck::Rfc || self.recovery == Recovery::Sack, "disorder_ack",
-            if self.disorder_ack == DisorderAck::Ns3 { "ns3" } else { "ns3_timer" },
-            "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
-        check(self.recovery_partial_ack == PartialAck::Rfc6675 || self.recovery == Recovery::Sack,
-            "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
-        check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
-            "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
-        check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
-            "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
-            "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
-        check((1..=100).contains(&self.abc_limit_pkts), "abc_limit_pkts", self.abc_limit_pkts, "1 to 100 segments")?;
-        check(self.rwnd_bytes >= self.mss_bytes() as u64 && self.rwnd_bytes <= 1 << 30, "rwnd_bytes",
-            self.rwnd_bytes, "at least one MSS and at most 2^30 bytes")?;
-        check(self.min_rto_ms.is_finite() && self.min_rto_ms > 0.0, "min_rto_ms", self.min_rto_ms, "a positive number of ms")?;
-        check(self.max_rto_ms.is_finite() && self.max_rto_ms >= self.min_rto_ms, "max_rto_ms", self.max_rto_ms,
-            "a number of ms >= min_rto_ms")?;
-        check(self.initial_rto_ms.is_finite() && self.initial_rto_ms > 0.0, "initial_rto_ms",
-            self.initial_rto_ms, "a positive number of ms")?;
-        check(self.syn_retries <= 20, "syn_retries", self.syn_retries, "0 to 20")?;
-        finite_at_least("clock_granularity_ms", self.clock_granularity_ms, 0.0)?;
-        check(self.min_rto_prime_ms.is_none() || self.rto_rule == RtoRule::Rfc6298, "rto_rule", "linux",
-            "\"rfc6298\" with min_rto_prime_ms (Linux's variance term carries min_rto_ms in its state)")?;
-        if let Some(m) = self.min_rto_prime_ms {
-            check(m.is_finite() && m > 0.0 && m <= self.min_rto_ms, "min_rto_prime_ms", m,
-                "a positive number of ms at most min_rto_ms, or unset")?;
-        }
-        check(self.min_rto_prime_fraction > 0.0 && self.min_rto_prime_fraction <= 1.0, "min_rto_prime_fraction",
-            self.min_rto_prime_fraction, "(0, 1]")?;
-        check(self.padding_dummies <= 16, "padding_dummies", self.padding_dummies, "0 to 16 dummy writes")?;
-        check(self.padding_dummy_bytes >= 1 && self.padding_dummy_bytes <= self.mss_bytes(), "padding_dummy_bytes",
-            self.padding_dummy_bytes, "1 byte to one MSS")?;
-        check((1..=8).contains(&self.diversity_copies), "diversity_copies", self.diversity_copies, "1 to 8 copies")?;
-        check(!self.diversity_copy_retransmissions || self.diversity_copies > 1, "diversity_copy_retransmissions",
-              self.diversity_copy_retransmissions, "false unless diversity_copies is 2 or more")?;
-        check(!self.smart_framing || self.mss_bytes() >= 4, "smart_framing", self.smart_framing,
-            &format!("false with an MSS of {} bytes (TCP-SF cuts a 1-SMSS window into 4 segments)", self.mss_bytes()))?;
-        if let Some(o) = self.overhead_max_ms {
-            check(o.is_finite() && (0.0..=1000.0).contains(&o), "overhead_max_ms", o, "0 to 1000 ms, or unset")?;
-        }
-        Ok(())
-    }
-}
 
 impl FlowGroup {
     /// The mean transfer size, bytes, markers included (`None` when unsized or of infinite
@@ -1494,5 +1011,64 @@ mod tests {
     fn canonical_json_round_trips() {
         let s = Scenario::from_json(MIN).unwrap();
         assert_eq!(Scenario::from_json(&s.to_json()).unwrap(), s);
+    }
+
+    fn tcp_of(json: &str) -> TcpConfig {
+        Scenario::from_json(json).unwrap().tcp
+    }
+
+    #[test]
+    fn a_stack_sets_the_defaults_of_its_knobs_and_an_explicit_knob_wins() {
+        let linux = tcp_of(r#"{"tcp":{"stack":"linux"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((linux.congestion, linux.recovery, linux.loss_detection), (Congestion::Cubic, Recovery::Sack, LossDetection::Rack));
+        assert_eq!((linux.min_rto_ms, linux.initial_window_pkts, linux.rto_rule), (200.0, 10, RtoRule::Linux));
+        // CUBIC grows the window itself: Linux's Reno growth only under Reno.
+        assert_eq!(linux.cwnd_growth, CwndGrowth::PerAck);
+        let reno = tcp_of(r#"{"tcp":{"stack":"linux","congestion":"reno","min_rto_ms":300},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((reno.cwnd_growth, reno.min_rto_ms, reno.pacing), (CwndGrowth::Linux, 300.0, Pacing::Linux));
+        let ns3 = tcp_of(r#"{"tcp":{"stack":"ns3"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((ns3.dupack_rule, ns3.recovery_pipe, ns3.fast_retransmit_rto), (DupackRule::Ns3, RecoveryPipe::Ns3, FastRetransmitRto::Keep));
+        assert_eq!((ns3.ack_first_data, ns3.overhead_max_ms, ns3.min_rto_ms), (true, Some(0.0), 1000.0));
+        // A knob the stack leaves alone keeps its own default; "rfc" is every knob's own.
+        assert_eq!(ns3.initial_window_pkts, TcpConfig::default().initial_window_pkts);
+        assert_eq!(tcp_of(r#"{"tcp":{"stack":"rfc"},"flows":[{"app":"bulk"}]}"#), TcpConfig::default());
+        let e = err(r#"{"tcp":{"stack":"bsd"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!((e.field.as_str(), e.value.as_str()), ("tcp.stack", "bsd"));
+        assert!(e.allowed.contains("rfc") && e.allowed.contains("linux"), "{e}");
+        // A stack's rule refused with another knob is reported at that knob, as when set by hand.
+        let e = err(r#"{"tcp":{"stack":"linux","recovery":"newreno"},"flows":[{"app":"bulk"}]}"#);
+        assert_eq!(e.field, "tcp.recovery_pacing");
+    }
+
+    #[test]
+    fn the_canonical_form_keeps_the_stack_and_every_knob_set_against_it() {
+        // Under "rfc" the form is as before stacks existed (the stack and the later knobs left out).
+        let rfc = Scenario::from_json(MIN).unwrap().to_json();
+        for key in ["\"stack\"", "\"loss_detection\"", "\"pacing\"", "\"rtt_samples\""] {
+            assert!(!rfc.contains(key), "{key} in {rfc}");
+        }
+        // Under another stack a knob set back to its RFC value must survive the round trip.
+        let json = r#"{"tcp":{"stack":"linux","loss_detection":"dupthresh","pacing":"none","rtt_samples":"timed"},"flows":[{"app":"bulk"}]}"#;
+        let s = Scenario::from_json(json).unwrap();
+        assert_eq!(s.tcp.loss_detection, LossDetection::Dupthresh);
+        let again = Scenario::from_json(&s.to_json()).unwrap();
+        assert_eq!(again, s);
+        assert_eq!((again.tcp.stack, again.tcp.pacing, again.tcp.rtt_samples), (Stack::Linux, Pacing::None, RttSamples::Timed));
+    }
+
+    #[test]
+    fn a_group_naming_a_stack_takes_it_for_every_knob_a_stack_decides() {
+        let s = Scenario::from_json(
+            r#"{"tcp":{"min_rto_ms":300,"packet_size_bytes":576},"flows":[{"app":"bulk","tcp":{"stack":"linux","initial_window_pkts":4}},{"app":"bulk"}]}"#,
+        ).unwrap();
+        let (g0, g1) = (s.group_tcp(0).unwrap(), s.group_tcp(1).unwrap());
+        // The group's stack over the scenario's stack knobs, its own key over the stack.
+        assert_eq!((g0.stack, g0.min_rto_ms, g0.initial_window_pkts, g0.congestion), (Stack::Linux, 200.0, 4, Congestion::Cubic));
+        // A knob no stack decides comes from [tcp].
+        assert_eq!(g0.packet_size_bytes, 576);
+        assert_eq!(g1, s.tcp);
+        let back = Scenario::from_json(r#"{"tcp":{"stack":"linux"},"flows":[{"app":"bulk","tcp":{"stack":"rfc"}}]}"#).unwrap();
+        let g = back.group_tcp(0).unwrap();
+        assert_eq!((g.stack, g.congestion, g.min_rto_ms), (Stack::Rfc, Congestion::Reno, 1000.0));
     }
 }

@@ -5,6 +5,7 @@
 //! see only wire-visible packets.
 #![forbid(unsafe_code)]
 
+mod checks;
 pub mod config;
 pub mod epochs;
 pub mod flows;
@@ -19,6 +20,7 @@ pub mod sim;
 pub mod squid;
 pub mod tcp;
 pub mod trace;
+mod trace_config;
 
 pub use config::Scenario;
 pub use results::Results;

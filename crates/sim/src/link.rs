@@ -83,6 +83,7 @@ impl Link {
     }
 
     /// If idle, take the next packet from the queue; returns when its serialization ends.
+    #[inline]
     pub fn start_tx(&mut self, now: Instant) -> Option<Instant> {
         if self.sending.is_some() {
             return None;
@@ -97,6 +98,7 @@ impl Link {
     /// dequeued at `now` without the trip through the queue (most offers to access links).
     /// Returns when its serialization ends, or `None` (nothing done) if the discipline
     /// would not pass it.
+    #[inline]
     pub fn pass_through(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
         debug_assert!(self.sending.is_none());
         let pkt = self.queue.pass_through(pkt, now)?;
@@ -106,6 +108,7 @@ impl Link {
 
     /// Serialization ended: the packet enters the pipe. Returns its arrival time when it is
     /// the new head of the pipe (the caller schedules Arrive only then).
+    #[inline]
     pub fn finish_tx(&mut self, now: Instant) -> Option<Instant> {
         let pkt = self.end_tx();
         self.enter_pipe(pkt, now)

@@ -4,14 +4,14 @@
 
 use super::topology::Node;
 use super::units::UnitApp;
-use super::{secs, Simulator};
+use super::Simulator;
 use crate::config::{AppKind, EdgeConfig, EdgeMark, GapFrom, ReplayMode, Scenario, Transport};
 use crate::event::{Event, EventQueue};
 use crate::flows::{is_over, push_rows, Conn, FinishedRows, RowContext};
 use crate::rcp::{RcpConn, RcpSender};
 use crate::tcp::{Endpoint, State};
 use rustc_hash::FxHashMap;
-use smallpipe_core::{FlowKey, Instant, Packet};
+use smallpipe_core::{Duration, FlowKey, Instant, Packet};
 
 /// Bytes an unlimited bulk sender has "written": more than any run can send.
 const UNLIMITED_BYTES: u64 = 1 << 50;
@@ -159,12 +159,12 @@ impl Simulator {
         if !conn.bursting {
             if ep.state == State::Established {
                 conn.bursting = true;
-                let gap = secs(unit.rng.exponential(g.mean_gap_s));
+                let gap = Duration::from_secs_f64(unit.rng.exponential(g.mean_gap_s));
                 self.events.push(now + gap, Event::App { endpoint: e });
             }
         } else if g.gap_from == GapFrom::Response && ep.completed_bursts.len() > conn.bursts_seen {
             conn.bursts_seen = ep.completed_bursts.len();
-            let gap = secs(unit.rng.exponential(g.mean_gap_s));
+            let gap = Duration::from_secs_f64(unit.rng.exponential(g.mean_gap_s));
             self.events.push(now + gap, Event::App { endpoint: e });
         }
     }
@@ -270,7 +270,7 @@ impl Simulator {
         let g = &self.groups[unit.group as usize];
         match unit.app {
             UnitApp::Session => {
-                let think = secs(g.think_s.sample(&mut unit.rng));
+                let think = Duration::from_secs_f64(g.think_s.sample(&mut unit.rng));
                 self.events.push(self.now + think, Event::Unit { unit: u });
             }
             UnitApp::Web { to_open } => {
@@ -278,7 +278,7 @@ impl Simulator {
                     self.fill_pool(u);
                 } else if unit.open == 0 {
                     unit.pages_done += 1;
-                    let think = secs(g.think_s.sample(&mut unit.rng));
+                    let think = Duration::from_secs_f64(g.think_s.sample(&mut unit.rng));
                     self.events.push(self.now + think, Event::Unit { unit: u });
                 }
             }

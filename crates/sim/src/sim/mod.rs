@@ -84,12 +84,6 @@ pub struct Simulator {
     recorder: Option<Box<Recorder>>,
 }
 
-fn ms(v: f64) -> Duration {
-    Duration((v * 1e6).round() as u64)
-}
-pub(crate) fn secs(v: f64) -> Duration {
-    Duration((v * 1e9).round() as u64)
-}
 
 impl Simulator {
     /// Builds the dumbbell: per-unit sender and receiver hosts around one bottleneck.
@@ -100,8 +94,8 @@ impl Simulator {
         let (params, group_tcp) = distinct_params(sc, rate)?;
         let mut sim = Simulator {
             now: Instant::ZERO,
-            end: Instant::ZERO + secs(sc.duration_s),
-            slice: secs(sc.slice_s),
+            end: Instant::ZERO + Duration::from_secs_f64(sc.duration_s),
+            slice: Duration::from_secs_f64(sc.slice_s),
             n_slices: (sc.duration_s / sc.slice_s).ceil() as u32,
             seed: sc.seed,
             events: EventQueue::default(),
@@ -134,12 +128,12 @@ impl Simulator {
             rcp: FxHashMap::default(),
             recorder: None,
         };
-        sim.add_link("bottleneck", rate, ms(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
-        sim.add_link("bottleneck_reverse", rate, ms(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
+        sim.add_link("bottleneck", rate, Duration::from_millis_f64(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
+        sim.add_link("bottleneck_reverse", rate, Duration::from_millis_f64(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
         if let TopologyConfig::Diamond(d) = &sc.topology {
             let q = d.path2_queue.as_ref().unwrap_or(&l.queue);
             let rate2 = d.path2_rate_bps.map_or(rate, |r| r as u64);
-            let path2 = sim.add_link("bottleneck_path2", rate2, ms(l.delay_ms), Duration::ZERO, l.loss, q, 1)?;
+            let path2 = sim.add_link("bottleneck_path2", rate2, Duration::from_millis_f64(l.delay_ms), Duration::ZERO, l.loss, q, 1)?;
             sim.diamond = Some((d.clone(), path2));
         }
         // Traced links are those made so far: the bottleneck directions and path 2.
@@ -176,7 +170,7 @@ impl Simulator {
                         // A Poisson process's first arrival also comes one gap after its start.
                         let unit = &mut sim.units[u as usize];
                         let first = match unit.app {
-                            UnitApp::Poisson { mean_gap_s } => start + secs(unit.rng.exponential(mean_gap_s)),
+                            UnitApp::Poisson { mean_gap_s } => start + Duration::from_secs_f64(unit.rng.exponential(mean_gap_s)),
                             _ => start,
                         };
                         sim.events.push(first, Event::Unit { unit: u });
@@ -422,7 +416,7 @@ fn distinct_params(sc: &Scenario, rate_bps: u64) -> Result<(Vec<TcpParams>, Vec<
     for gi in 0..sc.flows.len() {
         let tcp = sc.group_tcp(gi)?;
         let overhead = match tcp.overhead_max_ms {
-            Some(v) => ms(v),
+            Some(v) => Duration::from_millis_f64(v),
             None => Duration::serialization(tcp.packet_size_bytes as u64, rate_bps),
         };
         let index = configs.iter().position(|c| *c == tcp).unwrap_or_else(|| {

@@ -7,7 +7,7 @@
 
 use super::endpoints::FIRST_CLIENT_PORT;
 use super::topology::Node;
-use super::{ms, secs, Simulator};
+use super::Simulator;
 use crate::config::{AppKind, GapFrom, ReplayMode, Scenario, Spread, MAX_UNITS};
 use crate::event::Event;
 use crate::tcp::compact::Opt64;
@@ -79,9 +79,9 @@ impl Simulator {
         }
         let mut rng = Rng::new(sc.seed, 0x4000_0000 + u as u64);
         let rtt_ms = draw(g.rtt_ms, &mut rng);
-        let start = Instant::ZERO + secs(draw(g.start_s, &mut rng));
-        let sender_delay = ms(rtt_ms / 2.0 - l.delay_ms - l.receiver_delay_ms);
-        let receiver_delay = ms(l.receiver_delay_ms);
+        let start = Instant::ZERO + Duration::from_secs_f64(draw(g.start_s, &mut rng));
+        let sender_delay = Duration::from_millis_f64(rtt_ms / 2.0 - l.delay_ms - l.receiver_delay_ms);
+        let receiver_delay = Duration::from_millis_f64(l.receiver_delay_ms);
         let access_rate = l.access_rate_bps as u64;
         let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
         let (s_ip, d_ip) = unit_addresses(u);
@@ -104,7 +104,7 @@ impl Simulator {
             receiver_node: d_node,
             sender_ip: s_ip,
             receiver_ip: d_ip,
-            rtt: ms(rtt_ms),
+            rtt: Duration::from_millis_f64(rtt_ms),
             rng,
             next_port: FIRST_CLIENT_PORT,
             tcp: group_tcp.params,
@@ -138,7 +138,7 @@ impl Simulator {
                 clients.push((r.client.clone(), VecDeque::new()));
                 clients.len() - 1
             });
-            clients[i].1.push_back((Instant::ZERO + secs(r.time_s), r.bytes.max(1)));
+            clients[i].1.push_back((Instant::ZERO + Duration::from_secs_f64(r.time_s), r.bytes.max(1)));
         }
         for (_, requests) in clients {
             let (u, start) = self.add_unit(sc, gi, UnitApp::Replay { mode: g.replay, requests })?;
@@ -188,7 +188,7 @@ impl Simulator {
             }
             UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
             UnitApp::Poisson { mean_gap_s } => {
-                let gap = secs(unit.rng.exponential(*mean_gap_s));
+                let gap = Duration::from_secs_f64(unit.rng.exponential(*mean_gap_s));
                 self.events.push(self.now + gap, Event::Unit { unit: u });
                 let size = self.draw_size(u);
                 self.open_conn(u, Some(size));
@@ -238,7 +238,7 @@ impl Simulator {
         let burst = g.burst_bytes.map_or(p.mss, |b| b as u64);
         ep.app_write(burst, true, self.now, p, &mut out);
         if g.gap_from == GapFrom::Send {
-            let gap = secs(unit.rng.exponential(g.mean_gap_s));
+            let gap = Duration::from_secs_f64(unit.rng.exponential(g.mean_gap_s));
             self.events.push(self.now + gap, Event::App { endpoint: e });
         }
         self.after_endpoint(e, out);

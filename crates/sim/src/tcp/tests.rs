@@ -2,7 +2,7 @@
 //! segment to an endpoint at a given time and checks what comes out.
 
 use super::*;
-use crate::config::TcpConfig;
+use super::config::*;
 
 fn params(edit: impl FnOnce(&mut TcpConfig)) -> TcpParams {
     let mut c = TcpConfig::default();
@@ -183,7 +183,7 @@ fn linux_quick_ack_mode_acks_the_first_segments_and_those_after_a_silence_at_onc
     };
     let acks_for = |p: &TcpParams, arrivals: &[u64]| acks_in_order(p, &[0, 1, 2, 3, 4, 5], arrivals);
     let together = [200, 201, 202, 203, 204, 205];
-    let (rfc, linux) = (p(crate::config::AckRule::Rfc5681), p(crate::config::AckRule::Linux));
+    let (rfc, linux) = (p(super::config::AckRule::Rfc5681), p(super::config::AckRule::Linux));
     assert_eq!(acks_for(&rfc, &together), [vec![], vec![2001], vec![], vec![4001], vec![], vec![6001]]);
     assert_eq!(acks_for(&linux, &together), [vec![1001], vec![2001], vec![3001], vec![], vec![5001], vec![]]);
     let silence = [200, 201, 202, 1203, 1204, 1205];
@@ -280,7 +280,7 @@ fn rto_collapses_the_window_and_goes_back_to_snd_una() {
 
 #[test]
 fn an_rto_decreases_from_the_flight_or_from_cwnd_by_ssthresh_from() {
-    use crate::config::{Congestion, SsthreshFrom};
+    use super::config::{Congestion, SsthreshFrom};
     // An application-limited sender: 4 segments in flight under a 10-segment window.
     // RFC 5681 (4): max(FlightSize / 2, 2 SMSS); Linux's tcp_reno_ssthresh: cwnd / 2.
     // RFC 9438 §4.6, §4.8: max(0.7 FlightSize, 2 SMSS); Linux's cubictcp_recalc_ssthresh: 0.7 cwnd.
@@ -392,7 +392,7 @@ fn run_path(c: &mut Endpoint, s: &mut Endpoint, p: &TcpParams, mut out: Vec<Pack
 fn cubic_after_a_loss_at_w_max_regrows_along_w_cubic_and_is_back_at_w_max_after_k() {
     let p = params(|c| {
         c.recovery = Recovery::Sack;
-        c.congestion = crate::config::Congestion::Cubic;
+        c.congestion = super::config::Congestion::Cubic;
         c.limited_transmit = false;
         c.rwnd_bytes = 1 << 24;
     });
@@ -443,7 +443,7 @@ fn cubic_after_a_loss_at_w_max_regrows_along_w_cubic_and_is_back_at_w_max_after_
 fn cubic_after_a_timeout_one_segment_and_ssthresh_from_beta() {
     let p = params(|c| {
         c.initial_window_pkts = 4;
-        c.congestion = crate::config::Congestion::Cubic;
+        c.congestion = super::config::Congestion::Cubic;
     });
     let (mut c, _) = established(&p, 0, 0);
     let mut out = Vec::new();
@@ -943,7 +943,7 @@ fn hystart_with_a_constant_rtt_grows_by_every_byte_acked_so_the_window_doubles_e
 
 #[test]
 fn hystart_leaves_slow_start_through_css_when_the_queue_builds() {
-    for congestion in [crate::config::Congestion::Reno, crate::config::Congestion::Cubic] {
+    for congestion in [super::config::Congestion::Reno, super::config::Congestion::Cubic] {
         let p = params(|c| {
             c.hystart = true;
             c.congestion = congestion;
@@ -1689,8 +1689,8 @@ fn prr_spreads_the_reduction_over_the_acks_where_rfc_6675_waits_then_sends() {
     // dupacks; at j = 15 pipe is 4 + 1 + 5 = 10, so the slow-start bound allows
     // min(10 - pipe, ...) = 0, and from j = 16 pipe 9 allows one each.
     for (pacing, expected) in [
-        (crate::config::RecoveryPacing::Rfc6675, [1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
-        (crate::config::RecoveryPacing::Prr, [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 1, 1]),
+        (super::config::RecoveryPacing::Rfc6675, [1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
+        (super::config::RecoveryPacing::Prr, [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 1, 1]),
     ] {
         let p = params(|c| {
             c.initial_window_pkts = 20;
@@ -1809,7 +1809,7 @@ fn diversity_copies_a_timeout_retransmission_only_when_asked() {
 fn rack(edit: impl FnOnce(&mut TcpConfig)) -> TcpParams {
     params(|c| {
         c.recovery = Recovery::Sack;
-        c.loss_detection = crate::config::LossDetection::Rack;
+        c.loss_detection = super::config::LossDetection::Rack;
         edit(c);
     })
 }
@@ -1822,7 +1822,7 @@ fn rack_marks_a_lost_segment_after_an_rtt_and_a_quarter_min_rtt_without_a_third_
     // not in recovery: reo_wnd = min_RTT/4 = 25 ms, so it is lost at 100 + 100 + 25 = 225 ms.
     // Limited transmit's one new segment brings a second dupack only: DupThresh would wait
     // for the RTO (1 s minimum, at 1100 ms).
-    for detection in [crate::config::LossDetection::Rack, crate::config::LossDetection::Dupthresh] {
+    for detection in [super::config::LossDetection::Rack, super::config::LossDetection::Dupthresh] {
         let p = rack(|c| {
             c.initial_window_pkts = 2;
             c.loss_detection = detection;
@@ -1840,7 +1840,7 @@ fn rack_marks_a_lost_segment_after_an_rtt_and_a_quarter_min_rtt_without_a_third_
         s.on_segment(&out[0], t(250), &p, &mut acks);
         out.clear();
         c.on_segment(&acks[0], t(300), &p, &mut out);
-        if detection == crate::config::LossDetection::Dupthresh {
+        if detection == super::config::LossDetection::Dupthresh {
             assert!(out.is_empty(), "two dupacks: no fast retransmit");
             assert_eq!(c.next_deadline(), Some(t(1100)), "the RTO armed at the first send");
             continue;
@@ -2018,7 +2018,7 @@ fn rack_prr_adds_the_slow_start_segment_only_on_an_ack_that_advances_snd_una_wit
     // fast retransmit alone (with the + 1 a second retransmission would follow).
     let p = rack(|c| {
         c.initial_window_pkts = 10;
-        c.recovery_pacing = crate::config::RecoveryPacing::Prr;
+        c.recovery_pacing = super::config::RecoveryPacing::Prr;
     });
     let (mut c, mut s) = established(&p, 0, 0);
     let mut out = Vec::new();
@@ -2063,8 +2063,8 @@ fn linux_pacing_holds_the_fast_retransmit_until_the_pacing_schedule_allows() {
     // starts, but the retransmission of 0 waits for 202.5 ms.
     let p = rack(|c| {
         c.initial_window_pkts = 10;
-        c.recovery_pacing = crate::config::RecoveryPacing::Prr;
-        c.pacing = crate::config::Pacing::Linux;
+        c.recovery_pacing = super::config::RecoveryPacing::Prr;
+        c.pacing = super::config::Pacing::Linux;
     });
     let (mut c, mut s) = established(&p, 0, 0);
     let mut out = Vec::new();
@@ -2097,7 +2097,7 @@ fn linux_pacing_spaces_buffers_of_two_segments_after_the_tenth_by_their_length_a
     // 105 ms the 11th and 12th leave together and hold the 13th until 110 ms.
     let p = params(|c| {
         c.initial_window_pkts = 20;
-        c.pacing = crate::config::Pacing::Linux;
+        c.pacing = super::config::Pacing::Linux;
     });
     let (mut c, _) = established(&p, 0, 0);
     let mut out = Vec::new();

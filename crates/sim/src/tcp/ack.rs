@@ -1,0 +1,301 @@
+//! The sender's half of an arriving ACK: SACK blocks into the scoreboard, RTT samples,
+//! the cumulative ACK (recovery's exit, window growth, the timer) and duplicate ACKs.
+
+use super::*;
+
+impl Endpoint {
+    pub(super) fn on_ack(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let ack = self.unwrap_ack(seg.ack);
+        if ack > self.snd_max {
+            return; // acknowledges what was never sent
+        }
+        if self.state == State::SynReceived && ack >= 1 {
+            self.state = State::Established; // the handshake's third segment
+            self.count_handshake_as_unacked(p);
+        }
+        let sacked_before = if p.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
+        let mut new_sack = false;
+        if p.sack() {
+            for b in seg.sack_blocks() {
+                let (s, e) = (self.unwrap_ack(b.start), self.unwrap_ack(b.end));
+                if s >= self.snd_una && e <= self.snd_max && e > ack {
+                    new_sack |= self.scoreboard.insert(s.max(ack), e);
+                }
+            }
+        }
+        if new_sack || ack > self.snd_una {
+            self.note_covered_bursts(ack, now);
+        }
+        let ack_rtt = self.ack_rtt(ack, new_sack, now, p);
+        if ack_rtt.is_some() && ack <= self.snd_una {
+            self.take_rtt_sample(ack, seg, ack_rtt, now, p); // from new SACKs alone (Linux's sack_rtt)
+        }
+        if p.prr {
+            // RFC 6937 DeliveredData: the change in snd_una plus the change in SACKed bytes.
+            let delivered = (ack.saturating_sub(self.snd_una) + self.scoreboard.above(ack.max(self.snd_una), p.mss).0)
+                .saturating_sub(sacked_before);
+            let in_recovery = self.recovery.is_some();
+            let prr = &mut self.queues_mut().prr;
+            prr.this_ack = delivered;
+            if in_recovery {
+                prr.delivered += delivered;
+            }
+        }
+        let rack_marks = if p.rack && self.queues.get_or_insert_default().rack.on_ack(ack, &self.scoreboard, now) {
+            self.rack_detect_loss(now, p)
+        } else {
+            LossMarks::default()
+        };
+        if p.prr {
+            let safe_ack = !p.rack || (ack > self.snd_una && !rack_marks.any);
+            self.queues_mut().prr.safe_ack = safe_ack;
+        }
+        // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
+        // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
+        let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
+        // Diversity: the ACK of a copy the receiver discarded is expected, not a loss signal.
+        let copy_ack = ack == self.snd_una && seg.seq_len() == 0 && self.take_copy_ack(ack);
+        // ns-3's DupAck runs before the cumulative part of the ACK and counts only outside
+        // CA_RECOVERY and CA_LOSS (after an RTO, until `recover`).
+        let ns3_counts = self.recovery.is_none() && self.snd_una >= self.recover_mark;
+        let dupacks_before = self.dupacks;
+        // ns-3 handles such an ACK in CA_DISORDER (DupAck moved it there first) and skips NewAck.
+        let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
+            .then_some(p.disorder_ack);
+        if ack > self.snd_una {
+            // Linux handles the loss before the cumulative part: no growth, no new data ahead
+            // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
+            let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
+            self.on_new_ack(ack, seg, ack_rtt, ns3_disorder, loss_first, now, p, out);
+        }
+        if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
+            match p.dupack_rule {
+                DupackRule::Rfc => self.on_dupack(now, p, out),
+                DupackRule::Ns3 if self.recovery.is_some() => self.on_dupack(now, p, out),
+                DupackRule::Ns3 if ns3_counts => {
+                    // ProcessAck: a cumulative ACK that is a duplicate does not reset the count.
+                    self.dupacks = dupacks_before;
+                    self.on_dupack(now, p, out);
+                }
+                DupackRule::Ns3 => {}
+            }
+        }
+        if rack_marks.any && self.recovery.is_none() {
+            // An ACK that was not a duplicate one marked it, or one after an RTO.
+            self.rack_respond(now, p, out, rack_marks);
+        }
+    }
+
+    /// Bursts whose bytes the cumulative `ack` and the SACK scoreboard now cover all of get
+    /// `covered = now`: the first ACK telling the sender the receiver holds the burst, even
+    /// while an earlier hole keeps the cumulative ACK below it.
+    pub(super) fn note_covered_bursts(&mut self, ack: u64, now: Instant) {
+        let Some(q) = self.queues.as_deref_mut() else { return };
+        for b in q.pending_bursts.iter_mut().filter(|b| b.covered.is_none()) {
+            let from = b.start.max(ack);
+            if b.end <= ack || self.scoreboard.covers(from, b.end) {
+                b.covered = Some(now);
+            }
+        }
+    }
+
+    /// `ns3_disorder`: the ACK also SACKs new data outside recovery and ns-3's rule is on
+    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip. `loss_first`:
+    /// RACK starts fast recovery on this ACK, so cwnd neither grows nor sends here.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_new_ack(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, ns3_disorder: Option<DisorderAck>,
+        loss_first: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        let acked = ack - self.snd_una;
+        self.end_backoff(now);
+        let rtt_sample = self.take_rtt_sample(ack, seg, ack_rtt, now, p);
+        let syn_acked = self.snd_una == 0;
+        if syn_acked {
+            self.start_after_syn_timeout(p); // the listener's SYN-ACK timed out
+        }
+        self.prev_highest_ack = self.snd_una;
+        self.snd_una = ack;
+        self.rto_retries = 0;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        self.scoreboard.discard_below(ack);
+        if let Some(q) = self.queues.as_deref_mut() {
+            while q.segment_ends.front().is_some_and(|&end| end <= ack) {
+                q.segment_ends.pop_front();
+            }
+            q.recovery_rexmits.discard_below(ack);
+            while q.pending_bursts.front().is_some_and(|b| b.end <= ack) {
+                let b = q.pending_bursts.pop_front().unwrap();
+                // Acknowledged bytes were sent: `first_sent` is set.
+                let first_sent = b.first_sent.unwrap_or(b.written);
+                let covered = b.covered.unwrap_or(now);
+                self.completed_bursts.vec_mut().push(CompletedBurst { written: b.written, first_sent, covered, acked: now });
+            }
+        }
+        if self.app_closed && ack == self.send_end() {
+            self.state = match self.state {
+                State::FinWait1 => State::FinWait2,
+                State::Closing => State::TimeWait,
+                State::LastAck => State::Closed,
+                s => s,
+            };
+        }
+        let acked_data = acked - syn_acked as u64;
+        match self.recovery {
+            Some(_) if ack >= self.recover_mark => {
+                // Full ACK: leave recovery (RFC 6582 step 3, option 1; RFC 6675: cwnd = ssthresh).
+                self.cwnd = match p.recovery {
+                    Recovery::Sack => self.ssthresh,
+                    _ => self.ssthresh.min(self.flight_size().max(p.mss) + p.mss),
+                };
+                self.recovery = None;
+                self.dupacks = 0;
+            }
+            Some(mut r) => match p.recovery {
+                Recovery::Reno => {
+                    self.cwnd = self.ssthresh;
+                    self.recovery = None;
+                    self.dupacks = 0;
+                }
+                Recovery::Newreno => {
+                    // Partial ACK: retransmit the next hole, deflate by the amount acked.
+                    self.retransmit_una(now, p, out);
+                    self.cwnd = self.cwnd.saturating_sub(acked) + if acked >= p.mss { p.mss } else { 0 };
+                    self.cwnd = self.cwnd.max(p.mss);
+                    if r.first_partial {
+                        r.first_partial = false;
+                        self.arm_rto(now, p);
+                    }
+                    self.recovery = Some(r);
+                }
+                Recovery::Sack if p.first_partial_rto && r.first_partial => {
+                    r.first_partial = false;
+                    self.recovery = Some(r);
+                    self.arm_rto(now, p);
+                }
+                Recovery::Sack => {}
+            },
+            None => {
+                self.dupacks = 0;
+                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) && !loss_first {
+                    if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
+                        let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
+                        self.cwnd += growth.bytes;
+                        if let CongestionControl::Cubic(c) = &mut self.cc {
+                            c.end_epoch(); // §4.10 of RFC 9438: slow start ends the epoch
+                        }
+                        if growth.css_done {
+                            self.ssthresh = self.cwnd;
+                            self.hystart = None;
+                        }
+                    } else if let CongestionControl::Cubic(c) = &mut self.cc {
+                        let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
+                        self.cwnd = c.on_ack(self.cwnd, self.ssthresh, acked_data, now, srtt, p.mss);
+                    } else {
+                        self.cwnd = growth::grow(p.cwnd_growth, p.abc_limit, self.cwnd, self.ssthresh, acked_data,
+                            p.mss, &mut self.ca_acked);
+                    }
+                }
+            }
+        }
+        if p.recovery_partial_ack == PartialAck::Ns3 && matches!(self.recovery, Some(r) if ack >= r.high_rxt) {
+            // ns-3's partial ACK: unless the new head was retransmitted, `DoRetransmit` sends
+            // NextSeg's rule 1 or 2 (never 3), else the head, before and outside cwnd − pipe.
+            let seg = self.next_seg(p).filter(|&(off, _, _)| off >= self.snd_max || self.is_lost(off, p));
+            let seg = seg.unwrap_or_else(|| self.segment_at(ack, p));
+            self.send_next_seg(seg, now, p, out);
+        }
+        self.settle_copies(ack, p);
+        // RFC 6298 5.2/5.3.
+        if self.snd_una >= self.snd_max {
+            self.rto_at = Opt64::NONE;
+        } else if ns3_disorder.is_none()
+            && !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < self.recover_mark)
+        {
+            self.arm_rto(now, p);
+        }
+        if !loss_first {
+            self.try_send(now, p, out);
+        }
+    }
+
+    /// With `rtt_samples = "every_ack"`, the sample of an ACK with cumulative `ack` that
+    /// SACKed new data if `new_sack` (`rtt_samples.rs`); `None` otherwise.
+    pub(super) fn ack_rtt(&mut self, ack: u64, new_sack: bool, now: Instant, p: &TcpParams) -> Option<Duration> {
+        if !p.rtt_every_ack {
+            return None;
+        }
+        let new_sacks = new_sack.then_some(&self.scoreboard);
+        self.queues.get_or_insert_default().send_times.on_ack(ack, new_sacks, now)
+    }
+
+    /// Folds an ACK's RTT sample into the estimator and returns it. With `rtt_samples =
+    /// "every_ack"`, Linux's order: the sample of the segments the ACK newly covers
+    /// (`ack_rtt`, `rtt_samples.rs`), else the echoed timestamp of an ACK that advances
+    /// `snd_una`. Otherwise RFC 7323's echoed timestamp (retransmissions included), or
+    /// Karn's rule: one timed segment that was never retransmitted.
+    pub(super) fn take_rtt_sample(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, now: Instant, p: &TcpParams)
+        -> Option<Duration> {
+        let echo = || Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64);
+        let sample = if p.rtt_every_ack {
+            match ack_rtt {
+                Some(sample) => sample,
+                None if p.timestamps && seg.ts_ecr != 0 && ack > self.snd_una => echo(),
+                None => return None,
+            }
+        } else if p.timestamps && seg.ts_ecr != 0 {
+            echo()
+        } else {
+            match self.timed {
+                Some((end, sent)) if ack >= end.get() => {
+                    self.timed = None;
+                    now - sent
+                }
+                _ => return None,
+            }
+        };
+        let linux = if p.linux_rto {
+            Some(LinuxSample { var: &mut self.queues.get_or_insert_default().linux_rtt, acked: ack, sent_max: self.snd_max })
+        } else {
+            None
+        };
+        self.rtt.sample(sample, p.min_rto, p.granularity, linux);
+        Some(sample)
+    }
+
+    /// Diversity: counts off one expected duplicate ACK for the copied segment ending at
+    /// `ack`; false when no copy owes one.
+    pub(super) fn take_copy_ack(&mut self, ack: u64) -> bool {
+        let Some(q) = self.queues.as_deref_mut() else { return false };
+        match q.copy_acks.iter_mut().find(|(end, owed)| *end == ack && *owed > 0) {
+            Some((_, owed)) => {
+                *owed -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Diversity: `ack` passed copied segments. A copy whose duplicate ACK never came means
+    /// the original or a copy was lost (ACKs come back in order): the sender cuts its
+    /// window as for a loss (the paper: "it cuts down the congestion window"), once per ACK.
+    pub(super) fn settle_copies(&mut self, ack: u64, p: &TcpParams) {
+        let Some(q) = self.queues.as_deref_mut() else { return };
+        let mut lost = false;
+        while let Some(&(_, owed)) = q.copy_acks.front().filter(|&&(end, _)| end < ack) {
+            lost |= owed > 0;
+            q.copy_acks.pop_front();
+        }
+        if lost && self.recovery.is_none() {
+            self.ssthresh = (self.decrease_base(p) / 2).max(2 * p.mss);
+            self.cwnd = self.cwnd.min(self.ssthresh);
+        }
+    }
+
+    /// The window a loss or timeout's decrease starts from (`tcp.ssthresh_from`): the RFCs'
+    /// FlightSize, or Linux's cwnd, which stays large while a scheduler holds the flow back.
+    pub(super) fn decrease_base(&self, p: &TcpParams) -> u64 {
+        match p.ssthresh_from {
+            SsthreshFrom::FlightSize => self.flight_size(),
+            SsthreshFrom::Cwnd => self.cwnd,
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! RFC 8985 RACK loss detection (`loss_detection = "rack"`, SACK only), as Linux runs it
+//! (net/ipv4/tcp_recovery.c; always on since Linux 6.17): a segment is lost once a segment
+//! sent after it has been delivered and an RTT plus a reordering window has passed since
+//! it was sent. No duplicate-ACK count is needed, and a lost retransmission is found the
+//! same way as a lost first transmission. No tail loss probe and no DSACK adaptation of
+//! the window (docs/tcp.md).
+
+use super::sack::RangeSet;
+use smallpipe_core::{Duration, Instant};
+use std::collections::VecDeque;
+
+/// What one run of RACK_detect_loss marked lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct LossMarks {
+    pub any: bool,
+    /// A retransmission believed in flight was marked (Linux's `FLAG_LOST_RETRANS`).
+    pub retransmission: bool,
+}
+
+/// One sent data segment not yet cumulatively acknowledged.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    start: u64,
+    end: u64,
+    /// Time of its last (re)transmission.
+    xmit: Instant,
+    /// Place of that transmission in the sender's order of sends.
+    order: u64,
+    /// Ever retransmitted: its delivery may be the original's (RFC 8985 §6.1 ambiguity).
+    retransmitted: bool,
+    /// Its latest retransmission is believed in flight (Linux TCPCB_SACKED_RETRANS).
+    rexmit_out: bool,
+    lost: bool,
+    /// Cumulatively acknowledged or wholly SACKed.
+    delivered: bool,
+}
+
+impl Sent {
+    /// Marked lost and not resent since: RACK has nothing more to say about it.
+    fn awaiting_resend(&self) -> bool {
+        self.lost && !self.rexmit_out
+    }
+}
+
+/// The sender's RACK state: per-segment send times and the RFC 8985 variables.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Rack {
+    segs: VecDeque<Sent>,
+    /// Sends so far (data segments), to order those of one instant.
+    sends: u64,
+    /// RACK.xmit_ts with RACK.end_seq as its tie-break: the send order of the most recently
+    /// sent segment known delivered (see `sent_after`).
+    newest: Option<u64>,
+    /// RACK.rtt: the RTT of that segment; `None` until a delivery.
+    rtt: Option<Duration>,
+    /// RACK.min_RTT: the least RTT of a never-retransmitted delivered segment.
+    min_rtt: Option<Duration>,
+    /// RACK.fack: the highest end of a delivered segment.
+    fack: u64,
+    reordering_seen: bool,
+    /// The reordering timer.
+    pub timer: Option<Instant>,
+}
+
+// RFC 8985's RACK_sent_after compares send times and, for equal times, sequence numbers.
+// The simulator's clock gives every send of one event the same instant, and a fast
+// retransmit can follow new data in one event: by sequence it would count as sent first and
+// be marked lost while in flight. The order of sends is what a fine enough clock shows.
+
+impl Rack {
+    /// Records the (re)transmission of data `[start, end)` at `now`.
+    pub fn on_send(&mut self, start: u64, end: u64, now: Instant, retransmission: bool) {
+        self.sends += 1;
+        let order = self.sends;
+        if !retransmission {
+            let s = Sent { start, end, xmit: now, order, retransmitted: false, rexmit_out: false, lost: false,
+                delivered: false };
+            self.segs.push_back(s);
+            return;
+        }
+        for s in self.segs.iter_mut().filter(|s| s.start < end && s.end > start && !s.delivered) {
+            s.xmit = now;
+            s.order = order;
+            s.retransmitted = true;
+            s.rexmit_out = true;
+        }
+    }
+
+    /// RFC 8985 §6.2 steps 2 and 3 for what the cumulative `ack` and the scoreboard newly
+    /// deliver; forgets what `ack` passed. Returns whether RACK.rtt was updated.
+    pub fn on_ack(&mut self, ack: u64, scoreboard: &RangeSet, now: Instant) -> bool {
+        let mut newest: Option<(u64, Duration)> = None;
+        for s in self.segs.iter_mut().filter(|s| !s.delivered) {
+            if !(s.end <= ack || scoreboard.covers(s.start, s.end)) {
+                continue;
+            }
+            s.delivered = true;
+            if s.end > self.fack {
+                self.fack = s.end;
+            } else if !s.retransmitted {
+                self.reordering_seen = true; // a never-resent segment arrived after a later one
+            }
+            let rtt = now.saturating_since(s.xmit);
+            if s.retransmitted {
+                // Linux's test for an ambiguous delivery (no timestamps used): an RTT below
+                // the least ever seen means the original arrived, not this retransmission.
+                if self.min_rtt.is_none_or(|m| rtt < m) {
+                    continue;
+                }
+            } else if self.min_rtt.is_none_or(|m| rtt < m) {
+                self.min_rtt = Some(rtt);
+            }
+            if newest.is_none_or(|(order, _)| s.order > order) {
+                newest = Some((s.order, rtt));
+            }
+        }
+        while self.segs.front().is_some_and(|s| s.end <= ack) {
+            self.segs.pop_front();
+        }
+        let Some((order, rtt)) = newest else { return false };
+        self.rtt = Some(rtt);
+        self.newest = self.newest.max(Some(order));
+        true
+    }
+
+    /// RFC 8985 §6.2 step 4 as Linux's `tcp_rack_reo_wnd`: none while no reordering was seen
+    /// and recovery is on or DupThresh segments are SACKed; else min_RTT/4, at most SRTT.
+    fn reo_wnd(&self, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>) -> Duration {
+        let sacked = self.segs.iter().filter(|s| s.delivered).count() as u64;
+        if !self.reordering_seen && (in_recovery || sacked >= dupthresh as u64) {
+            return Duration::ZERO;
+        }
+        let quarter = Duration(self.min_rtt.unwrap_or(Duration::ZERO).0 / 4);
+        srtt.map_or(quarter, |s| quarter.min(s))
+    }
+
+    /// RFC 8985 §6.2 step 5 (RACK_detect_loss): marks lost each segment sent before RACK's
+    /// whose RTT plus reordering window has passed; arms the timer for the latest deadline
+    /// still to come, as the RFC and Linux do. `in_recovery`: fast recovery or after an RTO
+    /// (Linux's `icsk_ca_state >= TCP_CA_Recovery`).
+    pub fn detect_loss(&mut self, now: Instant, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>)
+        -> LossMarks {
+        self.timer = None;
+        let mut marks = LossMarks::default();
+        let (Some(rtt), Some(newest)) = (self.rtt, self.newest) else { return marks };
+        let wait = rtt + self.reo_wnd(in_recovery, dupthresh, srtt);
+        let mut latest: Option<Instant> = None;
+        for s in self.segs.iter_mut().filter(|s| !s.delivered && !s.awaiting_resend() && s.order < newest) {
+            let deadline = s.xmit + wait;
+            if deadline <= now {
+                s.lost = true;
+                marks.any = true;
+                marks.retransmission |= s.rexmit_out;
+                s.rexmit_out = false; // a lost retransmission leaves the pipe
+            } else {
+                latest = latest.max(Some(deadline));
+            }
+        }
+        self.timer = latest;
+        marks
+    }
+
+    /// Start of the first segment marked lost and not resent since.
+    pub fn first_lost(&self) -> Option<(u64, u64)> {
+        self.segs.iter().find(|s| s.awaiting_resend() && !s.delivered).map(|s| (s.start, s.end))
+    }
+
+    /// Linux's packets in flight, in bytes: undelivered segments not marked lost, plus
+    /// retransmissions believed in flight.
+    pub fn in_flight(&self) -> u64 {
+        self.segs.iter().filter(|s| !s.delivered).map(|s| (s.end - s.start) * (!s.lost as u64 + s.rexmit_out as u64)).sum()
+    }
+
+    /// A retransmission timeout, as Linux's `tcp_enter_loss`: everything undelivered is lost
+    /// and no retransmission is in flight any more.
+    pub fn on_rto(&mut self) {
+        for s in self.segs.iter_mut().filter(|s| !s.delivered) {
+            s.lost = true;
+            s.rexmit_out = false;
+        }
+        self.timer = None;
+    }
+}

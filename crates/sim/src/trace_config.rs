@@ -1,0 +1,95 @@
+//! The scenario's `[trace]` table: what `crate::trace` records and its bounds. A leaf
+//! module, so the scenario's configuration does not depend on the recorder.
+
+use crate::pcap::MIN_PCAP_BYTES;
+use serde::{Deserialize, Serialize};
+use smallpipe_core::ConfigError;
+
+/// Where the pcap sees the bottleneck's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PcapPoint {
+    /// As each packet finishes serialization onto the link (what the far end receives,
+    /// before link loss): one record per counted transmission.
+    Departures,
+    /// As each packet is offered to the queue, including those it drops.
+    Arrivals,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceConfig {
+    /// Sampling interval of the time series, seconds.
+    #[serde(default = "d_interval")]
+    pub interval_s: f64,
+    /// Connections (0-based, in opening order) whose senders are sampled.
+    #[serde(default)]
+    pub flows: Vec<u32>,
+    /// Sample every open connection's sender (bounded by `max_rows`).
+    #[serde(default)]
+    pub all_flows: bool,
+    /// Per bottleneck direction and interval: packets enqueued, dequeued, dropped by
+    /// reason, and the backlog at the interval's end.
+    #[serde(default)]
+    pub links: bool,
+    /// Every enqueue, dequeue and drop (with its reason) at the bottleneck queues.
+    #[serde(default)]
+    pub events: bool,
+    /// A pcap of both bottleneck directions (and the diamond's path 2), taken at this point.
+    #[serde(default)]
+    pub pcap: Option<PcapPoint>,
+    /// Bytes of each frame kept in the pcap (headers come first; payload is zeros).
+    #[serde(default = "d_snaplen")]
+    pub pcap_snaplen: u32,
+    /// Most rows of each table; later rows are not recorded and the table is flagged.
+    #[serde(default = "d_max_rows")]
+    pub max_rows: u64,
+    /// Largest pcap, bytes; later packets are not written and the pcap is flagged.
+    #[serde(default = "d_max_pcap_bytes")]
+    pub max_pcap_bytes: u64,
+}
+
+fn d_interval() -> f64 {
+    0.1
+}
+fn d_snaplen() -> u32 {
+    128
+}
+fn d_max_rows() -> u64 {
+    1_000_000
+}
+fn d_max_pcap_bytes() -> u64 {
+    64 << 20
+}
+
+const MAX_ROWS: u64 = 10_000_000;
+const MAX_PCAP_BYTES: u64 = 1 << 30;
+/// Ethernet, IPv4 and TCP headers without options: the least a frame must keep.
+const MIN_SNAPLEN: u32 = 54;
+const MAX_SAMPLES: f64 = 1e6;
+
+impl TraceConfig {
+    pub fn validate(&self, duration_s: f64) -> Result<(), ConfigError> {
+        let bad = |field: &str, value: &dyn ToString, allowed: &str| Err(ConfigError::new(field, value.to_string(), allowed));
+        if !(self.interval_s.is_finite() && self.interval_s > 0.0 && self.interval_s <= duration_s) {
+            return bad("interval_s", &self.interval_s, "a number of seconds in (0, duration_s]");
+        }
+        if duration_s / self.interval_s > MAX_SAMPLES {
+            return bad("interval_s", &self.interval_s, "at most 1e6 samples per run (duration_s / interval_s)");
+        }
+        if !(MIN_SNAPLEN..=65_535).contains(&self.pcap_snaplen) {
+            return bad("pcap_snaplen", &self.pcap_snaplen, "bytes in [54, 65535] (54: Ethernet, IPv4 and TCP headers)");
+        }
+        if !(1..=MAX_ROWS).contains(&self.max_rows) {
+            return bad("max_rows", &self.max_rows, "a row count in [1, 10000000]");
+        }
+        if !(MIN_PCAP_BYTES..=MAX_PCAP_BYTES).contains(&self.max_pcap_bytes) {
+            return bad("max_pcap_bytes", &self.max_pcap_bytes, &format!("bytes in [{MIN_PCAP_BYTES}, {MAX_PCAP_BYTES}]"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn samples(&self) -> bool {
+        self.links || self.all_flows || !self.flows.is_empty()
+    }
+}
