@@ -3,7 +3,23 @@
 
 use super::*;
 
+/// What an ACK is, decided before its cumulative part moves `snd_una`.
+#[derive(Debug, Clone, Copy)]
+struct AckKind {
+    /// A duplicate ACK toward fast retransmit (the ACK of a diversity copy excepted).
+    duplicate: bool,
+    /// ns-3 would count it (outside its CA_RECOVERY and CA_LOSS).
+    ns3_counts: bool,
+    /// ns-3's `disorder_ack` rule applies to it (see `on_new_ack`).
+    ns3_disorder: Option<DisorderAck>,
+    /// The duplicate-ACK count before the cumulative part reset it.
+    dupacks_before: u32,
+}
+
 impl Endpoint {
+    /// An arriving ACK, in stages: the SACK blocks into the scoreboard, the RTT sample and
+    /// what was delivered (PRR, RACK), what kind of ACK it is, then its cumulative part,
+    /// its duplicate part, and RACK's losses it revealed.
     pub(super) fn on_ack(&mut self, seg: &Packet, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let ack = self.unwrap_ack(seg.ack);
         if ack > self.snd_max {
@@ -14,15 +30,7 @@ impl Endpoint {
             self.count_handshake_as_unacked(p);
         }
         let sacked_before = if p.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
-        let mut new_sack = false;
-        if p.sack() {
-            for b in seg.sack_blocks() {
-                let (s, e) = (self.unwrap_ack(b.start), self.unwrap_ack(b.end));
-                if s >= self.snd_una && e <= self.snd_max && e > ack {
-                    new_sack |= self.scoreboard.insert(s.max(ack), e);
-                }
-            }
-        }
+        let new_sack = p.sack() && self.read_sack_blocks(seg, ack);
         if new_sack || ack > self.snd_una {
             self.note_covered_bursts(ack, now);
         }
@@ -31,15 +39,7 @@ impl Endpoint {
             self.take_rtt_sample(ack, seg, ack_rtt, now, p); // from new SACKs alone (Linux's sack_rtt)
         }
         if p.prr {
-            // RFC 6937 DeliveredData: the change in snd_una plus the change in SACKed bytes.
-            let delivered = (ack.saturating_sub(self.snd_una) + self.scoreboard.above(ack.max(self.snd_una), p.mss).0)
-                .saturating_sub(sacked_before);
-            let in_recovery = self.recovery.is_some();
-            let prr = &mut self.queues_mut().prr;
-            prr.this_ack = delivered;
-            if in_recovery {
-                prr.delivered += delivered;
-            }
+            self.prr_count_delivered(ack, sacked_before, p);
         }
         let rack_marks = if p.rack && self.queues.get_or_insert_default().rack.on_ack(ack, &self.scoreboard, now) {
             self.rack_detect_loss(now, p)
@@ -50,6 +50,49 @@ impl Endpoint {
             let safe_ack = !p.rack || (ack > self.snd_una && !rack_marks.any);
             self.queues_mut().prr.safe_ack = safe_ack;
         }
+        let kind = self.classify(seg, ack, new_sack, p);
+        if ack > self.snd_una {
+            // Linux handles the loss before the cumulative part: no growth, no new data ahead
+            // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
+            let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
+            self.on_new_ack(ack, seg, ack_rtt, kind.ns3_disorder, loss_first, now, p, out);
+        }
+        if kind.duplicate && ack == self.snd_una && self.snd_max > self.snd_una {
+            self.count_dupack(kind, now, p, out);
+        }
+        if rack_marks.any && self.recovery.is_none() {
+            // An ACK that was not a duplicate one marked it, or one after an RTO.
+            self.rack_respond(now, p, out, rack_marks);
+        }
+    }
+
+    /// Adds the ACK's SACK blocks above `ack` to the scoreboard; whether any was new.
+    fn read_sack_blocks(&mut self, seg: &Packet, ack: u64) -> bool {
+        let mut new_sack = false;
+        for b in seg.sack_blocks() {
+            let (s, e) = (self.unwrap_ack(b.start), self.unwrap_ack(b.end));
+            if s >= self.snd_una && e <= self.snd_max && e > ack {
+                new_sack |= self.scoreboard.insert(s.max(ack), e);
+            }
+        }
+        new_sack
+    }
+
+    /// RFC 6937 DeliveredData of this ACK: the change in `snd_una` plus the change in
+    /// SACKed bytes (`sacked_before` them), added up while in recovery.
+    fn prr_count_delivered(&mut self, ack: u64, sacked_before: u64, p: &TcpParams) {
+        let delivered = (ack.saturating_sub(self.snd_una) + self.scoreboard.above(ack.max(self.snd_una), p.mss).0)
+            .saturating_sub(sacked_before);
+        let in_recovery = self.recovery.is_some();
+        let prr = &mut self.queues_mut().prr;
+        prr.this_ack = delivered;
+        if in_recovery {
+            prr.delivered += delivered;
+        }
+    }
+
+    /// What kind of ACK `seg` is, before its cumulative part moves `snd_una`.
+    fn classify(&mut self, seg: &Packet, ack: u64, new_sack: bool, p: &TcpParams) -> AckKind {
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
         let duplicate = if p.sack() { new_sack } else { ack == self.snd_una && seg.seq_len() == 0 };
@@ -58,31 +101,23 @@ impl Endpoint {
         // ns-3's DupAck runs before the cumulative part of the ACK and counts only outside
         // CA_RECOVERY and CA_LOSS (after an RTO, until `recover`).
         let ns3_counts = self.recovery.is_none() && self.snd_una >= self.recover_mark;
-        let dupacks_before = self.dupacks;
         // ns-3 handles such an ACK in CA_DISORDER (DupAck moved it there first) and skips NewAck.
         let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
             .then_some(p.disorder_ack);
-        if ack > self.snd_una {
-            // Linux handles the loss before the cumulative part: no growth, no new data ahead
-            // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
-            let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
-            self.on_new_ack(ack, seg, ack_rtt, ns3_disorder, loss_first, now, p, out);
-        }
-        if duplicate && !copy_ack && ack == self.snd_una && self.snd_max > self.snd_una {
-            match p.dupack_rule {
-                DupackRule::Rfc => self.on_dupack(now, p, out),
-                DupackRule::Ns3 if self.recovery.is_some() => self.on_dupack(now, p, out),
-                DupackRule::Ns3 if ns3_counts => {
-                    // ProcessAck: a cumulative ACK that is a duplicate does not reset the count.
-                    self.dupacks = dupacks_before;
-                    self.on_dupack(now, p, out);
-                }
-                DupackRule::Ns3 => {}
+        AckKind { duplicate: duplicate && !copy_ack, ns3_counts, ns3_disorder, dupacks_before: self.dupacks }
+    }
+
+    /// A duplicate ACK toward fast retransmit, counted by `tcp.dupack_rule`.
+    fn count_dupack(&mut self, kind: AckKind, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        match p.dupack_rule {
+            DupackRule::Rfc => self.on_dupack(now, p, out),
+            DupackRule::Ns3 if self.recovery.is_some() => self.on_dupack(now, p, out),
+            DupackRule::Ns3 if kind.ns3_counts => {
+                // ProcessAck: a cumulative ACK that is a duplicate does not reset the count.
+                self.dupacks = kind.dupacks_before;
+                self.on_dupack(now, p, out);
             }
-        }
-        if rack_marks.any && self.recovery.is_none() {
-            // An ACK that was not a duplicate one marked it, or one after an RTO.
-            self.rack_respond(now, p, out, rack_marks);
+            DupackRule::Ns3 => {}
         }
     }
 
@@ -179,19 +214,15 @@ impl Endpoint {
                     if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
                         let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
                         self.cwnd += growth.bytes;
-                        if let CongestionControl::Cubic(c) = &mut self.cc {
-                            c.end_epoch(); // §4.10 of RFC 9438: slow start ends the epoch
-                        }
+                        self.cc.end_epoch();
                         if growth.css_done {
                             self.ssthresh = self.cwnd;
                             self.hystart = None;
                         }
-                    } else if let CongestionControl::Cubic(c) = &mut self.cc {
-                        let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
-                        self.cwnd = c.on_ack(self.cwnd, self.ssthresh, acked_data, now, srtt, p.mss);
                     } else {
-                        self.cwnd = growth::grow(p.cwnd_growth, p.abc_limit, self.cwnd, self.ssthresh, acked_data,
-                            p.mss, &mut self.ca_acked);
+                        let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
+                        self.cwnd = self.cc.grow(p.cwnd_growth, p.abc_limit, self.cwnd, self.ssthresh, acked_data,
+                            p.mss, &mut self.ca_acked, now, srtt);
                     }
                 }
             }
@@ -285,7 +316,7 @@ impl Endpoint {
             q.copy_acks.pop_front();
         }
         if lost && self.recovery.is_none() {
-            self.ssthresh = (self.decrease_base(p) / 2).max(2 * p.mss);
+            self.ssthresh = cc::reno_halving(self.decrease_base(p), p.mss); // Reno's cut on purpose
             self.cwnd = self.cwnd.min(self.ssthresh);
         }
     }

@@ -28,9 +28,7 @@ mod timers;
 mod differential;
 #[cfg(test)]
 mod frozen;
-pub mod cubic;
-mod growth;
-pub mod hystart;
+pub mod cc;
 mod pacing;
 mod rack;
 mod rtt;
@@ -40,10 +38,10 @@ pub mod sack;
 pub use params::TcpParams;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
-use config::{Congestion, DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe, SsthreshFrom};
+use config::{DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe, SsthreshFrom};
 use compact::{LazyVec, Opt64};
-use cubic::Cubic;
-use hystart::HyStart;
+use cc::hystart::HyStart;
+use cc::CongestionControl;
 use pacing::Pacer;
 use rack::{LossMarks, Rack};
 use rtt_samples::SendTimes;
@@ -100,25 +98,6 @@ pub struct EndpointStats {
     /// when the timer that expired was armed (the last progress before the silence) to the
     /// first acknowledgement of new data after it. Covers the first RTO and every backed-off one.
     pub backoff_ns: u64,
-}
-
-/// Who grows cwnd in congestion avoidance and sets ssthresh on a congestion event
-/// (smoltcp's `AnyController`); slow start, fast retransmit and recovery are shared.
-#[derive(Debug, Clone)]
-pub enum CongestionControl {
-    /// RFC 5681: one MSS per RTT, ssthresh = FlightSize / 2 (or cwnd / 2, `tcp.ssthresh_from`).
-    Reno,
-    /// RFC 9438; boxed so the default, Reno, does not carry its state.
-    Cubic(Box<Cubic>),
-}
-
-impl CongestionControl {
-    fn new(p: &TcpParams) -> Self {
-        match p.congestion {
-            Congestion::Reno => CongestionControl::Reno,
-            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence))),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -307,7 +286,7 @@ impl Endpoint {
             cwnd: p.initial_window,
             ssthresh: p.rwnd.max(2 * p.mss),
             ca_acked: 0,
-            cc: CongestionControl::new(p),
+            cc: CongestionControl::new(p.congestion, p.cubic_fast_convergence),
             hystart: p.hystart.then(Box::default),
             dupacks: 0,
             recovery: None,

@@ -81,10 +81,7 @@ impl Endpoint {
         // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
         let base = if p.rack && self.in_rto_recovery() { self.cwnd } else { self.decrease_base(p) };
-        self.ssthresh = match &mut self.cc {
-            CongestionControl::Reno => (base / 2).max(2 * p.mss),
-            CongestionControl::Cubic(c) => c.on_congestion(self.cwnd, base, p.mss),
-        };
+        self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;
         self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });

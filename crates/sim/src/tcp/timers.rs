@@ -101,10 +101,7 @@ impl Endpoint {
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
                 if self.rto_una.get() != Some(self.snd_una) {
                     let base = self.decrease_base(p);
-                    self.ssthresh = match &mut self.cc {
-                        CongestionControl::Reno => (base / 2).max(2 * p.mss),
-                        CongestionControl::Cubic(c) => c.on_timeout(self.cwnd, base, p.mss),
-                    };
+                    self.ssthresh = self.cc.ssthresh_on_timeout(self.cwnd, base, p.mss);
                 }
                 self.rto_una = Opt64::some(self.snd_una);
                 self.hystart = None; // RFC 9406 §4.2: only the initial slow start

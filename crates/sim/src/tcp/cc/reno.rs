@@ -1,7 +1,7 @@
 //! Window growth on an ACK of new data outside loss recovery, for Reno congestion control:
 //! RFC 5681's rule per ACK, RFC 3465's byte counting, or Linux's rule per segment.
 
-use super::config::CwndGrowth;
+use crate::tcp::config::CwndGrowth;
 
 /// `cwnd` after an ACK of `acked` new bytes. `ca_acked` carries the bytes acknowledged in
 /// congestion avoidance since the last increase (RFC 3465 `bytes_acked`, Linux
