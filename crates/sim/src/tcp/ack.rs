@@ -100,7 +100,7 @@ impl Endpoint {
         let copy_ack = ack == self.snd_una && seg.seq_len() == 0 && self.take_copy_ack(ack);
         // ns-3's DupAck runs before the cumulative part of the ACK and counts only outside
         // CA_RECOVERY and CA_LOSS (after an RTO, until `recover`).
-        let ns3_counts = self.recovery.is_none() && self.snd_una >= self.recover_mark;
+        let ns3_counts = matches!(self.cong_state(), CongState::Open | CongState::Disorder);
         // ns-3 handles such an ACK in CA_DISORDER (DupAck moved it there first) and skips NewAck.
         let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
             .then_some(p.disorder_ack);

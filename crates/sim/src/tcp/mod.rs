@@ -36,6 +36,7 @@ mod rtt_samples;
 pub mod sack;
 
 pub use params::TcpParams;
+pub use recovery::CongState;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
 use config::{DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe, SsthreshFrom};

@@ -4,17 +4,41 @@
 
 use super::*;
 
+/// The sender's loss-recovery state, named as Linux's `icsk_ca_state` and ns-3's
+/// `TcpCongState_t` (Linux's CWR, for ECN, has no counterpart here). Derived from the
+/// recovery episode, `recover` and the duplicate-ACK count, so it cannot drift from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CongState {
+    /// No loss suspected.
+    Open,
+    /// Duplicate ACKs seen, too few (or no lost segment yet) for fast retransmit.
+    Disorder,
+    /// Fast recovery (RFC 5681 §3.2, RFC 6582, RFC 6675), until an ACK reaches `recover`.
+    Recovery,
+    /// After a retransmission timeout, until `snd_una` passes what was sent before it
+    /// (RFC 6582's `recover`, RFC 6675's RecoveryPoint; Linux's CA_Loss). A Reno sender that
+    /// left fast recovery on a partial ACK is also below `recover` and reports this.
+    Loss,
+}
+
 impl Endpoint {
-    /// RACK's marks over the segments not yet delivered; arms or clears its timer.
-    pub(super) fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> LossMarks {
-        let in_recovery = self.recovery.is_some() || self.in_rto_recovery();
-        let srtt = self.rtt.srtt();
-        self.queues_mut().rack.detect_loss(now, in_recovery, p.dupthresh, srtt)
+    pub fn cong_state(&self) -> CongState {
+        if self.recovery.is_some() {
+            CongState::Recovery
+        } else if self.snd_una < self.recover_mark {
+            CongState::Loss
+        } else if self.dupacks > 0 {
+            CongState::Disorder
+        } else {
+            CongState::Open
+        }
     }
 
-    /// After an RTO, until `snd_una` passes what was sent before it (Linux's CA_Loss).
-    pub(super) fn in_rto_recovery(&self) -> bool {
-        self.recovery.is_none() && self.snd_una < self.recover_mark
+    /// RACK's marks over the segments not yet delivered; arms or clears its timer.
+    pub(super) fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> LossMarks {
+        let in_recovery = matches!(self.cong_state(), CongState::Recovery | CongState::Loss);
+        let srtt = self.rtt.srtt();
+        self.queues_mut().rack.detect_loss(now, in_recovery, p.dupthresh, srtt)
     }
 
     /// RACK marked a segment lost: in recovery, resend within the recovery's window; else
@@ -80,7 +104,7 @@ impl Endpoint {
         self.hystart = None; // RFC 9406 §4.2: a loss ends slow start and CSS
         // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
-        let base = if p.rack && self.in_rto_recovery() { self.cwnd } else { self.decrease_base(p) };
+        let base = if p.rack && self.cong_state() == CongState::Loss { self.cwnd } else { self.decrease_base(p) };
         self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;

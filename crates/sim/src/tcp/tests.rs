@@ -2153,3 +2153,42 @@ fn every_ack_samples_a_held_segment_that_timing_one_per_rtt_misses() {
         assert_eq!(c.rtt_estimator().rto(), Duration::from_micros(rto_us), "{rtt_samples:?}");
     }
 }
+
+#[test]
+fn the_congestion_state_follows_disorder_recovery_and_loss() {
+    // RFC 6675 with DupThresh 3: one duplicate ACK is Disorder, the third starts Recovery,
+    // the ACK that reaches `recover` returns to Open, an RTO is Loss until `recover`.
+    let p = params(|c| {
+        c.recovery = Recovery::Sack;
+        c.initial_window_pkts = 10;
+    });
+    let (mut c, mut s) = established(&p, 0, 0);
+    assert_eq!(c.cong_state(), CongState::Open);
+    let mut out = Vec::new();
+    c.app_write(10_000, false, t(100), &p, &mut out);
+    let segs: Vec<_> = out.drain(..).collect();
+    let mut acks = Vec::new();
+    for seg in segs.iter().skip(1).take(4) {
+        s.on_segment(seg, t(150), &p, &mut acks); // segment 0 lost
+    }
+    c.on_segment(&acks[0], t(200), &p, &mut out);
+    assert_eq!(c.cong_state(), CongState::Disorder);
+    c.on_segment(&acks[1], t(200), &p, &mut out);
+    c.on_segment(&acks[2], t(200), &p, &mut out);
+    assert_eq!(c.cong_state(), CongState::Recovery);
+    let resent = out.iter().find(|x| x.seq == 1).copied().expect("the fast retransmit of segment 0");
+    let mut full = Vec::new();
+    s.on_segment(&resent, t(250), &p, &mut full);
+    for seg in segs.iter().skip(5) {
+        s.on_segment(seg, t(250), &p, &mut full);
+    }
+    for a in &full {
+        c.on_segment(a, t(300), &p, &mut out);
+    }
+    assert_eq!((c.cong_state(), c.bytes_acked()), (CongState::Open, 10_000));
+    // A whole window lost: the timer fires, and the state is Loss until it is all resent.
+    c.app_write(5_000, false, t(300), &p, &mut out);
+    let deadline = c.next_deadline().unwrap();
+    c.on_timer(deadline, &p, &mut out);
+    assert_eq!((c.cong_state(), c.stats.timeouts), (CongState::Loss, 1));
+}
