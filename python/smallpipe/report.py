@@ -21,6 +21,7 @@ import html
 import io
 import json
 import math
+import os
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -328,5 +329,12 @@ def write_report(db: str | PathLike[str], out: str | PathLike[str]) -> Path:
     """Render the report of ``db`` to the HTML file ``out`` and return its path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(db), encoding="utf-8")
+    page = render_report(db)
+    # A temporary name, then a rename: a failed write never leaves half a page over the old one.
+    temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(page, encoding="utf-8")
+        os.replace(temporary, out)
+    finally:
+        temporary.unlink(missing_ok=True)
     return out

@@ -8,6 +8,7 @@ The schemas are explicit so that an empty table still has the right column types
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -21,7 +22,8 @@ import polars as pl
 
 from smallpipe import _smallpipe
 from smallpipe._smallpipe import SimulationError
-from smallpipe.scenario import Scenario
+from smallpipe.provenance import run_provenance
+from smallpipe.scenario import Scenario, check_simulable
 from smallpipe.streaming import STREAMED_TABLES, FlowStream, scan
 
 __all__ = [
@@ -306,14 +308,18 @@ class Result:
         for table in _TABLES:
             if self.stream_dir is not None and table in STREAMED_TABLES:
                 continue  # its parts are on disk already
-            getattr(self, table).write_parquet(directory / f"{table}.parquet")
+            _replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
         for table in _TRACE_TABLES:
             if not getattr(self, table).is_empty():
-                getattr(self, table).write_parquet(directory / f"{table}.parquet")
+                _replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
         if self.pcap is not None:
-            (directory / PCAP_FILE).write_bytes(self.pcap)
-        (directory / "meta.json").write_text(json.dumps(self.meta, indent=2) + "\n")
-        (directory / "scenario.json").write_text(json.dumps(self.scenario.to_dict(), indent=2) + "\n")
+            pcap = self.pcap
+            _replace_atomically(directory / PCAP_FILE, lambda path: path.write_bytes(pcap))
+        scenario = self.scenario.to_dict()
+        _replace_atomically(directory / "scenario.json", _text(json.dumps(scenario, indent=2) + "\n"))
+        # meta.json last: a folder without it is one whose write did not finish.
+        meta = {**self.meta, "provenance": self.meta.get("provenance") or run_provenance(), "scenario": scenario}
+        _replace_atomically(directory / "meta.json", _text(json.dumps(meta, indent=2) + "\n"))
         return directory
 
     @classmethod
@@ -325,11 +331,32 @@ class Result:
         for table, schema in _TRACE_TABLES.items():
             frames[table] = _read_table(directory / f"{table}.parquet", schema)
         pcap_path = directory / PCAP_FILE
+        if not (directory / "meta.json").is_file():
+            raise FileNotFoundError(
+                f"{directory} holds no meta.json: not a run folder, or one whose write did not finish "
+                "(meta.json is written last)"
+            )
         meta = json.loads((directory / "meta.json").read_text())
+        meta.pop("scenario", None)  # scenario.json has it, and it is `scenario` below
         scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
         pcap = pcap_path.read_bytes() if pcap_path.is_file() else None
         stream_dir = directory if "streamed" in meta else None
         return cls(**frames, meta=meta, scenario=scenario, pcap=pcap, stream_dir=stream_dir)
+
+
+def _replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` into a temporary name beside ``path``, then rename it over ``path``: a
+    failed write (a full disk) leaves the old file or none, never a truncated one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _text(text: str) -> Callable[[Path], object]:
+    return lambda path: path.write_text(text)
 
 
 def _read_table(path: Path, schema: pl.Schema) -> pl.DataFrame:
@@ -366,6 +393,21 @@ def with_active_overrides(scenario: Scenario) -> Scenario:
     (the simulator, the testbed) runs."""
     overrides = _OVERRIDES.get()
     return scenario.with_overrides(overrides) if overrides else scenario
+
+
+_KEEP: ContextVar[Callable[[Result], None] | None] = ContextVar("smallpipe_keep", default=None)
+
+
+@contextmanager
+def keeping_results(keep: Callable[[Result], None]) -> Iterator[None]:
+    """Within the block, every :func:`simulate` in this process hands its result to ``keep``
+    as it ends (an interrupted one too, flagged partial): `smallpipe reproduce` keeps what
+    was measured when Ctrl-C stops a figure before it has written its table."""
+    token = _KEEP.set(keep)
+    try:
+        yield
+    finally:
+        _KEEP.reset(token)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -422,12 +464,17 @@ def simulate(
     elif not isinstance(scenario, Scenario):
         scenario = Scenario.from_toml(scenario)
     scenario = with_active_overrides(scenario)
+    check_simulable(scenario)
     start = _PROGRESS.get()
     stream = None
     if stream_dir is not None and scenario.to_dict().get("output"):
         stream = FlowStream(Path(stream_dir), _TABLES)
     native = _smallpipe.simulate(scenario.to_json(), progress=start(scenario) if start else None, on_rows=stream)
     result = Result.from_native(native, scenario)
+    result.meta["provenance"] = run_provenance()
+    traced = (scenario.to_dict().get("trace") or {}).get("flows") or []
+    if never_opened := sorted(c for c in traced if c >= result.meta["flows_opened"]):
+        result.meta["trace_flows_never_opened"] = never_opened  # said, not left to an empty table
     if stream is not None:
         stream({table: native[table] for table in STREAMED_TABLES})  # the rows still held: the last part
         result.meta["streamed"] = {"parts": stream.parts, **stream.summary.to_dict()}
@@ -439,6 +486,8 @@ def simulate(
             progress=pl.DataFrame(schema=_TABLES["progress"]),
             stream_dir=stream.directory,
         )
+    if (keep := _KEEP.get()) is not None:
+        keep(result)
     if result.meta["partial"]:
         raise Interrupted(result)
     return result
