@@ -31,11 +31,13 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import sys
 import time
 import tomllib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -441,6 +443,15 @@ def run_sweep(
     try:
         # In this process, one at a time: on request, and always on the testbed, whose runs
         # are real time and need quiet cores.
+        if runner is None and workers != 0 and grid.runtime != "testbed" and called_at_script_top_level():
+            warnings.warn(
+                "running the points in this process, one at a time: called at a script's top level, worker "
+                "processes would run the script again (they are spawned). For parallel runs, put the call "
+                "under `if __name__ == \"__main__\":`",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            workers = 0
         if grid.runtime == "testbed" or (runner is None and workers == 0):
             for point in todo:
                 record([run_point(point.point_id, point.scenario.to_json(), str(root), grid.runtime,
@@ -525,6 +536,30 @@ def _run_in_pool(
             raise
         executor.shutdown(wait=broken is None, cancel_futures=True)
         barren_breaks = barren_breaks + 1 if broken is not None and finished_here == 0 else 0
+
+
+def called_at_script_top_level() -> bool:
+    """Whether a script's top-level code (``__main__``, run as a file), outside an
+    ``if __name__ == "__main__":`` block, is on the call stack: a spawned worker imports
+    that file again, and would run the sweep again itself."""
+    import ast
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path:
+        return False  # interactive or ``python -c``: nothing re-runs the calling code
+    frame: Any = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    guards = [node for node in tree.body
+              if isinstance(node, ast.If) and {"__name__", "__main__"} <= set(re.findall(r"\w+", ast.unparse(node.test)))]
+    return not any(node.lineno <= frame.f_lineno <= (node.end_lineno or node.lineno) for node in guards)
 
 
 PR_SET_PDEATHSIG = 1

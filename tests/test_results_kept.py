@@ -1,0 +1,349 @@
+"""Nothing lost, nothing silent (issue 39): a run records what it simulated and where it
+came from, never replaces a result without --force, checks that it can write before it
+simulates, keeps its work when a write fails, and says when its output was cut short."""
+
+import errno
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+pytest.importorskip("smallpipe._smallpipe", reason="native module not built (run `maturin develop`)")
+
+import smallpipe
+from smallpipe import Result, Scenario, simulate
+from smallpipe.cli import app
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+DUMBBELL = str(EXAMPLES / "dumbbell.toml")
+SHORT = ["--set", "duration_s=2", "--set", "slice_s=1", "--set", "flows.0.count=5"]
+runner = CliRunner()
+
+
+def invoke(args):
+    result = runner.invoke(app, args)
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def test_a_red_run_records_the_link_it_ran_on(tmp_path):
+    # The dumbbell is 1 Mbit/s with a 1 ms delay; RED's defaults are 10 Mbit/s and 10 ms.
+    out = tmp_path / "red"
+    result = invoke(["run", DUMBBELL, "--set", "link.queue.kind=red", *SHORT, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    queue = json.loads((out / "scenario.json").read_text())["link"]["queue"]
+    assert (queue["link_rate_bps"], queue["link_delay_ns"]) == (1_000_000, 1_000_000)
+    shown = " ".join(result.output.split())
+    assert "link_rate_bps 1000000," in shown and "link_delay_ns 1000000" in shown
+    assert "10000000" not in shown
+
+
+def test_meta_json_records_version_commit_command_host_kernel_and_scenario(tmp_path):
+    out = tmp_path / "run"
+    assert invoke(["run", DUMBBELL, *SHORT, "--out", str(out)]).exit_code == 0
+    meta = json.loads((out / "meta.json").read_text())
+    origin = meta["provenance"]
+    assert origin["version"] == smallpipe.__version__
+    assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?|unknown", origin["commit"])
+    assert {"command_line", "host", "kernel", "python"} <= set(origin)
+    assert meta["scenario"] == json.loads((out / "scenario.json").read_text())
+    assert meta["scenario"]["duration_s"] == 2.0 and meta["scenario"]["flows"][0]["count"] == 5
+    back = Result.read(out)
+    assert "scenario" not in back.meta and back.meta["provenance"] == origin
+
+
+_KINDS = ["droptail", "red", "sfq", "fq_codel", "taq", "rio"]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from(_KINDS),
+    count=st.integers(1, 12),
+    rate_bps=st.integers(200, 5_000).map(lambda k: k * 1000),
+    delay_ms=st.floats(0.5, 20.0),
+    seed=st.integers(0, 2**32),
+    duration_s=st.floats(0.5, 3.0),
+)
+def test_what_meta_json_records_re_simulates_to_the_same_results(
+    tmp_path_factory, kind, count, rate_bps, delay_ms, seed, duration_s
+):
+    out = tmp_path_factory.mktemp("prop") / "run"
+    args = ["run", DUMBBELL, "--out", str(out), "--seed", str(seed), "--set", f"link.queue.kind={kind}",
+            "--set", f"flows.0.count={count}", "--set", f"link.rate_bps={rate_bps}",
+            "--set", f"link.delay_ms={delay_ms!r}", "--set", f"duration_s={duration_s!r}",
+            "--set", f"slice_s={duration_s!r}"]
+    assert invoke(args).exit_code == 0
+    recorded = json.loads((out / "meta.json").read_text())["scenario"]
+    again = simulate(Scenario.from_dict(recorded))
+    first = Result.read(out)
+    for table in ("flows", "slices", "links"):
+        assert getattr(again, table).equals(getattr(first, table)), table
+
+
+def test_testbed_never_replaces_an_earlier_result_without_force(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    earlier = tmp_path / "results" / "dumbbell-testbed"
+    earlier.mkdir(parents=True)
+    (earlier / "meta.json").write_text("{}")
+    result = invoke(["testbed", DUMBBELL, "--set", "duration_s=20"])
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert "results/dumbbell-testbed holds files already" in message and "--force" in message
+    assert (earlier / "meta.json").read_text() == "{}"
+
+
+def test_an_unwritable_out_is_refused_before_simulating(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr("smallpipe.cli.simulate", lambda *a, **k: calls.append(a))
+    result = invoke(["run", DUMBBELL, "--out", "/proc/x"])
+    assert result.exit_code == 2
+    assert "--out /proc/x is not writable" in " ".join(result.output.split())
+    assert calls == [], "refused before simulating"
+
+
+def test_a_full_disk_keeps_the_run_in_a_named_folder(tmp_path, monkeypatch):
+    out = tmp_path / "full"
+    real = pl.DataFrame.write_parquet
+
+    def full_disk(frame, path, *args, **kwargs):
+        if Path(path).parent == out:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(frame, path, *args, **kwargs)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full_disk)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "rescue"))
+    (tmp_path / "rescue").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    result = invoke(["run", DUMBBELL, *SHORT, "--out", str(out)])
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert f"writing {out} failed (No space left on device)" in message
+    (kept,) = re.findall(r"kept in (\S+)", message)
+    rescued = Result.read(kept)
+    assert rescued.flows.height == 5 and rescued.meta["seed"] == 1
+    # Nothing half-written is left to be mistaken for a run: no 0-byte table, no meta.json.
+    assert not list(out.glob("*.parquet")) and not (out / "meta.json").exists()
+    with pytest.raises(FileNotFoundError, match="holds no meta.json"):
+        Result.read(out)
+
+
+def test_a_pcap_cut_at_its_cap_and_flows_never_opened_are_said(tmp_path):
+    out = tmp_path / "cut"
+    result = invoke(["run", DUMBBELL, *SHORT, "--pcap", "--set", "trace.max_pcap_bytes=2000",
+                     "--trace-flows", "1,5000", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "the pcap stopped at trace.max_pcap_bytes = 2000 bytes" in said
+    assert "traced connections [5000] were never opened (the run opened 5" in said
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["trace_truncated"] == ["pcap"] and meta["trace_flows_never_opened"] == [5000]
+    assert (out / "bottleneck.pcap").stat().st_size <= 2000
+
+
+# --- reproduce: variants by name, no silent replacing, Ctrl-C keeps the runs ---------------
+
+SMALL = {"duration_s": 2.0, "slice_s": 1.0, "link": {"rate_bps": 1_000_000},
+         "flows": [{"count": 3, "app": "bulk", "rtt_ms": 100.0}]}
+
+
+def _fake_figure(monkeypatch, reproduce):
+    from types import SimpleNamespace
+
+    from smallpipe import experiments
+
+    monkeypatch.setitem(experiments.REPRODUCTIONS, "fake-fig", SimpleNamespace(reproduce=reproduce))
+
+
+def test_reproduce_names_a_variant_by_its_overrides_and_never_replaces_unasked(tmp_path, monkeypatch):
+    def reproduce(out, *, quick, seed):
+        result = simulate({**SMALL, "seed": seed})
+        table = pl.DataFrame({"flows": [result.flows.height], "rate": [result.scenario["link"]["rate_bps"]]})
+        table.write_csv(out / "fake-fig.csv")
+        return table
+
+    _fake_figure(monkeypatch, reproduce)
+    monkeypatch.chdir(tmp_path)
+    assert invoke(["reproduce", "fake-fig"]).exit_code == 0
+    variant = invoke(["reproduce", "fake-fig", "--set", "link.rate_bps=2e6"])
+    assert variant.exit_code == 0, variant.output
+    base, varied = (pl.read_csv(tmp_path / "results/reproductions" / d / "fake-fig.csv")
+                    for d in ("", "variants/link.rate_bps=2000000.0"))
+    assert (base["rate"][0], varied["rate"][0]) == (1_000_000, 2_000_000)
+    again = invoke(["reproduce", "fake-fig"])
+    assert again.exit_code == 2
+    assert "holds fake-fig's results already (fake-fig.csv); pass --force" in " ".join(again.output.split())
+    assert invoke(["reproduce", "fake-fig", "--force"]).exit_code == 0
+    assert not list((tmp_path / "results/reproductions").glob(".fake-fig-*")), "no staging folder left"
+
+
+def test_ctrl_c_in_reproduce_keeps_the_runs_measured_marked_partial(tmp_path, monkeypatch):
+    import os
+    import signal
+    import threading
+
+    first_done = threading.Event()
+
+    def interrupt_during_the_second_run():
+        first_done.wait(60)
+        threading.Event().wait(0.5)  # well inside the long second run
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def reproduce(out, *, quick, seed):
+        simulate({**SMALL, "seed": seed})
+        first_done.set()
+        simulate({**SMALL, "duration_s": 100_000.0, "slice_s": 100.0, "seed": seed,
+                  "flows": [{"count": 50, "app": "bulk", "rtt_ms": 100.0}]})
+        raise AssertionError("the second run should have been interrupted")
+
+    _fake_figure(monkeypatch, reproduce)
+    threading.Thread(target=interrupt_during_the_second_run, daemon=True).start()
+    result = invoke(["reproduce", "fake-fig", "--out", str(tmp_path)])
+    assert result.exit_code == 130, result.output
+    (kept,) = tmp_path.glob("fake-fig-partial-*")
+    assert f"kept in {kept}" in " ".join(result.output.split())
+    meta = json.loads((kept / "meta.json").read_text())
+    assert meta["partial"] is True and meta["figure"] == "fake-fig" and meta["runs"] == 2
+    runs = pl.read_parquet(kept / "runs.parquet")
+    assert runs["partial"].to_list() == [False, True]
+    flows = pl.read_parquet(kept / "flows.parquet")
+    assert flows.group_by("run").len().sort("run")["len"].to_list() == [3, 50]
+    stopped = json.loads(runs["meta_json"][1])
+    assert 0 < stopped["stopped_at_ns"] < 100_000e9
+    assert not list(tmp_path.glob(".fake-fig-*")) and not (tmp_path / "fake-fig.csv").exists()
+
+
+# --- compare, report ------------------------------------------------------------------------
+
+
+def test_compare_refuses_rcp_with_tcp_senders(tmp_path):
+    result = invoke(["compare", DUMBBELL, "--queue", "droptail,rcp", "--seeds", "2", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert '--queue rcp needs RCP senders (transport = "rcp")' in said and "'tcp'" in said
+
+
+def test_compare_point_ids_change_with_the_version(monkeypatch):
+    from smallpipe import compare
+
+    base = Scenario.from_toml(DUMBBELL)
+    now = compare.plan_comparison(base, ["droptail"], 2).grid.points
+    monkeypatch.setattr(compare, "__version__", "99.0.0")
+    upgraded = compare.plan_comparison(base, ["droptail"], 2).grid.points
+    assert {p.point_id for p in now}.isdisjoint(p.point_id for p in upgraded)
+
+
+def test_compare_never_replaces_another_comparisons_table(tmp_path):
+    out = tmp_path / "cmp"
+    out.mkdir()
+    (out / "compare.json").write_text(json.dumps({"queue": ["red"], "version": "0.0.1"}))
+    result = invoke(["compare", DUMBBELL, "--queue", "droptail,sfq", "--seeds", "2", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "holds another comparison (made by smallpipe 0.0.1); pass --force" in " ".join(result.output.split())
+
+
+@pytest.fixture(scope="module")
+def sweep_db(tmp_path_factory):
+    from smallpipe.compare import plan_comparison, run_compare
+
+    out = tmp_path_factory.mktemp("db")
+    plan = plan_comparison(Scenario.from_dict({**SMALL, "seed": 1}), ["droptail"], 2)
+    run_compare(plan, out, workers=0)
+    return out / "compare.duckdb"
+
+
+def test_report_refuses_a_directory_an_existing_file_and_a_truncated_database(tmp_path, sweep_db):
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    said = " ".join(invoke(["report", str(sweep_db), "--out", str(folder)]).output.split())
+    assert f"--out {folder} is a directory; expected the path of an HTML file" in said
+    page = tmp_path / "r.html"
+    assert invoke(["report", str(sweep_db), "--out", str(page)]).exit_code == 0
+    again = invoke(["report", str(sweep_db), "--out", str(page)])
+    assert again.exit_code == 2 and "exists (an earlier report?); pass --force" in " ".join(again.output.split())
+    assert invoke(["report", str(sweep_db), "--out", str(page), "--force"]).exit_code == 0
+    cut = tmp_path / "cut.duckdb"
+    data = sweep_db.read_bytes()
+    cut.write_bytes(data[: len(data) // 3])
+    result = invoke(["report", str(cut), "--out", str(tmp_path / "c.html")])
+    assert result.exit_code == 2
+    assert f"DB {cut} cannot be read" in " ".join(result.output.split())
+
+
+# --- settings the simulator would ignore ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sets", "words"),
+    [
+        (["link.queue.kind=red", "link.queue.ecn=true"], ["link.queue.ecn: true", "has no ECN yet"]),
+        (["link.queue.kind=class_isolation"], ["link.queue.classify", "nothing marked", "long class"]),
+    ],
+)
+def test_settings_the_simulator_would_ignore_are_refused(tmp_path, sets, words):
+    args = ["run", DUMBBELL, "--out", str(tmp_path / "o")]
+    for assignment in sets:
+        args += ["--set", assignment]
+    result = invoke(args)
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert all(word in said for word in words), said
+    assert not (tmp_path / "o").exists(), "refused before the folder was made"
+
+
+def test_fq_codel_keeps_its_default_ecn_and_a_marked_isolation_runs():
+    simulate({**SMALL, "link": {"rate_bps": 1_000_000, "queue": {"kind": "fq_codel"}}})
+    simulate(Scenario.from_toml(EXAMPLES / "isolation.toml").with_overrides({"duration_s": 1.0, "slice_s": 1.0}))
+
+
+# --- the Python API takes what the CLI takes ---------------------------------------------------
+
+
+def test_plan_comparison_takes_a_count_or_a_list_and_a_dict():
+    from smallpipe.compare import CompareError, plan_comparison
+
+    by_count = plan_comparison({**SMALL, "seed": 4}, ["droptail", "red"], 3)
+    by_list = plan_comparison(Scenario.from_dict({**SMALL, "seed": 4}), ["droptail", "red"], [4, 5, 6])
+    assert [p.point_id for p in by_count.grid.points] == [p.point_id for p in by_list.grid.points]
+    assert by_count.grid.values["seed"] == [4, 5, 6]
+    with pytest.raises(CompareError, match="seeds = 1 is not allowed"):
+        plan_comparison(SMALL, ["droptail"], 1)
+
+
+def test_estimate_memory_takes_a_scenario_or_a_dict():
+    from smallpipe.guard import estimate_memory
+
+    scenario = Scenario.from_toml(DUMBBELL)
+    assert estimate_memory(scenario) == estimate_memory(scenario.to_dict())
+
+
+def test_run_compare_at_a_scripts_top_level_runs_and_says_how_to_run_in_parallel(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from smallpipe.compare import plan_comparison, run_compare\n"
+        f"plan = plan_comparison({SMALL!r}, ['droptail', 'red'], 2)\n"
+        f"comparison = run_compare(plan, {str(tmp_path / 'out')!r}, workers=2)\n"
+        "print('runs', comparison.outcome.ok)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "runs 4" in done.stdout
+    assert 'put the call under `if __name__ == "__main__":`' in done.stderr
+    # Under the guard: no warning (the workers run it).
+    guarded = script.read_text().replace("\n", "\n    ").replace("from", "if __name__ == '__main__':\n    from", 1)
+    script.write_text(guarded.replace(str(tmp_path / "out"), str(tmp_path / "out2")))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "runs 4" in done.stdout and "__main__" not in done.stderr
