@@ -337,13 +337,54 @@ def test_run_compare_at_a_scripts_top_level_runs_and_says_how_to_run_in_parallel
         "print('runs', comparison.outcome.ok)\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "runs 4" in done.stdout
     assert 'put the call under `if __name__ == "__main__":`' in done.stderr
     # Under the guard: no warning (the workers run it).
     guarded = script.read_text().replace("\n", "\n    ").replace("from", "if __name__ == '__main__':\n    from", 1)
     script.write_text(guarded.replace(str(tmp_path / "out"), str(tmp_path / "out2")))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "runs 4" in done.stdout and "__main__" not in done.stderr
+
+
+# --- smallpipe plan ------------------------------------------------------------------------------
+
+HUGE = """seed = 1
+duration_s = 1e6
+slice_s = 10.0
+[[flows]]
+count = 100000
+app = "bulk"
+"""
+
+
+def test_set_applies_before_the_memory_guard_and_plan_says_what_it_would_refuse(tmp_path):
+    huge = tmp_path / "huge.toml"
+    huge.write_text(HUGE)
+    refused = invoke(["plan", str(huge), "--json"])
+    assert refused.exit_code == 2
+    said = json.loads(refused.output.splitlines()[0])
+    assert said["refused"].startswith("memory guard: slice_s: 10") and said["pilot"] is None
+    assert said["memory_bytes"] > 1e12  # 1e10 flow-slice rows
+    fits = ["--set", "duration_s=2", "--set", "slice_s=1", "--set", "flows.0.count=10"]
+    assert invoke(["plan", str(huge), *fits]).exit_code == 0
+    run = invoke(["run", str(huge), *fits, "--out", str(tmp_path / "o")])
+    assert run.exit_code == 0, run.output
+    assert json.loads((tmp_path / "o/meta.json").read_text())["scenario"]["flows"][0]["count"] == 10
+
+
+def test_plan_extrapolates_wall_time_and_disk_within_a_factor_of_the_real_run(tmp_path):
+    long = ["--set", "duration_s=2400"]  # about 2 s of wall time here: longer than the 1 s pilot
+    planned = invoke(["plan", DUMBBELL, *long, "--json"])
+    assert planned.exit_code == 0, planned.output
+    plan = json.loads(planned.output)
+    assert plan["refused"] is None and plan["scenario"]["duration_s"] == 2400.0
+    out = tmp_path / "o"
+    assert invoke(["run", DUMBBELL, *long, "--out", str(out)]).exit_code == 0
+    wall_s = json.loads((out / "meta.json").read_text())["wall_seconds"]
+    disk = sum(path.stat().st_size for path in out.glob("*.parquet"))
+    if not plan["pilot"]["finished"]:
+        assert 0.5 < plan["wall_s"] / wall_s < 2.0, (plan, wall_s)
+    assert 0.5 < plan["disk_bytes"] / disk < 2.0, (plan["disk_bytes"], disk)

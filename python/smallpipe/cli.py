@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -169,7 +170,7 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         changes["seed"] = seed
     try:
         with printing_notes():
-            return Scenario.from_toml(scenario_path).with_overrides(changes)
+            return Scenario.from_toml(scenario_path, changes)  # --set first: the file is checked as changed
     except ConfigError as error:
         fail("invalid scenario", f"{scenario_path}: {error}")
     except FileNotFoundError as error:
@@ -322,6 +323,60 @@ def run(
             markup=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+@app.command()
+def plan(
+    scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
+    seed: SeedOption = None,
+    overrides: OverridesOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+) -> None:
+    """Say what `run` would do, before doing it: the scenario as simulated (--set applied
+    first), the estimated memory, wall time and disk, and what would be refused.
+
+    Wall time and disk are extrapolated from a pilot: the run itself, stopped after about
+    a second (the pace of its first seconds; a run that speeds up or slows down later
+    differs). Exit 2 when the run would be refused."""
+    from smallpipe.plan import PILOT_WALL_S, human_bytes, human_seconds, plan_run
+
+    changes = dict(parse_override(assignment) for assignment in overrides or [])
+    if seed is not None:
+        changes["seed"] = seed
+    try:
+        with printing_notes():
+            planned = plan_run(scenario_path, changes)
+    except ConfigError as error:
+        fail("invalid scenario", f"{scenario_path}: {error}")
+    except FileNotFoundError as error:
+        fail("error:", str(error))
+    wall_s, disk_bytes, pilot = planned.wall_s, planned.disk_bytes, planned.pilot
+    if as_json:
+        typer.echo(json.dumps({
+            "scenario": planned.config, "memory_bytes": planned.memory.total_bytes, "wall_s": wall_s,
+            "disk_bytes": disk_bytes, "refused": planned.refusal,
+            "pilot": None if pilot is None else {"simulated_s": pilot.simulated_s, "wall_s": pilot.wall_s,
+                                                 "finished": pilot.finished},
+        }))
+    else:
+        typer.echo(json.dumps(planned.config, indent=2))
+        memory = (f"{human_bytes(planned.memory.total_bytes)} "
+                  f"({planned.memory.units:,} units, {planned.memory.slice_rows:.3g} flow-slice rows)")
+        rows = [("estimated memory", memory)]
+        if pilot is not None and pilot.finished:
+            rows.append(("wall time", f"{human_seconds(pilot.wall_s)} (the whole run, as the pilot)"))
+        elif pilot is not None:
+            pace = f"a pilot simulated {pilot.simulated_s:.3g} of {planned.duration_s:g} s in {pilot.wall_s:.2g} s"
+            rows.append(("wall time", f"about {human_seconds(wall_s or math.inf)} ({pace})"))
+        if disk_bytes is not None:
+            rows.append(("disk", f"about {human_bytes(disk_bytes)} of tables"))
+        rows.append(("refused", planned.refusal or "no"))
+        for name, value in rows:
+            typer.echo(f"{name}: {value}")
+        if pilot is None and planned.refusal is None:
+            typer.echo(f"(no pilot: it runs the scenario for up to {PILOT_WALL_S:g} s)")
+    if planned.refusal is not None:
+        raise typer.Exit(EXIT_CONFIG_ERROR)
 
 
 @app.command()

@@ -24,7 +24,7 @@ from smallpipe.errors import OverrideNote
 from smallpipe.errors import config_error as _config_error
 from smallpipe.guard import check_memory
 
-__all__ = ["Scenario", "apply_overrides", "check_simulable", "validate"]
+__all__ = ["Scenario", "apply_overrides", "check_simulable", "read_toml", "validate"]
 
 _NON_FINITE_STAND_IN = -1e308
 """What a NaN or infinity is validated as (JSON has neither): a finite number below
@@ -253,6 +253,31 @@ def _get_path(config: dict[str, Any], dotted_path: str) -> Any:
     return node
 
 
+def read_toml(path: str | PathLike[str]) -> dict[str, Any]:
+    """A scenario file's table as written (not validated), a replayed log's path made
+    relative to the file; raises as :meth:`Scenario.from_toml`."""
+    path = Path(path)
+    try:
+        with path.open("rb") as file:
+            config = tomllib.load(file)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"scenario file not found: {path}") from None
+    except IsADirectoryError:
+        raise _config_error("<file>", f"{path} (a directory)", "a scenario .toml file") from None
+    except PermissionError:
+        raise _config_error("<file>", f"{path} (not readable)", "a readable scenario .toml file") from None
+    except UnicodeDecodeError as error:
+        where = f"byte 0x{error.object[error.start]:02x} at offset {error.start}"
+        raise _config_error("<file>", f"{path} (not text: {where})", "a UTF-8 TOML file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise _config_error("<file>", f"{path} ({error})", "a valid TOML file") from None
+    # A replayed log's path is relative to the scenario file, not to the working directory.
+    for group in config.get("flows", []):
+        if isinstance(group, dict) and isinstance(group.get("log_path"), str):
+            group["log_path"] = str((path.parent / group["log_path"]).resolve())
+    return config
+
+
 class Scenario:
     """A validated simulation scenario.
 
@@ -276,33 +301,19 @@ class Scenario:
         return cls(**config)
 
     @classmethod
-    def from_toml(cls, path: str | PathLike[str]) -> Scenario:
-        """Read and validate a TOML scenario file.
+    def from_toml(cls, path: str | PathLike[str], overrides: Mapping[str, Any] | None = None) -> Scenario:
+        """Read and validate a TOML scenario file, with ``overrides`` (dotted paths, as
+        :meth:`with_overrides` takes them) applied first: the file is checked as changed,
+        so a run the memory guard refuses can be made to fit (``duration_s``, ``slice_s``).
 
         Raises:
             FileNotFoundError: ``path`` does not exist.
             ConfigError: the file is not valid TOML (``field == "<file>"``, the
                 message gives the line and column) or a field is invalid.
         """
-        path = Path(path)
-        try:
-            with path.open("rb") as file:
-                config = tomllib.load(file)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"scenario file not found: {path}") from None
-        except IsADirectoryError:
-            raise _config_error("<file>", f"{path} (a directory)", "a scenario .toml file") from None
-        except PermissionError:
-            raise _config_error("<file>", f"{path} (not readable)", "a readable scenario .toml file") from None
-        except UnicodeDecodeError as error:
-            where = f"byte 0x{error.object[error.start]:02x} at offset {error.start}"
-            raise _config_error("<file>", f"{path} (not text: {where})", "a UTF-8 TOML file") from None
-        except tomllib.TOMLDecodeError as error:
-            raise _config_error("<file>", f"{path} ({error})", "a valid TOML file") from None
-        # A replayed log's path is relative to the scenario file, not to the working directory.
-        for group in config.get("flows", []):
-            if isinstance(group, dict) and isinstance(group.get("log_path"), str):
-                group["log_path"] = str((path.parent / group["log_path"]).resolve())
+        config = read_toml(path)
+        if overrides:
+            apply_overrides(config, overrides)
         return cls.from_dict(config)
 
     def to_dict(self) -> dict[str, Any]:
