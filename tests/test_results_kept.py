@@ -388,3 +388,26 @@ def test_plan_extrapolates_wall_time_and_disk_within_a_factor_of_the_real_run(tm
     if not plan["pilot"]["finished"]:
         assert 0.5 < plan["wall_s"] / wall_s < 2.0, (plan, wall_s)
     assert 0.5 < plan["disk_bytes"] / disk < 2.0, (plan["disk_bytes"], disk)
+
+
+# --- numbers read one way everywhere ----------------------------------------------------------
+
+
+def test_a_whole_number_written_2e1_is_whole_in_a_file_and_in_set(tmp_path):
+    by_set = Scenario.from_toml(DUMBBELL, {"flows.0.count": 2e1, "link.rate_bps": 2e6})
+    assert by_set["flows"][0]["count"] == 20 and by_set["link"]["rate_bps"] == 2_000_000
+    written = tmp_path / "s.toml"
+    written.write_text('duration_s = 1e1\nseed = 3e0\n[[flows]]\ncount = 2e1\napp = "bulk"\n')
+    from_file = Scenario.from_toml(written)
+    assert (from_file["flows"][0]["count"], from_file["seed"]) == (20, 3)
+    with pytest.raises(smallpipe.ConfigError, match=r"flows\[0\]\.count: 2\.5 is not allowed; expected 1 to 1000000 units"):
+        Scenario.from_toml(DUMBBELL, {"flows.0.count": 2.5})
+
+
+def test_one_range_is_printed_for_count_whatever_the_value():
+    said = set()
+    for bad in (0, -1, 2.5, 2_000_000):
+        with pytest.raises(smallpipe.ConfigError) as caught:
+            Scenario.from_toml(DUMBBELL, {"flows.0.count": bad})
+        said.add(caught.value.allowed)
+    assert said == {"1 to 1000000 units"}

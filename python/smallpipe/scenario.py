@@ -372,8 +372,9 @@ def check_simulable(scenario: Scenario) -> None:
     """Refuse what the simulator would accept and ignore (a run that silently differs from
     what was asked): ECN marking turned on where a discipline has it off by default (the
     simulated TCP has no ECN yet, so nothing is ECN-capable and the queue drops as it
-    would without it), and DSCP class isolation with nothing marked (every packet would be
-    in the long class). The testbed has neither limit (Linux TCP does ECN).
+    would without it), an RCP router with TCP senders (which ignore its rate), and DSCP
+    class isolation with nothing marked (every packet would be in the long class). The
+    testbed has no ECN limit (Linux TCP does ECN).
 
     Raises:
         ConfigError: naming the field, the value and what is allowed.
@@ -386,6 +387,12 @@ def check_simulable(scenario: Scenario) -> None:
                 "false in the simulator: its TCP has no ECN yet (nothing is ECN-capable, so the queue "
                 "would drop as without ECN); the testbed runs ECN with Linux TCP",
             )
+    if config["link"]["queue"]["kind"] == "rcp" and config.get("transport", "tcp") != "rcp":
+        raise _config_error(
+            "link.queue.kind", '"rcp"',
+            'another discipline with TCP senders, or transport = "rcp": TCP ignores the rate an RCP router '
+            "offers, so the queue would only be a FIFO",
+        )
     marks = {group["dscp"] for group in config["flows"] if group.get("dscp") is not None}
     if config["edge"]["mark"] != "none":
         marks.add(config["edge"]["dscp"])
