@@ -240,13 +240,15 @@ def test_compare_point_ids_change_with_the_version(monkeypatch):
     assert {p.point_id for p in now}.isdisjoint(p.point_id for p in upgraded)
 
 
-def test_compare_never_replaces_another_comparisons_table(tmp_path):
+def test_compare_never_replaces_an_older_versions_table(tmp_path):
     out = tmp_path / "cmp"
     out.mkdir()
     (out / "compare.json").write_text(json.dumps({"queue": ["red"], "version": "0.0.1"}))
     result = invoke(["compare", DUMBBELL, "--queue", "droptail,sfq", "--seeds", "2", "--out", str(out)])
     assert result.exit_code == 2
-    assert "holds another comparison (made by smallpipe 0.0.1); pass --force" in " ".join(result.output.split())
+    said = " ".join(result.output.split())
+    assert f"holds a comparison made by smallpipe 0.0.1 (this is {smallpipe.__version__}" in said
+    assert "pass --force" in said
 
 
 @pytest.fixture(scope="module")

@@ -817,17 +817,18 @@ def compare(
     out_dir = out if out is not None else Path("results") / f"compare-{scenario_path.stem}"
     check_output_dir(out_dir)
     check_writable_dir(out_dir)
-    # The same comparison resumes in its folder; another one never replaces its table unasked.
+    # A comparison resumes in its folder, and another one's table there can be made again from
+    # the runs it keeps; not one an older smallpipe made (its runs are not this version's).
     asked = {"scenario": base.to_dict(), "queue": kinds, "seeds": list(range(first_seed, first_seed + seeds)),
              "version": __version__}
     record = out_dir / "compare.json"
     try:
         earlier = json.loads(record.read_text()) if record.exists() else None
     except (OSError, ValueError):
-        earlier = {}
-    if earlier is not None and earlier != asked and not force:
-        what = ("made by smallpipe " + str(earlier.get("version"))) if earlier.get("version") != __version__ else "of other disciplines, seeds or scenario"
-        fail("error:", f"{out_dir} holds another comparison ({what}); pass --force to replace its table, or --out another folder")
+        earlier = {"version": "unknown (compare.json unreadable)"}
+    if earlier is not None and earlier.get("version") != __version__ and not force:
+        fail("error:", f"{out_dir} holds a comparison made by smallpipe {earlier.get('version')} (this is "
+             f"{__version__}, whose runs it would not reuse); pass --force to replace its table, or --out another folder")
     record.write_text(json.dumps(asked, indent=2) + "\n")
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

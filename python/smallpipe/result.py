@@ -233,7 +233,10 @@ class Result:
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
     ``trace_truncated`` (the ``[trace]`` tables that hit their cap: ``flow_series``,
-    ``link_series``, ``events``, ``pcap``) and
+    ``link_series``, ``events``, ``pcap``), ``trace_flows_never_opened`` (``trace.flows``
+    ids past the connections the run opened, when there are any), ``provenance``
+    (``version``, ``commit``, ``command_line``, ``host``, ``kernel``, ``python``; see
+    :func:`smallpipe.provenance.run_provenance`) and
     ``partial``: true when Ctrl-C stopped the run, whose tables then cover only its first
     ``stopped_at_ns`` (also its ``duration_ns``; the scenario keeps the planned duration),
     ``flows_opened`` and ``packets_to_closed_flows`` (packets that reached a host after
@@ -298,10 +301,14 @@ class Result:
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
         ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
-        ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` and ``scenario.json`` (the
-        canonical scenario, from which :meth:`read` rebuilds the :class:`Scenario`); with a
+        ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` (with ``scenario``, the
+        canonical scenario as simulated) and ``scenario.json`` (the same, from which
+        :meth:`read` rebuilds the :class:`Scenario`); with a
         ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet`` and
-        ``events.parquet`` when recorded, and ``bottleneck.pcap``.
+        ``events.parquet`` when recorded, and ``bottleneck.pcap``. Each file is written under
+        a temporary name and renamed, ``meta.json`` last: a write that fails (a full disk)
+        leaves no truncated file, and a folder without ``meta.json`` is one whose write did
+        not finish (:meth:`read` says so). Raises OSError when a write fails.
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)

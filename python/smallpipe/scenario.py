@@ -116,12 +116,13 @@ def validate(config: Mapping[str, Any]) -> dict[str, Any]:
     try:
         canonical: dict[str, Any] = json.loads(_smallpipe.validate_config(_to_json(config)))
     except ConfigError as error:
-        if (clearer := _clearer_error(dict(config), error)) is not None:
-            raise clearer from None
-        field = getattr(error, "field", "")
+        clearer = _clearer_error(dict(config), error)
+        field = getattr(clearer or error, "field", "")
         for path, value in non_finite:
             if path == field or path.startswith((f"{field}[", f"{field}.")):
-                raise _non_finite_error(field, value, getattr(error, "allowed", "a finite number")) from None
+                raise _non_finite_error(field, value, getattr(clearer or error, "allowed", "a finite number")) from None
+        if clearer is not None:
+            raise clearer from None
         if getattr(error, "value", "") == "this value":  # serde could not say which: show it
             shown = json.dumps(_get_path(dict(config), _dotted(field)), default=str)
             raise _config_error(field, shown, getattr(error, "allowed", "")) from None
