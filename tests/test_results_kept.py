@@ -413,3 +413,57 @@ def test_one_range_is_printed_for_count_whatever_the_value():
             Scenario.from_toml(DUMBBELL, {"flows.0.count": bad})
         said.add(caught.value.allowed)
     assert said == {"1 to 1000000 units"}
+
+
+# --- Ctrl-C on the testbed --------------------------------------------------------------------
+
+
+def _testbed_unavailable() -> str | None:
+    from smallpipe.testbed.netns import ip_netns_available
+    from smallpipe.testbed.runner import TestbedError, find_binary
+
+    available, why = ip_netns_available()
+    if not available:
+        return why
+    try:
+        find_binary("smallpipe-box")
+        find_binary("smallpipe-gen")
+    except TestbedError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.skipif(_testbed_unavailable() is not None, reason=_testbed_unavailable() or "")
+def test_ctrl_c_on_the_testbed_keeps_what_was_measured(tmp_path):
+    """A 30 s run of two bulk flows, Ctrl-C (SIGINT to the whole process group, as a terminal
+    sends it) 9 s after the command starts: exit 130 within seconds, the tables cover the time
+    run, and two bulk flows filled the 2 Mbit/s link over it (but never more)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    scenario = tmp_path / "tb.toml"
+    scenario.write_text('duration_s = 30.0\nslice_s = 1.0\n[link]\nrate_bps = 2000000\ndelay_ms = 5.0\n'
+                        '[[flows]]\napp = "bulk"\ncount = 2\nrtt_ms = 60.0\n')
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-c", "from smallpipe.cli import app; app()", "testbed", str(scenario), "--out", str(out)]
+    process = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    time.sleep(9.0)
+    os.killpg(process.pid, signal.SIGINT)
+    interrupted = time.monotonic()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert time.monotonic() - interrupted < 20.0
+    assert "interrupted: the tables cover the first" in stderr
+    meta = json.loads((out / "meta.json").read_text())
+    stopped_s = meta["stopped_at_ns"] / 1e9
+    assert meta["partial"] is True and 1.0 < stopped_s < 9.0 and meta["duration_ns"] == meta["stopped_at_ns"]
+    delivered = pl.read_parquet(out / "flows.parquet")["bytes_delivered"].sum()
+    capacity_bytes = 2_000_000 / 8 * stopped_s
+    assert 0.5 * capacity_bytes < delivered <= capacity_bytes
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert f"sp{process.pid}" not in listing, "the namespaces are removed"

@@ -397,22 +397,38 @@ def testbed(
                           "RACK stays on from Linux 6.17).")
     ] = False,
 ) -> None:
-    """Run a scenario on real Linux TCP in network namespaces through smallpipe-box (root)."""
+    """Run a scenario on real Linux TCP in network namespaces through smallpipe-box (root).
+
+    Never writes into a folder that holds files unless --force. Ctrl-C ends the run early:
+    the tables measured so far are written, flagged partial (meta.json), and the exit code is 130."""
     from smallpipe.testbed import TestbedError, run_testbed
 
     scenario = _load_scenario(scenario_path, seed, overrides)
     out_dir = out if out is not None else Path("results") / f"{scenario_path.stem}-testbed"
     check_output_dir(out_dir)
     out_dir = _claim_output(out_dir, force, lambda: out_dir)
+    interrupted = False
     try:
         with console.status(f"running {scenario_path.name} on the testbed…"):
             result = run_testbed(scenario, congestion_control=cc, rfc=not linux_tcp, out=out_dir / "raw")
+    except Interrupted as stop:
+        result, interrupted = stop.result, True
+    except KeyboardInterrupt:  # before the traffic started: nothing measured yet
+        error_console.print(f"interrupted before the run began; its set-up is in {out_dir / 'raw'}", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except ConfigError as error:
         fail("not runnable on the testbed", f"{scenario_path}: {error}")
     except TestbedError as error:
         show_error("testbed failed:", str(error))
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
     _show_and_write(result, out_dir, f"{scenario_path.stem} (testbed)")
+    if interrupted:
+        error_console.print(
+            f"interrupted: the tables cover the first {result.meta['stopped_at_ns'] / 1e9:.3g} s "
+            "(meta.json: partial = true)",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 @app.command()
