@@ -467,3 +467,37 @@ def test_ctrl_c_on_the_testbed_keeps_what_was_measured(tmp_path):
     assert 0.5 * capacity_bytes < delivered <= capacity_bytes
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert f"sp{process.pid}" not in listing, "the namespaces are removed"
+
+
+def test_a_full_disk_in_reproduce_keeps_the_runs_measured(tmp_path, monkeypatch):
+    def reproduce(out, *, quick, seed):
+        simulate({**SMALL, "seed": seed})
+        raise OSError(errno.ENOSPC, "No space left on device")  # as the figure writes its CSV
+
+    _fake_figure(monkeypatch, reproduce)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "rescue"))
+    (tmp_path / "rescue").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    result = invoke(["reproduce", "fake-fig", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert "fake-fig: writing into" in said and "(No space left on device)" in said
+    (kept,) = re.findall(r"kept in (\S+)", said)
+    assert pl.read_parquet(Path(kept) / "flows.parquet").height == 3
+    assert json.loads((Path(kept) / "meta.json").read_text())["partial"] is True
+
+
+def test_a_skipped_log_line_is_said_in_the_summary(tmp_path):
+    log = tmp_path / "access.log"
+    good = "1700000000.113 767 10.1.0.19 TCP_MISS/200 11542 GET http://e.org/0 - DIRECT/1.2.3.4 text/html\n"
+    log.write_text(good + "this line is not a squid line\n" + good.replace("000.113", "001.113"))
+    scenario = tmp_path / "replay.toml"
+    text = (EXAMPLES / "replay.toml").read_text()
+    scenario.write_text(re.sub(r'log_path = ".*"', 'log_path = "access.log"\nskip_malformed = true', text))
+    out = tmp_path / "o"
+    result = invoke(["run", str(scenario), "--set", "duration_s=5", "--set", "slice_s=1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 malformed log lines skipped (skip_malformed; meta.json skipped_log_lines)" in " ".join(result.output.split())
+    assert json.loads((out / "meta.json").read_text())["skipped_log_lines"] == 1

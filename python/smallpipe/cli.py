@@ -544,6 +544,17 @@ def reproduce(
     except ConfigError as error:
         shutil.rmtree(staging, ignore_errors=True)
         fail("invalid override", f"for {figure}: {error}")
+    except OSError as error:  # the figure's own write failed (a full disk): keep its runs
+        shutil.rmtree(staging, ignore_errors=True)
+        rescued = rescue_folder(f"{figure}-partial")
+        if rescued is not None:
+            try:
+                shutil.rmtree(rescued)
+                measured.write(rescued, {"figure": figure, "quick": quick, "seed": seed, "overrides": changes})
+            except OSError:
+                rescued = None
+        where = f"its {len(measured.runs)} runs are kept in {rescued}" if rescued else "no other folder took its runs"
+        fail("error:", f"{figure}: writing into {out} failed ({error.strerror or error}); {where}")
     except KeyboardInterrupt:
         kept = new_run_directory(out, f"{figure}-partial")
         kept.rmdir()
@@ -726,6 +737,9 @@ def sweep(
             )
     except StoreError as error:
         fail("error:", str(error))
+    except OSError as error:  # a full disk: the points that finished are in the store
+        fail("error:", f"a write failed ({error.strerror or error}); the points that finished are kept in "
+             f"{db_path}: free space and run the same command to resume")
     except BrokenProcessPool as error:
         error_console.print(f"[bold red]sweep stopped:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
@@ -861,6 +875,9 @@ def compare(
     except StoreError as error:
         error_console.print(f"[bold red]error:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except OSError as error:  # a full disk: the runs that finished are in the store
+        fail("error:", f"writing into {out_dir} failed ({error.strerror or error}); the runs that finished are "
+             f"kept in {out_dir / 'compare.duckdb'}: free space and run the same command to finish")
     except BrokenProcessPool as error:
         error_console.print(f"[bold red]compare stopped:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None

@@ -28,6 +28,7 @@ import polars as pl
 from smallpipe import metrics, store
 from smallpipe._smallpipe import __version__
 from smallpipe.result import Result
+from smallpipe.rundir import replace_atomically
 from smallpipe.scenario import Scenario, check_simulable
 from smallpipe.stats import mean_ci
 from smallpipe.sweep import (
@@ -324,9 +325,10 @@ def run_compare(
     names = workload_metrics(plan.base)
     table = summary_table(per_run, names)
     csv = out / "compare.csv"
-    table.write_csv(csv)
+    replace_atomically(csv, table.write_csv)
     name = grid.path.stem
-    png = plot_comparison(curves, plan.base, name, out / "compare.png")
+    png = out / "compare.png"
+    replace_atomically(png, lambda path: plot_comparison(curves, plan.base, name, path))
     return Comparison(name, names, table, curves, outcome, db, csv, png)
 
 
@@ -425,6 +427,6 @@ def plot_comparison(curves: dict[str, list[Curves]], scenario: Scenario, name: s
         axes.legend(fontsize="small")
     seeds = max((len(runs) for runs in curves.values()), default=0)
     figure.suptitle(f"{name}: {', '.join(curves)}, {seeds} seeds (mean, 95% CI band)")
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, format="png")  # path may be a temporary name
     plt.close(figure)
     return path

@@ -21,7 +21,6 @@ import html
 import io
 import json
 import math
-import os
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ import polars as pl
 
 from smallpipe import store
 from smallpipe._smallpipe import __version__
+from smallpipe.rundir import replace_atomically
 from smallpipe.stats import mean_ci
 
 __all__ = ["PLOTTED_METRICS", "TABLE_METRICS", "plot_key", "render_report", "write_report"]
@@ -330,11 +330,5 @@ def write_report(db: str | PathLike[str], out: str | PathLike[str]) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     page = render_report(db)
-    # A temporary name, then a rename: a failed write never leaves half a page over the old one.
-    temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(page, encoding="utf-8")
-        os.replace(temporary, out)
-    finally:
-        temporary.unlink(missing_ok=True)
+    replace_atomically(out, lambda path: path.write_text(page, encoding="utf-8"))
     return out

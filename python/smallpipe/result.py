@@ -8,7 +8,6 @@ The schemas are explicit so that an empty table still has the right column types
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,6 +22,7 @@ import polars as pl
 from smallpipe import _smallpipe
 from smallpipe._smallpipe import SimulationError
 from smallpipe.provenance import run_provenance
+from smallpipe.rundir import replace_atomically
 from smallpipe.scenario import Scenario, check_simulable
 from smallpipe.streaming import STREAMED_TABLES, FlowStream, scan
 
@@ -315,18 +315,18 @@ class Result:
         for table in _TABLES:
             if self.stream_dir is not None and table in STREAMED_TABLES:
                 continue  # its parts are on disk already
-            _replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
+            replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
         for table in _TRACE_TABLES:
             if not getattr(self, table).is_empty():
-                _replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
+                replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
         if self.pcap is not None:
             pcap = self.pcap
-            _replace_atomically(directory / PCAP_FILE, lambda path: path.write_bytes(pcap))
+            replace_atomically(directory / PCAP_FILE, lambda path: path.write_bytes(pcap))
         scenario = self.scenario.to_dict()
-        _replace_atomically(directory / "scenario.json", _text(json.dumps(scenario, indent=2) + "\n"))
+        replace_atomically(directory / "scenario.json", _text(json.dumps(scenario, indent=2) + "\n"))
         # meta.json last: a folder without it is one whose write did not finish.
         meta = {**self.meta, "provenance": self.meta.get("provenance") or run_provenance(), "scenario": scenario}
-        _replace_atomically(directory / "meta.json", _text(json.dumps(meta, indent=2) + "\n"))
+        replace_atomically(directory / "meta.json", _text(json.dumps(meta, indent=2) + "\n"))
         return directory
 
     @classmethod
@@ -349,17 +349,6 @@ class Result:
         pcap = pcap_path.read_bytes() if pcap_path.is_file() else None
         stream_dir = directory if "streamed" in meta else None
         return cls(**frames, meta=meta, scenario=scenario, pcap=pcap, stream_dir=stream_dir)
-
-
-def _replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """``write`` into a temporary name beside ``path``, then rename it over ``path``: a
-    failed write (a full disk) leaves the old file or none, never a truncated one."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _text(text: str) -> Callable[[Path], object]:
