@@ -501,3 +501,36 @@ def test_a_skipped_log_line_is_said_in_the_summary(tmp_path):
     assert result.exit_code == 0, result.output
     assert "1 malformed log lines skipped (skip_malformed; meta.json skipped_log_lines)" in " ".join(result.output.split())
     assert json.loads((out / "meta.json").read_text())["skipped_log_lines"] == 1
+
+
+def _small_tmpfs(path: Path, size: str) -> bool:
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        return False
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_a_really_full_disk_keeps_the_run_in_a_named_folder(tmp_path, monkeypatch):
+    import subprocess
+    import tempfile
+
+    disk = tmp_path / "disk"
+    if not _small_tmpfs(disk, "24k"):
+        pytest.skip("needs root to mount a 24 KiB tmpfs")
+    try:
+        monkeypatch.setenv("TMPDIR", str(tmp_path))
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        result = invoke(["run", DUMBBELL, "--set", "duration_s=20", "--set", "slice_s=1", "--out", str(disk / "o")])
+        assert result.exit_code == 2
+        said = " ".join(result.output.split())
+        assert f"writing {disk / 'o'} failed (No space left on device)" in said
+        (kept,) = re.findall(r"kept in (\S+)", said)
+        assert Result.read(kept).slices.height > 0
+        assert not (disk / "o" / "meta.json").exists() and not list((disk / "o").glob(".*.tmp"))
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

@@ -4,6 +4,7 @@ another's results without being asked to."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -40,10 +41,17 @@ def claim_output_directory(out: Path, *, force: bool) -> Path:
 
 def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """``write`` into a temporary name beside ``path``, then rename it over ``path``: a
-    failed write (a full disk) leaves the old file or none, never a truncated one."""
+    failed write (a full disk) leaves the old file or none, never a truncated one, and
+    raises OSError (also where Polars raised its own error for the OS's)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         write(temporary)
         os.replace(temporary, path)
+    except OSError:
+        raise
+    except Exception as error:  # Polars reports a failed write as its own error, naming the OS's
+        if (code := re.search(r"os error (\d+)", str(error))) is None:
+            raise
+        raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from error
     finally:
         temporary.unlink(missing_ok=True)
