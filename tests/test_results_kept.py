@@ -163,10 +163,19 @@ def _fake_figure(monkeypatch, reproduce):
 
 
 def test_reproduce_names_a_variant_by_its_overrides_and_never_replaces_unasked(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    notes = []
+
     def reproduce(out, *, quick, seed):
         result = simulate({**SMALL, "seed": seed})
         table = pl.DataFrame({"flows": [result.flows.height], "rate": [result.scenario["link"]["rate_bps"]]})
         table.write_csv(out / "fake-fig.csv")
+        figure, axes = plt.subplots()
+        axes.set_title("fake figure")
+        figure.savefig(out / "fake-fig.png")
+        notes.append([text.get_text() for text in figure.texts])
+        plt.close(figure)
         return table
 
     _fake_figure(monkeypatch, reproduce)
@@ -177,9 +186,10 @@ def test_reproduce_names_a_variant_by_its_overrides_and_never_replaces_unasked(t
     base, varied = (pl.read_csv(tmp_path / "results/reproductions" / d / "fake-fig.csv")
                     for d in ("", "variants/link.rate_bps=2000000.0"))
     assert (base["rate"][0], varied["rate"][0]) == (1_000_000, 2_000_000)
+    assert notes == [[], ["variant: link.rate_bps=2000000.0"]], "the variant's plot is marked, the baseline's not"
     again = invoke(["reproduce", "fake-fig"])
     assert again.exit_code == 2
-    assert "holds fake-fig's results already (fake-fig.csv); pass --force" in " ".join(again.output.split())
+    assert "holds fake-fig's results already (fake-fig.csv, fake-fig.png); pass --force" in " ".join(again.output.split())
     assert invoke(["reproduce", "fake-fig", "--force"]).exit_code == 0
     assert not list((tmp_path / "results/reproductions").glob(".fake-fig-*")), "no staging folder left"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -536,8 +537,11 @@ def reproduce(
         shutil.copy2(checkpoint, staging / checkpoint.name)
     measured = MeasuredRuns()
     label = f"reproducing {figure}{' (quick)' if quick else ''}"
+    from smallpipe.plots import stamping_figures
+
+    stamp = stamping_figures(f"variant: {variant_name(changes)}") if changes else contextlib.nullcontext()
     try:
-        with printing_notes(), overriding(changes), keeping_results(measured.add), SimulationProgress(
+        with printing_notes(), overriding(changes), keeping_results(measured.add), stamp, SimulationProgress(
             error_console, label, show_after_s=0.0, count_runs=True
         ) as progress, reporting_progress(progress.start):
             table = REPRODUCTIONS[figure].reproduce(staging, quick=quick, seed=seed)
