@@ -544,3 +544,28 @@ def test_a_really_full_disk_keeps_the_run_in_a_named_folder(tmp_path, monkeypatc
         assert not (disk / "o" / "meta.json").exists() and not list((disk / "o").glob(".*.tmp"))
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+# --- sweeps: a stated size, and progress while checking ------------------------------------
+
+
+def test_a_grid_past_the_stated_size_is_refused_before_any_point_is_checked(tmp_path):
+    grid = tmp_path / "huge.toml"
+    grid.write_text(f'base = "{DUMBBELL}"\n[grid]\nseed = {list(range(1000))}\n'
+                    f'"flows.0.count" = {list(range(1, 101))}\n"link.queue.limit_pkts" = [10, 20]\n')
+    result = invoke(["sweep", str(grid), "--db", str(tmp_path / "s.duckdb")])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert "[grid] is 200,000 points (1000 seed x 100 flows.0.count x 2 link.queue.limit_pkts)" in said
+    assert "expected at most 100,000 points per grid file" in said
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_checking_a_grid_reports_its_progress(tmp_path):
+    from smallpipe.sweep import load_grid
+
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'base = "{DUMBBELL}"\n[grid]\nseed = {list(range(1001))}\n')
+    seen = []
+    assert len(load_grid(grid, on_progress=lambda done, total: seen.append((done, total))).points) == 1001
+    assert seen == [(1000, 1001)]

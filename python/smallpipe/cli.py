@@ -655,11 +655,22 @@ def sweep(
             "[bold red]error:[/] --workers 0 (run in this process) is not allowed with --backend ray; expected at least 1"
         )
         raise typer.Exit(EXIT_CONFIG_ERROR)
+    checked_at = [time.monotonic()]
+
+    def planning(checked: int, total: int) -> None:  # a large grid takes a while to check
+        if time.monotonic() - checked_at[0] >= PLAIN_EVERY_S:
+            checked_at[0] = time.monotonic()
+            error_console.print(f"sweep {grid_path.name}: checked {checked:,} of {total:,} points", markup=False,
+                                highlight=False)
+
     try:
         with printing_notes():
-            grid = load_grid(grid_path)
+            grid = load_grid(grid_path, on_progress=planning)
     except (GridError, FileNotFoundError) as error:
         fail("invalid grid:", str(error))
+    except KeyboardInterrupt:
+        error_console.print(f"interrupted while checking the grid of {grid_path.name}: nothing ran", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if grid.runtime == "testbed":
         if backend is SweepBackend.ray:
             fail("error:", f"{grid_path}: runtime = \"testbed\" is not allowed with --backend ray; "

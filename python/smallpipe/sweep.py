@@ -143,14 +143,25 @@ def _describe(overrides: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f"{key} = {json.dumps(value)}" for key, value in overrides.items()) + "}"
 
 
-def load_grid(path: str | PathLike[str]) -> Grid:
-    """Read a grid file, expand the product and validate every point's scenario.
+MAX_GRID_POINTS = 100_000
+"""The most points one grid file expands to: every point is validated and held before the
+first one runs, about 1.1 ms and 10 kB each on this 2-core machine (2000 points: 2.2 s),
+so 100 000 take about two minutes and a GB; a larger sweep is several grid files."""
+
+PLANNING_EVERY_POINTS = 1000
+"""How often :func:`load_grid` reports its progress."""
+
+
+def load_grid(path: str | PathLike[str], on_progress: Callable[[int, int], None] | None = None) -> Grid:
+    """Read a grid file, expand the product and validate every point's scenario, calling
+    ``on_progress(checked, total)`` every 1000 points.
 
     Raises:
         FileNotFoundError: the grid file or its base scenario file does not exist.
         GridError: bad TOML, no or two bases, a grid value that is not a non-empty list
-            of distinct values, or a point whose scenario is invalid (the message gives
-            the point's overrides and the core's field error).
+            of distinct values, more than :data:`MAX_GRID_POINTS` points, or a point whose
+            scenario is invalid (the message gives the point's overrides and the core's
+            field error).
     """
     path = Path(path)
     try:
@@ -213,9 +224,19 @@ def load_grid(path: str | PathLike[str]) -> Grid:
             raise GridError(f"grid.{key} lists {', '.join(duplicates)} more than once")
         values[key] = listed
 
+    total = math.prod(len(listed) for listed in values.values())
+    if total > MAX_GRID_POINTS:
+        sizes = " x ".join(f"{len(listed)} {key}" for key, listed in values.items())
+        raise GridError(
+            f"{path}: [grid] is {total:,} points ({sizes}), which is not allowed; expected at most "
+            f"{MAX_GRID_POINTS:,} points per grid file (each is checked and held before the first runs, "
+            "about 1 ms and 10 kB): split the sweep into several grid files"
+        )
     points: list[Point] = []
     seen: dict[str, dict[str, Any]] = {}
     for combination in itertools.product(*values.values()):
+        if on_progress is not None and points and len(points) % PLANNING_EVERY_POINTS == 0:
+            on_progress(len(points), total)
         overrides = dict(zip(values, combination, strict=True))
         config = copy.deepcopy(base)
         try:
