@@ -176,7 +176,9 @@ def test_reproduce_quick_writes_beside_not_over_the_full_run(tmp_path, monkeypat
     for args in (["reproduce", "fake-fig"], ["reproduce", "fake-fig", "--quick"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
-    assert written == [Path("results/reproductions"), Path("results/reproductions/quick")]
+    # Each writes into a folder of its own there, moved into place once the table is complete.
+    assert [out.parent for out in written] == [Path("results/reproductions"), Path("results/reproductions/quick")]
+    assert not any(out.exists() for out in written)
     assert pl.read_csv(tmp_path / "results/reproductions/fig.csv")["quick"].to_list() == [False]
     assert pl.read_csv(tmp_path / "results/reproductions/quick/fig.csv")["quick"].to_list() == [True]
 

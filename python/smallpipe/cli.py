@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
+import re
+import shutil
+import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,22 +27,26 @@ from smallpipe.errors import (
     EXIT_USER_ERROR,
     check_database,
     check_output_dir,
+    check_writable_dir,
     fail,
     printing_notes,
+    rescue_folder,
     show_error,
 )
+from smallpipe.measured import MeasuredRuns
 from smallpipe.presets import bench_dumbbell
 from smallpipe.progress import PLAIN_EVERY_S, SimulationProgress, eta_s
 from smallpipe.result import (
     Interrupted,
     Result,
+    keeping_results,
     overriding,
     reporting_progress,
     simulate,
 )
 from smallpipe.rundir import OutputExists, claim_output_directory, new_run_directory
-from smallpipe.scenario import Scenario
-from smallpipe.summary import setup_rows, workload_rows
+from smallpipe.scenario import Scenario, check_simulable
+from smallpipe.summary import cut_short_notes, setup_rows, workload_rows
 
 __all__ = ["app"]
 
@@ -161,7 +171,7 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
         changes["seed"] = seed
     try:
         with printing_notes():
-            return Scenario.from_toml(scenario_path).with_overrides(changes)
+            return Scenario.from_toml(scenario_path, changes)  # --set first: the file is checked as changed
     except ConfigError as error:
         fail("invalid scenario", f"{scenario_path}: {error}")
     except FileNotFoundError as error:
@@ -199,13 +209,46 @@ def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     (titled ``name``, the scenario). An interrupted run gets no plot: drawing takes
     longer than writing the tables, and Ctrl-C asked to stop now."""
     print_unwrapped(summary_table(result))
-    result.write(out_dir)
-    if not result.meta.get("partial") and result.stream_dir is None:  # run.png would read every row
-        # Imported here: matplotlib takes a second to load, which an interrupted run skips.
-        from smallpipe.plots import plot_run
+    for note in cut_short_notes(result):
+        error_console.print(f"note: {note}", markup=False)
+    try:
+        result.write(out_dir)
+        if not result.meta.get("partial") and result.stream_dir is None:  # run.png would read every row
+            # Imported here: matplotlib takes a second to load, which an interrupted run skips.
+            from smallpipe.plots import plot_run
 
-        plot_run(result, out_dir / "run.png", name=name)
+            plot_run(result, out_dir / "run.png", name=name)
+    except OSError as error:  # a full disk, a folder gone: keep the work elsewhere
+        rescued = rescue_folder(out_dir.name)
+        if rescued is not None:
+            try:
+                result.write(rescued)
+            except OSError:
+                rescued = None
+        kept = f"the results are kept in {rescued}" if rescued else "no other folder took them: they are lost"
+        fail("error:", f"writing {out_dir} failed ({error.strerror or error}); {kept}")
     console.print(f"results written to [bold]{out_dir}[/]")
+
+
+def variant_name(changes: dict[str, Any]) -> str:
+    """A folder name for a variant: its overrides, ``tcp.overhead_max_ms=0,seed=2``, with
+    characters a file name cannot hold replaced."""
+    text = ",".join(f"{key}={json.dumps(value) if not isinstance(value, str) else value}"
+                    for key, value in sorted(changes.items()))
+    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)[:200]
+
+
+def _claim_output(out: Path | None, force: bool, default: Callable[[], Path]) -> Path:
+    """The folder a command writes to (``out``, else ``default()``), checked before any work:
+    it must be empty unless ``force``, and writable."""
+    try:
+        out_dir = claim_output_directory(out, force=force) if out is not None else default()
+    except OutputExists as error:
+        fail("error:", str(error))
+    except OSError as error:
+        fail("error:", f"cannot create the results folder ({error}); pass --out a writable directory")
+    check_writable_dir(out_dir, "--out")
+    return out_dir
 
 
 SeedOption = Annotated[int | None, typer.Option(help="Override the scenario's seed.")]
@@ -255,15 +298,11 @@ def run(
         check_output_dir(out)
     trace = _trace_overrides(trace_flows, trace_links, trace_interval, events, pcap)
     scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace])
-    try:  # before simulating: a refused directory must not cost the run
-        out_dir = (
-            claim_output_directory(out, force=force)
-            if out is not None
-            else new_run_directory(Path("results"), scenario_path.stem)
-        )
-    except OutputExists as error:
-        error_console.print(f"error: {error}", markup=False)
-        raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    try:  # what the simulator would ignore, refused before the folder is made
+        check_simulable(scenario)
+    except ConfigError as error:
+        fail("invalid scenario", f"{scenario_path}: {error}")
+    out_dir = _claim_output(out, force, lambda: new_run_directory(Path("results"), scenario_path.stem))
     interrupted = False
     try:
         with SimulationProgress(error_console, f"simulating {scenario_path.name}") as progress, reporting_progress(
@@ -288,11 +327,66 @@ def run(
 
 
 @app.command()
+def plan(
+    scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
+    seed: SeedOption = None,
+    overrides: OverridesOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+) -> None:
+    """Say what `run` would do, before doing it: the scenario as simulated (--set applied
+    first), the estimated memory, wall time and disk, and what would be refused.
+
+    Wall time and disk are extrapolated from a pilot: the run itself, stopped after about
+    a second (the pace of its first seconds; a run that speeds up or slows down later
+    differs). Exit 2 when the run would be refused."""
+    from smallpipe.plan import PILOT_WALL_S, human_bytes, human_seconds, plan_run
+
+    changes = dict(parse_override(assignment) for assignment in overrides or [])
+    if seed is not None:
+        changes["seed"] = seed
+    try:
+        with printing_notes():
+            planned = plan_run(scenario_path, changes)
+    except ConfigError as error:
+        fail("invalid scenario", f"{scenario_path}: {error}")
+    except FileNotFoundError as error:
+        fail("error:", str(error))
+    wall_s, disk_bytes, pilot = planned.wall_s, planned.disk_bytes, planned.pilot
+    if as_json:
+        typer.echo(json.dumps({
+            "scenario": planned.config, "memory_bytes": planned.memory.total_bytes, "wall_s": wall_s,
+            "disk_bytes": disk_bytes, "refused": planned.refusal,
+            "pilot": None if pilot is None else {"simulated_s": pilot.simulated_s, "wall_s": pilot.wall_s,
+                                                 "finished": pilot.finished},
+        }))
+    else:
+        typer.echo(json.dumps(planned.config, indent=2))
+        memory = (f"{human_bytes(planned.memory.total_bytes)} "
+                  f"({planned.memory.units:,} units, {planned.memory.slice_rows:.3g} flow-slice rows)")
+        rows = [("estimated memory", memory)]
+        if pilot is not None and pilot.finished:
+            rows.append(("wall time", f"{human_seconds(pilot.wall_s)} (the whole run, as the pilot)"))
+        elif pilot is not None:
+            pace = f"a pilot simulated {pilot.simulated_s:.3g} of {planned.duration_s:g} s in {pilot.wall_s:.2g} s"
+            rows.append(("wall time", f"about {human_seconds(wall_s or math.inf)} ({pace})"))
+        if disk_bytes is not None:
+            rows.append(("disk", f"about {human_bytes(disk_bytes)} of tables"))
+        rows.append(("refused", planned.refusal or "no"))
+        for name, value in rows:
+            typer.echo(f"{name}: {value}")
+        if pilot is None and planned.refusal is None:
+            typer.echo(f"(no pilot: it runs the scenario for up to {PILOT_WALL_S:g} s)")
+    if planned.refusal is not None:
+        raise typer.Exit(EXIT_CONFIG_ERROR)
+
+
+@app.command()
 def testbed(
     scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
     out: Annotated[
         Path | None, typer.Option(help="Output directory [default: results/<scenario stem>-testbed/].")
     ] = None,
+    force: Annotated[bool, typer.Option(help="Write into the output directory even if it holds files already.")] = False,
     seed: SeedOption = None,
     overrides: OverridesOption = None,
     cc: Annotated[
@@ -304,21 +398,38 @@ def testbed(
                           "RACK stays on from Linux 6.17).")
     ] = False,
 ) -> None:
-    """Run a scenario on real Linux TCP in network namespaces through smallpipe-box (root)."""
+    """Run a scenario on real Linux TCP in network namespaces through smallpipe-box (root).
+
+    Never writes into a folder that holds files unless --force. Ctrl-C ends the run early:
+    the tables measured so far are written, flagged partial (meta.json), and the exit code is 130."""
     from smallpipe.testbed import TestbedError, run_testbed
 
     scenario = _load_scenario(scenario_path, seed, overrides)
     out_dir = out if out is not None else Path("results") / f"{scenario_path.stem}-testbed"
     check_output_dir(out_dir)
+    out_dir = _claim_output(out_dir, force, lambda: out_dir)
+    interrupted = False
     try:
         with console.status(f"running {scenario_path.name} on the testbed…"):
             result = run_testbed(scenario, congestion_control=cc, rfc=not linux_tcp, out=out_dir / "raw")
+    except Interrupted as stop:
+        result, interrupted = stop.result, True
+    except KeyboardInterrupt:  # before the traffic started: nothing measured yet
+        error_console.print(f"interrupted before the run began; its set-up is in {out_dir / 'raw'}", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except ConfigError as error:
         fail("not runnable on the testbed", f"{scenario_path}: {error}")
     except TestbedError as error:
         show_error("testbed failed:", str(error))
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
     _show_and_write(result, out_dir, f"{scenario_path.stem} (testbed)")
+    if interrupted:
+        error_console.print(
+            f"interrupted: the tables cover the first {result.meta['stopped_at_ns'] / 1e9:.3g} s "
+            "(meta.json: partial = true)",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 @app.command()
@@ -377,10 +488,12 @@ def reproduce(
         Path | None,
         typer.Option(
             help="Directory for the table (CSV) and the plot (PNG) "
-            "[default: results/reproductions/, with --quick results/reproductions/quick/]."
+            "[default: results/reproductions/, with --quick results/reproductions/quick/; "
+            "a variant (--set) in variants/<its overrides>/ below it]."
         ),
     ] = None,
     quick: Annotated[bool, typer.Option(help="Shorter runs (as the test suite uses).")] = False,
+    force: Annotated[bool, typer.Option(help="Replace the figure's files in the output directory.")] = False,
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 1,
     overrides: Annotated[
         list[str] | None,
@@ -392,7 +505,10 @@ def reproduce(
         ),
     ] = None,
 ) -> None:
-    """Reproduce a figure of the papers; prints our numbers (docs/reproductions/ has the paper's beside them)."""
+    """Reproduce a figure of the papers; prints our numbers (docs/reproductions/ has the paper's beside them).
+
+    Never replaces the figure's files without --force. Ctrl-C keeps the runs that ended in
+    <figure>-partial-<date>/ (meta.json: partial = true) and exits 130."""
     from smallpipe.experiments import REPRODUCTIONS
 
     if figure == "list":
@@ -404,21 +520,72 @@ def reproduce(
     if figure not in REPRODUCTIONS:
         fail("unknown figure", f"{figure!r}; expected one of: {', '.join(REPRODUCTIONS)}")
     changes = dict(parse_override(assignment) for assignment in overrides or [])
-    if out is None:  # a quick run never overwrites the full reproduction's files
+    if out is None:  # a quick run never overwrites the full reproduction's files, a variant the baseline's
         out = Path("results/reproductions") / ("quick" if quick else "")
+        if changes:
+            out = out / "variants" / variant_name(changes)
     check_output_dir(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_writable_dir(out)  # existing files are checked by name below
+    # Checkpoints (``*.points.jsonl``) are how a long figure resumes: they go in, not in the way.
+    mine = [p for p in sorted(out.iterdir()) if p.name.startswith((f"{figure}.", f"{figure}-"))]
+    checkpoints = [p for p in mine if p.name.endswith(".points.jsonl")]
+    if (earlier := [p.name for p in mine if p not in checkpoints]) and not force:
+        fail("error:", f"{out} holds {figure}'s results already ({', '.join(earlier)}); pass --force to "
+             "replace them, or --out another folder")
+    staging = Path(tempfile.mkdtemp(prefix=f".{figure}-", dir=out))  # moved into out once complete
+    for checkpoint in checkpoints:
+        shutil.copy2(checkpoint, staging / checkpoint.name)
+    measured = MeasuredRuns()
     label = f"reproducing {figure}{' (quick)' if quick else ''}"
+    from smallpipe.plots import stamping_figures
+
+    stamp = stamping_figures(f"variant: {variant_name(changes)}") if changes else contextlib.nullcontext()
     try:
-        with printing_notes(), overriding(changes), SimulationProgress(
+        with printing_notes(), overriding(changes), keeping_results(measured.add), stamp, SimulationProgress(
             error_console, label, show_after_s=0.0, count_runs=True
         ) as progress, reporting_progress(progress.start):
-            table = REPRODUCTIONS[figure].reproduce(out, quick=quick, seed=seed)
+            table = REPRODUCTIONS[figure].reproduce(staging, quick=quick, seed=seed)
     except ConfigError as error:
+        shutil.rmtree(staging, ignore_errors=True)
         fail("invalid override", f"for {figure}: {error}")
+    except OSError as error:  # the figure's own write failed (a full disk): keep its runs
+        shutil.rmtree(staging, ignore_errors=True)
+        rescued = rescue_folder(f"{figure}-partial")
+        if rescued is not None:
+            try:
+                shutil.rmtree(rescued)
+                measured.write(rescued, {"figure": figure, "quick": quick, "seed": seed, "overrides": changes})
+            except OSError:
+                rescued = None
+        where = f"its {len(measured.runs)} runs are kept in {rescued}" if rescued else "no other folder took its runs"
+        fail("error:", f"{figure}: writing into {out} failed ({error.strerror or error}); {where}")
     except KeyboardInterrupt:
-        error_console.print(f"interrupted: {figure} wrote no table", markup=False)
+        kept = new_run_directory(out, f"{figure}-partial")
+        kept.rmdir()
+        about = {"figure": figure, "quick": quick, "seed": seed, "overrides": changes}
+        measured.write(kept, about)
+        for checkpoint in staging.glob("*.points.jsonl"):
+            os.replace(checkpoint, out / checkpoint.name)
+        shutil.rmtree(staging, ignore_errors=True)
+        error_console.print(
+            f"interrupted: {figure} wrote no table; its {len(measured.runs)} runs so far (the last one stopped "
+            f"early if it was running) are kept in {kept} (meta.json: partial = true)",
+            markup=False,
+        )
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    made = sorted(staging.iterdir())
+    if (clashes := [m.name for m in made if (out / m.name).exists()]) and not force:
+        kept = new_run_directory(out, figure)  # a name the check above could not foresee
+        kept.rmdir()
+        os.replace(staging, kept)
+        fail("error:", f"{out} holds {', '.join(clashes)} already; not replaced (pass --force): this "
+             f"reproduction's files are kept in {kept}")
+    for path in made:
+        target = out / path.name
+        if target.is_dir():
+            shutil.rmtree(target)  # --force, or nothing there
+        os.replace(path, target)
+    staging.rmdir()
     shown = Table(title=figure)
     for column in table.columns:
         shown.add_column(column, justify="right", no_wrap=True)
@@ -488,11 +655,22 @@ def sweep(
             "[bold red]error:[/] --workers 0 (run in this process) is not allowed with --backend ray; expected at least 1"
         )
         raise typer.Exit(EXIT_CONFIG_ERROR)
+    checked_at = [time.monotonic()]
+
+    def planning(checked: int, total: int) -> None:  # a large grid takes a while to check
+        if time.monotonic() - checked_at[0] >= PLAIN_EVERY_S:
+            checked_at[0] = time.monotonic()
+            error_console.print(f"sweep {grid_path.name}: checked {checked:,} of {total:,} points", markup=False,
+                                highlight=False)
+
     try:
         with printing_notes():
-            grid = load_grid(grid_path)
+            grid = load_grid(grid_path, on_progress=planning)
     except (GridError, FileNotFoundError) as error:
         fail("invalid grid:", str(error))
+    except KeyboardInterrupt:
+        error_console.print(f"interrupted while checking the grid of {grid_path.name}: nothing ran", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if grid.runtime == "testbed":
         if backend is SweepBackend.ray:
             fail("error:", f"{grid_path}: runtime = \"testbed\" is not allowed with --backend ray; "
@@ -574,6 +752,9 @@ def sweep(
             )
     except StoreError as error:
         fail("error:", str(error))
+    except OSError as error:  # a full disk: the points that finished are in the store
+        fail("error:", f"a write failed ({error.strerror or error}); the points that finished are kept in "
+             f"{db_path}: free space and run the same command to resume")
     except BrokenProcessPool as error:
         error_console.print(f"[bold red]sweep stopped:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None
@@ -597,18 +778,32 @@ def sweep(
 def report(
     db: Annotated[Path, typer.Argument(metavar="DB", help="Results database written by `smallpipe sweep`.")],
     out: Annotated[Path | None, typer.Option(help="HTML file [default: DB with .html].")] = None,
+    force: Annotated[bool, typer.Option(help="Replace the HTML file if it exists.")] = False,
 ) -> None:
     """Render a self-contained HTML report (tables and plots) of a sweep's results."""
+    import duckdb
+
     from smallpipe.report import write_report
     from smallpipe.store import StoreError
 
     out_path = out if out is not None else db.with_suffix(".html")
     check_database(db, "DB", writable=False)
+    if out_path.is_dir():
+        fail("error:", f"--out {out_path} is a directory; expected the path of an HTML file")
+    if out_path.exists() and not force:
+        fail("error:", f"--out {out_path} exists (an earlier report?); pass --force to replace it")
+    check_output_dir(out_path.parent, f"--out {out_path}: the folder")
+    check_writable_dir(out_path.parent, f"--out {out_path}: the folder")
     try:
         with console.status(f"rendering {db}…"):
             write_report(db, out_path)
     except (FileNotFoundError, StoreError) as error:
         fail("error:", str(error))
+    except duckdb.Error as error:
+        fail("error:", f"DB {db} cannot be read ({str(error).splitlines()[0]}); expected a whole database "
+             "written by `smallpipe sweep` (a truncated copy? re-copy it, or re-run the sweep)")
+    except OSError as error:
+        fail("error:", f"writing --out {out_path} failed ({error.strerror or error})")
     console.print(f"report written to [bold]{out_path}[/]")
 
 
@@ -629,6 +824,9 @@ def compare(
     out: Annotated[
         Path | None, typer.Option(help="Output directory [default: results/compare-<scenario stem>/].")
     ] = None,
+    force: Annotated[
+        bool, typer.Option(help="Write into an output directory that holds another comparison (its table is replaced).")
+    ] = False,
 ) -> None:
     """Run every discipline over seeds in parallel; print mean ± 95% CI per metric, plot
     overlaid curves. Resumable: re-run the same command to finish an interrupted one."""
@@ -662,6 +860,21 @@ def compare(
         if fields:
             console.print(f"note: {kind} does not take {', '.join(fields)}; dropped for it", markup=False)
     out_dir = out if out is not None else Path("results") / f"compare-{scenario_path.stem}"
+    check_output_dir(out_dir)
+    check_writable_dir(out_dir)
+    # A comparison resumes in its folder, and another one's table there can be made again from
+    # the runs it keeps; not one an older smallpipe made (its runs are not this version's).
+    asked = {"scenario": base.to_dict(), "queue": kinds, "seeds": list(range(first_seed, first_seed + seeds)),
+             "version": __version__}
+    record = out_dir / "compare.json"
+    try:
+        earlier = json.loads(record.read_text()) if record.exists() else None
+    except (OSError, ValueError):
+        earlier = {"version": "unknown (compare.json unreadable)"}
+    if earlier is not None and earlier.get("version") != __version__ and not force:
+        fail("error:", f"{out_dir} holds a comparison made by smallpipe {earlier.get('version')} (this is "
+             f"{__version__}, whose runs it would not reuse); pass --force to replace its table, or --out another folder")
+    record.write_text(json.dumps(asked, indent=2) + "\n")
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=error_console,
@@ -677,6 +890,9 @@ def compare(
     except StoreError as error:
         error_console.print(f"[bold red]error:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_CONFIG_ERROR) from None
+    except OSError as error:  # a full disk: the runs that finished are in the store
+        fail("error:", f"writing into {out_dir} failed ({error.strerror or error}); the runs that finished are "
+             f"kept in {out_dir / 'compare.duckdb'}: free space and run the same command to finish")
     except BrokenProcessPool as error:
         error_console.print(f"[bold red]compare stopped:[/] {escape(str(error))}")
         raise typer.Exit(EXIT_SIMULATION_ERROR) from None

@@ -10,7 +10,7 @@ already done. The metrics shown depend on the scenario's workload (``docs/compar
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -26,8 +26,10 @@ import numpy.typing as npt
 import polars as pl
 
 from smallpipe import metrics, store
+from smallpipe._smallpipe import __version__
 from smallpipe.result import Result
-from smallpipe.scenario import Scenario
+from smallpipe.rundir import replace_atomically
+from smallpipe.scenario import Scenario, check_simulable
 from smallpipe.stats import mean_ci
 from smallpipe.sweep import (
     Grid,
@@ -46,6 +48,7 @@ __all__ = [
     "Comparison",
     "Metric",
     "Plan",
+    "compare_point_id",
     "plan_comparison",
     "plot_comparison",
     "run_compare",
@@ -169,27 +172,55 @@ class Plan:
         return list(self.grid.values[KIND_KEY])
 
 
+def compare_point_id(scenario: Scenario) -> str:
+    """A comparison run's id: :func:`~smallpipe.sweep.point_id` of the scenario and the
+    smallpipe version, so that after an upgrade a comparison runs again rather than
+    silently reusing runs an older simulator made."""
+    return point_id(scenario, runtime=f"simulate|smallpipe {__version__}")
+
+
 def plan_comparison(
-    base: Scenario, kinds: Sequence[str], seeds: Sequence[int], *, path: str | PathLike[str]
+    base: Scenario | Mapping[str, Any],
+    kinds: Sequence[str],
+    seeds: int | Sequence[int],
+    *,
+    path: str | PathLike[str] = "scenario.toml",
 ) -> Plan:
     """Check and expand a comparison of ``kinds`` over ``seeds`` (every scenario is
-    validated before any run). ``path`` is the scenario file, recorded as the grid file.
+    validated before any run): a list of seeds, or a count of them, ``n`` meaning the
+    scenario's seed and the ``n - 1`` after it (as ``smallpipe compare --seeds n``).
+    ``base`` is a :class:`Scenario` or a dict; ``path`` is the scenario file, recorded as
+    the grid file.
 
     Raises:
-        ConfigError: a kind is not a discipline.
-        CompareError: a kind or seed is listed twice.
+        ConfigError: a kind is not a discipline, or one the simulator would ignore.
+        CompareError: a kind or seed is listed twice, fewer than 2 seeds, or rcp with TCP senders.
     """
+    if not isinstance(base, Scenario):
+        base = Scenario.from_dict(base)
+    if isinstance(seeds, int):
+        if seeds < 2:
+            raise CompareError(f"seeds = {seeds} is not allowed; expected at least 2 replications (a confidence interval needs two)")
+        seeds = range(base["seed"], base["seed"] + seeds)
     listings: tuple[tuple[str, list[Any]], ...] = (("--queue", list(kinds)), ("--seeds", list(seeds)))
     for name, listed in listings:
         repeated = sorted({str(v) for v in listed if listed.count(v) > 1})
         if repeated:
             raise CompareError(f"{name} lists {', '.join(repeated)} more than once")
+    transport = base.to_dict().get("transport", "tcp")  # the canonical form leaves out the default
+    if "rcp" in kinds and transport != "rcp":
+        raise CompareError(
+            f'--queue rcp needs RCP senders (transport = "rcp"), but this scenario\'s are '
+            f'{transport!r}: TCP ignores the rate an RCP router offers, so rcp would run as a plain FIFO; '
+            "compare rcp on a scenario with transport = \"rcp\" (docs/rcp.md)"
+        )
     points, dropped = [], {}
     for kind in kinds:
         switched, dropped[kind] = switch_queue(base, kind)
+        check_simulable(switched)
         for seed in seeds:
             scenario = switched.with_overrides({SEED_KEY: seed})
-            points.append(Point(point_id(scenario), {KIND_KEY: kind, SEED_KEY: seed}, scenario))
+            points.append(Point(compare_point_id(scenario), {KIND_KEY: kind, SEED_KEY: seed}, scenario))
     grid = Grid(
         path=Path(path), base=base.to_dict(), values={KIND_KEY: list(kinds), SEED_KEY: list(seeds)}, points=points
     )
@@ -294,9 +325,10 @@ def run_compare(
     names = workload_metrics(plan.base)
     table = summary_table(per_run, names)
     csv = out / "compare.csv"
-    table.write_csv(csv)
+    replace_atomically(csv, table.write_csv)
     name = grid.path.stem
-    png = plot_comparison(curves, plan.base, name, out / "compare.png")
+    png = out / "compare.png"
+    replace_atomically(png, lambda path: plot_comparison(curves, plan.base, name, path))
     return Comparison(name, names, table, curves, outcome, db, csv, png)
 
 
@@ -395,6 +427,6 @@ def plot_comparison(curves: dict[str, list[Curves]], scenario: Scenario, name: s
         axes.legend(fontsize="small")
     seeds = max((len(runs) for runs in curves.values()), default=0)
     figure.suptitle(f"{name}: {', '.join(curves)}, {seeds} seeds (mean, 95% CI band)")
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, format="png")  # path may be a temporary name
     plt.close(figure)
     return path

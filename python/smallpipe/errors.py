@@ -27,9 +27,11 @@ __all__ = [
     "OverrideNote",
     "check_database",
     "check_output_dir",
+    "check_writable_dir",
     "config_error",
     "fail",
     "printing_notes",
+    "rescue_folder",
     "show_error",
 ]
 
@@ -110,6 +112,34 @@ def check_output_dir(path: Path, option: str = "--out") -> None:
             if not os.access(existing, os.W_OK | os.X_OK):
                 fail("error:", f"{option} {path}: {existing} is not writable; expected a writable directory")
             return
+
+
+def check_writable_dir(path: Path, option: str = "--out") -> None:
+    """Create ``path`` and write a file into it, or exit with a message naming it: checked
+    before any work, so that a run is never lost to a folder it cannot write (``/proc/x``)."""
+    import tempfile
+
+    check_output_dir(path, option)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".smallpipe-probe-"):
+            pass
+    except OSError as error:
+        fail("error:", f"{option} {path} is not writable ({error.strerror or error}); expected a writable directory")
+
+
+def rescue_folder(stem: str) -> Path | None:
+    """A new folder to keep results whose own folder could not take them (a full disk): in
+    the temporary directory, else the home directory, else the working directory; None when
+    none of them takes a folder."""
+    import tempfile
+
+    for root in (tempfile.gettempdir(), Path.home(), Path.cwd()):
+        try:
+            return Path(tempfile.mkdtemp(prefix=f"smallpipe-rescued-{stem}-", dir=root))
+        except OSError:
+            continue
+    return None
 
 
 DUCKDB_MAGIC = b"DUCK"

@@ -105,8 +105,11 @@ def _log_lines(path: str) -> int:
         return 1
 
 
-def estimate_memory(config: Mapping[str, Any]) -> Estimate:
-    """The peak memory of running ``config`` (a canonical, validated scenario dict)."""
+def estimate_memory(config: Mapping[str, Any] | Any) -> Estimate:
+    """The peak memory of running ``config``: a :class:`~smallpipe.Scenario` or its
+    canonical dict (``Scenario.to_dict()``, every default filled in)."""
+    if not isinstance(config, Mapping) and hasattr(config, "to_dict"):  # a Scenario (it imports this module)
+        config = config.to_dict()
     duration_s = float(config["duration_s"])
     n_slices = math.ceil(duration_s / float(config["slice_s"]))
     link = config["link"]

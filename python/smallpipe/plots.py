@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -11,12 +14,13 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import polars as pl
+from matplotlib.figure import Figure
 
 from smallpipe import metrics
 from smallpipe.result import Result
 from smallpipe.summary import SIZED_APPS, discipline
 
-__all__ = ["plot_fairness_vs_fair_share", "plot_run"]
+__all__ = ["plot_fairness_vs_fair_share", "plot_run", "stamping_figures"]
 
 
 def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") -> Path:
@@ -113,3 +117,22 @@ def plot_fairness_vs_fair_share(
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+@contextmanager
+def stamping_figures(note: str) -> Iterator[None]:
+    """Every figure saved inside the block carries ``note`` in its bottom-left corner: a
+    reproduction run as a variant (``--set``) is marked on its plots, whose titles are the
+    baseline's, not only in its CSV and folder name."""
+    original = Figure.savefig
+
+    def savefig(self: Figure, *args: Any, **kwargs: Any) -> Any:
+        if not any(text.get_text() == note for text in self.texts):
+            self.text(0.005, 0.005, note, fontsize="small", color="firebrick", ha="left", va="bottom")
+        return original(self, *args, **kwargs)
+
+    Figure.savefig = savefig  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Figure.savefig = original  # type: ignore[method-assign]

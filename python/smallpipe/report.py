@@ -34,6 +34,7 @@ import polars as pl
 
 from smallpipe import store
 from smallpipe._smallpipe import __version__
+from smallpipe.rundir import replace_atomically
 from smallpipe.stats import mean_ci
 
 __all__ = ["PLOTTED_METRICS", "TABLE_METRICS", "plot_key", "render_report", "write_report"]
@@ -328,5 +329,6 @@ def write_report(db: str | PathLike[str], out: str | PathLike[str]) -> Path:
     """Render the report of ``db`` to the HTML file ``out`` and return its path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(db), encoding="utf-8")
+    page = render_report(db)
+    replace_atomically(out, lambda path: path.write_text(page, encoding="utf-8"))
     return out

@@ -21,7 +21,9 @@ import polars as pl
 
 from smallpipe import _smallpipe
 from smallpipe._smallpipe import SimulationError
-from smallpipe.scenario import Scenario
+from smallpipe.provenance import run_provenance
+from smallpipe.rundir import replace_atomically
+from smallpipe.scenario import Scenario, check_simulable
 from smallpipe.streaming import STREAMED_TABLES, FlowStream, scan
 
 __all__ = [
@@ -231,7 +233,10 @@ class Result:
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
     ``trace_truncated`` (the ``[trace]`` tables that hit their cap: ``flow_series``,
-    ``link_series``, ``events``, ``pcap``) and
+    ``link_series``, ``events``, ``pcap``), ``trace_flows_never_opened`` (``trace.flows``
+    ids past the connections the run opened, when there are any), ``provenance``
+    (``version``, ``commit``, ``command_line``, ``host``, ``kernel``, ``python``; see
+    :func:`smallpipe.provenance.run_provenance`) and
     ``partial``: true when Ctrl-C stopped the run, whose tables then cover only its first
     ``stopped_at_ns`` (also its ``duration_ns``; the scenario keeps the planned duration),
     ``flows_opened`` and ``packets_to_closed_flows`` (packets that reached a host after
@@ -296,24 +301,32 @@ class Result:
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
         ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
-        ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` and ``scenario.json`` (the
-        canonical scenario, from which :meth:`read` rebuilds the :class:`Scenario`); with a
+        ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` (with ``scenario``, the
+        canonical scenario as simulated) and ``scenario.json`` (the same, from which
+        :meth:`read` rebuilds the :class:`Scenario`); with a
         ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet`` and
-        ``events.parquet`` when recorded, and ``bottleneck.pcap``.
+        ``events.parquet`` when recorded, and ``bottleneck.pcap``. Each file is written under
+        a temporary name and renamed, ``meta.json`` last: a write that fails (a full disk)
+        leaves no truncated file, and a folder without ``meta.json`` is one whose write did
+        not finish (:meth:`read` says so). Raises OSError when a write fails.
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for table in _TABLES:
             if self.stream_dir is not None and table in STREAMED_TABLES:
                 continue  # its parts are on disk already
-            getattr(self, table).write_parquet(directory / f"{table}.parquet")
+            replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
         for table in _TRACE_TABLES:
             if not getattr(self, table).is_empty():
-                getattr(self, table).write_parquet(directory / f"{table}.parquet")
+                replace_atomically(directory / f"{table}.parquet", getattr(self, table).write_parquet)
         if self.pcap is not None:
-            (directory / PCAP_FILE).write_bytes(self.pcap)
-        (directory / "meta.json").write_text(json.dumps(self.meta, indent=2) + "\n")
-        (directory / "scenario.json").write_text(json.dumps(self.scenario.to_dict(), indent=2) + "\n")
+            pcap = self.pcap
+            replace_atomically(directory / PCAP_FILE, lambda path: path.write_bytes(pcap))
+        scenario = self.scenario.to_dict()
+        replace_atomically(directory / "scenario.json", _text(json.dumps(scenario, indent=2) + "\n"))
+        # meta.json last: a folder without it is one whose write did not finish.
+        meta = {**self.meta, "provenance": self.meta.get("provenance") or run_provenance(), "scenario": scenario}
+        replace_atomically(directory / "meta.json", _text(json.dumps(meta, indent=2) + "\n"))
         return directory
 
     @classmethod
@@ -325,11 +338,21 @@ class Result:
         for table, schema in _TRACE_TABLES.items():
             frames[table] = _read_table(directory / f"{table}.parquet", schema)
         pcap_path = directory / PCAP_FILE
+        if not (directory / "meta.json").is_file():
+            raise FileNotFoundError(
+                f"{directory} holds no meta.json: not a run folder, or one whose write did not finish "
+                "(meta.json is written last)"
+            )
         meta = json.loads((directory / "meta.json").read_text())
+        meta.pop("scenario", None)  # scenario.json has it, and it is `scenario` below
         scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
         pcap = pcap_path.read_bytes() if pcap_path.is_file() else None
         stream_dir = directory if "streamed" in meta else None
         return cls(**frames, meta=meta, scenario=scenario, pcap=pcap, stream_dir=stream_dir)
+
+
+def _text(text: str) -> Callable[[Path], object]:
+    return lambda path: path.write_text(text)
 
 
 def _read_table(path: Path, schema: pl.Schema) -> pl.DataFrame:
@@ -366,6 +389,21 @@ def with_active_overrides(scenario: Scenario) -> Scenario:
     (the simulator, the testbed) runs."""
     overrides = _OVERRIDES.get()
     return scenario.with_overrides(overrides) if overrides else scenario
+
+
+_KEEP: ContextVar[Callable[[Result], None] | None] = ContextVar("smallpipe_keep", default=None)
+
+
+@contextmanager
+def keeping_results(keep: Callable[[Result], None]) -> Iterator[None]:
+    """Within the block, every :func:`simulate` in this process hands its result to ``keep``
+    as it ends (an interrupted one too, flagged partial): `smallpipe reproduce` keeps what
+    was measured when Ctrl-C stops a figure before it has written its table."""
+    token = _KEEP.set(keep)
+    try:
+        yield
+    finally:
+        _KEEP.reset(token)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -422,12 +460,17 @@ def simulate(
     elif not isinstance(scenario, Scenario):
         scenario = Scenario.from_toml(scenario)
     scenario = with_active_overrides(scenario)
+    check_simulable(scenario)
     start = _PROGRESS.get()
     stream = None
     if stream_dir is not None and scenario.to_dict().get("output"):
         stream = FlowStream(Path(stream_dir), _TABLES)
     native = _smallpipe.simulate(scenario.to_json(), progress=start(scenario) if start else None, on_rows=stream)
     result = Result.from_native(native, scenario)
+    result.meta["provenance"] = run_provenance()
+    traced = (scenario.to_dict().get("trace") or {}).get("flows") or []
+    if never_opened := sorted(c for c in traced if c >= result.meta["flows_opened"]):
+        result.meta["trace_flows_never_opened"] = never_opened  # said, not left to an empty table
     if stream is not None:
         stream({table: native[table] for table in STREAMED_TABLES})  # the rows still held: the last part
         result.meta["streamed"] = {"parts": stream.parts, **stream.summary.to_dict()}
@@ -439,6 +482,8 @@ def simulate(
             progress=pl.DataFrame(schema=_TABLES["progress"]),
             stream_dir=stream.directory,
         )
+    if (keep := _KEEP.get()) is not None:
+        keep(result)
     if result.meta["partial"]:
         raise Interrupted(result)
     return result

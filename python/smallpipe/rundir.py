@@ -3,10 +3,13 @@ another's results without being asked to."""
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["OutputExists", "claim_output_directory", "new_run_directory"]
+__all__ = ["OutputExists", "claim_output_directory", "new_run_directory", "replace_atomically"]
 
 
 class OutputExists(Exception):
@@ -34,3 +37,21 @@ def claim_output_directory(out: Path, *, force: bool) -> Path:
     if out.is_dir() and any(out.iterdir()) and not force:
         raise OutputExists(f"--out {out} holds files already (an earlier run?); pass --force to write into it")
     return out
+
+
+def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` into a temporary name beside ``path``, then rename it over ``path``: a
+    failed write (a full disk) leaves the old file or none, never a truncated one, and
+    raises OSError (also where Polars raised its own error for the OS's)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except OSError:
+        raise
+    except Exception as error:  # Polars reports a failed write as its own error, naming the OS's
+        if (code := re.search(r"os error (\d+)", str(error))) is None:
+            raise
+        raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from error
+    finally:
+        temporary.unlink(missing_ok=True)

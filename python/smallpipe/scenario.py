@@ -13,7 +13,7 @@ import math
 import re
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from smallpipe.errors import OverrideNote
 from smallpipe.errors import config_error as _config_error
 from smallpipe.guard import check_memory
 
-__all__ = ["Scenario", "apply_overrides", "stack_defaults", "tcp_departures", "validate"]
+__all__ = ["Scenario", "apply_overrides", "check_simulable", "read_toml", "stack_defaults", "tcp_departures", "validate"]
 
 _NON_FINITE_STAND_IN = -1e308
 """What a NaN or infinity is validated as (JSON has neither): a finite number below
@@ -58,17 +58,71 @@ def _to_json(config: Mapping[str, Any]) -> str:
     return json.dumps(_finite_stand_ins(config), default=str)
 
 
+_WHOLE_FLOAT_MAX = 2.0**53
+"""Up to here every whole float is exactly an integer."""
+
+
+def _whole_numbers(node: Any) -> Any:
+    """``node`` with every whole float (``2e1``, ``20.0``) as an int: TOML reads ``2e1`` as a
+    float, and a count must not be refused as not whole while a rate written the same way
+    is taken. Fields that take a float take the int alike."""
+    if isinstance(node, float) and node.is_integer() and abs(node) < _WHOLE_FLOAT_MAX:
+        return int(node)
+    if isinstance(node, Mapping):
+        return {key: _whole_numbers(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_whole_numbers(value) for value in node]
+    return node
+
+
+_ANY_WHOLE_NUMBER = "a whole number from 0 to "
+"""How the core names an integer field's type when a value is not one (its type's range,
+not the field's)."""
+
+
+def _clearer_error(config: dict[str, Any], error: ConfigError) -> ConfigError | None:
+    """A message that blames the field the user set and states its own range, where the
+    core's does not: a type error on an integer field gives the type's range (``0 to
+    4294967295``) where the field allows less (``count``: 1 to 1000000), and the RTO bounds
+    are checked as ``max_rto_ms >= min_rto_ms`` (so a huge ``min_rto_ms`` blamed the default
+    ``max_rto_ms``). None when the core's message stands."""
+    field, allowed = getattr(error, "field", ""), getattr(error, "allowed", "")
+    if allowed.startswith(_ANY_WHOLE_NUMBER):
+        probe = copy.deepcopy(config)
+        try:
+            _set_path(probe, _dotted(field), 0)
+            _smallpipe.validate_config(_to_json(probe))
+        except ConfigError as own:
+            if getattr(own, "field", "") == field and getattr(own, "allowed", "") != allowed:
+                return _config_error(field, getattr(error, "value", ""), own.allowed)
+        return None
+    table, _, key = _dotted(field).rpartition(".")
+    if key == "max_rto_ms" and allowed.endswith(">= min_rto_ms"):
+        raw = _get_path(config, table)
+        default_max = json.loads(_smallpipe.validate_config('{"flows": [{"app": "bulk"}]}'))["tcp"]["max_rto_ms"]
+        # The bound left at its default (or unset) is not the one the user moved.
+        if isinstance(raw, dict) and "min_rto_ms" in raw and raw.get("max_rto_ms", default_max) == default_max:
+            at = field.rpartition(".")[0]
+            return _config_error(f"{at}.min_rto_ms", f"{raw['min_rto_ms']:g}",
+                                 f"a positive number of ms at most max_rto_ms ({getattr(error, 'value', '')} ms)")
+    return None
+
+
 def validate(config: Mapping[str, Any]) -> dict[str, Any]:
     """The canonical form of ``config`` (every default filled in), checked by the core and
     by the memory guard; raises ConfigError naming the field (a NaN or infinity by name)."""
+    config = _whole_numbers(config)
     non_finite = _non_finite_paths(config)
     try:
         canonical: dict[str, Any] = json.loads(_smallpipe.validate_config(_to_json(config)))
     except ConfigError as error:
-        field = getattr(error, "field", "")
+        clearer = _clearer_error(dict(config), error)
+        field = getattr(clearer or error, "field", "")
         for path, value in non_finite:
             if path == field or path.startswith((f"{field}[", f"{field}.")):
-                raise _non_finite_error(field, value, getattr(error, "allowed", "a finite number")) from None
+                raise _non_finite_error(field, value, getattr(clearer or error, "allowed", "a finite number")) from None
+        if clearer is not None:
+            raise clearer from None
         if getattr(error, "value", "") == "this value":  # serde could not say which: show it
             shown = json.dumps(_get_path(dict(config), _dotted(field)), default=str)
             raise _config_error(field, shown, getattr(error, "allowed", "")) from None
@@ -231,6 +285,31 @@ def _get_path(config: dict[str, Any], dotted_path: str) -> Any:
     return node
 
 
+def read_toml(path: str | PathLike[str]) -> dict[str, Any]:
+    """A scenario file's table as written (not validated), a replayed log's path made
+    relative to the file; raises as :meth:`Scenario.from_toml`."""
+    path = Path(path)
+    try:
+        with path.open("rb") as file:
+            config = tomllib.load(file)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"scenario file not found: {path}") from None
+    except IsADirectoryError:
+        raise _config_error("<file>", f"{path} (a directory)", "a scenario .toml file") from None
+    except PermissionError:
+        raise _config_error("<file>", f"{path} (not readable)", "a readable scenario .toml file") from None
+    except UnicodeDecodeError as error:
+        where = f"byte 0x{error.object[error.start]:02x} at offset {error.start}"
+        raise _config_error("<file>", f"{path} (not text: {where})", "a UTF-8 TOML file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise _config_error("<file>", f"{path} ({error})", "a valid TOML file") from None
+    # A replayed log's path is relative to the scenario file, not to the working directory.
+    for group in config.get("flows", []):
+        if isinstance(group, dict) and isinstance(group.get("log_path"), str):
+            group["log_path"] = str((path.parent / group["log_path"]).resolve())
+    return config
+
+
 class Scenario:
     """A validated simulation scenario.
 
@@ -254,33 +333,19 @@ class Scenario:
         return cls(**config)
 
     @classmethod
-    def from_toml(cls, path: str | PathLike[str]) -> Scenario:
-        """Read and validate a TOML scenario file.
+    def from_toml(cls, path: str | PathLike[str], overrides: Mapping[str, Any] | None = None) -> Scenario:
+        """Read and validate a TOML scenario file, with ``overrides`` (dotted paths, as
+        :meth:`with_overrides` takes them) applied first: the file is checked as changed,
+        so a run the memory guard refuses can be made to fit (``duration_s``, ``slice_s``).
 
         Raises:
             FileNotFoundError: ``path`` does not exist.
             ConfigError: the file is not valid TOML (``field == "<file>"``, the
                 message gives the line and column) or a field is invalid.
         """
-        path = Path(path)
-        try:
-            with path.open("rb") as file:
-                config = tomllib.load(file)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"scenario file not found: {path}") from None
-        except IsADirectoryError:
-            raise _config_error("<file>", f"{path} (a directory)", "a scenario .toml file") from None
-        except PermissionError:
-            raise _config_error("<file>", f"{path} (not readable)", "a readable scenario .toml file") from None
-        except UnicodeDecodeError as error:
-            where = f"byte 0x{error.object[error.start]:02x} at offset {error.start}"
-            raise _config_error("<file>", f"{path} (not text: {where})", "a UTF-8 TOML file") from None
-        except tomllib.TOMLDecodeError as error:
-            raise _config_error("<file>", f"{path} ({error})", "a valid TOML file") from None
-        # A replayed log's path is relative to the scenario file, not to the working directory.
-        for group in config.get("flows", []):
-            if isinstance(group, dict) and isinstance(group.get("log_path"), str):
-                group["log_path"] = str((path.parent / group["log_path"]).resolve())
+        config = read_toml(path)
+        if overrides:
+            apply_overrides(config, overrides)
         return cls.from_dict(config)
 
     def to_dict(self) -> dict[str, Any]:
@@ -318,3 +383,56 @@ class Scenario:
 
     def __repr__(self) -> str:
         return f"Scenario({self._config!r})"
+
+
+def _queues(config: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every discipline table of a canonical scenario with its path, nested ones included."""
+    def walk(path: str, table: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        if isinstance(table, dict):
+            if "kind" in table:
+                yield path, table
+            for key, value in table.items():
+                yield from walk(f"{path}.{key}", value)
+
+    yield from walk("link.queue", config["link"]["queue"])
+    yield from walk("link.reverse_queue", config["link"]["reverse_queue"])
+    if (path2 := config.get("topology", {}).get("path2_queue")) is not None:
+        yield from walk("topology.path2_queue", path2)
+
+
+def check_simulable(scenario: Scenario) -> None:
+    """Refuse what the simulator would accept and ignore (a run that silently differs from
+    what was asked): ECN marking turned on where a discipline has it off by default (the
+    simulated TCP has no ECN yet, so nothing is ECN-capable and the queue drops as it
+    would without it), an RCP router with TCP senders (which ignore its rate), and DSCP
+    class isolation with nothing marked (every packet would be in the long class). The
+    testbed has no ECN limit (Linux TCP does ECN).
+
+    Raises:
+        ConfigError: naming the field, the value and what is allowed.
+    """
+    config = scenario.to_dict()
+    for path, queue in _queues(config):
+        if queue.get("ecn") is True and _queue_defaults(str(queue["kind"])).get("ecn") is False:
+            raise _config_error(
+                f"{path}.ecn", "true",
+                "false in the simulator: its TCP has no ECN yet (nothing is ECN-capable, so the queue "
+                "would drop as without ECN); the testbed runs ECN with Linux TCP",
+            )
+    if config["link"]["queue"]["kind"] == "rcp" and config.get("transport", "tcp") != "rcp":
+        raise _config_error(
+            "link.queue.kind", '"rcp"',
+            'another discipline with TCP senders, or transport = "rcp": TCP ignores the rate an RCP router '
+            "offers, so the queue would only be a FIFO",
+        )
+    marks = {group["dscp"] for group in config["flows"] if group.get("dscp") is not None}
+    if config["edge"]["mark"] != "none":
+        marks.add(config["edge"]["dscp"])
+    for path, queue in _queues(config):
+        if queue["kind"] == "class_isolation" and queue["classify"] == "dscp" and queue["short_dscp"] not in marks:
+            raise _config_error(
+                f"{path}.classify", '"dscp"',
+                f'packets marked short_dscp = {queue["short_dscp"]} (an [edge] mark = "size_oracle" or "first_n" '
+                f'with dscp = {queue["short_dscp"]}, or a flow group\'s dscp), or classify = "lifetime": '
+                "with nothing marked every packet is in the long class",
+            )

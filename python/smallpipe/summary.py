@@ -14,7 +14,7 @@ from smallpipe import metrics
 from smallpipe.result import Result
 from smallpipe.scenario import Scenario, tcp_departures
 
-__all__ = ["discipline", "setup_rows", "workload_rows"]
+__all__ = ["cut_short_notes", "discipline", "setup_rows", "workload_rows"]
 
 SIZED_APPS = ("transfer", "web", "session", "poisson", "replay")
 """Apps whose connections carry a known number of bytes: they have a completion time."""
@@ -129,3 +129,23 @@ def workload_rows(result: Result) -> list[tuple[str, str]]:
             ("zero-byte flow-slices (bulk)", _or_na(zero_byte_share, ".1%")),
         ]
     return rows
+
+
+def cut_short_notes(result: Result) -> list[str]:
+    """What a run recorded less of than asked, one sentence each (also in ``meta.json``):
+    a ``[trace]`` table or the pcap that hit its cap, traced connections the run never
+    opened, replayed log lines skipped as malformed."""
+    meta, notes = result.meta, []
+    trace = result.scenario.to_dict().get("trace") or {}
+    for table in meta.get("trace_truncated", []):
+        if table == "pcap":
+            notes.append(f"the pcap stopped at trace.max_pcap_bytes = {trace.get('max_pcap_bytes')} bytes "
+                         "(meta.json trace_truncated); raise it or shorten the run to capture it all")
+        else:
+            notes.append(f"{table} stopped at trace.max_rows = {trace.get('max_rows')} rows (meta.json trace_truncated)")
+    if missing := meta.get("trace_flows_never_opened"):
+        notes.append(f"traced connections {missing} were never opened (the run opened {meta['flows_opened']}, "
+                     f"ids 0 to {meta['flows_opened'] - 1}): no series for them (meta.json trace_flows_never_opened)")
+    if skipped := meta.get("skipped_log_lines"):
+        notes.append(f"{skipped} malformed log lines skipped (skip_malformed; meta.json skipped_log_lines)")
+    return notes

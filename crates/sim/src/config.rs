@@ -2,7 +2,7 @@
 //! path, the bad value and what is allowed. Python passes TOML/JSON through unchanged.
 
 use serde::{Deserialize, Serialize};
-use crate::checks::{check, finite_at_least};
+use crate::checks::check;
 pub use crate::tcp::config::*;
 use crate::trace_config::TraceConfig;
 use crate::workload::Dist;
@@ -420,21 +420,37 @@ impl Default for EdgeConfig {
 
 
 impl Scenario {
-    /// Parse JSON, reporting the field path of any type or unknown-field error.
-    /// Parses and checks a scenario; the knobs `[tcp]` leaves out take its stack's defaults.
+    /// Parses and checks a scenario, reporting the field path of any type or unknown-field
+    /// error; the knobs `[tcp]` leaves out take its stack's defaults.
     pub fn from_json(text: &str) -> Result<Scenario, ConfigError> {
         let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| serde_error("scenario".into(), &e.to_string()))?;
         if let Some(serde_json::Value::Object(tcp)) = value.get_mut("tcp") {
             Stack::fill_defaults(tcp);
         }
-        let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        let mut scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let field = e.path().to_string();
             let (field, msg) = field_inside_queue(text, &field).unwrap_or((field, e.into_inner().to_string()));
             serde_error(if field == "." { "scenario".into() } else { field }, &msg)
         })?;
         scenario.validate()?;
+        scenario.resolve_queue_links();
         Ok(scenario)
+    }
+
+    /// The bottleneck disciplines' `link_rate_bps`/`link_delay_ns` set as the simulator sets
+    /// them (`set_link`), so that the canonical form records the link a queue feeds rather
+    /// than the discipline's defaults (a RED run once reported 10 Mbit/s on a 1 Mbit/s link).
+    fn resolve_queue_links(&mut self) {
+        let (rate_bps, delay_ns) = (self.link.rate_bps as u64, (self.link.delay_ms * 1e6).round() as u64);
+        self.link.queue.set_link(rate_bps, delay_ns);
+        self.link.reverse_queue.set_link(rate_bps, delay_ns);
+        if let TopologyConfig::Diamond(d) = &mut self.topology {
+            let rate2_bps = d.path2_rate_bps.map_or(rate_bps, |r| r as u64);
+            if let Some(q) = &mut d.path2_queue {
+                q.set_link(rate2_bps, delay_ns);
+            }
+        }
     }
 
     pub fn to_json(&self) -> String {
@@ -499,14 +515,31 @@ impl Scenario {
     }
 }
 
+/// The highest link rate: 1 Tbit/s. Rates become whole bit/s (`u64`) and serialization
+/// times whole nanoseconds; past this a packet takes no time at all.
+const MAX_RATE_BPS: f64 = 1e12;
+const RATE_RANGE: &str = "a whole number of bit/s from 1000 to 1e12 (1 Tbit/s)";
+/// The longest delay or RTT: the longest run (`duration_s` <= 1e7 s), in ms; a longer one
+/// would overflow the nanosecond clock or never deliver a packet.
+const MAX_DELAY_MS: f64 = 1e10;
+const DELAY_RANGE: &str = "a number of ms from 0 to 1e10 (the longest run, 1e7 s)";
+/// The longest RTT: both directions of the longest bottleneck and receiver delays.
+const MAX_RTT_MS: f64 = 4.0 * MAX_DELAY_MS;
+
+fn whole_rate(bps: f64) -> bool {
+    bps.is_finite() && (1000.0..=MAX_RATE_BPS).contains(&bps) && bps.fract() == 0.0
+}
+
+fn delay_in_range(ms: f64) -> bool {
+    ms.is_finite() && (0.0..=MAX_DELAY_MS).contains(&ms)
+}
+
 impl LinkConfig {
     fn validate(&self) -> Result<(), ConfigError> {
-        check(self.rate_bps.is_finite() && self.rate_bps >= 1000.0 && self.rate_bps.fract() == 0.0,
-            "rate_bps", self.rate_bps, "a whole number of bit/s >= 1000")?;
-        finite_at_least("delay_ms", self.delay_ms, 0.0)?;
-        check(self.access_rate_bps.is_finite() && self.access_rate_bps >= 1000.0 && self.access_rate_bps.fract() == 0.0,
-            "access_rate_bps", self.access_rate_bps, "a whole number of bit/s >= 1000")?;
-        finite_at_least("receiver_delay_ms", self.receiver_delay_ms, 0.0)?;
+        check(whole_rate(self.rate_bps), "rate_bps", self.rate_bps, RATE_RANGE)?;
+        check(delay_in_range(self.delay_ms), "delay_ms", self.delay_ms, DELAY_RANGE)?;
+        check(whole_rate(self.access_rate_bps), "access_rate_bps", self.access_rate_bps, RATE_RANGE)?;
+        check(delay_in_range(self.receiver_delay_ms), "receiver_delay_ms", self.receiver_delay_ms, DELAY_RANGE)?;
         check((0.0..1.0).contains(&self.loss), "loss", self.loss, "a probability in [0, 1)")?;
         check((0.0..1.0).contains(&self.reverse_loss), "reverse_loss", self.reverse_loss, "a probability in [0, 1)")?;
         check(!self.drop_nth.contains(&0), "drop_nth", 0, "1-based packet indices")?;
@@ -537,8 +570,7 @@ impl DiamondConfig {
             "routing = \"size\" only with edge.mark = \"size_oracle\" (it routes on the edge's mark)")?;
         check(self.lifetime_pkts >= 1, "lifetime_pkts", self.lifetime_pkts, "at least 1 packet")?;
         if let Some(r) = self.path2_rate_bps {
-            check(r.is_finite() && r >= 1000.0 && r.fract() == 0.0, "path2_rate_bps", r,
-                "a whole number of bit/s >= 1000, or unset")?;
+            check(whole_rate(r), "path2_rate_bps", r, &format!("{RATE_RANGE}, or unset"))?;
         }
         if let Some(q) = &self.path2_queue {
             q.build().map_err(|e| e.within("path2_queue"))?;
@@ -627,9 +659,10 @@ impl FlowGroup {
             d.validate("marker_size", 1.0)?;
         }
         let (lo, hi) = self.rtt_ms.bounds();
-        check(lo.is_finite() && hi.is_finite() && lo <= hi && lo >= min_rtt_ms && lo > 0.0, "rtt_ms",
+        check(lo.is_finite() && hi.is_finite() && lo <= hi && lo >= min_rtt_ms && lo > 0.0 && hi <= MAX_RTT_MS, "rtt_ms",
             format!("{:?}", self.rtt_ms.bounds()),
-            &format!("a positive RTT or [min, max] range, at least 2 x (link.delay_ms + link.receiver_delay_ms) = {min_rtt_ms} ms"))?;
+            &format!("a positive RTT or [min, max] range, at least 2 x (link.delay_ms + link.receiver_delay_ms) = {min_rtt_ms} ms \
+                      and at most {MAX_RTT_MS:e} ms"))?;
         let (lo, hi) = self.start_s.bounds();
         check(lo.is_finite() && hi.is_finite() && lo >= 0.0 && lo <= hi, "start_s",
             format!("{:?}", self.start_s.bounds()), "a time >= 0 s or a [min, max] range")?;
@@ -844,7 +877,7 @@ mod tests {
         let e = err(r#"{"link":{"rate_bps":-5},"flows":[{"app":"bulk"}]}"#);
         assert_eq!(e.field, "link.rate_bps");
         assert_eq!(e.value, "-5");
-        assert!(e.allowed.contains(">= 1000"), "{e}");
+        assert!(e.allowed.contains("from 1000 to 1e12"), "{e}");
 
         let e = err(r#"{"flows":[{"app":"bulk"},{"app":"transfer"}]}"#);
         assert_eq!(e.field, "flows[1].size_bytes");
@@ -1070,5 +1103,41 @@ mod tests {
         let back = Scenario::from_json(r#"{"tcp":{"stack":"linux"},"flows":[{"app":"bulk","tcp":{"stack":"rfc"}}]}"#).unwrap();
         let g = back.group_tcp(0).unwrap();
         assert_eq!((g.stack, g.congestion, g.min_rto_ms), (Stack::Rfc, Congestion::Reno, 1000.0));
+    }
+
+    #[test]
+    fn the_canonical_form_records_the_link_a_discipline_feeds() {
+        // 1 Mbit/s and 1 ms, not RED's defaults of 10 Mbit/s and 10 ms.
+        let s = Scenario::from_json(
+            r#"{"link":{"rate_bps":1000000,"delay_ms":1.0,"queue":{"kind":"red"}},"flows":[{"app":"bulk"}]}"#,
+        )
+        .unwrap();
+        let QdiscConfig::Red(red) = &s.link.queue else { panic!("a RED queue") };
+        assert_eq!((red.link_rate_bps, red.link_delay_ns), (1_000_000, 1_000_000));
+        // A path-2 queue of its own feeds path 2's rate.
+        let s = Scenario::from_json(
+            r#"{"link":{"rate_bps":2000000},"topology":{"kind":"diamond","path2_rate_bps":3000000,
+                "path2_queue":{"kind":"rcp"}},"flows":[{"app":"bulk"}]}"#,
+        )
+        .unwrap();
+        let TopologyConfig::Diamond(d) = &s.topology else { panic!("a diamond") };
+        let Some(QdiscConfig::Rcp(rcp)) = &d.path2_queue else { panic!("an RCP path 2") };
+        assert_eq!(rcp.link_rate_bps, 3_000_000);
+    }
+
+    #[test]
+    fn rates_and_delays_past_the_clock_are_refused_by_name() {
+        for (json, field) in [
+            (r#"{"link":{"rate_bps":1e30},"flows":[{"app":"bulk"}]}"#, "link.rate_bps"),
+            (r#"{"link":{"access_rate_bps":2e12},"flows":[{"app":"bulk"}]}"#, "link.access_rate_bps"),
+            (r#"{"link":{"delay_ms":1e13},"flows":[{"app":"bulk","rtt_ms":3e13}]}"#, "link.delay_ms"),
+            (r#"{"link":{"receiver_delay_ms":2e10},"flows":[{"app":"bulk"}]}"#, "link.receiver_delay_ms"),
+            (r#"{"flows":[{"app":"bulk","rtt_ms":[100,5e10]}]}"#, "flows[0].rtt_ms"),
+        ] {
+            let e = err(json);
+            assert_eq!(e.field, field, "{json}");
+            assert!(e.allowed.contains("1e") || e.allowed.contains("4e10"), "{e}");
+        }
+        assert!(Scenario::from_json(r#"{"link":{"rate_bps":1e12,"delay_ms":1e10},"flows":[{"app":"bulk","rtt_ms":2e10}]}"#).is_ok());
     }
 }

@@ -77,8 +77,9 @@ impl Ctx {
     fn now(&self) -> u64 {
         sock::monotonic_ns().saturating_sub(self.plan.t0_ns)
     }
+    /// The end of the run: the plan's, or the moment a stop signal came (`sock::stop_now`).
     fn duration_ns(&self) -> u64 {
-        self.plan.end_ns() - self.plan.t0_ns
+        self.plan.end_ns().min(sock::stop_at_ns()).saturating_sub(self.plan.t0_ns)
     }
     fn slice_of(&self, t_ns: u64) -> u32 {
         ((t_ns / self.plan.slice_ns()) as u32).min(self.plan.n_slices() - 1)
@@ -122,7 +123,6 @@ pub fn run(plan: Plan, units: Vec<UnitSpec>) -> ClientOutput {
 }
 
 fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
-    let end = ctx.duration_ns();
     let g = ctx.group(&spec).clone();
     let mut children: Vec<JoinHandle<()>> = Vec::new();
     sock::sleep_until(ctx.plan.t0_ns + spec.start_ns);
@@ -137,7 +137,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
             connection(ctx, &spec, rec, 0, None);
         }
         AppKind::Session => {
-            while ctx.now() < end {
+            while ctx.now() < ctx.duration_ns() {
                 let size = g.draw_size(&mut spec.rng);
                 connection(ctx, &spec, rec, size, None);
                 let think = secs_to_ns(g.think_s.sample(&mut spec.rng));
@@ -145,7 +145,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
             }
         }
         AppKind::Web => {
-            while ctx.now() < end {
+            while ctx.now() < ctx.duration_ns() {
                 let objects = (g.objects_per_page.sample(&mut spec.rng).round() as u32).max(1);
                 let sizes: VecDeque<_> = (0..objects).map(|_| (g.draw_size(&mut spec.rng), None)).collect();
                 if pool(ctx, &spec, rec, sizes, g.connections) {
@@ -162,8 +162,11 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
             });
             let mean_gap_s = g.count as f64 / per_s;
             let mut at = spec.start_ns + secs_to_ns(spec.rng.exponential(mean_gap_s));
-            while at < end {
+            while at < ctx.duration_ns() {
                 sock::sleep_until(ctx.plan.t0_ns + at);
+                if at >= ctx.duration_ns() {
+                    break; // stopped while waiting
+                }
                 at += secs_to_ns(spec.rng.exponential(mean_gap_s));
                 let size = g.draw_size(&mut spec.rng);
                 children.push(spawn_connection(ctx, &spec, rec, size, None));
@@ -173,10 +176,13 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
             ReplayMode::Logged => {
                 for &(time_s, bytes) in &spec.requests {
                     let at = spec.start_ns + secs_to_ns(time_s);
-                    if at >= end {
+                    if at >= ctx.duration_ns() {
                         break;
                     }
                     sock::sleep_until(ctx.plan.t0_ns + at);
+                    if at >= ctx.duration_ns() {
+                        break; // stopped while waiting
+                    }
                     children.push(spawn_connection(ctx, &spec, rec, bytes, Some(at)));
                 }
             }
@@ -255,6 +261,7 @@ fn connection(ctx: &Ctx, spec: &UnitSpec, unit: &Unit, size: u64, requested_ns: 
     if let Err(e) = transfer(ctx, spec, unit, size, record_progress, &mut rec, &mut last_progress) {
         rec.error = Some(e.to_string());
     }
+    let end = ctx.duration_ns(); // earlier than before the transfer if the run was stopped
     let stop = rec.end_ns.unwrap_or(end).min(end);
     rec.longest_silence_ns = rec.longest_silence_ns.max(stop.saturating_sub(last_progress));
     let final_slice = ctx.slice_of(stop);
@@ -286,7 +293,7 @@ fn transfer(ctx: &Ctx, spec: &UnitSpec, unit: &Unit, size: u64, record_progress:
         let n = match stream.read(&mut buf) {
             Ok(n) => n,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
-                if ctx.now() >= end {
+                if ctx.now() >= ctx.duration_ns() {
                     return Ok(());
                 }
                 continue;
@@ -294,7 +301,7 @@ fn transfer(ctx: &Ctx, spec: &UnitSpec, unit: &Unit, size: u64, record_progress:
             Err(e) => return Err(e),
         };
         let now = ctx.now();
-        if now >= end {
+        if now >= ctx.duration_ns() {
             return Ok(()); // data read after the end belongs to no slice
         }
         if n == 0 {

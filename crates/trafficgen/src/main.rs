@@ -5,8 +5,8 @@
 //!     smallpipe-gen server PLAN.json OUT.json     # prints `ready` once listening
 //!     smallpipe-gen client PLAN.json OUT.json
 //!
-//! Both sides stop at the plan's t0 + duration and write their records as JSON; the
-//! Python side joins them into the simulator's tables.
+//! Both sides stop at the plan's t0 + duration, or earlier at SIGINT or SIGTERM, and write
+//! their records as JSON; the Python side joins them into the simulator's tables.
 
 mod client;
 mod plan;
@@ -59,7 +59,17 @@ fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    sock::stop_now();
+}
+
 fn main() -> ExitCode {
+    // Ctrl-C (the terminal's SIGINT reaches us too) or the runner's SIGTERM ends the run
+    // early: both sides wind down within a poll and write the records measured so far.
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only reads the clock and stores an atomic (async-signal-safe).
+        unsafe { libc::signal(signal, on_stop_signal as *const () as libc::sighandler_t) };
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,

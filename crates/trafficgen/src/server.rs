@@ -65,8 +65,9 @@ impl Ctx {
     fn now(&self) -> u64 {
         sock::monotonic_ns().saturating_sub(self.plan.t0_ns)
     }
+    /// The end of the run: the plan's, or the moment a stop signal came (`sock::stop_now`).
     fn duration_ns(&self) -> u64 {
-        self.plan.end_ns() - self.plan.t0_ns
+        self.plan.end_ns().min(sock::stop_at_ns()).saturating_sub(self.plan.t0_ns)
     }
 }
 
@@ -81,8 +82,7 @@ pub fn run(plan: Plan, units: Vec<UnitSpec>) -> std::io::Result<ServerOutput> {
         thread::spawn(move || sample_tcp_info(&ctx))
     };
     let mut conns = Vec::new();
-    let end = ctx.duration_ns();
-    while ctx.now() < end {
+    while ctx.now() < ctx.duration_ns() {
         match listener.accept() {
             Ok((stream, _)) => {
                 let ctx = ctx.clone();
@@ -106,23 +106,26 @@ pub fn run(plan: Plan, units: Vec<UnitSpec>) -> std::io::Result<ServerOutput> {
 fn sample_tcp_info(ctx: &Ctx) -> Vec<Snapshot> {
     let mut out = Vec::new();
     for slice in 0..ctx.plan.n_slices() {
-        let time_ns = (ctx.plan.slice_ns() * (slice as u64 + 1)).min(ctx.duration_ns());
-        sock::sleep_until(ctx.plan.t0_ns + time_ns);
+        let slice_end_ns = ctx.plan.slice_ns() * (slice as u64 + 1);
+        sock::sleep_until(ctx.plan.t0_ns + slice_end_ns.min(ctx.duration_ns()));
+        let time_ns = slice_end_ns.min(ctx.duration_ns()); // a stop while asleep ends the slice early
         for (&flow_id, stream) in ctx.open.lock().unwrap().iter() {
             if let Ok(info) = sock::tcp_info(stream.as_raw_fd()) {
                 out.push(Snapshot { flow_id, slice, time_ns, info });
             }
+        }
+        if time_ns < slice_end_ns {
+            break; // the run ended inside this slice
         }
     }
     out
 }
 
 fn serve(ctx: &Ctx, stream: TcpStream) -> std::io::Result<()> {
-    let end = ctx.duration_ns();
     stream.set_read_timeout(Some(POLL))?;
     stream.set_write_timeout(Some(POLL))?;
     let mut request = [0u8; 16];
-    if !read_exact_until(&stream, &mut request, ctx, end)? {
+    if !read_exact_until(&stream, &mut request, ctx)? {
         return Ok(());
     }
     let flow_id = u32::from_le_bytes(request[..4].try_into().unwrap());
@@ -146,14 +149,14 @@ fn serve(ctx: &Ctx, stream: TcpStream) -> std::io::Result<()> {
 }
 
 /// Reads exactly `buf.len()` bytes unless the run ends or the peer closes first.
-fn read_exact_until(mut stream: &TcpStream, buf: &mut [u8], ctx: &Ctx, end: u64) -> std::io::Result<bool> {
+fn read_exact_until(mut stream: &TcpStream, buf: &mut [u8], ctx: &Ctx) -> std::io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
         match stream.read(&mut buf[got..]) {
             Ok(0) => return Ok(false),
             Ok(n) => got += n,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
-                if ctx.now() >= end {
+                if ctx.now() >= ctx.duration_ns() {
                     return Ok(false);
                 }
             }
@@ -166,7 +169,6 @@ fn read_exact_until(mut stream: &TcpStream, buf: &mut [u8], ctx: &Ctx, end: u64)
 /// Writes `size` bytes (until the end for unlimited), sends the FIN, and waits for the
 /// client's close so the final `TCP_INFO` counts every retransmission.
 fn send(ctx: &Ctx, stream: &Arc<TcpStream>, size: u64) -> std::io::Result<()> {
-    let end = ctx.duration_ns();
     let chunk = vec![0u8; 1 << 16];
     let mut written = 0u64;
     let mut s: &TcpStream = stream;
@@ -177,14 +179,14 @@ fn send(ctx: &Ctx, stream: &Arc<TcpStream>, size: u64) -> std::io::Result<()> {
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
             Err(e) => return Err(e),
         }
-        if ctx.now() >= end {
+        if ctx.now() >= ctx.duration_ns() {
             return Ok(());
         }
     }
     debug_assert!(size != UNLIMITED);
     s.shutdown(std::net::Shutdown::Write)?;
     let mut sink = [0u8; 64];
-    while ctx.now() < end {
+    while ctx.now() < ctx.duration_ns() {
         match s.read(&mut sink) {
             Ok(0) => return Ok(()),
             Ok(_) => {}
@@ -201,7 +203,6 @@ fn send(ctx: &Ctx, stream: &Arc<TcpStream>, size: u64) -> std::io::Result<()> {
 /// bytes (`SIOCOUTQ`) no longer include it.
 fn bursts(ctx: &Ctx, stream: &Arc<TcpStream>, flow_id: u32, unit: &UnitSpec) -> std::io::Result<()> {
     let g = &ctx.plan.scenario.flows[unit.group as usize];
-    let end = ctx.duration_ns();
     let burst = vec![0u8; g.burst_bytes.map_or(ctx.plan.mss_bytes(), |b| b) as usize];
     let mut rng = Rng::new(ctx.plan.scenario.seed, 0x5000_0000 + flow_id as u64);
     let mut gap = || secs_to_ns(rng.exponential(g.mean_gap_s));
@@ -213,7 +214,7 @@ fn bursts(ctx: &Ctx, stream: &Arc<TcpStream>, flow_id: u32, unit: &UnitSpec) -> 
     let fd = stream.as_raw_fd();
     loop {
         let now = ctx.now();
-        if now >= end {
+        if now >= ctx.duration_ns() {
             break;
         }
         let acked = written - sock::unacked_bytes(fd)?.min(written);

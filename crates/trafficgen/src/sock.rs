@@ -7,6 +7,7 @@ use std::io;
 use std::mem::size_of;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// `CLOCK_MONOTONIC` in nanoseconds (Python's `time.monotonic_ns()`).
@@ -17,11 +18,38 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Sleeps until the absolute `CLOCK_MONOTONIC` time `at_ns` (returns at once if past).
+/// When SIGINT or SIGTERM asked the run to stop (`CLOCK_MONOTONIC` ns; `u64::MAX`: not asked).
+static STOP_AT_NS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Ends the run now: every side's end of run becomes this moment, so each loop winds down
+/// within a poll and the records so far are written (Ctrl-C keeps what was measured).
+/// Async-signal-safe: a clock read and an atomic store.
+pub fn stop_now() {
+    STOP_AT_NS.fetch_min(monotonic_ns(), Ordering::SeqCst);
+}
+
+/// The time the run was asked to stop at (`u64::MAX` while it was not).
+pub fn stop_at_ns() -> u64 {
+    STOP_AT_NS.load(Ordering::SeqCst)
+}
+
+/// The longest a sleep goes without looking at a stop.
+const STOP_POLL_NS: u64 = 50_000_000;
+
+/// Sleeps until the absolute `CLOCK_MONOTONIC` time `at_ns` (returns at once if past), or
+/// until a stop (checked every 50 ms).
 pub fn sleep_until(at_ns: u64) {
-    let ts = libc::timespec { tv_sec: (at_ns / 1_000_000_000) as libc::time_t, tv_nsec: (at_ns % 1_000_000_000) as libc::c_long };
-    // SAFETY: ts is valid; EINTR just retries.
-    while unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } == libc::EINTR {}
+    loop {
+        let now = monotonic_ns();
+        let target = at_ns.min(stop_at_ns());
+        if now >= target {
+            return;
+        }
+        let wake = target.min(now + STOP_POLL_NS);
+        let ts = libc::timespec { tv_sec: (wake / 1_000_000_000) as libc::time_t, tv_nsec: (wake % 1_000_000_000) as libc::c_long };
+        // SAFETY: ts is valid; EINTR (a stop signal) loops back to the check.
+        unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+    }
 }
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {

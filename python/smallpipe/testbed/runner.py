@@ -24,7 +24,7 @@ from typing import Any
 
 from smallpipe._smallpipe import SimulationError
 from smallpipe.errors import config_error as _config_error
-from smallpipe.result import Result, with_active_overrides
+from smallpipe.result import Interrupted, Result, with_active_overrides
 from smallpipe.scenario import Scenario
 from smallpipe.testbed.knobs import MAX_UNITS, linux_settings, rack_always_on
 from smallpipe.testbed.netns import COMMAND_TIMEOUT_S, SERVER_ADDR, Network, client_addr
@@ -176,6 +176,8 @@ def run_testbed(
     Raises:
         ConfigError: the scenario asks for something the testbed cannot honour.
         TestbedError: a binary is missing, or the network or a process failed.
+        Interrupted: Ctrl-C stopped the run; it carries the tables measured until then
+            (``meta["partial"]``, ``meta["stopped_at_ns"]``), as :func:`smallpipe.simulate`.
     """
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_toml(scenario)
@@ -208,6 +210,7 @@ def run_testbed(
             box_out = workdir / "box"
             box_out.mkdir(exist_ok=True)
             processes: list[_Process] = []
+            stopped_at_ns: int | None = None
             try:
                 box_proc = _Process("smallpipe-box", [
                     *net.exec_prefix(net.names.box), str(box), "--iface-a", net.IF_A, "--iface-b", net.IF_B,
@@ -235,7 +238,15 @@ def run_testbed(
                     str(workdir / "client.json")], workdir)
                 processes.append(client)
                 # The box stops at the run's end, so its counters cover the run and no more.
-                time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9 + duration_s))
+                try:
+                    time.sleep(max(0.0, (t0_ns - time.monotonic_ns()) / 1e9 + duration_s))
+                except KeyboardInterrupt:
+                    # Ctrl-C: end the run now and keep what was measured. The generators stop
+                    # at SIGTERM (or at the terminal's SIGINT) and write their records so far.
+                    stopped_at_ns = max(0, time.monotonic_ns() - t0_ns)
+                    for generator in (client, server):
+                        if generator.popen.poll() is None:
+                            generator.popen.terminate()
                 box_proc.stop()
                 client.wait(STOP_GRACE_S)
                 server.wait(STOP_GRACE_S)
@@ -256,4 +267,9 @@ def run_testbed(
             "client_route": " ".join(settings.client_route),
             "server_route": " ".join(settings.server_route),
         }
-        return to_result(scenario, units, workdir, meta_extra)
+        if stopped_at_ns is not None:  # as an interrupted simulation: the tables cover the time run
+            meta_extra |= {"partial": True, "stopped_at_ns": min(stopped_at_ns, round(duration_s * 1e9))}
+        result = to_result(scenario, units, workdir, meta_extra)
+        if stopped_at_ns is not None:
+            raise Interrupted(result)
+        return result

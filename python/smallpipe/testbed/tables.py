@@ -142,7 +142,7 @@ def to_result(scenario: Scenario, units: list[dict[str, Any]], workdir: Path, me
     the senders' per-slice ``TCP_INFO`` goes to ``workdir/tcp_info.parquet``."""
     client = json.loads((workdir / "client.json").read_text())
     server = json.loads((workdir / "server.json").read_text())
-    duration_ns = round(scenario["duration_s"] * 1e9)
+    duration_ns = meta_extra.get("stopped_at_ns", round(scenario["duration_s"] * 1e9))  # Ctrl-C: the time run
     slice_ns = round(scenario["slice_s"] * 1e9)
     tcp_info_frame(server).write_parquet(workdir / "tcp_info.parquet")
     links = _links(workdir / "box", duration_ns)

@@ -1,0 +1,144 @@
+"""`smallpipe plan`: what a run would be before it is run. The scenario as it would be
+simulated (``--set`` applied), the memory guard's estimate and verdict, and the wall time
+and disk of the whole run extrapolated from a pilot: the run itself, stopped after about a
+second of wall time."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smallpipe import _smallpipe
+from smallpipe._smallpipe import ConfigError
+from smallpipe.guard import Estimate, estimate_memory
+from smallpipe.result import Interrupted, reporting_progress, simulate
+from smallpipe.scenario import Scenario, apply_overrides, check_simulable, read_toml
+
+__all__ = ["PILOT_WALL_S", "Pilot", "RunPlan", "plan_run"]
+
+PILOT_WALL_S = 1.0
+"""Wall time the pilot simulates for before it is stopped."""
+
+PER_RUN_TABLES = frozenset({"units", "links", "queue_delays"})
+"""Tables whose size does not grow with the simulated time (one row per unit, link or
+delay bucket); the others are extrapolated in proportion to it."""
+
+
+@dataclass(frozen=True)
+class Pilot:
+    """The start of the run: how far it got in its wall time, and what it wrote."""
+
+    simulated_s: float
+    wall_s: float
+    table_bytes: dict[str, int]
+    finished: bool
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    config: dict[str, Any]
+    """The canonical scenario as it would be simulated."""
+    memory: Estimate
+    refusal: str | None
+    """What the memory guard or the simulator's checks would say, or None."""
+    pilot: Pilot | None
+    """None when the run is refused (a pilot would not fit either)."""
+
+    @property
+    def duration_s(self) -> float:
+        return float(self.config["duration_s"])
+
+    @property
+    def wall_s(self) -> float | None:
+        """Wall time of the whole run: the pilot's pace over the whole duration."""
+        if self.pilot is None:
+            return None
+        if self.pilot.finished:
+            return self.pilot.wall_s
+        return self.pilot.wall_s * self.duration_s / max(self.pilot.simulated_s, 1e-9)
+
+    @property
+    def disk_bytes(self) -> float | None:
+        """The written tables: those that grow with time scaled to the whole duration."""
+        if self.pilot is None:
+            return None
+        scale = 1.0 if self.pilot.finished else self.duration_s / max(self.pilot.simulated_s, 1e-9)
+        return float(sum(size if table in PER_RUN_TABLES else size * scale
+                         for table, size in self.pilot.table_bytes.items()))
+
+
+def _pilot(scenario: Scenario) -> Pilot:
+    started = time.monotonic()
+
+    def start(_: Scenario) -> Any:
+        def progress(_now_ns: int, _end_ns: int) -> None:
+            if time.monotonic() - started > PILOT_WALL_S:
+                raise KeyboardInterrupt  # the simulator stops here and returns what it has
+        return progress
+
+    try:
+        with reporting_progress(start):
+            result = simulate(scenario)
+        finished = True
+    except Interrupted as stop:
+        result, finished = stop.result, False
+    with tempfile.TemporaryDirectory(prefix="smallpipe-plan-") as tmp:
+        result.write(tmp)
+        sizes = {path.name.partition(".")[0]: path.stat().st_size for path in Path(tmp).iterdir()
+                 if path.suffix in (".parquet", ".pcap")}
+    simulated_s = result.meta.get("stopped_at_ns", result.meta["duration_ns"]) / 1e9
+    return Pilot(simulated_s, time.monotonic() - started, sizes, finished)
+
+
+def plan_run(path: str | Path, overrides: Mapping[str, Any] | None = None, *, pilot: bool = True) -> RunPlan:
+    """Plan the run of the scenario file ``path`` with ``overrides`` applied first.
+
+    Raises:
+        ConfigError: the scenario is invalid for a reason other than its size (the memory
+            guard's refusal is returned, with the estimate behind it).
+    """
+    config = read_toml(path)
+    apply_overrides(config, overrides or {})
+    refusal = None
+    try:
+        scenario: Scenario | None = Scenario.from_dict(config)
+    except ConfigError as error:
+        if not str(getattr(error, "allowed", "")).startswith("a run of at most"):
+            raise
+        refusal, scenario = f"memory guard: {error}", None
+    if scenario is None:  # refused for its size only: the canonical form without the guard
+        from smallpipe.scenario import _to_json, _whole_numbers
+
+        canonical: dict[str, Any] = json.loads(_smallpipe.validate_config(_to_json(_whole_numbers(config))))
+    else:
+        canonical = scenario.to_dict()
+        try:
+            check_simulable(scenario)
+        except ConfigError as error:
+            refusal = f"simulator: {error}"
+    memory = estimate_memory(canonical)
+    ran = _pilot(scenario) if pilot and scenario is not None and refusal is None else None
+    return RunPlan(canonical, memory, refusal, ran)
+
+
+def human_bytes(n_bytes: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:.3g} {unit}"
+    return f"{n_bytes:.0f} B"
+
+
+def human_seconds(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "unknown"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.3g} s"
