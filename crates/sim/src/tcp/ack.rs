@@ -78,19 +78,6 @@ impl Endpoint {
         new_sack
     }
 
-    /// RFC 6937 DeliveredData of this ACK: the change in `snd_una` plus the change in
-    /// SACKed bytes (`sacked_before` them), added up while in recovery.
-    fn prr_count_delivered(&mut self, ack: u64, sacked_before: u64, p: &TcpParams) {
-        let delivered = (ack.saturating_sub(self.snd_una) + self.scoreboard.above(ack.max(self.snd_una), p.mss).0)
-            .saturating_sub(sacked_before);
-        let in_recovery = self.recovery.is_some();
-        let prr = &mut self.queues_mut().prr;
-        prr.this_ack = delivered;
-        if in_recovery {
-            prr.delivered += delivered;
-        }
-    }
-
     /// What kind of ACK `seg` is, before its cumulative part moves `snd_una`.
     fn classify(&mut self, seg: &Packet, ack: u64, new_sack: bool, p: &TcpParams) -> AckKind {
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also

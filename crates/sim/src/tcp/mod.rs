@@ -3,8 +3,8 @@
 //! Read first: RFC 793 (states), RFC 5681 (slow start, congestion avoidance, fast
 //! retransmit), RFC 6582 (NewReno), RFC 6675 (SACK loss recovery) with RFC 2018 (SACK
 //! blocks), RFC 6298 (RTO, Karn, backoff), RFC 7323 (timestamps), RFC 3042 (limited
-//! transmit), RFC 3390/6928 (initial window); RFC 9438 (CUBIC, in `cubic.rs`); RFC 9406
-//! (HyStart++, in `hystart.rs`, off by default).
+//! transmit), RFC 3390/6928 (initial window); RFC 9438 (CUBIC, in `cc/cubic.rs`); RFC 9406
+//! (HyStart++, in `cc/hystart.rs`, off by default).
 //!
 //! Both ends of a connection are `Endpoint`s: each has a send half and a receive half, so
 //! ACKs, FINs and their retransmissions follow one set of rules. Sequence numbers on the
@@ -30,7 +30,6 @@ mod differential;
 mod frozen;
 pub mod cc;
 mod pacing;
-mod rack;
 mod rtt;
 mod rtt_samples;
 pub mod sack;
@@ -44,7 +43,8 @@ use compact::{LazyVec, Opt64};
 use cc::hystart::HyStart;
 use cc::CongestionControl;
 use pacing::Pacer;
-use rack::{LossMarks, Rack};
+use recovery::prr::Prr;
+use recovery::rack::{LossMarks, Rack};
 use rtt_samples::SendTimes;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
@@ -177,23 +177,6 @@ struct FeatureQueues {
     /// First-transmission times of the segments in flight (`rtt_samples = "every_ack"`).
     send_times: SendTimes,
     pacer: Pacer,
-}
-
-/// RFC 6937 state of the current SACK recovery (`recovery_pacing = "prr"`), bytes.
-#[derive(Debug, Clone, Copy, Default)]
-struct Prr {
-    /// Delivered (cumulatively acknowledged or newly SACKed) since the recovery began.
-    delivered: u64,
-    /// Sent since the recovery began.
-    out: u64,
-    /// cwnd when it began (Linux's `prior_cwnd`, RFC 6937's RecoverFS).
-    prior_cwnd: u64,
-    /// Delivered by the ACK being processed; 0 once it has set cwnd.
-    this_ack: u64,
-    /// The ACK being processed may take the slow-start reduction bound (RFC 6937bis
-    /// SafeACK, Linux's `FLAG_SND_UNA_ADVANCED && !newly_lost`): with RACK, it advanced
-    /// `snd_una` and RACK marked nothing lost on it; with DupThresh, every ACK.
-    safe_ack: bool,
 }
 
 #[derive(Debug, Clone)]

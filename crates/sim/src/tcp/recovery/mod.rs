@@ -1,6 +1,9 @@
 //! Loss recovery: fast retransmit and fast recovery (RFC 5681 §3.2, RFC 6582), SACK
 //! recovery (RFC 6675: IsLost, SetPipe, NextSeg), PRR (RFC 6937) and RACK's loss marks
-//! (RFC 8985, `rack.rs`).
+//! (RFC 8985, `rack.rs`); PRR's state and cwnd in `prr.rs`.
+
+pub(super) mod prr;
+pub(super) mod rack;
 
 use super::*;
 
@@ -204,31 +207,6 @@ impl Endpoint {
         q.recovery_rexmits.ranges().iter()
             .flat_map(|&(rs, re)| sacked.iter().map(move |&(s, e)| re.min(e).saturating_sub(rs.max(s))))
             .sum()
-    }
-
-    /// RFC 6937 PRR as Linux's `tcp_cwnd_reduction`, once per ACK that delivered data:
-    /// cwnd = pipe + what may be sent now. Linux counts whole segments, hence the rounding.
-    pub(super) fn prr_set_cwnd(&mut self, p: &TcpParams) {
-        let pipe = self.pipe(p);
-        let ssthresh = self.ssthresh;
-        let Some(q) = self.queues.as_deref_mut() else { return };
-        let prr = &mut q.prr;
-        if prr.this_ack == 0 {
-            return;
-        }
-        let sndcnt = if pipe > ssthresh {
-            // Proportional: ceil(ssthresh · delivered / prior_cwnd) segments in all.
-            ((ssthresh * prr.delivered).div_ceil(prr.prior_cwnd.max(1) * p.mss) * p.mss).saturating_sub(prr.out)
-        } else {
-            // Towards ssthresh: what was delivered (conservative reduction bound), one segment
-            // more on a safe ACK (slow-start reduction bound).
-            let bonus = if prr.safe_ack { p.mss } else { 0 };
-            (ssthresh - pipe).min(prr.delivered.saturating_sub(prr.out).max(prr.this_ack) + bonus)
-        };
-        // The fast retransmit always goes out.
-        let sndcnt = if prr.out == 0 { sndcnt.max(p.mss) } else { sndcnt };
-        prr.this_ack = 0;
-        self.cwnd = pipe + sndcnt;
     }
 
     /// RFC 6675 NextSeg rules 1-3: a lost hole, else new data, else a rescue of an

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 /// What one run of RACK_detect_loss marked lost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct LossMarks {
+pub(in crate::tcp) struct LossMarks {
     pub any: bool,
     /// A retransmission believed in flight was marked (Linux's `FLAG_LOST_RETRANS`).
     pub retransmission: bool,
@@ -44,7 +44,7 @@ impl Sent {
 
 /// The sender's RACK state: per-segment send times and the RFC 8985 variables.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Rack {
+pub(in crate::tcp) struct Rack {
     segs: VecDeque<Sent>,
     /// Sends so far (data segments), to order those of one instant.
     sends: u64,
