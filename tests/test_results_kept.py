@@ -18,6 +18,7 @@ pytest.importorskip("smallpipe._smallpipe", reason="native module not built (run
 import smallpipe
 from smallpipe import Result, Scenario, simulate
 from smallpipe.cli import app
+from test_testbed import needs_testbed
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DUMBBELL = str(EXAMPLES / "dumbbell.toml")
@@ -428,22 +429,7 @@ def test_one_range_is_printed_for_count_whatever_the_value():
 # --- Ctrl-C on the testbed --------------------------------------------------------------------
 
 
-def _testbed_unavailable() -> str | None:
-    from smallpipe.testbed.netns import ip_netns_available
-    from smallpipe.testbed.runner import TestbedError, find_binary
-
-    available, why = ip_netns_available()
-    if not available:
-        return why
-    try:
-        find_binary("smallpipe-box")
-        find_binary("smallpipe-gen")
-    except TestbedError as error:
-        return str(error)
-    return None
-
-
-@pytest.mark.skipif(_testbed_unavailable() is not None, reason=_testbed_unavailable() or "")
+@needs_testbed
 def test_ctrl_c_on_the_testbed_keeps_what_was_measured(tmp_path):
     """A 30 s run of two bulk flows, Ctrl-C (SIGINT to the whole process group, as a terminal
     sends it) 9 s after the command starts: exit 130 within seconds, the tables cover the time
