@@ -15,14 +15,22 @@ from smallpipe import ConfigError, store
 from smallpipe.cli import app
 from smallpipe.compare import (
     CompareError,
+    paired_table,
     plan_comparison,
     run_compare,
+    summary_table,
     switch_queue,
     workload_metrics,
 )
 from smallpipe.presets import taq_dumbbell
 from smallpipe.scenario import Scenario
-from smallpipe.stats import mean_ci, t_quantile, t_two_sided_probability
+from smallpipe.stats import (
+    mean_ci,
+    paired_t_p,
+    sign_test_p,
+    t_quantile,
+    t_two_sided_probability,
+)
 
 runner = CliRunner()
 
@@ -104,6 +112,42 @@ def test_metrics_follow_the_workload():
     assert {"fct_median_s", "fct_p90_s", "fct_p99_s", "hang_share"} <= set(workload_metrics(transfers))
 
 
+def test_paired_tests_agree_with_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 5, 10, 30):
+        a, b = rng.normal(0.5, 0.1, n), rng.normal(0.55, 0.1, n)
+        assert paired_t_p(list(a - b)) == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-6)
+        k = int((a - b > 0).sum())
+        assert sign_test_p(list(a - b)) == pytest.approx(stats.binomtest(k, n).pvalue, rel=1e-9)
+    assert (paired_t_p([0.1, 0.1, 0.1]), paired_t_p([0.0, 0.0]), paired_t_p([1.0])) == (0.0, 1.0, pytest.approx(math.nan, nan_ok=True))
+    assert sign_test_p([0.0, 1.0, 2.0, 3.0]) == pytest.approx(0.25)  # the tie is left out: 3 of 3 positive
+
+
+def test_intervals_are_clipped_to_the_metric_range():
+    # A share that is 0 on three seeds and 0.2 on one: mean 0.05, half-width
+    # t(0.975, 3) · 0.1 / 2 = 0.159, so the unclipped interval would reach −0.109.
+    runs = {"droptail": {seed: {"hang_share": v, "goodput_bps": 1e5 * (1 + v)} for seed, v in enumerate([0, 0, 0, 0.2])}}
+    row = summary_table(runs, ["hang_share", "goodput_bps"]).row(0, named=True)
+    assert row["hang_share_mean"] == pytest.approx(0.05)
+    assert row["hang_share_ci95"] == pytest.approx(T_975_TABLE[3] * 0.1 / 2, rel=1e-3)
+    assert (row["hang_share_lo"], row["hang_share_hi"]) == (0.0, pytest.approx(0.05 + row["hang_share_ci95"]))
+    assert row["goodput_bps_lo"] == pytest.approx(row["goodput_bps_mean"] - row["goodput_bps_ci95"])
+
+
+def test_paired_differences_use_only_the_seeds_both_finished():
+    runs = {
+        "droptail": {1: {"loss_rate": 0.10}, 2: {"loss_rate": 0.20}, 3: {"loss_rate": 0.30}},
+        "taq": {1: {"loss_rate": 0.05}, 3: {"loss_rate": 0.20}, 4: {"loss_rate": 0.9}},
+    }
+    row = paired_table(runs, ["loss_rate"], "droptail").row(0, named=True)
+    # Seeds 1 and 3: differences −0.05 and −0.10 against a baseline mean of 0.20.
+    assert (row["discipline"], row["baseline"], row["pairs"]) == ("taq", "droptail", 2)
+    assert row["diff_mean"] == pytest.approx(-0.075)
+    assert row["diff_ci95"] == pytest.approx(T_975_TABLE[1] * math.sqrt(0.025**2 * 2) / math.sqrt(2), rel=1e-3)
+    assert row["relative_change"] == pytest.approx(-0.075 / 0.20)
+
+
 # ---------------------------------------------------------------- a real comparison
 
 SEEDS = [1, 2, 3, 4]
@@ -136,6 +180,29 @@ def test_table_intervals_match_an_independent_t_interval(taq_vs_droptail):
         half = T_975_TABLE[3] * values.std(ddof=1) / math.sqrt(values.size)
         assert row["short_term_jain_mean"] == pytest.approx(values.mean(), rel=1e-12)
         assert row["short_term_jain_ci95"] == pytest.approx(half, rel=1e-3)
+
+
+def test_paired_rows_match_the_per_seed_values_in_the_store(taq_vs_droptail):
+    stats = pytest.importorskip("scipy.stats")
+    points = store.read_points(taq_vs_droptail.db).sort("seed")
+    per_kind = {kind: points.filter(pl.col("link.queue.kind") == kind)["short_term_jain"].to_numpy()
+                for kind in ("droptail", "taq")}
+    differences = per_kind["taq"] - per_kind["droptail"]
+    row = taq_vs_droptail.paired.filter(pl.col("metric") == "short_term_jain").row(0, named=True)
+    assert (row["discipline"], row["baseline"], row["pairs"]) == ("taq", "droptail", len(SEEDS))
+    assert row["diff_mean"] == pytest.approx(differences.mean(), rel=1e-12)
+    assert row["diff_ci95"] == pytest.approx(T_975_TABLE[3] * differences.std(ddof=1) / 2, rel=1e-3)
+    assert row["t_p"] == pytest.approx(stats.ttest_rel(per_kind["taq"], per_kind["droptail"]).pvalue, rel=1e-6)
+    assert row["relative_change"] == pytest.approx(differences.mean() / per_kind["droptail"].mean())
+    # TAQ's per-slice Jain is higher on every seed (the interval test above): the smallest
+    # sign-test p with 4 pairs, 2 / 2^4.
+    assert row["sign_p"] == pytest.approx(0.125)
+    assert pl.read_csv(taq_vs_droptail.paired_csv).height == taq_vs_droptail.paired.height
+    for name in taq_vs_droptail.metrics:
+        low, high = (taq_vs_droptail.table[f"{name}_{end}"] for end in ("lo", "hi"))
+        assert (low >= 0).all() and (high >= low).all(), name
+        if name.endswith(("jain", "share")) or name in ("utilization", "loss_rate"):
+            assert (high <= 1).all(), name
 
 
 def test_outputs_exist_with_one_row_per_discipline(taq_vs_droptail):
@@ -204,6 +271,8 @@ def test_command_prints_one_row_per_discipline(tmp_path):
     assert sum(line.startswith("│ droptail ") for line in lines) == 1
     assert sum(line.startswith("│ fq_codel ") for line in lines) == 1
     assert "mean ± 95% CI over 2 seeds" in result.output
+    assert "paired over the same seeds, against droptail" in result.output
+    assert "fq_codel − droptail" in result.output
     assert (out / "compare.csv").is_file() and (out / "compare.png").is_file()
     points = store.read_points(out / "compare.duckdb")
     assert sorted(points["seed"].unique()) == [3, 4]  # from the scenario's seed on

@@ -807,6 +807,25 @@ def report(
     console.print(f"report written to [bold]{out_path}[/]")
 
 
+
+def _interval(metric: Any, row: dict[str, Any], name: str) -> str:
+    """``mean ± half-width``, or ``mean [lo, hi]`` where the interval is clipped to the
+    metric's range (a share's interval that would go below 0)."""
+    mean, half, low, high = (row[f"{name}_{part}"] for part in ("mean", "ci95", "lo", "hi"))
+    if math.isnan(half) or (math.isclose(mean - low, half) and math.isclose(high - mean, half)):
+        return f"{metric.show(mean)} ± {metric.show(half)}"
+    return f"{metric.show(mean)} [{metric.show(low)}, {metric.show(high)}]"
+
+
+def _difference(metric: Any, row: dict[str, Any]) -> str:
+    """A paired difference: ``+0.012 ± 0.004 (+3.1%; p 0.02 / 0.12)``."""
+    diff, half = row["diff_mean"], row["diff_ci95"]
+    sign = "+" if diff > 0 else ""
+    relative = "n/a" if math.isnan(row["relative_change"]) else f"{row['relative_change']:+.1%}"
+    p_values = " / ".join("n/a" if math.isnan(p) else f"{p:.2g}" for p in (row["t_p"], row["sign_p"]))
+    return f"{sign}{metric.show(diff)} ± {metric.show(half)} ({relative}; p {p_values})"
+
+
 @app.command()
 def compare(
     scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
@@ -905,18 +924,28 @@ def compare(
     for name in comparison.metrics:
         table.add_column(METRICS[name].label, justify="right", no_wrap=True)
     for row in comparison.table.iter_rows(named=True):
-        cells = [
-            f"{METRICS[name].show(row[f'{name}_mean'])} ± {METRICS[name].show(row[f'{name}_ci95'])}"
-            for name in comparison.metrics
-        ]
+        cells = [_interval(METRICS[name], row, name) for name in comparison.metrics]
         table.add_row(row["discipline"], str(row["seeds"]), *cells)
     # As wide as it needs: a terminal folds a long line, but Rich never splits a number.
     natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
     Console(width=max(console.width, natural)).print(table)
+    if comparison.paired.height:
+        baseline = comparison.paired["baseline"][0]
+        paired = Table(title=f"paired over the same seeds, against {baseline}: mean difference ± 95% CI "
+                             "(relative change; p of the paired t-test / of the sign test)")
+        paired.add_column("metric", no_wrap=True)
+        others = list(dict.fromkeys(comparison.paired["discipline"].to_list()))
+        for kind in others:
+            paired.add_column(f"{kind} − {baseline}", justify="right", no_wrap=True)
+        for name in comparison.metrics:
+            rows = {r["discipline"]: r for r in comparison.paired.filter(pl.col("metric") == name).iter_rows(named=True)}
+            paired.add_row(METRICS[name].label, *(_difference(METRICS[name], rows[kind]) for kind in others))
+        natural = Measurement.get(console, console.options.update_width(10_000), paired).maximum
+        Console(width=max(console.width, natural)).print(paired)
     outcome = comparison.outcome
     console.print(
         f"{outcome.total} runs: {outcome.ok} ran, {outcome.skipped_ok} already done, {outcome.error} failed; "
-        f"{outcome.wall_seconds:.1f} s wall. Table {comparison.csv}, curves {comparison.png}, "
+        f"{outcome.wall_seconds:.1f} s wall. Table {comparison.csv}, paired {comparison.paired_csv}, curves {comparison.png}, "
         f"runs {comparison.db} (smallpipe report {comparison.db})",
         markup=False, soft_wrap=True,
     )

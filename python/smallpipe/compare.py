@@ -30,7 +30,7 @@ from smallpipe._smallpipe import __version__
 from smallpipe.result import Result
 from smallpipe.rundir import replace_atomically
 from smallpipe.scenario import Scenario, check_simulable
-from smallpipe.stats import mean_ci
+from smallpipe.stats import mean_ci, paired_t_p, sign_test_p
 from smallpipe.sweep import (
     Grid,
     Point,
@@ -99,6 +99,14 @@ METRICS: dict[str, Metric] = {
     "timeouts_per_flow": Metric("timeouts/flow", 1.0, ".2f"),
 }
 """Every metric a comparison can show, in display order."""
+
+UNIT_RANGE = ("utilization", "loss_rate", "short_term_jain", "long_term_jain", "unfinished_share", "hang_share")
+"""Metrics that are fractions: their intervals are clipped to [0, 1]; the others to [0, ∞)."""
+
+
+def metric_range(name: str) -> tuple[float, float]:
+    """The values metric ``name`` can take; a confidence interval is clipped to it."""
+    return (0.0, 1.0) if name in UNIT_RANGE else (0.0, math.inf)
 
 
 def _apps(scenario: Scenario) -> set[str]:
@@ -272,24 +280,65 @@ class Comparison:
     metrics: list[str]
     table: pl.DataFrame
     """One row per discipline: ``discipline``, ``seeds`` (runs that finished), and per
-    metric ``<name>_mean`` and ``<name>_ci95`` (the half-width of the 95% interval)."""
+    metric ``<name>_mean``, ``<name>_ci95`` (the half-width of the 95% interval) and the
+    interval's ends clipped to the metric's range, ``<name>_lo`` and ``<name>_hi``."""
+    paired: pl.DataFrame
+    """Every other discipline against the first one listed (the baseline), seed by seed:
+    see :func:`paired_table`."""
     curves: dict[str, list[Curves]]
     outcome: SweepOutcome
     db: Path
     csv: Path
+    paired_csv: Path
     png: Path
 
 
-def summary_table(per_run: dict[str, list[dict[str, float]]], names: Sequence[str]) -> pl.DataFrame:
-    """One row per discipline: the runs' count and mean ± 95% CI half-width of each metric."""
+def summary_table(per_run: dict[str, dict[int, dict[str, float]]], names: Sequence[str]) -> pl.DataFrame:
+    """One row per discipline: the runs' count and, per metric, the mean, the 95% CI
+    half-width, and the interval's ends clipped to the metric's range (``_lo``, ``_hi``:
+    a share's interval never goes below 0)."""
     rows = []
     for kind, runs in per_run.items():
         row: dict[str, Any] = {"discipline": kind, "seeds": len(runs)}
         for name in names:
-            row[f"{name}_mean"], row[f"{name}_ci95"] = mean_ci([run[name] for run in runs])
+            mean, half = mean_ci([run[name] for run in runs.values()])
+            low, high = metric_range(name)
+            row[f"{name}_mean"], row[f"{name}_ci95"] = mean, half
+            row[f"{name}_lo"] = mean if math.isnan(half) else max(low, mean - half)
+            row[f"{name}_hi"] = mean if math.isnan(half) else min(high, mean + half)
         rows.append(row)
     schema = {"discipline": pl.String, "seeds": pl.Int64} | {
-        f"{name}_{part}": pl.Float64 for name in names for part in ("mean", "ci95")
+        f"{name}_{part}": pl.Float64 for name in names for part in ("mean", "ci95", "lo", "hi")
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def paired_table(per_run: dict[str, dict[int, dict[str, float]]], names: Sequence[str], baseline: str) -> pl.DataFrame:
+    """Each other discipline against ``baseline`` on the seeds both finished (every
+    discipline runs the same seeds, so a seed's difference cancels what the seed alone
+    decides): per metric the pairs, the mean difference with its 95% CI half-width, the
+    relative change (mean difference over the baseline's mean on those seeds), and the
+    two-sided p-values of the paired t-test and of the exact sign test."""
+    rows = []
+    base = per_run[baseline]
+    for kind, runs in per_run.items():
+        if kind == baseline:
+            continue
+        seeds = sorted(set(runs) & set(base))
+        for name in names:
+            pairs = [(runs[s][name], base[s][name]) for s in seeds]
+            pairs = [(x, b) for x, b in pairs if not (math.isnan(x) or math.isnan(b))]
+            differences = [x - b for x, b in pairs]
+            diff, half = mean_ci(differences)
+            base_mean = math.fsum(b for _, b in pairs) / len(pairs) if pairs else math.nan
+            rows.append({
+                "discipline": kind, "baseline": baseline, "metric": name, "pairs": len(pairs),
+                "diff_mean": diff, "diff_ci95": half,
+                "relative_change": diff / base_mean if base_mean != 0.0 and not math.isnan(base_mean) else math.nan,
+                "t_p": paired_t_p(differences), "sign_p": sign_test_p(differences),
+            })
+    schema = {"discipline": pl.String, "baseline": pl.String, "metric": pl.String, "pairs": pl.Int64} | {
+        column: pl.Float64 for column in ("diff_mean", "diff_ci95", "relative_change", "t_p", "sign_p")
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -315,21 +364,24 @@ def run_compare(
     ours = {point.point_id: point for point in grid.points}
     finished = store.read_points(db).filter(pl.col("status") == "ok", pl.col("point_id").is_in(list(ours)))
     run_dirs = dict(zip(finished["point_id"], finished["run_dir"], strict=True))
-    per_run: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
+    per_run: dict[str, dict[int, dict[str, float]]] = {kind: {} for kind in kinds}
     curves: dict[str, list[Curves]] = {kind: [] for kind in kinds}
     for point in grid.points:  # in kind, then seed order
         if point.point_id in run_dirs:
             values, run_curves = point_metrics(Result.read(run_dirs[point.point_id]))
-            per_run[point.overrides[KIND_KEY]].append(values)
+            per_run[point.overrides[KIND_KEY]][int(point.overrides[SEED_KEY])] = values
             curves[point.overrides[KIND_KEY]].append(run_curves)
     names = workload_metrics(plan.base)
     table = summary_table(per_run, names)
+    paired = paired_table(per_run, names, kinds[0])
     csv = out / "compare.csv"
     replace_atomically(csv, table.write_csv)
+    paired_csv = out / "compare_paired.csv"
+    replace_atomically(paired_csv, paired.write_csv)
     name = grid.path.stem
     png = out / "compare.png"
     replace_atomically(png, lambda path: plot_comparison(curves, plan.base, name, path))
-    return Comparison(name, names, table, curves, outcome, db, csv, png)
+    return Comparison(name, names, table, paired, curves, outcome, db, csv, paired_csv, png)
 
 
 def _band(matrix: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

@@ -12,7 +12,7 @@ import functools
 import math
 from collections.abc import Sequence
 
-__all__ = ["mean_ci", "t_quantile", "t_two_sided_probability"]
+__all__ = ["mean_ci", "paired_t_p", "sign_test_p", "t_quantile", "t_two_sided_probability"]
 
 
 def t_two_sided_probability(t: float, dof: int) -> float:
@@ -75,3 +75,32 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
         return mean, math.nan
     variance = math.fsum((v - mean) ** 2 for v in finite) / (n - 1)
     return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(variance / n)
+
+
+def paired_t_p(differences: Sequence[float]) -> float:
+    """Two-sided p-value of the paired t-test that the mean of ``differences`` (one per
+    seed, NaN left out) is 0: ``1 − P(|T| ≤ |mean| / (s / √n))`` with n − 1 degrees of
+    freedom. NaN with fewer than two differences; with no spread, 1 if every difference
+    is 0, else 0."""
+    finite = [float(d) for d in differences if d is not None and not math.isnan(float(d))]
+    n = len(finite)
+    if n < 2:
+        return math.nan
+    mean = math.fsum(finite) / n
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in finite) / (n - 1))
+    if sd == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    return max(0.0, 1.0 - t_two_sided_probability(abs(mean) / (sd / math.sqrt(n)), n - 1))
+
+
+def sign_test_p(differences: Sequence[float]) -> float:
+    """Exact two-sided sign test: with ``k`` of the ``n`` non-zero differences on the rarer
+    side, ``min(1, 2 · Σ_{i ≤ k} C(n, i) / 2^n)``; ties (zeros) and NaN left out. NaN when
+    no difference is non-zero."""
+    signs = [d > 0 for d in differences if d is not None and not math.isnan(float(d)) and d != 0]
+    n = len(signs)
+    if n == 0:
+        return math.nan
+    k = min(sum(signs), n - sum(signs))
+    return min(1.0, 2.0 * float(sum(math.comb(n, i) for i in range(k + 1))) / float(2**n))
+
