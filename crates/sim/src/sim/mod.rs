@@ -427,7 +427,8 @@ fn distinct_params(sc: &Scenario, rate_bps: u64) -> Result<(Vec<TcpParams>, Vec<
             format!("at most {} (groups with equal tables share one)", u16::MAX)))?;
         group_tcp.push(GroupTcp { params: index, overhead });
     }
-    let params = configs.iter().map(|c| TcpParams::from_config(c).for_transport(sc.transport)).collect();
+    let params = configs.iter().map(|c| Ok(TcpParams::try_from(c)?.for_transport(sc.transport)))
+        .collect::<Result<_, ConfigError>>()?;
     Ok((params, group_tcp))
 }
 

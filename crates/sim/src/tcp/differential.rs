@@ -67,11 +67,11 @@ trait Side: Sized {
 }
 
 macro_rules! side {
-    ($endpoint:ty, $params:ty) => {
+    ($endpoint:ty, $params:ty, $build:expr) => {
         impl Side for $endpoint {
             type Params = $params;
             fn params(c: &TcpConfig) -> $params {
-                <$params>::from_config(c)
+                $build(c)
             }
             fn client(p: &$params, iss: u32) -> Self {
                 <$endpoint>::client(KEY, iss, p)
@@ -123,8 +123,8 @@ macro_rules! side {
     };
 }
 
-side!(Endpoint, TcpParams);
-side!(frozen::Endpoint, frozen::TcpParams);
+side!(Endpoint, TcpParams, |c| TcpParams::try_from(c).expect("the strategy draws valid tables"));
+side!(frozen::Endpoint, frozen::TcpParams, frozen::TcpParams::from_config);
 
 /// A client and a server joined by a network the script drives: packets in flight wait
 /// until a step delivers or drops them.

@@ -4,7 +4,7 @@ use super::config::{
     AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
     Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
 };
-use smallpipe_core::Duration;
+use smallpipe_core::{ConfigError, Duration};
 
 /// The knobs of `TcpConfig`, converted to the units the endpoint works in.
 #[derive(Debug, Clone)]
@@ -63,8 +63,20 @@ pub struct TcpParams {
     pub smart_framing: bool,
 }
 
+impl TryFrom<&TcpConfig> for TcpParams {
+    type Error = ConfigError;
+
+    /// The endpoint's view of a `[tcp]` table. A combination the table refuses (a rule
+    /// only SACK recovery has, with NewReno; RACK with ns-3's pipe; ...) cannot be built:
+    /// the same checks and messages as the scenario's (`TcpConfig::validate`).
+    fn try_from(c: &TcpConfig) -> Result<Self, ConfigError> {
+        c.validate()?;
+        Ok(TcpParams::from_valid(c))
+    }
+}
+
 impl TcpParams {
-    pub fn from_config(c: &TcpConfig) -> Self {
+    fn from_valid(c: &TcpConfig) -> Self {
         let mss = c.mss_bytes() as u64;
         TcpParams {
             mss,

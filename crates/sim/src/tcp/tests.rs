@@ -9,7 +9,7 @@ fn params(edit: impl FnOnce(&mut TcpConfig)) -> TcpParams {
     c.packet_size_bytes = 1052; // MSS 1000 with timestamps
     c.delayed_ack = false;
     edit(&mut c);
-    TcpParams::from_config(&c)
+    TcpParams::try_from(&c).expect("a valid [tcp] table")
 }
 
 const KEY: FlowKey = FlowKey { src_ip: 1, dst_ip: 2, src_port: 1000, dst_port: 80, proto: 6 };
@@ -2191,4 +2191,16 @@ fn the_congestion_state_follows_disorder_recovery_and_loss() {
     let deadline = c.next_deadline().unwrap();
     c.on_timer(deadline, &p, &mut out);
     assert_eq!((c.cong_state(), c.stats.timeouts), (CongState::Loss, 1));
+}
+
+#[test]
+fn params_cannot_be_built_from_a_table_the_scenario_refuses() {
+    // NewReno with PRR: refused as the scenario refuses it, with the same field and words.
+    let c = TcpConfig { recovery: Recovery::Newreno, recovery_pacing: RecoveryPacing::Prr, ..TcpConfig::default() };
+    let e = TcpParams::try_from(&c).unwrap_err();
+    assert_eq!((e.field.as_str(), e.value.as_str()), ("recovery_pacing", "prr"));
+    assert!(e.allowed.contains("only with recovery = \"sack\""), "{e}");
+    let scenario = crate::Scenario::from_json(r#"{"tcp":{"recovery":"newreno","recovery_pacing":"prr"},"flows":[{"app":"bulk"}]}"#);
+    assert_eq!(scenario.unwrap_err().allowed, e.allowed);
+    assert!(TcpParams::try_from(&TcpConfig::default()).is_ok());
 }
