@@ -111,6 +111,11 @@ impl PacketSocket {
         Ok(PacketSocket { fd, ifindex, stats: KernelStats::default(), bufs: vec![[0; FRAME_CAP]; BATCH], lens: [0; BATCH] })
     }
 
+    /// The interface index the socket is bound to.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex as u32
+    }
+
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
