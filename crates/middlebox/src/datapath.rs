@@ -330,7 +330,19 @@ impl DataPath {
         if let Some(c) = &mut self.capture {
             c.record(if side == 0 { Point::AIn } else { Point::BIn }, now.as_nanos(), frame);
         }
-        let verdict = if self.socks[side].truncated(i) { Verdict::Drop(DropCause::Oversized) } else { parse_frame(frame) };
+        let verdict = if self.socks[side].truncated(i) {
+            // Counted below like any refusal; logged at the 1st, 2nd, 4th, 8th, ... so a
+            // steady stream of them cannot flood the log.
+            let n = self.stats.parse_drops[side][DropCause::Oversized as usize] + 1;
+            if n.is_power_of_two() {
+                eprintln!("smallpipe-box: interface {}: dropped a frame of {} bytes, longer than the {} the box carries \
+                           ({n} so far, counted as oversized; check the MTU and that GRO/LRO are off)",
+                          self.iface_names[side], self.socks[side].frame_len(i), crate::io::FRAME_CAP);
+            }
+            Verdict::Drop(DropCause::Oversized)
+        } else {
+            parse_frame(frame)
+        };
         let mut pkt = match verdict {
             Verdict::Scheduled(p) => p,
             Verdict::Unscheduled => {

@@ -17,6 +17,8 @@ pub const BATCH: usize = 64;
 /// Largest frame the box carries: an Ethernet frame of MTU 1500 plus a VLAN tag fits, with
 /// room to tell a larger (oversized) one apart.
 pub const FRAME_CAP: usize = 2048;
+/// Ethernet header plus one VLAN tag: a frame is this much longer than its IP packet.
+pub const L2_OVERHEAD_BYTES: usize = 18;
 
 /// Kernel-side counters from `PACKET_STATISTICS` (which resets them on every read; these
 /// are the sums since the socket opened).
@@ -164,6 +166,11 @@ impl PacketSocket {
         &self.bufs[i][..self.lens[i].min(FRAME_CAP)]
     }
 
+    /// The true length of frame `i` of the last batch (more than [`FRAME_CAP`] if truncated).
+    pub fn frame_len(&self, i: usize) -> usize {
+        self.lens[i]
+    }
+
     /// Whether frame `i` of the last batch was longer than [`FRAME_CAP`].
     pub fn truncated(&self, i: usize) -> bool {
         self.lens[i] > FRAME_CAP
@@ -225,5 +232,123 @@ impl PacketSocket {
         self.stats.packets += u64::from(st.tp_packets);
         self.stats.drops += u64::from(st.tp_drops);
         Ok(self.stats)
+    }
+}
+
+/// One offload the box needs off: its `ethtool -K` name and the legacy ethtool commands
+/// that read and write it (`linux/ethtool.h`). LRO is a bit of the device flags instead.
+struct Offload {
+    name: &'static str,
+    get: u32,
+    set: u32,
+}
+
+/// Receive offloads merge frames beyond the wire's size (the box drops them as oversized
+/// and a transfer stalls); checksum and segmentation offloads let frames through with
+/// unfilled checksums or unsplit.
+const OFFLOADS: [Offload; 5] = [
+    Offload { name: "gro", get: 0x2b, set: 0x2c },
+    Offload { name: "gso", get: 0x23, set: 0x24 },
+    Offload { name: "tso", get: 0x1e, set: 0x1f },
+    Offload { name: "tx", get: 0x16, set: 0x17 },
+    Offload { name: "rx", get: 0x14, set: 0x15 },
+];
+const ETHTOOL_GFLAGS: u32 = 0x25;
+const ETHTOOL_SFLAGS: u32 = 0x26;
+const ETH_FLAG_LRO: u32 = 1 << 15;
+
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+/// `SIOCETHTOOL` with an `ethtool_value` on `iface`, through a throwaway socket of the
+/// current network namespace.
+fn ethtool_value(iface: &str, cmd: u32, data: u32) -> io::Result<u32> {
+    let name = iface.as_bytes();
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("interface name {iface:?} is too long")));
+    }
+    // SAFETY: plain syscall with constant arguments; the result is checked before use.
+    let raw = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `raw` is a freshly opened descriptor that nothing else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut value = EthtoolValue { cmd, data };
+    // SAFETY: ifreq is plain data; all-zero is a valid value before we fill it.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name) {
+        *d = *s as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // SAFETY: `req` names the interface and points at `value`, both alive for the call;
+    // SIOCETHTOOL reads the command and writes at most the ethtool_value back.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut req as *mut libc::ifreq) })?;
+    Ok(value.data)
+}
+
+/// The offloads of [`OFFLOADS`] and LRO that are on at `iface`, by their `ethtool -K` names.
+pub fn offloads_on(iface: &str) -> io::Result<Vec<&'static str>> {
+    let mut on = Vec::new();
+    if ethtool_value(iface, ETHTOOL_GFLAGS, 0)? & ETH_FLAG_LRO != 0 {
+        on.push("lro");
+    }
+    for o in &OFFLOADS {
+        match ethtool_value(iface, o.get, 0) {
+            Ok(v) if v != 0 => on.push(o.name),
+            Ok(_) => {}
+            // A device without the feature has it off.
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(on)
+}
+
+/// Turn off the offloads named (as [`offloads_on`] returns them).
+pub fn turn_offloads_off(iface: &str, names: &[&str]) -> io::Result<()> {
+    for name in names {
+        if *name == "lro" {
+            let flags = ethtool_value(iface, ETHTOOL_GFLAGS, 0)?;
+            ethtool_value(iface, ETHTOOL_SFLAGS, flags & !ETH_FLAG_LRO)?;
+        } else if let Some(o) = OFFLOADS.iter().find(|o| o.name == *name) {
+            ethtool_value(iface, o.set, 0).map_err(|e| io::Error::new(e.kind(), format!("{name} off: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// The interface's MTU (`SIOCGIFMTU`).
+pub fn mtu(iface: &str) -> io::Result<u32> {
+    let name = iface.as_bytes();
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("interface name {iface:?} is too long")));
+    }
+    // SAFETY: plain syscall with constant arguments; the result is checked before use.
+    let raw = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `raw` is a freshly opened descriptor that nothing else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ifreq is plain data; all-zero is a valid value before we fill it.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: `req` names the interface and is alive for the call; SIOCGIFMTU writes the mtu field.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFMTU, &mut req as *mut libc::ifreq) })?;
+    // SAFETY: SIOCGIFMTU filled the union's mtu member.
+    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loopback_has_an_mtu_and_readable_offloads() {
+        // lo's MTU is 65536 by default; any positive value shows the ioctl works.
+        assert!(mtu("lo").unwrap() >= 1280);
+        offloads_on("lo").unwrap();
+        assert!(mtu("nosuchif0").is_err());
+        assert!(offloads_on("nosuchif0").is_err());
     }
 }

@@ -1,9 +1,11 @@
 //! `smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s S]
-//! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR]`
+//! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]`
 //!
 //! SIGHUP re-reads BOX.json and applies it without stopping (`DataPath::reload`); under
 //! systemd (`$NOTIFY_SOCKET`) the box reports READY/RELOADING/STOPPING and pings the
-//! watchdog. One instance per interface (`service::InstanceLock`).`
+//! watchdog. One instance per interface (`service::InstanceLock`). At start it refuses
+//! interfaces with receive, segmentation or checksum offloads on, naming the `ethtool -K`
+//! command, unless `--fix-offloads` turns them off.`
 //!
 //! `smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN]
 //! [--slice-ms MS] [--duration-s S]`: offline, the capture's input frames through the same
@@ -20,7 +22,7 @@ use smallpipe_middlebox::io::PacketSocket;
 use smallpipe_middlebox::pcap::Capture;
 use smallpipe_middlebox::replay::{read_inputs, Replay, SideA};
 use smallpipe_middlebox::stats::{self, Snapshot, SIDES};
-use smallpipe_middlebox::{metrics, parse::DropCause, timer};
+use smallpipe_middlebox::{io, metrics, parse::DropCause, timer};
 use smallpipe_core::{Duration, Instant};
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,7 +31,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s SECONDS] \
-[--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR]
+[--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]
    or: smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]";
 
 /// Real-time priority of the data path under SCHED_FIFO (below the kernel's own threads at 50).
@@ -46,6 +48,7 @@ struct Args {
     pcap: Option<String>,
     no_fifo: bool,
     lock_dir: Option<PathBuf>,
+    fix_offloads: bool,
     replay: Option<String>,
     side_a: Option<SideA>,
     slice_ms: Option<f64>,
@@ -72,6 +75,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--pcap" => a.pcap = Some(value("--pcap")?),
             "--no-fifo" => a.no_fifo = true,
             "--lock-dir" => a.lock_dir = Some(value("--lock-dir")?.into()),
+            "--fix-offloads" => a.fix_offloads = true,
             "--replay" => a.replay = Some(value("--replay")?),
             "--side-a" => a.side_a = Some(SideA::parse(&value("--side-a")?)?),
             "--slice-ms" => {
@@ -125,7 +129,41 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    for iface in [&args.iface_a, &args.iface_b] {
+        if let Err(e) = check_interface(iface, args.fix_offloads) {
+            eprintln!("smallpipe-box: refused: {e}");
+            return ExitCode::from(3);
+        }
+    }
     report(run(&args, &cfg))
+}
+
+/// Offloads off (or turned off with `--fix-offloads`), and a warning when the MTU admits
+/// frames larger than the box carries.
+fn check_interface(iface: &str, fix: bool) -> Result<(), String> {
+    let on = io::offloads_on(iface).map_err(|e| format!("interface {iface}: reading its offloads: {e}"))?;
+    if !on.is_empty() {
+        let command = format!("ethtool -K {iface} {}", on.iter().map(|o| format!("{o} off")).collect::<Vec<_>>().join(" "));
+        if !fix {
+            return Err(format!(
+                "interface {iface} has offloads on ({}): the box would read merged frames larger than the wire's \
+                 (dropped as oversized) and forward frames with unfilled checksums; turn them off with `{command}`, \
+                 or start with --fix-offloads", on.join(", ")));
+        }
+        io::turn_offloads_off(iface, &on).map_err(|e| format!("interface {iface}: --fix-offloads ({command}): {e}"))?;
+        let left = io::offloads_on(iface).map_err(|e| format!("interface {iface}: {e}"))?;
+        if !left.is_empty() {
+            return Err(format!("interface {iface}: --fix-offloads could not turn off {} (fixed by the driver?)", left.join(", ")));
+        }
+        eprintln!("smallpipe-box: interface {iface}: turned offloads off (--fix-offloads, as `{command}`)");
+    }
+    let mtu = io::mtu(iface).map_err(|e| format!("interface {iface}: reading its MTU: {e}"))?;
+    if mtu as usize + io::L2_OVERHEAD_BYTES > io::FRAME_CAP {
+        eprintln!("smallpipe-box: interface {iface} has MTU {mtu}: frames longer than {} bytes (IP packets over {} bytes) \
+                   are dropped, logged and counted as oversized; set `ip link set {iface} mtu {}` or lower to avoid it",
+                  io::FRAME_CAP, io::FRAME_CAP - io::L2_OVERHEAD_BYTES, io::FRAME_CAP - io::L2_OVERHEAD_BYTES);
+    }
+    Ok(())
 }
 
 fn report(outcome: Result<(), String>) -> ExitCode {
@@ -295,7 +333,7 @@ mod tests {
         assert!(args("--iface-a x --config c").unwrap_err().contains("--iface-b is required"));
         assert!(args("--iface-a x --iface-b y --config c --duration-s -1").unwrap_err().contains("--duration-s"));
         assert!(args("--iface-a x --iface-b y --config c --bogus").unwrap_err().contains("--bogus"));
-        let a = args("--iface-a x --iface-b y --config c --duration-s 2.5 --no-fifo").unwrap();
-        assert_eq!((a.duration_s, a.no_fifo), (Some(2.5), true));
+        let a = args("--iface-a x --iface-b y --config c --duration-s 2.5 --no-fifo --fix-offloads").unwrap();
+        assert_eq!((a.duration_s, a.no_fifo, a.fix_offloads), (Some(2.5), true, true));
     }
 }

@@ -39,7 +39,9 @@ impl Drop for Testbed {
             let _ = c.kill();
             let _ = c.wait();
         }
-        for n in &self.names {
+        let mut names: Vec<&String> = self.names.iter().filter(|n| !n.is_empty()).collect();
+        names.dedup();
+        for n in names {
             let _ = sh(&["ip", "netns", "del", n]);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -310,4 +312,79 @@ fn the_box_notifies_refuses_a_twin_reloads_survives_a_flap_and_fails_open() {
     ready.unwrap();
     let rate = transfer(&tb.names, 5107, 300_000).expect("forwarding by the restarted box");
     assert!(rate <= 2e6 * 1.01, "{rate} bit/s: the restarted box shapes again");
+}
+
+#[test]
+fn offloads_are_refused_with_the_command_or_fixed_and_oversized_frames_are_logged() {
+    if let Err(why) = can_run() {
+        eprintln!("SKIPPED offloads_are_refused...: needs root, ethtool and ip netns ({why})");
+        return;
+    }
+    let pid = std::process::id();
+    // One namespace: the box on a0 and b0, their veth peers a1 and b1, offloads as veths
+    // come (checksum and segmentation offloads on).
+    let mut tb = Testbed {
+        names: [format!("i41o{pid}"), String::new(), String::new()],
+        boxes: Vec::new(),
+        dir: std::env::temp_dir().join(format!("i41-box-offloads-{pid}")),
+    };
+    let ns = tb.names[0].clone();
+    sh(&["ip", "netns", "add", &ns]).unwrap();
+    tb.names[1] = ns.clone(); // `boxns()` is this namespace; the others stay empty
+    std::fs::create_dir_all(&tb.dir).unwrap();
+    for (x, y) in [("a0", "a1"), ("b0", "b1")] {
+        tb.exec(&ns, &["ip", "link", "add", x, "type", "veth", "peer", "name", y]).unwrap();
+        for i in [x, y] {
+            tb.exec(&ns, &["ip", "link", "set", i, "mtu", "9000", "up"]).unwrap();
+        }
+    }
+    let features = |i: &str| sh(&["ip", "netns", "exec", &ns, "ethtool", "-k", i]).unwrap();
+    assert!(features("a0").contains("tcp-segmentation-offload: on"), "{}", features("a0"));
+    let cfg = tb.dir.join("box.json");
+    std::fs::write(&cfg, config(10_000_000, r#"{"kind": "droptail"}"#)).unwrap();
+
+    let log = tb.dir.join("refused.log");
+    let mut refused = tb.start_box(&cfg, &log, None);
+    let status = wait_exit(&mut refused, Duration::from_secs(10)).expect("the box exits");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(3), "{said}");
+    assert!(said.contains("interface a0 has offloads on") && said.contains("`ethtool -K a0 ") && said.contains("tso off"),
+            "{said}");
+
+    // --fix-offloads: the box turns them off, and ethtool's own report agrees.
+    let log = tb.dir.join("fixed.log");
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_smallpipe-box"), "--iface-a", "a0", "--iface-b", "b0",
+              "--config", cfg.to_str().unwrap(), "--no-fifo", "--duration-s", "60", "--fix-offloads",
+              "--lock-dir", tb.dir.join("locks").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut fixed = cmd.spawn().unwrap();
+    let ready = wait_for_ready(&mut fixed);
+    tb.boxes.push(fixed);
+    ready.unwrap();
+    for i in ["a0", "b0"] {
+        let f = features(i);
+        // The legacy TSO switch leaves newer TSO variants (6.18's tx-tcp-accecn-segmentation)
+        // alone; they only segment TCP the box's own host sends.
+        for name in ["tx-tcp-segmentation", "tx-tcp6-segmentation", "generic-segmentation-offload",
+                     "generic-receive-offload", "tx-checksumming", "rx-checksumming"] {
+            assert!(f.contains(&format!("{name}: off")), "{i}: {name} still on:\n{f}");
+        }
+    }
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("interface a0: turned offloads off") && said.contains("has MTU 9000"), "{said}");
+
+    // A 4000-byte frame from a1: refused, counted and logged with its size.
+    let sent = in_ns(&ns, || {
+        let s = smallpipe_middlebox::io::PacketSocket::open("a1").unwrap();
+        let mut f = vec![0x02, 0, 0xc6, 0x12, 0x29, 0x02, 0x02, 0, 0xc6, 0x12, 0x29, 0x01, 0x08, 0x00];
+        f.resize(4000, 0);
+        s.send_batch(&[&f]).unwrap()
+    })
+    .join()
+    .unwrap()
+    .unwrap();
+    assert_eq!(sent, 1);
+    wait_for_log(&log, "interface a0: dropped a frame of 4000 bytes", Duration::from_secs(5)).unwrap();
 }
