@@ -35,7 +35,14 @@ pub struct PacketSocket {
     /// Receive batch: buffers, their iovecs and the message headers, allocated once.
     bufs: Vec<[u8; FRAME_CAP]>,
     lens: [usize; BATCH],
+    /// Control-message space per receive slot (one `tpacket_auxdata`), as `u64`s for alignment.
+    cmsgs: Vec<[u64; CMSG_WORDS]>,
 }
+
+/// Bytes of a VLAN tag (TPID and TCI).
+pub const VLAN_TAG_BYTES: usize = 4;
+/// Room for one control message carrying a `tpacket_auxdata` (20 bytes after a 16-byte header).
+const CMSG_WORDS: usize = 8;
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
@@ -87,6 +94,7 @@ impl PacketSocket {
         })?;
         setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)?;
         setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, 1)?;
+        setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_AUXDATA, 1)?;
         // 4 MiB each way absorbs a multi-ms stall at line rate; FORCE needs CAP_NET_ADMIN, which
         // the box has, and falls back to the capped size otherwise.
         for (forced, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
@@ -110,7 +118,14 @@ impl PacketSocket {
                 std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
             )
         })?;
-        Ok(PacketSocket { fd, ifindex, stats: KernelStats::default(), bufs: vec![[0; FRAME_CAP]; BATCH], lens: [0; BATCH] })
+        Ok(PacketSocket {
+            fd,
+            ifindex,
+            stats: KernelStats::default(),
+            bufs: vec![[0; FRAME_CAP]; BATCH],
+            lens: [0; BATCH],
+            cmsgs: vec![[0; CMSG_WORDS]; BATCH],
+        })
     }
 
     /// The interface index the socket is bound to.
@@ -123,8 +138,10 @@ impl PacketSocket {
     }
 
     /// Read up to [`BATCH`] frames without blocking; returns how many. Frame `i` is
-    /// [`Self::frame`]`(i)`; its true length may exceed [`FRAME_CAP`] (see [`Self::truncated`]).
+    /// [`Self::frame`]`(i)`, with its VLAN tag put back in place when the kernel had taken
+    /// it out; its true length may exceed [`FRAME_CAP`] (see [`Self::truncated`]).
     pub fn recv_batch(&mut self) -> io::Result<usize> {
+        // Frames are read with room left for the tag that may go back in.
         let mut iovs: [libc::iovec; BATCH] =
             std::array::from_fn(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 });
         for (iov, buf) in iovs.iter_mut().zip(self.bufs.iter_mut()) {
@@ -133,12 +150,15 @@ impl PacketSocket {
         }
         // SAFETY: mmsghdr is plain data; all-zero (null pointers, zero lengths) is valid.
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
+        for ((m, iov), c) in msgs.iter_mut().zip(iovs.iter_mut()).zip(self.cmsgs.iter_mut()) {
             m.msg_hdr.msg_iov = iov;
             m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_control = c.as_mut_ptr().cast();
+            m.msg_hdr.msg_controllen = std::mem::size_of_val(c);
         }
-        // SAFETY: each header points at one iovec of FRAME_CAP bytes inside `self.bufs`, all of
-        // which outlive the call; MSG_TRUNC makes msg_len the frame's true length.
+        // SAFETY: each header points at one iovec of FRAME_CAP bytes inside `self.bufs` and at
+        // its control buffer in `self.cmsgs`, all of which outlive the call; MSG_TRUNC makes
+        // msg_len the frame's true length.
         let n = unsafe {
             libc::recvmmsg(
                 self.fd.as_raw_fd(),
@@ -155,8 +175,15 @@ impl PacketSocket {
                 _ => Err(e),
             };
         }
-        for (len, m) in self.lens.iter_mut().zip(&msgs[..n as usize]) {
-            *len = m.msg_len as usize;
+        for (i, m) in msgs[..n as usize].iter().enumerate() {
+            let len = m.msg_len as usize;
+            self.lens[i] = len;
+            if let Some((tpid, tci)) = vlan_of(&m.msg_hdr) {
+                self.lens[i] = len + VLAN_TAG_BYTES;
+                if self.lens[i] <= FRAME_CAP {
+                    insert_vlan_tag(&mut self.bufs[i], len, tpid, tci);
+                }
+            }
         }
         Ok(n as usize)
     }
@@ -233,6 +260,37 @@ impl PacketSocket {
         self.stats.drops += u64::from(st.tp_drops);
         Ok(self.stats)
     }
+}
+
+/// The VLAN tag the kernel took out of a received frame, from its `PACKET_AUXDATA`:
+/// (TPID, TCI); the TPID is 802.1Q's 0x8100 when the kernel does not say.
+fn vlan_of(hdr: &libc::msghdr) -> Option<(u16, u16)> {
+    // SAFETY: `hdr` was filled by recvmmsg: its control pointer and length describe the
+    // control messages written into our buffer; the CMSG macros stay within that length.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(hdr);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
+                let aux: libc::tpacket_auxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                if aux.tp_status & libc::TP_STATUS_VLAN_VALID == 0 {
+                    return None;
+                }
+                let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { aux.tp_vlan_tpid } else { 0x8100 };
+                return Some((tpid, aux.tp_vlan_tci));
+            }
+            c = libc::CMSG_NXTHDR(hdr, c);
+        }
+    }
+    None
+}
+
+/// Put a VLAN tag back after the two MAC addresses of the `len`-byte frame in `buf`
+/// (which has room for it).
+pub fn insert_vlan_tag(buf: &mut [u8], len: usize, tpid: u16, tci: u16) {
+    let at = 12.min(len);
+    buf.copy_within(at..len, at + VLAN_TAG_BYTES);
+    buf[at..at + 2].copy_from_slice(&tpid.to_be_bytes());
+    buf[at + 2..at + 4].copy_from_slice(&tci.to_be_bytes());
 }
 
 /// One offload the box needs off: its `ethtool -K` name and the legacy ethtool commands
@@ -342,6 +400,17 @@ pub fn mtu(iface: &str) -> io::Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vlan_tag_goes_back_after_the_mac_addresses() {
+        let mut buf = [0u8; 32];
+        let frame: Vec<u8> = (1..=20).collect(); // dst 1..6, src 7..12, EtherType 13 14, payload
+        buf[..20].copy_from_slice(&frame);
+        insert_vlan_tag(&mut buf, 20, 0x8100, 0x2064); // priority 1, VLAN 100
+        assert_eq!(&buf[..12], &frame[..12]);
+        assert_eq!(&buf[12..16], &[0x81, 0x00, 0x20, 0x64]);
+        assert_eq!(&buf[16..24], &frame[12..20]);
+    }
 
     #[test]
     fn the_loopback_has_an_mtu_and_readable_offloads() {

@@ -82,10 +82,11 @@ impl Testbed {
                 tb.exec(ns, &["ethtool", "-K", i, "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off"])?;
             }
         }
-        tb.exec(c, &["ip", "addr", "add", &format!("{CLIENT_IP}/24"), "dev", "eth0"])?;
-        tb.exec(s, &["ip", "addr", "add", &format!("{SERVER_IP}/24"), "dev", "eth0"])?;
-        tb.exec(c, &["ip", "neigh", "add", SERVER_IP, "lladdr", SERVER_MAC, "dev", "eth0", "nud", "permanent"])?;
-        tb.exec(s, &["ip", "neigh", "add", CLIENT_IP, "lladdr", CLIENT_MAC, "dev", "eth0", "nud", "permanent"])?;
+        let dev = "eth0";
+        tb.exec(c, &["ip", "addr", "add", &format!("{CLIENT_IP}/24"), "dev", dev])?;
+        tb.exec(s, &["ip", "addr", "add", &format!("{SERVER_IP}/24"), "dev", dev])?;
+        tb.exec(c, &["ip", "neigh", "add", SERVER_IP, "lladdr", SERVER_MAC, "dev", dev, "nud", "permanent"])?;
+        tb.exec(s, &["ip", "neigh", "add", CLIENT_IP, "lladdr", CLIENT_MAC, "dev", dev, "nud", "permanent"])?;
         Ok(tb)
     }
 
@@ -387,4 +388,78 @@ fn offloads_are_refused_with_the_command_or_fixed_and_oversized_frames_are_logge
     .unwrap();
     assert_eq!(sent, 1);
     wait_for_log(&log, "interface a0: dropped a frame of 4000 bytes", Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn vlan_tagged_frames_leave_the_box_with_their_tag() {
+    if let Err(why) = can_run() {
+        eprintln!("SKIPPED vlan_tagged_frames...: needs root, ethtool and ip netns ({why})");
+        return;
+    }
+    if sh(&["tshark", "--version"]).is_err() {
+        eprintln!("SKIPPED vlan_tagged_frames...: needs tshark to see the tag on the far side");
+        return;
+    }
+    // The client sends UDP tagged with VLAN 100 (priority 3). The kernel gives the box each
+    // frame untagged, with the tag in PACKET_AUXDATA; the box must put it back. tshark on
+    // the server's side (libpcap, which reads the kernel's metadata the same way) must see
+    // VLAN 100 and priority 3.
+    let mut tb = Testbed::new().expect("testbed");
+    let cfg = tb.dir.join("box.json");
+    std::fs::write(&cfg, config(10_000_000, r#"{"kind": "fq_codel"}"#)).unwrap();
+    let mut b = tb.start_box(&cfg, &tb.dir.join("box.log"), None);
+    let ready = wait_for_ready(&mut b);
+    tb.boxes.push(b);
+    ready.unwrap();
+    let capture = Command::new("ip")
+        .args(["netns", "exec", &tb.names[2], "tshark", "-i", "eth0", "-c", "1", "-a", "duration:10", "-f", "udp",
+               "-T", "fields", "-e", "vlan.id", "-e", "vlan.priority", "-e", "ip.dst"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500)); // tshark's start
+    in_ns(&tb.names[0], || {
+        let s = smallpipe_middlebox::io::PacketSocket::open("eth0").unwrap();
+        for _ in 0..5 {
+            s.send_batch(&[&tagged_udp_frame(100, 3)]).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    })
+    .join()
+    .unwrap()
+    .unwrap();
+    let out = capture.wait_with_output().unwrap();
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(seen.trim(), format!("100\t3\t{SERVER_IP}"), "what the server's side saw (vlan id, priority, dst)");
+}
+
+/// An Ethernet frame client → server with an 802.1Q tag and an IPv4/UDP datagram (valid
+/// IPv4 checksum, no UDP checksum).
+fn tagged_udp_frame(vlan: u16, priority: u16) -> Vec<u8> {
+    let mac = |m: &str| m.split(':').map(|h| u8::from_str_radix(h, 16).unwrap()).collect::<Vec<u8>>();
+    let ip = |a: &str| a.parse::<std::net::Ipv4Addr>().unwrap().octets();
+    let mut f = mac(SERVER_MAC);
+    f.extend(mac(CLIENT_MAC));
+    f.extend([0x81, 0x00]);
+    f.extend(((priority << 13) | vlan).to_be_bytes());
+    f.extend([0x08, 0x00]);
+    let payload = [0x5au8; 32];
+    let total = (20 + 8 + payload.len()) as u16;
+    let mut h = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 64, 17, 0, 0];
+    h[2..4].copy_from_slice(&total.to_be_bytes());
+    h.extend(ip(CLIENT_IP));
+    h.extend(ip(SERVER_IP));
+    let mut sum: u32 = h.chunks(2).map(|w| (w[0] as u32) << 8 | w[1] as u32).sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    h[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f.extend(h);
+    f.extend(4000u16.to_be_bytes());
+    f.extend(4001u16.to_be_bytes());
+    f.extend((8 + payload.len() as u16).to_be_bytes());
+    f.extend([0, 0]);
+    f.extend(payload);
+    f
 }
