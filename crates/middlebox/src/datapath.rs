@@ -49,6 +49,8 @@ pub struct DataPath {
     socks: [PacketSocket; 2],
     iface_names: [String; 2],
     down: [Option<SideDown>; 2],
+    /// When an up side's interface is next looked at.
+    next_probe: [Instant; 2],
     /// Times a side's interface went down or away (`box.json`, `iface_down_events`).
     pub iface_down_events: [u64; 2],
     /// The config running now (the last one loaded without error).
@@ -82,6 +84,7 @@ impl DataPath {
             socks,
             iface_names,
             down: [None, None],
+            next_probe: [Instant::ZERO; 2],
             iface_down_events: [0; 2],
             cfg: cfg.clone(),
             links,
@@ -217,11 +220,15 @@ impl DataPath {
     /// the interface was re-created under the same name).
     fn check_side(&mut self, side: usize, now: Instant) {
         let Some(d) = self.down[side] else {
-            // The kernel reports ENETDOWN to a reader once; a side that is not reading when
-            // it happens learns of it here.
-            if matches!(interface_state(&self.iface_names[side]), InterfaceState::Down { .. } | InterfaceState::Gone) {
-                let e = std::io::Error::from_raw_os_error(libc::ENETDOWN);
-                let _ = self.side_failed(side, &e, now);
+            // The kernel reports ENETDOWN to a reader once, and may report it to neither
+            // socket; a side that missed it learns of it here, once a second (a syscall and
+            // a sysfs read are too dear for every wake-up).
+            if now >= self.next_probe[side] {
+                self.next_probe[side] = now + IFACE_RETRY;
+                if matches!(interface_state(&self.iface_names[side]), InterfaceState::Down { .. } | InterfaceState::Gone) {
+                    let e = std::io::Error::from_raw_os_error(libc::ENETDOWN);
+                    let _ = self.side_failed(side, &e, now);
+                }
             }
             return;
         };

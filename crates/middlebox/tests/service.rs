@@ -58,12 +58,13 @@ impl Testbed {
         sh(&v)
     }
 
-    fn new() -> Result<Testbed, String> {
+    /// Namespaces `i41<tag>{c,b,s}<pid>`: the tests of this file run in parallel.
+    fn new(tag: &str) -> Result<Testbed, String> {
         let pid = std::process::id();
         let tb = Testbed {
-            names: [format!("i41c{pid}"), format!("i41b{pid}"), format!("i41s{pid}")],
+            names: [format!("i41{tag}c{pid}"), format!("i41{tag}b{pid}"), format!("i41{tag}s{pid}")],
             boxes: Vec::new(),
-            dir: std::env::temp_dir().join(format!("i41-box-service-{pid}")),
+            dir: std::env::temp_dir().join(format!("i41-box-{tag}-{pid}")),
         };
         for n in &tb.names {
             sh(&["ip", "netns", "add", n])?;
@@ -220,7 +221,9 @@ fn can_run() -> Result<(), String> {
         return Err("not root".into());
     }
     sh(&["ethtool", "--version"])?;
-    let probe = format!("i41probe{}", std::process::id());
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = format!("i41probe{}-{k}", std::process::id());
     sh(&["ip", "netns", "add", &probe])?;
     sh(&["ip", "netns", "del", &probe]).map(drop)
 }
@@ -231,7 +234,7 @@ fn the_box_notifies_refuses_a_twin_reloads_survives_a_flap_and_fails_open() {
         eprintln!("SKIPPED the_box_notifies...: needs root, ethtool and ip netns ({why})");
         return;
     }
-    let mut tb = Testbed::new().expect("testbed");
+    let mut tb = Testbed::new("svc").expect("testbed");
     let cfg = tb.dir.join("box.json");
     std::fs::write(&cfg, config(10_000_000, r#"{"kind": "droptail", "limit_pkts": 100}"#)).unwrap();
     let notify_path = tb.dir.join("notify");
@@ -404,7 +407,7 @@ fn vlan_tagged_frames_leave_the_box_with_their_tag() {
     // frame untagged, with the tag in PACKET_AUXDATA; the box must put it back. tshark on
     // the server's side (libpcap, which reads the kernel's metadata the same way) must see
     // VLAN 100 and priority 3.
-    let mut tb = Testbed::new().expect("testbed");
+    let mut tb = Testbed::new("vl").expect("testbed");
     let cfg = tb.dir.join("box.json");
     std::fs::write(&cfg, config(10_000_000, r#"{"kind": "fq_codel"}"#)).unwrap();
     let mut b = tb.start_box(&cfg, &tb.dir.join("box.log"), None);
