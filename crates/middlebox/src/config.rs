@@ -6,7 +6,7 @@ use crate::link::LinkEmu;
 use crate::parse::host_key;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
-use smallpipe_core::{Accounted, ConfigError, Duration, QdiscConfig, Rng};
+use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, QdiscConfig, Rng};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -124,10 +124,15 @@ impl DirectionConfig {
         Ok(())
     }
 
-    fn build(&self, seed: u64, direction: u64, extra: FxHashMap<u32, Duration>) -> Result<LinkEmu, ConfigError> {
+    /// The discipline, sized for this direction's link (core's `set_link`, then `build`).
+    pub fn build_queue(&self) -> Result<AnyQdisc, ConfigError> {
         let mut q = self.queue.clone();
         q.set_link(self.rate_bps, self.delay_ns);
-        let qdisc = q.build().map_err(|e| e.within("queue"))?;
+        q.build().map_err(|e| e.within("queue"))
+    }
+
+    fn build(&self, seed: u64, direction: u64, extra: FxHashMap<u32, Duration>) -> Result<LinkEmu, ConfigError> {
+        let qdisc = self.build_queue()?;
         // Streams 0/1 for the disciplines, 2/3 for the links' loss draws.
         let queue = Accounted::new(qdisc, Rng::new(seed, direction)).with_delay_histogram();
         Ok(LinkEmu::new(self.rate_bps, Duration(self.delay_ns), self.loss, extra, queue, Rng::new(seed, 2 + direction)))

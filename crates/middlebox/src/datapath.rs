@@ -3,17 +3,19 @@
 //! until the model's next deadline (or a frame arrives). Side A faces the clients: frames
 //! read on A go through link 0 (`a_to_b`) and leave on B; link 1 is the reverse.
 
-use crate::config::BoxConfig;
+use crate::config::{BoxConfig, DirectionConfig};
 use crate::io::PacketSocket;
 use crate::link::{next_due, LinkCumulative, LinkEmu, LinkEvent};
 use crate::parse::{parse_frame, set_ce, DropCause, Verdict};
 use crate::pcap::{Capture, Point};
+use crate::service::{interface_state, InterfaceState, Notifier};
 use crate::slab::Slab;
 use crate::stats::{queue_state_row, BoxStats, FlowTable, QueueStateRow, Snapshot};
 use crate::timer::{Clock, Timer};
 use hdrhistogram::Histogram;
 use nix::poll::{poll, PollFd, PollFlags};
 use smallpipe_core::packet::Ecn;
+use smallpipe_core::qdisc::QdiscConfig;
 use smallpipe_core::{Duration, Instant};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,9 +26,35 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 const IDLE_WAKE: Duration = Duration::from_millis(50);
 /// Receive batches per side per wake-up before the loop turns to its deadlines again.
 const RECV_ROUNDS: usize = 4;
+/// How often a side whose interface went down (or away) is checked again.
+const IFACE_RETRY: Duration = Duration::from_millis(1000);
+
+/// What the service around the data path asks of it while it runs.
+pub struct Control<'a> {
+    pub stop: &'a AtomicBool,
+    /// Set by SIGHUP: re-read `config_path` and apply it (`DataPath::reload`).
+    pub reload: &'a AtomicBool,
+    pub config_path: &'a str,
+    pub notifier: &'a Notifier,
+}
+
+/// A side whose interface failed: since when, and when to look again.
+#[derive(Debug, Clone, Copy)]
+struct SideDown {
+    since: Instant,
+    next_check: Instant,
+}
 
 pub struct DataPath {
     socks: [PacketSocket; 2],
+    iface_names: [String; 2],
+    down: [Option<SideDown>; 2],
+    /// When an up side's interface is next looked at.
+    next_probe: [Instant; 2],
+    /// Times a side's interface went down or away (`box.json`, `iface_down_events`).
+    pub iface_down_events: [u64; 2],
+    /// The config running now (the last one loaded without error).
+    cfg: BoxConfig,
     pub links: [LinkEmu; 2],
     slab: Slab,
     pub stats: BoxStats,
@@ -47,12 +75,18 @@ pub struct DataPath {
 }
 
 impl DataPath {
-    pub fn new(cfg: &BoxConfig, socks: [PacketSocket; 2], capture: Option<Capture>) -> Result<Self, String> {
+    pub fn new(cfg: &BoxConfig, socks: [PacketSocket; 2], iface_names: [String; 2], capture: Option<Capture>)
+               -> Result<Self, String> {
         let links = cfg.build_links().map_err(|e| format!("{}: {} is not allowed (allowed: {})", e.field, e.value, e.allowed))?;
         let clock = Clock::start();
         let timer = Timer::new(clock).map_err(|e| format!("timerfd: {e}"))?;
         Ok(DataPath {
             socks,
+            iface_names,
+            down: [None, None],
+            next_probe: [Instant::ZERO; 2],
+            iface_down_events: [0; 2],
+            cfg: cfg.clone(),
             links,
             slab: Slab::with_capacity(cfg.slab_frames),
             stats: BoxStats::default(),
@@ -80,19 +114,43 @@ impl DataPath {
     }
 
     /// Forward until `stop` is set or `until` (run time) passes. Publishes a snapshot into
-    /// `shared` every [`PUBLISH_EVERY`].
-    pub fn run(&mut self, stop: &AtomicBool, until: Option<Instant>, shared: &Mutex<Arc<Snapshot>>) -> std::io::Result<()> {
+    /// `shared` every [`PUBLISH_EVERY`], reloads the config when asked, pings the systemd
+    /// watchdog from this loop (so a stuck data path stops the pings), and rides out an
+    /// interface that goes down or away.
+    pub fn run(&mut self, ctl: &Control, until: Option<Instant>, shared: &Mutex<Arc<Snapshot>>) -> std::io::Result<()> {
         let mut next_publish = Instant::ZERO;
-        while !stop.load(Ordering::Relaxed) {
+        let mut next_watchdog = Instant::ZERO;
+        while !ctl.stop.load(Ordering::Relaxed) {
             let now = self.clock.now();
             if until.is_some_and(|u| now >= u) {
                 break;
             }
+            if ctl.reload.swap(false, Ordering::Relaxed) {
+                ctl.notifier.reloading();
+                match BoxConfig::load(ctl.config_path) {
+                    Ok(c) => self.reload(&c, now),
+                    Err(e) => eprintln!("smallpipe-box: reload refused, the running config stays: {e}"),
+                }
+                ctl.notifier.notify("READY=1");
+            }
+            if let Some(every) = ctl.notifier.watchdog_every {
+                if now >= next_watchdog {
+                    ctl.notifier.notify("WATCHDOG=1");
+                    next_watchdog = now + Duration(every.as_nanos() as u64);
+                }
+            }
             self.close_slices(now);
             self.advance(now);
             for side in 0..2 {
+                self.check_side(side, now);
                 for _ in 0..RECV_ROUNDS {
-                    let n = self.socks[side].recv_batch()?;
+                    let n = match self.socks[side].recv_batch() {
+                        Ok(n) => n,
+                        Err(e) => {
+                            self.side_failed(side, &e, now)?;
+                            0
+                        }
+                    };
                     for i in 0..n {
                         self.on_frame(side, i);
                     }
@@ -107,14 +165,18 @@ impl DataPath {
                 *shared.lock().expect("metrics lock") = Arc::new(self.snapshot(now));
                 next_publish = now + PUBLISH_EVERY;
             }
-            let wake = [self.links[0].next_deadline(), self.links[1].next_deadline(), Some(self.next_slice), until]
+            let watchdog = ctl.notifier.watchdog_every.map(|_| next_watchdog);
+            let retry = self.down.iter().flatten().map(|d| d.next_check).min();
+            let wake = [self.links[0].next_deadline(), self.links[1].next_deadline(), Some(self.next_slice), until,
+                        watchdog, retry]
                 .into_iter()
                 .flatten()
                 .fold(now + IDLE_WAKE, Instant::min);
             self.timer.arm_at(wake)?;
+            // A side that is down is not polled: its socket may report the error until read.
             let mut fds = [
-                PollFd::new(self.socks[0].fd(), PollFlags::POLLIN),
-                PollFd::new(self.socks[1].fd(), PollFlags::POLLIN),
+                PollFd::new(self.socks[0].fd(), if self.down[0].is_some() { PollFlags::empty() } else { PollFlags::POLLIN }),
+                PollFd::new(self.socks[1].fd(), if self.down[1].is_some() { PollFlags::empty() } else { PollFlags::POLLIN }),
                 PollFd::new(self.timer.fd(), PollFlags::POLLIN),
             ];
             match poll(&mut fds, nix::poll::PollTimeout::NONE) {
@@ -123,13 +185,142 @@ impl DataPath {
             }
             self.timer.acknowledge();
         }
+        ctl.notifier.notify("STOPPING=1");
         let now = self.clock.now();
         self.sample_links(now);
         for (side, s) in self.socks.iter_mut().enumerate() {
-            self.stats.kernel[side] = s.kernel_stats()?;
+            // A socket whose interface went away has no statistics to give: keep the last.
+            if let Ok(k) = s.kernel_stats() {
+                self.stats.kernel[side] = k;
+            }
         }
         *shared.lock().expect("metrics lock") = Arc::new(self.snapshot(now));
         Ok(())
+    }
+
+    /// A receive error on `side`: an interface that went down (`ENETDOWN`, reported once by
+    /// the kernel) or away (`ENODEV`, `ENXIO`) pauses that side; queues, flow tables and
+    /// the other side keep going. Any other error ends the run.
+    fn side_failed(&mut self, side: usize, e: &std::io::Error, now: Instant) -> std::io::Result<()> {
+        match e.raw_os_error() {
+            Some(libc::ENETDOWN) | Some(libc::ENODEV) | Some(libc::ENXIO) => {
+                if self.down[side].is_none() {
+                    self.iface_down_events[side] += 1;
+                    eprintln!("smallpipe-box: interface {} ({}): {e}; this side paused, queues and tables kept,                                checking every {} ms", self.iface_names[side], crate::stats::SIDES[side],
+                              IFACE_RETRY.as_nanos() / 1_000_000);
+                }
+                self.down[side] = Some(SideDown { since: self.down[side].map_or(now, |d| d.since), next_check: now });
+                Ok(())
+            }
+            _ => Err(std::io::Error::new(e.kind(), format!("interface {}: {e}", self.iface_names[side]))),
+        }
+    }
+
+    /// A side that is down: once its interface is up again, resume (on a new socket if
+    /// the interface was re-created under the same name).
+    fn check_side(&mut self, side: usize, now: Instant) {
+        let Some(d) = self.down[side] else {
+            // The kernel reports ENETDOWN to a reader once, and may report it to neither
+            // socket; a side that missed it learns of it here, once a second (a syscall and
+            // a sysfs read are too dear for every wake-up).
+            if now >= self.next_probe[side] {
+                self.next_probe[side] = now + IFACE_RETRY;
+                if matches!(interface_state(&self.iface_names[side]), InterfaceState::Down { .. } | InterfaceState::Gone) {
+                    let e = std::io::Error::from_raw_os_error(libc::ENETDOWN);
+                    let _ = self.side_failed(side, &e, now);
+                }
+            }
+            return;
+        };
+        if now < d.next_check {
+            return;
+        }
+        let name = self.iface_names[side].clone();
+        self.down[side] = Some(SideDown { next_check: now + IFACE_RETRY, ..d });
+        let InterfaceState::Up { ifindex } = interface_state(&name) else { return };
+        if ifindex != self.socks[side].ifindex() {
+            match PacketSocket::open(&name) {
+                Ok(s) => {
+                    // Its kernel counters start again; the sums so far stay in the stats.
+                    self.stats.kernel[side] = self.socks[side].kernel_stats().unwrap_or(self.stats.kernel[side]);
+                    self.socks[side] = s;
+                }
+                Err(e) => {
+                    eprintln!("smallpipe-box: interface {name} is back (index {ifindex}) but cannot be opened: {e}; retrying");
+                    return;
+                }
+            }
+        }
+        self.down[side] = None;
+        eprintln!("smallpipe-box: interface {name} ({}) is up again after {:.1} s; forwarding resumed",
+                  crate::stats::SIDES[side], now.saturating_since(d.since).as_nanos() as f64 / 1e9);
+    }
+
+    /// Apply a reloaded config at `now`, saying in the log what changed. Rate, delays and
+    /// loss change in place; a changed discipline (kind or knobs) takes over the queue
+    /// (`LinkEmu::replace_queue`); what only a restart can change is kept and named.
+    pub fn reload(&mut self, new: &BoxConfig, now: Instant) {
+        let say = |m: String| eprintln!("smallpipe-box: reload: {m}");
+        let mut changed = false;
+        for (d, name) in ["a_to_b", "b_to_a"].into_iter().enumerate() {
+            self.advance_links(now, now);
+            let (old_dir, new_dir) = (self.dir_config(d).clone(), if d == 0 { &new.a_to_b } else { &new.b_to_a });
+            if old_dir.rate_bps != new_dir.rate_bps {
+                self.links[d].set_rate(new_dir.rate_bps, now, &mut self.events);
+                self.handle_events(d, now);
+                say(format!("{name}.rate_bps {} -> {}", old_dir.rate_bps, new_dir.rate_bps));
+                changed = true;
+            }
+            if (old_dir.delay_ns, old_dir.loss) != (new_dir.delay_ns, new_dir.loss)
+                || self.cfg.extra_delay_ns_by_src != new.extra_delay_ns_by_src
+            {
+                self.links[d].set_path(Duration(new_dir.delay_ns), new.extra_delays(), new_dir.loss);
+                say(format!("{name} delay_ns {} -> {}, loss {} -> {}, extra delays for {} hosts",
+                            old_dir.delay_ns, new_dir.delay_ns, old_dir.loss, new_dir.loss, new.extra_delay_ns_by_src.len()));
+                changed = true;
+            }
+            if old_dir.queue != new_dir.queue || old_dir.rate_bps != new_dir.rate_bps || old_dir.delay_ns != new_dir.delay_ns {
+                // Disciplines that size themselves from the link (`set_link`) are rebuilt
+                // when it changes, too.
+                if matches!(&old_dir.queue, QdiscConfig::Taq(t) if t.admission_hold_syns > 0) {
+                    say(format!("{name}.queue kept: TAQ in proxy mode holds SYNs it will not hand over; restart to change it"));
+                    continue;
+                }
+                let q = match new_dir.build_queue() {
+                    Ok(q) => q,
+                    Err(e) => {
+                        say(format!("{name}.queue kept: {}: {} is not allowed (allowed: {})", e.field, e.value, e.allowed));
+                        continue;
+                    }
+                };
+                let before = self.links[d].queue.len_pkts();
+                let (moved, dropped) = self.links[d].replace_queue(q, now, &mut self.events);
+                self.handle_events(d, now);
+                say(format!("{name}.queue {} -> {}: {before} queued packets migrated in the old discipline's order,                              {moved} moved, {dropped} dropped on the way", kind(&old_dir.queue), kind(&new_dir.queue)));
+                changed = true;
+            }
+            if d == 0 { self.cfg.a_to_b = new_dir.clone() } else { self.cfg.b_to_a = new_dir.clone() }
+        }
+        self.cfg.extra_delay_ns_by_src = new.extra_delay_ns_by_src.clone();
+        for (field, differs) in [("seed", self.cfg.seed != new.seed), ("slab_frames", self.cfg.slab_frames != new.slab_frames),
+                                 ("slice_ns", self.cfg.slice_ns != new.slice_ns)] {
+            if differs {
+                say(format!("{field} kept (changes only at a restart)"));
+            }
+        }
+        if !changed {
+            say("nothing to change".into());
+        }
+        self.flush();
+    }
+
+    /// The config running now.
+    pub fn config(&self) -> &BoxConfig {
+        &self.cfg
+    }
+
+    fn dir_config(&self, d: usize) -> &DirectionConfig {
+        if d == 0 { &self.cfg.a_to_b } else { &self.cfg.b_to_a }
     }
 
     /// Stop the capture thread (if any) and report frames written and dropped.
@@ -146,7 +337,19 @@ impl DataPath {
         if let Some(c) = &mut self.capture {
             c.record(if side == 0 { Point::AIn } else { Point::BIn }, now.as_nanos(), frame);
         }
-        let verdict = if self.socks[side].truncated(i) { Verdict::Drop(DropCause::Oversized) } else { parse_frame(frame) };
+        let verdict = if self.socks[side].truncated(i) {
+            // Counted below like any refusal; logged at the 1st, 2nd, 4th, 8th, ... so a
+            // steady stream of them cannot flood the log.
+            let n = self.stats.parse_drops[side][DropCause::Oversized as usize] + 1;
+            if n.is_power_of_two() {
+                eprintln!("smallpipe-box: interface {}: dropped a frame of {} bytes, longer than the {} the box carries \
+                           ({n} so far, counted as oversized; check the MTU and that GRO/LRO are off)",
+                          self.iface_names[side], self.socks[side].frame_len(i), crate::io::FRAME_CAP);
+            }
+            Verdict::Drop(DropCause::Oversized)
+        } else {
+            parse_frame(frame)
+        };
         let mut pkt = match verdict {
             Verdict::Scheduled(p) => p,
             Verdict::Unscheduled => {
@@ -269,4 +472,9 @@ impl DataPath {
     pub fn snapshot(&mut self, now: Instant) -> Snapshot {
         Snapshot::take(now, &mut self.links, &self.stats, &self.flows, &self.lateness_ns, self.slab.in_use(), &self.queue_states)
     }
+}
+
+/// A discipline's `kind`, as the config spells it.
+fn kind(q: &QdiscConfig) -> String {
+    serde_json::to_value(q).ok().and_then(|v| v["kind"].as_str().map(String::from)).unwrap_or_else(|| "?".into())
 }

@@ -17,6 +17,8 @@ pub const BATCH: usize = 64;
 /// Largest frame the box carries: an Ethernet frame of MTU 1500 plus a VLAN tag fits, with
 /// room to tell a larger (oversized) one apart.
 pub const FRAME_CAP: usize = 2048;
+/// Ethernet header plus one VLAN tag: a frame is this much longer than its IP packet.
+pub const L2_OVERHEAD_BYTES: usize = 18;
 
 /// Kernel-side counters from `PACKET_STATISTICS` (which resets them on every read; these
 /// are the sums since the socket opened).
@@ -33,7 +35,14 @@ pub struct PacketSocket {
     /// Receive batch: buffers, their iovecs and the message headers, allocated once.
     bufs: Vec<[u8; FRAME_CAP]>,
     lens: [usize; BATCH],
+    /// Control-message space per receive slot (one `tpacket_auxdata`), as `u64`s for alignment.
+    cmsgs: Vec<[u64; CMSG_WORDS]>,
 }
+
+/// Bytes of a VLAN tag (TPID and TCI).
+pub const VLAN_TAG_BYTES: usize = 4;
+/// Room for one control message carrying a `tpacket_auxdata` (20 bytes after a 16-byte header).
+const CMSG_WORDS: usize = 8;
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
@@ -85,6 +94,7 @@ impl PacketSocket {
         })?;
         setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)?;
         setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, 1)?;
+        setsockopt_int(fd.as_fd(), libc::SOL_PACKET, libc::PACKET_AUXDATA, 1)?;
         // 4 MiB each way absorbs a multi-ms stall at line rate; FORCE needs CAP_NET_ADMIN, which
         // the box has, and falls back to the capped size otherwise.
         for (forced, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
@@ -108,7 +118,19 @@ impl PacketSocket {
                 std::mem::size_of::<libc::packet_mreq>() as libc::socklen_t,
             )
         })?;
-        Ok(PacketSocket { fd, ifindex, stats: KernelStats::default(), bufs: vec![[0; FRAME_CAP]; BATCH], lens: [0; BATCH] })
+        Ok(PacketSocket {
+            fd,
+            ifindex,
+            stats: KernelStats::default(),
+            bufs: vec![[0; FRAME_CAP]; BATCH],
+            lens: [0; BATCH],
+            cmsgs: vec![[0; CMSG_WORDS]; BATCH],
+        })
+    }
+
+    /// The interface index the socket is bound to.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex as u32
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {
@@ -116,8 +138,10 @@ impl PacketSocket {
     }
 
     /// Read up to [`BATCH`] frames without blocking; returns how many. Frame `i` is
-    /// [`Self::frame`]`(i)`; its true length may exceed [`FRAME_CAP`] (see [`Self::truncated`]).
+    /// [`Self::frame`]`(i)`, with its VLAN tag put back in place when the kernel had taken
+    /// it out; its true length may exceed [`FRAME_CAP`] (see [`Self::truncated`]).
     pub fn recv_batch(&mut self) -> io::Result<usize> {
+        // Frames are read with room left for the tag that may go back in.
         let mut iovs: [libc::iovec; BATCH] =
             std::array::from_fn(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 });
         for (iov, buf) in iovs.iter_mut().zip(self.bufs.iter_mut()) {
@@ -126,12 +150,15 @@ impl PacketSocket {
         }
         // SAFETY: mmsghdr is plain data; all-zero (null pointers, zero lengths) is valid.
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
+        for ((m, iov), c) in msgs.iter_mut().zip(iovs.iter_mut()).zip(self.cmsgs.iter_mut()) {
             m.msg_hdr.msg_iov = iov;
             m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_control = c.as_mut_ptr().cast();
+            m.msg_hdr.msg_controllen = std::mem::size_of_val(c);
         }
-        // SAFETY: each header points at one iovec of FRAME_CAP bytes inside `self.bufs`, all of
-        // which outlive the call; MSG_TRUNC makes msg_len the frame's true length.
+        // SAFETY: each header points at one iovec of FRAME_CAP bytes inside `self.bufs` and at
+        // its control buffer in `self.cmsgs`, all of which outlive the call; MSG_TRUNC makes
+        // msg_len the frame's true length.
         let n = unsafe {
             libc::recvmmsg(
                 self.fd.as_raw_fd(),
@@ -148,8 +175,15 @@ impl PacketSocket {
                 _ => Err(e),
             };
         }
-        for (len, m) in self.lens.iter_mut().zip(&msgs[..n as usize]) {
-            *len = m.msg_len as usize;
+        for (i, m) in msgs[..n as usize].iter().enumerate() {
+            let len = m.msg_len as usize;
+            self.lens[i] = len;
+            if let Some((tpid, tci)) = vlan_of(&m.msg_hdr) {
+                self.lens[i] = len + VLAN_TAG_BYTES;
+                if self.lens[i] <= FRAME_CAP {
+                    insert_vlan_tag(&mut self.bufs[i], len, tpid, tci);
+                }
+            }
         }
         Ok(n as usize)
     }
@@ -157,6 +191,11 @@ impl PacketSocket {
     /// Frame `i` of the last batch (cut to [`FRAME_CAP`] if it was longer).
     pub fn frame(&self, i: usize) -> &[u8] {
         &self.bufs[i][..self.lens[i].min(FRAME_CAP)]
+    }
+
+    /// The true length of frame `i` of the last batch (more than [`FRAME_CAP`] if truncated).
+    pub fn frame_len(&self, i: usize) -> usize {
+        self.lens[i]
     }
 
     /// Whether frame `i` of the last batch was longer than [`FRAME_CAP`].
@@ -220,5 +259,165 @@ impl PacketSocket {
         self.stats.packets += u64::from(st.tp_packets);
         self.stats.drops += u64::from(st.tp_drops);
         Ok(self.stats)
+    }
+}
+
+/// The VLAN tag the kernel took out of a received frame, from its `PACKET_AUXDATA`:
+/// (TPID, TCI); the TPID is 802.1Q's 0x8100 when the kernel does not say.
+fn vlan_of(hdr: &libc::msghdr) -> Option<(u16, u16)> {
+    // SAFETY: `hdr` was filled by recvmmsg: its control pointer and length describe the
+    // control messages written into our buffer; the CMSG macros stay within that length.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(hdr);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
+                let aux: libc::tpacket_auxdata = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                if aux.tp_status & libc::TP_STATUS_VLAN_VALID == 0 {
+                    return None;
+                }
+                let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { aux.tp_vlan_tpid } else { 0x8100 };
+                return Some((tpid, aux.tp_vlan_tci));
+            }
+            c = libc::CMSG_NXTHDR(hdr, c);
+        }
+    }
+    None
+}
+
+/// Put a VLAN tag back after the two MAC addresses of the `len`-byte frame in `buf`
+/// (which has room for it).
+pub fn insert_vlan_tag(buf: &mut [u8], len: usize, tpid: u16, tci: u16) {
+    let at = 12.min(len);
+    buf.copy_within(at..len, at + VLAN_TAG_BYTES);
+    buf[at..at + 2].copy_from_slice(&tpid.to_be_bytes());
+    buf[at + 2..at + 4].copy_from_slice(&tci.to_be_bytes());
+}
+
+/// One offload the box needs off: its `ethtool -K` name and the legacy ethtool commands
+/// that read and write it (`linux/ethtool.h`). LRO is a bit of the device flags instead.
+struct Offload {
+    name: &'static str,
+    get: u32,
+    set: u32,
+}
+
+/// Receive offloads merge frames beyond the wire's size (the box drops them as oversized
+/// and a transfer stalls); checksum and segmentation offloads let frames through with
+/// unfilled checksums or unsplit.
+const OFFLOADS: [Offload; 5] = [
+    Offload { name: "gro", get: 0x2b, set: 0x2c },
+    Offload { name: "gso", get: 0x23, set: 0x24 },
+    Offload { name: "tso", get: 0x1e, set: 0x1f },
+    Offload { name: "tx", get: 0x16, set: 0x17 },
+    Offload { name: "rx", get: 0x14, set: 0x15 },
+];
+const ETHTOOL_GFLAGS: u32 = 0x25;
+const ETHTOOL_SFLAGS: u32 = 0x26;
+const ETH_FLAG_LRO: u32 = 1 << 15;
+
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+/// `SIOCETHTOOL` with an `ethtool_value` on `iface`, through a throwaway socket of the
+/// current network namespace.
+fn ethtool_value(iface: &str, cmd: u32, data: u32) -> io::Result<u32> {
+    let name = iface.as_bytes();
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("interface name {iface:?} is too long")));
+    }
+    // SAFETY: plain syscall with constant arguments; the result is checked before use.
+    let raw = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `raw` is a freshly opened descriptor that nothing else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    let mut value = EthtoolValue { cmd, data };
+    // SAFETY: ifreq is plain data; all-zero is a valid value before we fill it.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name) {
+        *d = *s as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // SAFETY: `req` names the interface and points at `value`, both alive for the call;
+    // SIOCETHTOOL reads the command and writes at most the ethtool_value back.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut req as *mut libc::ifreq) })?;
+    Ok(value.data)
+}
+
+/// The offloads of [`OFFLOADS`] and LRO that are on at `iface`, by their `ethtool -K` names.
+pub fn offloads_on(iface: &str) -> io::Result<Vec<&'static str>> {
+    let mut on = Vec::new();
+    if ethtool_value(iface, ETHTOOL_GFLAGS, 0)? & ETH_FLAG_LRO != 0 {
+        on.push("lro");
+    }
+    for o in &OFFLOADS {
+        match ethtool_value(iface, o.get, 0) {
+            Ok(v) if v != 0 => on.push(o.name),
+            Ok(_) => {}
+            // A device without the feature has it off.
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(on)
+}
+
+/// Turn off the offloads named (as [`offloads_on`] returns them).
+pub fn turn_offloads_off(iface: &str, names: &[&str]) -> io::Result<()> {
+    for name in names {
+        if *name == "lro" {
+            let flags = ethtool_value(iface, ETHTOOL_GFLAGS, 0)?;
+            ethtool_value(iface, ETHTOOL_SFLAGS, flags & !ETH_FLAG_LRO)?;
+        } else if let Some(o) = OFFLOADS.iter().find(|o| o.name == *name) {
+            ethtool_value(iface, o.set, 0).map_err(|e| io::Error::new(e.kind(), format!("{name} off: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// The interface's MTU (`SIOCGIFMTU`).
+pub fn mtu(iface: &str) -> io::Result<u32> {
+    let name = iface.as_bytes();
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("interface name {iface:?} is too long")));
+    }
+    // SAFETY: plain syscall with constant arguments; the result is checked before use.
+    let raw = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `raw` is a freshly opened descriptor that nothing else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: ifreq is plain data; all-zero is a valid value before we fill it.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(name) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: `req` names the interface and is alive for the call; SIOCGIFMTU writes the mtu field.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFMTU, &mut req as *mut libc::ifreq) })?;
+    // SAFETY: SIOCGIFMTU filled the union's mtu member.
+    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vlan_tag_goes_back_after_the_mac_addresses() {
+        let mut buf = [0u8; 32];
+        let frame: Vec<u8> = (1..=20).collect(); // dst 1..6, src 7..12, EtherType 13 14, payload
+        buf[..20].copy_from_slice(&frame);
+        insert_vlan_tag(&mut buf, 20, 0x8100, 0x2064); // priority 1, VLAN 100
+        assert_eq!(&buf[..12], &frame[..12]);
+        assert_eq!(&buf[12..16], &[0x81, 0x00, 0x20, 0x64]);
+        assert_eq!(&buf[16..24], &frame[12..20]);
+    }
+
+    #[test]
+    fn the_loopback_has_an_mtu_and_readable_offloads() {
+        // lo's MTU is 65536 by default; any positive value shows the ioctl works.
+        assert!(mtu("lo").unwrap() >= 1280);
+        offloads_on("lo").unwrap();
+        assert!(mtu("nosuchif0").is_err());
+        assert!(offloads_on("nosuchif0").is_err());
     }
 }

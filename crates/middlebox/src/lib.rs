@@ -6,7 +6,7 @@
 //! as its buffer. Layout: [`io`] (AF_PACKET sockets) and [`timer`] (clock, timerfd) are the
 //! only modules with `unsafe`; [`parse`], [`link`], [`slab`] and [`config`] are plain logic
 //! tested without sockets; [`datapath`] joins them in one thread; [`metrics`], [`pcap`] and
-//! [`stats`] observe; [`replay`] runs a capture's frames through the same links offline. User documentation: `docs/middlebox.md`.
+//! [`stats`] observe; [`service`] is the lock, systemd notification and interface checks; [`replay`] runs a capture's frames through the same links offline. User documentation: `docs/middlebox.md`.
 #![deny(unsafe_code)]
 
 pub mod config;
@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod parse;
 pub mod pcap;
 pub mod replay;
+pub mod service;
 pub mod slab;
 pub mod stats;
 #[allow(unsafe_code)]

@@ -12,7 +12,7 @@
 //! Counting: the discipline's bytes are IP bytes (Ethernet header excluded), as in the
 //! simulator, so `rate_bps` is the IP-layer rate.
 
-use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Rng};
+use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Qdisc, Rng};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -159,6 +159,40 @@ impl LinkEmu {
         }
     }
 
+    /// A new rate from `now` (a reload): what was due happens first at the old rate and
+    /// the packet in service finishes when it would have; the departures after it follow
+    /// the new rate.
+    pub fn set_rate(&mut self, rate_bps: u64, now: Instant, out: &mut Vec<LinkEvent>) {
+        assert!(rate_bps > 0, "rate_bps is validated by the config");
+        self.advance(now, out);
+        self.rate_bps = rate_bps;
+        self.busy_start = self.free_at;
+        self.busy_bytes = 0;
+    }
+
+    /// New propagation delay, per-source extra delays and loss (a reload): packets already
+    /// in the pipe keep the arrival time they were given.
+    pub fn set_path(&mut self, delay: Duration, extra_delay_by_src: FxHashMap<u32, Duration>, loss: f64) {
+        self.delay = delay;
+        self.extra_delay_by_src = extra_delay_by_src;
+        self.loss = loss;
+    }
+
+    /// Another discipline from `now` (a reload), the queue migrated into it in the old
+    /// one's service order (`Accounted::replace_inner`); drops on the way are reported.
+    /// Returns the packets moved and those dropped on the way. The old discipline must
+    /// hand out everything it holds (the caller refuses a change away from TAQ's proxy
+    /// mode, whose held SYNs it would not).
+    pub fn replace_queue(&mut self, queue: AnyQdisc, now: Instant, out: &mut Vec<LinkEvent>) -> (usize, usize) {
+        self.advance(now, out);
+        let (moved, old) = self.queue.replace_inner(queue, now);
+        assert_eq!(old.len_pkts(), 0, "the old discipline handed out every packet");
+        let dropped = self.queue.last_drops().len();
+        out.extend(self.queue.last_drops().iter().map(|&(p, r)| LinkEvent::Dropped(p, r)));
+        self.advance(now, out);
+        (moved, dropped)
+    }
+
     /// Packets in the pipe (serialized, not yet delivered).
     pub fn in_flight(&self) -> usize {
         self.pipe.len()
@@ -272,6 +306,29 @@ mod tests {
         // The waiting packet: 1 packet for 1 ms in all, half of it after 0.5 ms.
         assert_eq!((end.backlog_pkt_ns, end.backlog_pkt_ns - half.backlog_pkt_ns), (1_000_000, 500_000));
         assert_eq!(end.time_ns, 10_000_000);
+    }
+
+    #[test]
+    fn a_rate_change_applies_after_the_packet_in_service_and_a_new_discipline_takes_the_queue() {
+        // Four 1000-byte packets at t = 0 on 1 Mbit/s (8 ms each), no delay. At 4 ms the rate
+        // becomes 2 Mbit/s: the first still leaves at 8 ms, the others 4 ms apart.
+        let mut l = link(1_000_000, 0, 0.0, &[]);
+        let mut out = Vec::new();
+        for k in 0..4 {
+            l.enqueue(pkt(1, k, 1000), Instant::ZERO, &mut out);
+        }
+        l.set_rate(2_000_000, Instant(4_000_000), &mut out);
+        // A DropTail of one waiting packet takes the three waiting: two are dropped.
+        let small = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1), limit_bytes: None }).build().unwrap();
+        assert_eq!(l.replace_queue(small, Instant(4_000_000), &mut out), (3, 2));
+        let dropped: Vec<u32> =
+            out.iter().filter_map(|e| if let LinkEvent::Dropped(p, _) = e { Some(p.seq) } else { None }).collect();
+        assert_eq!(dropped, vec![2, 3]);
+        let got = drain(&mut l, |_| Duration::ZERO);
+        let times: Vec<(u32, u64)> = got.iter().map(|(p, t)| (p.seq, t.as_nanos())).collect();
+        assert_eq!(times, vec![(0, 8_000_000), (1, 12_000_000)]);
+        assert_eq!(l.queue.stats().arrived_pkts, 4, "counters survive the swap");
+        l.queue.check().unwrap();
     }
 
     #[test]

@@ -1,20 +1,28 @@
 //! `smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s S]
-//! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo]`
+//! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]`
+//!
+//! SIGHUP re-reads BOX.json and applies it without stopping (`DataPath::reload`); under
+//! systemd (`$NOTIFY_SOCKET`) the box reports READY/RELOADING/STOPPING and pings the
+//! watchdog. One instance per interface (`service::InstanceLock`). At start it refuses
+//! interfaces with receive, segmentation or checksum offloads on, naming the `ethtool -K`
+//! command, unless `--fix-offloads` turns them off.`
 //!
 //! `smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN]
 //! [--slice-ms MS] [--duration-s S]`: offline, the capture's input frames through the same
 //! links (`replay.rs`).
 //!
 //! Exit codes: 0 on a clean stop (SIGINT, SIGTERM or the duration), 2 on a bad command line
-//! or config, 1 on an I/O failure while running.
+//! or config, 3 when another box holds one of the interfaces (or it is a bridge port), 1 on
+//! an I/O failure while running.
 
 use smallpipe_middlebox::config::BoxConfig;
-use smallpipe_middlebox::datapath::DataPath;
+use smallpipe_middlebox::datapath::{Control, DataPath};
+use smallpipe_middlebox::service::{self, InstanceLock, Notifier};
 use smallpipe_middlebox::io::PacketSocket;
 use smallpipe_middlebox::pcap::Capture;
 use smallpipe_middlebox::replay::{read_inputs, Replay, SideA};
 use smallpipe_middlebox::stats::{self, Snapshot, SIDES};
-use smallpipe_middlebox::{metrics, parse::DropCause, timer};
+use smallpipe_middlebox::{io, metrics, parse::DropCause, timer};
 use smallpipe_core::{Duration, Instant};
 use std::io::Write;
 use std::path::PathBuf;
@@ -23,7 +31,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s SECONDS] \
-[--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo]
+[--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]
    or: smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]";
 
 /// Real-time priority of the data path under SCHED_FIFO (below the kernel's own threads at 50).
@@ -39,6 +47,8 @@ struct Args {
     metrics_addr: Option<String>,
     pcap: Option<String>,
     no_fifo: bool,
+    lock_dir: Option<PathBuf>,
+    fix_offloads: bool,
     replay: Option<String>,
     side_a: Option<SideA>,
     slice_ms: Option<f64>,
@@ -64,6 +74,8 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--metrics-addr" => a.metrics_addr = Some(value("--metrics-addr")?),
             "--pcap" => a.pcap = Some(value("--pcap")?),
             "--no-fifo" => a.no_fifo = true,
+            "--lock-dir" => a.lock_dir = Some(value("--lock-dir")?.into()),
+            "--fix-offloads" => a.fix_offloads = true,
             "--replay" => a.replay = Some(value("--replay")?),
             "--side-a" => a.side_a = Some(SideA::parse(&value("--side-a")?)?),
             "--slice-ms" => {
@@ -103,7 +115,58 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let outcome = if args.replay.is_some() { run_replay(&args, &cfg) } else { run(&args, &cfg) };
+    if args.replay.is_some() {
+        return report(run_replay(&args, &cfg));
+    }
+    // Held until the process ends (the kernel frees them even after kill -9).
+    let lock_dir = args.lock_dir.clone().unwrap_or_else(|| service::DEFAULT_LOCK_DIR.into());
+    let lock = [&args.iface_a, &args.iface_b].iter().try_for_each(|i| service::check_not_bridged(i))
+        .and_then(|()| InstanceLock::acquire(&lock_dir, &[&args.iface_a, &args.iface_b]));
+    let _lock = match lock {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("smallpipe-box: refused: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    for iface in [&args.iface_a, &args.iface_b] {
+        if let Err(e) = check_interface(iface, args.fix_offloads) {
+            eprintln!("smallpipe-box: refused: {e}");
+            return ExitCode::from(3);
+        }
+    }
+    report(run(&args, &cfg))
+}
+
+/// Offloads off (or turned off with `--fix-offloads`), and a warning when the MTU admits
+/// frames larger than the box carries.
+fn check_interface(iface: &str, fix: bool) -> Result<(), String> {
+    let on = io::offloads_on(iface).map_err(|e| format!("interface {iface}: reading its offloads: {e}"))?;
+    if !on.is_empty() {
+        let command = format!("ethtool -K {iface} {}", on.iter().map(|o| format!("{o} off")).collect::<Vec<_>>().join(" "));
+        if !fix {
+            return Err(format!(
+                "interface {iface} has offloads on ({}): the box would read merged frames larger than the wire's \
+                 (dropped as oversized) and forward frames with unfilled checksums; turn them off with `{command}`, \
+                 or start with --fix-offloads", on.join(", ")));
+        }
+        io::turn_offloads_off(iface, &on).map_err(|e| format!("interface {iface}: --fix-offloads ({command}): {e}"))?;
+        let left = io::offloads_on(iface).map_err(|e| format!("interface {iface}: {e}"))?;
+        if !left.is_empty() {
+            return Err(format!("interface {iface}: --fix-offloads could not turn off {} (fixed by the driver?)", left.join(", ")));
+        }
+        eprintln!("smallpipe-box: interface {iface}: turned offloads off (--fix-offloads, as `{command}`)");
+    }
+    let mtu = io::mtu(iface).map_err(|e| format!("interface {iface}: reading its MTU: {e}"))?;
+    if mtu as usize + io::L2_OVERHEAD_BYTES > io::FRAME_CAP {
+        eprintln!("smallpipe-box: interface {iface} has MTU {mtu}: frames longer than {} bytes (IP packets over {} bytes) \
+                   are dropped, logged and counted as oversized; set `ip link set {iface} mtu {}` or lower to avoid it",
+                  io::FRAME_CAP, io::FRAME_CAP - io::L2_OVERHEAD_BYTES, io::FRAME_CAP - io::L2_OVERHEAD_BYTES);
+    }
+    Ok(())
+}
+
+fn report(outcome: Result<(), String>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -118,6 +181,9 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| format!("signal handler: {e}"))?;
     }
+    let reload = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload)).map_err(|e| format!("signal handler: {e}"))?;
+    let notifier = Notifier::from_env()?;
     let socks = [
         PacketSocket::open(&args.iface_a).map_err(|e| format!("--iface-a {}: {e}", args.iface_a))?,
         PacketSocket::open(&args.iface_b).map_err(|e| format!("--iface-b {}: {e}", args.iface_b))?,
@@ -126,7 +192,7 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
         Some(p) => Some(Capture::create(p).map_err(|e| format!("--pcap {p}: {e}"))?),
         None => None,
     };
-    let mut dp = DataPath::new(cfg, socks, capture)?;
+    let mut dp = DataPath::new(cfg, socks, [args.iface_a.clone(), args.iface_b.clone()], capture)?;
     let shared = Arc::new(Mutex::new(Arc::new(Snapshot::empty())));
     let metrics_thread = match &args.metrics_addr {
         Some(addr) => {
@@ -149,7 +215,10 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
     let steal_start = timer::steal_ns();
     println!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
-    dp.run(&stop, until, &shared).map_err(|e| format!("data path: {e}"))?;
+    eprintln!("smallpipe-box: forwarding {} <-> {}, config {}, scheduling {sched}", args.iface_a, args.iface_b, args.config);
+    notifier.notify("READY=1");
+    let ctl = Control { stop: &stop, reload: &reload, config_path: &args.config, notifier: &notifier };
+    dp.run(&ctl, until, &shared).map_err(|e| format!("data path: {e}"))?;
     let end = dp.now();
     let steal = steal_start.zip(timer::steal_ns()).map(|(a, b)| b - a);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -243,6 +312,7 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
         "unscheduled_forwarded": per_side(&|i| st.unscheduled[i].into()),
         "sent": per_side(&|i| st.sent[i].into()),
         "send_failed": per_side(&|i| st.send_failed[i].into()),
+        "iface_down_events": per_side(&|i| dp.iface_down_events[i].into()),
         "lateness_ns": {"count": snap.lateness_count, "p50": snap.lateness_p50_ns, "p99": snap.lateness_p99_ns, "max": snap.lateness_max_ns},
         "flows_untracked_pkts": snap.untracked.arrived_pkts,
         "pcap": pcap.map(|(written, dropped)| serde_json::json!({"written": written, "dropped": dropped})),
@@ -263,7 +333,7 @@ mod tests {
         assert!(args("--iface-a x --config c").unwrap_err().contains("--iface-b is required"));
         assert!(args("--iface-a x --iface-b y --config c --duration-s -1").unwrap_err().contains("--duration-s"));
         assert!(args("--iface-a x --iface-b y --config c --bogus").unwrap_err().contains("--bogus"));
-        let a = args("--iface-a x --iface-b y --config c --duration-s 2.5 --no-fifo").unwrap();
-        assert_eq!((a.duration_s, a.no_fifo), (Some(2.5), true));
+        let a = args("--iface-a x --iface-b y --config c --duration-s 2.5 --no-fifo --fix-offloads").unwrap();
+        assert_eq!((a.duration_s, a.no_fifo, a.fix_offloads), (Some(2.5), true, true));
     }
 }

@@ -146,21 +146,25 @@ pub fn host_key(addr: std::net::IpAddr) -> u32 {
     }
 }
 
-/// Write ECN Congestion Experienced into an untagged frame's IP header (the discipline
-/// marked the packet instead of dropping it), keeping the IPv4 header checksum valid.
-/// Frames the parser scheduled always have a whole IP header, so the indexing holds;
-/// VLAN-tagged frames are left unmarked.
+/// Write ECN Congestion Experienced into a frame's IP header (the discipline marked the
+/// packet instead of dropping it), keeping the IPv4 header checksum valid. Frames the
+/// parser scheduled always have a whole IP header, so the indexing holds. One VLAN tag
+/// (802.1Q or 802.1ad, as the box puts back on received frames) is stepped over; a frame
+/// with two tags is left unmarked.
 pub fn set_ce(frame: &mut [u8]) {
-    const ETH: usize = 14;
-    match (frame.get(12..14), frame.len()) {
-        (Some([0x08, 0x00]), n) if n >= ETH + 20 => {
-            frame[ETH + 1] |= 0b11;
-            let ihl = usize::from(frame[ETH] & 0x0f) * 4;
-            frame[ETH + 10..ETH + 12].copy_from_slice(&[0, 0]);
-            let sum = !fold_sum(&frame[ETH..ETH + ihl]);
-            frame[ETH + 10..ETH + 12].copy_from_slice(&sum.to_be_bytes());
+    let eth = match frame.get(12..14) {
+        Some([0x81, 0x00]) | Some([0x88, 0xa8]) => 18,
+        _ => 14,
+    };
+    match (frame.get(eth - 2..eth), frame.len()) {
+        (Some([0x08, 0x00]), n) if n >= eth + 20 => {
+            frame[eth + 1] |= 0b11;
+            let ihl = usize::from(frame[eth] & 0x0f) * 4;
+            frame[eth + 10..eth + 12].copy_from_slice(&[0, 0]);
+            let sum = !fold_sum(&frame[eth..eth + ihl]);
+            frame[eth + 10..eth + 12].copy_from_slice(&sum.to_be_bytes());
         }
-        (Some([0x86, 0xdd]), n) if n >= ETH + 40 => frame[ETH + 1] |= 0b0011_0000,
+        (Some([0x86, 0xdd]), n) if n >= eth + 40 => frame[eth + 1] |= 0b0011_0000,
         _ => {}
     }
 }
@@ -287,5 +291,15 @@ mod tests {
         set_ce(&mut frame);
         // An invalid checksum would make this a Drop(BadIpChecksum).
         assert!(matches!(parse_frame(&frame), Verdict::Scheduled(p) if p.ecn == Ecn::Ce && p.dscp == 0));
+    }
+
+    #[test]
+    fn a_ce_mark_goes_through_a_vlan_tag() {
+        let frame = tcp_frame(b"data");
+        let mut tagged = vec![0u8; frame.len() + 4];
+        tagged[..frame.len()].copy_from_slice(&frame);
+        crate::io::insert_vlan_tag(&mut tagged, frame.len(), 0x8100, 100);
+        set_ce(&mut tagged);
+        assert!(matches!(parse_frame(&tagged), Verdict::Scheduled(p) if p.ecn == Ecn::Ce && p.dscp == 0));
     }
 }

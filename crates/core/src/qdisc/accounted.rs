@@ -113,6 +113,29 @@ impl<Q: Qdisc> Accounted<Q> {
         Some(pkt)
     }
 
+    /// Swap in another discipline at `now`, keeping the counters (a live reconfiguration).
+    /// The old discipline's packets are taken out in its service order and offered to the
+    /// new one with their arrival times, so their queueing delay keeps counting and the
+    /// identity `arrived = departed + dropped + backlog` holds across the swap. Drops on
+    /// the way (an AQM's on dequeue, the new discipline's limits) are in
+    /// [`Self::last_drops`]. Returns how many packets moved and the old discipline, empty
+    /// unless it held packets it would not hand out at `now` (the caller must check).
+    pub fn replace_inner(&mut self, inner: Q, now: Instant) -> (usize, Q) {
+        self.advance(now);
+        self.drops.clear();
+        let mut old = std::mem::replace(&mut self.inner, inner);
+        let mut moved = 0;
+        while old.len_pkts() > 0 {
+            let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops, marks: &mut self.stats.marked };
+            let Some(pkt) = old.dequeue(&mut cx) else { break };
+            let mut cx = Cx { now, rng: &mut self.rng, drops: &mut self.drops, marks: &mut self.stats.marked };
+            self.inner.enqueue(pkt, &mut cx);
+            moved += 1;
+        }
+        self.count_drops();
+        (moved, old)
+    }
+
     pub fn observe_reverse(&mut self, pkt: &Packet, now: Instant) {
         self.inner.observe_reverse(pkt, now);
     }
@@ -219,6 +242,28 @@ mod tests {
         assert!(acc.last_drops().is_empty());
         assert!((acc.mean_backlog_pkts(at(8)) - 0.25).abs() < 1e-12);
         acc.check().unwrap();
+    }
+
+    /// A swap keeps the counters and the arrival times: three packets move from a
+    /// DropTail of 10 to one of 2 (one dropped by the new limit), and the delay of the two
+    /// that leave later counts from their first arrival.
+    #[test]
+    fn replace_inner_moves_the_queue_and_keeps_counters_and_arrivals() {
+        let dt = |n| DropTailConfig { limit_pkts: Some(n), limit_bytes: None }.build().unwrap();
+        let mut acc = Accounted::new(dt(10), Rng::new(1, 0));
+        let at = |ms| Instant::ZERO + Duration::from_millis(ms);
+        for (i, ms) in [0u64, 1, 2].into_iter().enumerate() {
+            acc.enqueue(Packet { ip_len_bytes: 100, seq: i as u32, ..Default::default() }, at(ms));
+        }
+        let (moved, old) = acc.replace_inner(dt(2), at(5));
+        assert_eq!((moved, old.len_pkts(), acc.len_pkts()), (3, 0, 2));
+        assert_eq!(acc.last_drops().iter().map(|(p, _)| p.seq).collect::<Vec<_>>(), vec![2], "the tail, over the new limit");
+        let first = acc.dequeue(at(10)).unwrap();
+        assert_eq!((first.seq, first.arrival), (0, at(0)));
+        assert_eq!(acc.stats().arrived_pkts, 3);
+        assert_eq!(acc.stats().total_dropped_pkts(), 1);
+        acc.check().unwrap();
+        assert!((acc.mean_sojourn_ns() - 10e6).abs() < 1.0, "10 ms since its first arrival");
     }
 
     proptest! {

@@ -83,7 +83,9 @@ impl TaqState {
 /// discipline drops the packet whose prediction is mildest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NextState {
-    /// Not data (a pure ACK): cumulative ACKs make its loss harmless.
+    /// No sequence space (a pure ACK, UDP, ICMP): no TCP state to hurt. Not the first victim
+    /// for that: the discipline drops such a packet only from the longest backlog
+    /// (`Taq::drop_one`).
     Unaffected = 0,
     /// Normal loss in a window of at least `fast_retransmit_min_window_pkts` with no other
     /// loss this epoch: three duplicate ACKs can come back, fast retransmit recovers.

@@ -24,6 +24,9 @@
 //!   included) whose loss is predicted to hurt its flow least (Section 4.1: a fast
 //!   retransmit before a timeout before a repeated timeout), searching the lowest-priority
 //!   queues first and each from its tail. Timeouts are the last resort.
+//!   A UDP or ICMP packet (and a pure ACK with `protect_pure_acks`) is not the first
+//!   victim for having no TCP state: it goes only when its flow's backlog is the longest
+//!   (ours, `docs/taq.md`, "Packets without sequence space").
 //! - Fair share: a flow (or, with `fairness = pool`, its flow pool) is below its fair share
 //!   when its bytes served, exponentially averaged over `fair_share_window_ns`, are below
 //!   the total's average divided by the number of active flows (pools): the fair-queueing
@@ -79,6 +82,9 @@ use flow_model::FlowModel;
 use scheduler::{Queued, Scheduler};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// IP protocol number of TCP: only its packets can carry sequence space.
+const PROTO_TCP: u8 = 6;
 
 /// Whose share BelowFairShare/AboveFairShare compares against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -191,6 +197,10 @@ pub struct TaqConfig {
     /// Rank the loss of a first SYN with repeated timeouts (a SYN timeout is 1 s or more,
     /// longer than a data RTO) instead of with timeouts, when choosing what to drop.
     pub protect_first_syn: bool,
+    /// Pure TCP ACKs join UDP and ICMP under the longest-backlog rule of `drop_one`
+    /// instead of being the first victims (docs/taq.md, "Packets without sequence
+    /// space"). Off by default: on, it moves the pinned quick run of Figure 10.
+    pub protect_pure_acks: bool,
     /// Proxy mode: refused SYNs are held in a FIFO of this many packets instead of being
     /// dropped, and released when their pool is admitted; 0 = off (drop them).
     pub admission_hold_syns: u32,
@@ -232,6 +242,7 @@ impl Default for TaqConfig {
             new_flow_limit_conns: 12,
             conservative_start: true,
             protect_first_syn: false,
+            protect_pure_acks: false,
             admission_hold_syns: 0,
         }
     }
@@ -708,19 +719,43 @@ impl Taq {
         }
     }
 
-    /// Drop the queued packet whose loss is predicted to hurt its flow least.
+    /// Drop the queued packet whose loss is predicted to hurt its flow least. A packet
+    /// without sequence space (UDP, ICMP, and a pure ACK with `protect_pure_acks`) has no
+    /// TCP state to spare, but its "unaffected" prediction would make every such packet
+    /// the first victim, so it only goes when its flow's backlog is longer than that of
+    /// every flow with a data candidate (a flood, the longest-queue victim of fair
+    /// queueing) or when no data packet is a candidate. Otherwise the prediction rule
+    /// chooses among data packets.
     fn drop_one(&mut self, cx: &mut Cx) {
         let mut best: Option<(NextState, TaqQueue, usize)> = None;
+        let mut most_data_backlog_pkts = 0;
+        let mut seqless: Option<(u32, TaqQueue, usize)> = None;
         'search: for q in TaqQueue::DROP_ORDER {
             for (pos, it) in self.sched.tail(q, self.cfg.drop_search_pkts as usize) {
-                let sev = self.flows[it.slot as usize].model.predict_drop(&it.pkt, it.retx, &self.cfg);
-                if best.is_none_or(|(b, _, _)| sev < b) {
-                    best = Some((sev, q, pos));
-                    if sev == NextState::Unaffected {
+                let m = &self.flows[it.slot as usize].model;
+                if it.pkt.seq_len() == 0 {
+                    if it.pkt.flow.proto == PROTO_TCP && !self.cfg.protect_pure_acks {
+                        best = Some((NextState::Unaffected, q, pos));
+                        seqless = None;
                         break 'search;
                     }
+                    if seqless.is_none_or(|(b, _, _)| m.queued_pkts > b) {
+                        seqless = Some((m.queued_pkts, q, pos));
+                    }
+                    continue;
+                }
+                most_data_backlog_pkts = most_data_backlog_pkts.max(m.queued_pkts);
+                let sev = m.predict_drop(&it.pkt, it.retx, &self.cfg);
+                if best.is_none_or(|(b, _, _)| sev < b) {
+                    best = Some((sev, q, pos));
                 }
             }
+        }
+        match seqless {
+            Some((backlog, q, pos)) if best.is_none() || backlog > most_data_backlog_pkts => {
+                best = Some((NextState::Unaffected, q, pos));
+            }
+            _ => {}
         }
         let (sev, q, pos) = best.expect("over the limit means something is queued");
         let item = self.sched.remove(q, pos);

@@ -690,3 +690,121 @@ proptest! {
         crate::qdisc::testkit::run_ops(&mut q, &ops, limit as usize, (limit + extra) as usize)?;
     }
 }
+
+/// One scripted, non-reactive source of [`run_mix`]: a packet every `period_us`.
+struct Source {
+    flow: FlowKey,
+    period_us: u64,
+    ip_len_bytes: u16,
+    /// TCP data (new sequence space each packet); otherwise no sequence space (UDP, ICMP,
+    /// a pure ACK).
+    data: bool,
+}
+
+fn tcp_bulk(src: u32, period_us: u64) -> Source {
+    Source { flow: key(src, 1000), period_us, ip_len_bytes: 500, data: true }
+}
+fn seqless(src: u32, proto: u8, port: u16, period_us: u64, ip_len_bytes: u16) -> Source {
+    let flow = FlowKey { src_ip: src, dst_ip: 9, src_port: port, dst_port: port, proto };
+    Source { flow, period_us, ip_len_bytes, data: false }
+}
+
+/// Offer the sources to a TAQ bottleneck of `link_bps` for `duration_ms` (each source's
+/// first packet at a phase of its index in µs, so arrivals never tie) and return each
+/// source's (sent, dropped) packets.
+fn run_mix(c: TaqConfig, sources: &[Source], link_bps: u64, duration_ms: u64) -> Vec<(u64, u64)> {
+    let mut q = taq(c);
+    let mut counts = vec![(0u64, 0u64); sources.len()];
+    let mut seq = vec![0u32; sources.len()];
+    let mut next_at_us: Vec<u64> = (0..sources.len() as u64).collect();
+    let mut link_free_us = 0u64;
+    let index_of = |flow: FlowKey| sources.iter().position(|s| s.flow == flow).expect("a scripted flow");
+    for now_us in 0..duration_ms * 1000 {
+        let now = Instant(now_us * 1000);
+        for (i, s) in sources.iter().enumerate() {
+            if next_at_us[i] != now_us {
+                continue;
+            }
+            next_at_us[i] += s.period_us;
+            let payload = if s.data { s.ip_len_bytes - 40 } else { 0 };
+            let pkt = Packet {
+                flow: s.flow,
+                ip_len_bytes: s.ip_len_bytes,
+                seq: seq[i],
+                payload_len: payload,
+                flags: TcpFlags(if s.flow.proto == 6 { TcpFlags::ACK } else { 0 }),
+                ..Packet::default()
+            };
+            seq[i] = seq[i].wrapping_add(payload as u32);
+            counts[i].0 += 1;
+            q.enqueue(pkt, now);
+            for (d, _) in q.last_drops() {
+                counts[index_of(d.flow)].1 += 1;
+            }
+        }
+        if link_free_us <= now_us {
+            if let Some(p) = q.dequeue(now) {
+                link_free_us = now_us + p.len_bytes() * 8 * 1_000_000 / link_bps;
+            }
+        }
+    }
+    counts
+}
+
+fn loss(c: (u64, u64)) -> f64 {
+    c.1 as f64 / c.0 as f64
+}
+
+#[test]
+fn udp_icmp_and_pure_acks_lose_no_more_than_bulk_tcp() {
+    // 1 Mbit/s, 50 packets of buffer (the paper's set-up). Four bulk TCP flows offer
+    // 4 × 500 B / 6 ms = 2.67 Mbit/s. Beside them: a VoIP-like UDP flow (200 B / 20 ms,
+    // 80 kbit/s), pings (84 B / 200 ms) and the pure ACKs of a download in the other
+    // direction (40 B / 8 ms), each far below its share of the link.
+    let mut sources: Vec<Source> = (1..=4).map(|s| tcp_bulk(s, 6_000)).collect();
+    sources.push(seqless(20, 17, 5004, 20_000, 200));
+    sources.push(seqless(21, 1, 0, 200_000, 84));
+    sources.push(Source { data: false, ..seqless(22, 6, 443, 8_000, 40) });
+    let counts = run_mix(TaqConfig { protect_pure_acks: true, ..cfg() }, &sources, 1_000_000, 30_000);
+    // TCP can deliver at most 30 s × 1 Mbit/s / 4000 bit = 7500 packets (plus the 50 of the
+    // buffer) of the 20000 it offers: at least 62% of them are lost.
+    let tcp_total = counts[..4].iter().fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
+    assert!(loss(tcp_total) >= 0.62, "TCP lost {tcp_total:?}");
+    let tcp_least = counts[..4].iter().map(|&c| loss(c)).fold(f64::INFINITY, f64::min);
+    for (name, c) in [("udp", counts[4]), ("ping", counts[5]), ("pure acks", counts[6])] {
+        assert!(loss(c) <= tcp_least, "{name} lost {c:?}, more than the least-losing TCP flow ({tcp_least})");
+    }
+}
+
+#[test]
+fn a_udp_flood_is_the_victim_and_tcp_keeps_its_fair_share() {
+    // A UDP flood of 1.5× the link beside two TCP flows offering 0.4× each. Every demand
+    // exceeds a third of the link, so max-min fairness gives each flow a third.
+    let sources = [tcp_bulk(1, 10_000), tcp_bulk(2, 10_000), seqless(20, 17, 9, 2_667, 500)];
+    let counts = run_mix(cfg(), &sources, 1_000_000, 30_000);
+    let offered_tcp = counts[0].0 as f64;
+    for c in &counts[..2] {
+        assert!(loss(counts[2]) > loss(*c), "flood lost {:?}, TCP {c:?}", counts[2]);
+        // A third of 30 s at 1 Mbit/s in 500 B packets is 2500 packets; 10% tolerance.
+        let delivered = (c.0 - c.1) as f64;
+        assert!(delivered >= 0.9 * 2500.0_f64.min(offered_tcp), "TCP delivered {delivered} of {c:?}");
+    }
+}
+
+#[test]
+fn without_protect_pure_acks_a_pure_ack_is_still_the_first_victim() {
+    // The simulator's behaviour (pinned): a queued pure ACK goes before any data packet,
+    // whatever the backlogs; UDP is protected either way.
+    let mut q = taq(TaqConfig { limit_pkts: 3, ..cfg() });
+    q.enqueue(seg(1, 1000, 0, 0, TcpFlags::ACK), at(0));
+    q.enqueue(seqless_pkt(2, 17), at(1));
+    q.enqueue(data(3, 0, 460), at(2));
+    q.enqueue(data(3, 460, 460), at(3));
+    assert_eq!(q.last_drops()[0].0.flow.src_ip, 1, "the pure ACK");
+    q.enqueue(data(3, 920, 460), at(4));
+    assert_eq!(q.last_drops()[0].0.flow.src_ip, 3, "data of the longest backlog, not the datagram");
+}
+
+fn seqless_pkt(src: u32, proto: u8) -> Packet {
+    Packet { flow: FlowKey { src_ip: src, dst_ip: 9, src_port: 53, dst_port: 53, proto }, ip_len_bytes: 100, ..Packet::default() }
+}
