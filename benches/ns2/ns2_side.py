@@ -198,6 +198,7 @@ def parse_output(stdout: str, spec: dict[str, Any], mss: int) -> dict[str, Any]:
         "rx_bytes": [k * mss for k in acked],
         "goodput_bps": [k * mss * 8 / measured_s for k in acked],
         "jain_per_slice": [jain([float(x) for x in slices[k]]) for k in sorted(slices)],
+        "slice_acked_pkts": [slices[k] for k in sorted(slices)],
         "build_s": float(wall[0]),
         "run_s": float(wall[1]),
     }
