@@ -9,15 +9,16 @@
 # Each side's bottleneck packet count is printed beside its rate: they must agree for the
 # ratio to mean anything. smallpipe is the median of three runs, ns-2's simulation time
 # the median of three (the churn: one run each). CPU (default 1) pins both to one core
-# with taskset when it exists; SMALLPIPE names the smallpipe command (default: smallpipe).
+# with taskset when it exists; SMALLPIPE names the smallpipe command (default: smallpipe);
+# FIFO_HOPS=computed runs smallpipe's dumbbell with `fifo_hops = "computed"` (default: events).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FLOWS=${FLOWS:-"10 200"}; RATE=${RATE:-2000000}; T=${T:-1000}; CPU=${CPU:-1}; CHURN=${CHURN:-}
+FLOWS=${FLOWS:-"10 200"}; RATE=${RATE:-2000000}; T=${T:-1000}; CPU=${CPU:-1}; CHURN=${CHURN:-}; FIFO_HOPS=${FIFO_HOPS:-events}
 read -r -a SP <<< "${SMALLPIPE:-smallpipe}"
 command -v ns >/dev/null || { echo "ns-2's ns is missing: apt-get install ns2" >&2; exit 2; }
 PIN=(); if command -v taskset >/dev/null; then PIN=(taskset -c "$CPU"); fi
 for N in $FLOWS; do
-  ours=$(for i in 1 2 3; do "${PIN[@]}" "${SP[@]}" bench --flows "$N" --rate-bps "$RATE" --duration-s "$T" --json; done \
+  ours=$(for i in 1 2 3; do "${PIN[@]}" "${SP[@]}" bench --flows "$N" --rate-bps "$RATE" --duration-s "$T" --fifo-hops "$FIFO_HOPS" --json; done \
     | python3 -c 'import sys, json; runs = sorted((json.loads(l) for l in sys.stdin), key=lambda r: r["bottleneck_packets_per_second"]); print(json.dumps(runs[1]))')
   theirs=$("${PIN[@]}" python3 benches/ns2/bench_dumbbell.py -N "$N" -C "$RATE" -T "$T" --runs 3)
   echo "$ours"; echo "$theirs"
@@ -25,7 +26,7 @@ for N in $FLOWS; do
 import json, sys
 ours, theirs = (json.loads(a) for a in sys.argv[1:])
 print(json.dumps({
-    "scenario": "dumbbell", "flows": ours["flows"],
+    "scenario": "dumbbell", "flows": ours["flows"], "fifo_hops": ours["fifo_hops"],
     "smallpipe_bottleneck_packets": ours["bottleneck_packets"],
     "ns2_bottleneck_packets": theirs["bottleneck_packets"],
     "smallpipe_bottleneck_packets_per_wall_second": round(ours["bottleneck_packets_per_second"]),
