@@ -20,6 +20,7 @@ install_missing chromium chromium "the browser tests"
 install_missing ethtool ethtool "the testbed tests"
 install_missing tshark tshark "the pcap test"
 install_missing valgrind valgrind "the event-cost test (cachegrind)"
+install_missing ns ns2 "the ns-2 tests"
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # Static checks first: they take seconds and name the line.
 python3 -m ruff check python tests
