@@ -162,55 +162,12 @@ impl Endpoint {
         }
         let acked_data = acked - syn_acked as u64;
         match self.recovery {
-            Some(_) if ack >= self.recover_mark => {
-                // Full ACK: leave recovery (RFC 6582 step 3, option 1; RFC 6675: cwnd = ssthresh).
-                self.cwnd = match p.recovery {
-                    Recovery::Sack => self.ssthresh,
-                    _ => self.ssthresh.min(self.flight_size().max(p.mss) + p.mss),
-                };
-                self.recovery = None;
-                self.dupacks = 0;
-            }
-            Some(mut r) => match p.recovery {
-                Recovery::Reno => {
-                    self.cwnd = self.ssthresh;
-                    self.recovery = None;
-                    self.dupacks = 0;
-                }
-                Recovery::Newreno => {
-                    // Partial ACK: retransmit the next hole, deflate by the amount acked.
-                    self.retransmit_una(now, p, out);
-                    self.cwnd = self.cwnd.saturating_sub(acked) + if acked >= p.mss { p.mss } else { 0 };
-                    self.cwnd = self.cwnd.max(p.mss);
-                    if r.first_partial {
-                        r.first_partial = false;
-                        self.arm_rto(now, p);
-                    }
-                    self.recovery = Some(r);
-                }
-                Recovery::Sack if p.first_partial_rto && r.first_partial => {
-                    r.first_partial = false;
-                    self.recovery = Some(r);
-                    self.arm_rto(now, p);
-                }
-                Recovery::Sack => {}
-            },
+            Some(_) if ack >= self.recover_mark => self.on_full_ack(p),
+            Some(r) => self.on_partial_ack(r, acked, now, p, out),
             None => {
                 self.dupacks = 0;
                 if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) && !loss_first {
-                    if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
-                        let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
-                        self.cwnd += growth.bytes;
-                        self.cc.end_epoch();
-                        if growth.css_done {
-                            self.ssthresh = self.cwnd;
-                            self.hystart = None;
-                        }
-                    } else {
-                        let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
-                        self.cwnd = self.cc.grow(p.cwnd_growth, p.abc_limit, self.cwnd, self.ssthresh, acked_data,
-                            p.mss, &mut self.ca_acked, now, srtt);
-                    }
+                    self.grow_window(ack, acked_data, rtt_sample, now, p);
                 }
             }
         }
@@ -232,6 +189,24 @@ impl Endpoint {
         }
         if !loss_first {
             self.try_send(now, p, out);
+        }
+    }
+
+    /// Window growth on an ACK of `acked_data` new bytes outside recovery: HyStart++ in
+    /// the initial slow start, else the congestion controller (`cc/`).
+    fn grow_window(&mut self, ack: u64, acked_data: u64, rtt_sample: Option<Duration>, now: Instant, p: &TcpParams) {
+        if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
+            let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
+            self.cwnd += growth.bytes;
+            self.cc.end_epoch();
+            if growth.css_done {
+                self.ssthresh = self.cwnd;
+                self.hystart = None;
+            }
+        } else {
+            let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
+            self.cwnd = self.cc.grow(p.cwnd_growth, p.abc_limit, self.cwnd, self.ssthresh, acked_data, p.mss,
+                &mut self.ca_acked, now, srtt);
         }
     }
 

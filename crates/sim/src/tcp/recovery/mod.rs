@@ -102,6 +102,48 @@ impl Endpoint {
         }
     }
 
+    /// The ACK that reaches `recover` ends the episode (RFC 6582 §3.2 step 3, option 1:
+    /// cwnd = min(ssthresh, FlightSize + SMSS); RFC 6675: cwnd = ssthresh).
+    pub(in crate::tcp) fn on_full_ack(&mut self, p: &TcpParams) {
+        self.cwnd = match p.recovery {
+            Recovery::Sack => self.ssthresh,
+            _ => self.ssthresh.min(self.flight_size().max(p.mss) + p.mss),
+        };
+        self.recovery = None;
+        self.dupacks = 0;
+    }
+
+    /// An ACK of new data below `recover` (`acked` bytes): Reno leaves recovery (RFC 5681
+    /// §3.2 step 6); NewReno retransmits the next hole and deflates (RFC 6582 §3.2 step 3);
+    /// SACK recovery goes on by the scoreboard. The timer restarts on the first partial ACK
+    /// only, for NewReno and with `recovery_rto = "first_partial"`.
+    pub(in crate::tcp) fn on_partial_ack(&mut self, mut r: FastRecovery, acked: u64, now: Instant, p: &TcpParams,
+                                         out: &mut Vec<Packet>) {
+        match p.recovery {
+            Recovery::Reno => {
+                self.cwnd = self.ssthresh;
+                self.recovery = None;
+                self.dupacks = 0;
+            }
+            Recovery::Newreno => {
+                self.retransmit_una(now, p, out);
+                self.cwnd = self.cwnd.saturating_sub(acked) + if acked >= p.mss { p.mss } else { 0 };
+                self.cwnd = self.cwnd.max(p.mss);
+                if r.first_partial {
+                    r.first_partial = false;
+                    self.arm_rto(now, p);
+                }
+                self.recovery = Some(r);
+            }
+            Recovery::Sack if p.first_partial_rto && r.first_partial => {
+                r.first_partial = false;
+                self.recovery = Some(r);
+                self.arm_rto(now, p);
+            }
+            Recovery::Sack => {}
+        }
+    }
+
     pub(super) fn enter_fast_recovery(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.stats.fast_retransmits += 1;
         self.hystart = None; // RFC 9406 §4.2: a loss ends slow start and CSS
