@@ -176,6 +176,7 @@ mod tests {
     /// (Debian's ns2 2.35; duplex-link with a RED queue, defaults, values read after
     /// `$ns run` has reset the queue). Columns: rate, delay, thresh_, maxthresh_,
     /// q_weight_, thresh_queue_ (bytes), maxthresh_queue_ (bytes).
+    #[allow(clippy::excessive_precision)] // the digits as ns-2 prints them
     const NS2_PRINTED: [(u64, u64, f64, f64, f64, f64, f64); 3] = [
         (1_000_000, 1_000_000, 5.0, 15.0, 0.0039920106560085156, 2500.0, 7500.0),
         (10_000_000, 10_000_000, 6.25, 18.75, 0.00039992001066557759, 3125.0, 9375.0),
