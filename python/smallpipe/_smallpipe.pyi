@@ -167,3 +167,21 @@ def size_aware_drop_curve(
     Raises:
         ValueError: an argument out of range.
     """
+
+def red_params(queue_json: str, rate_bps: int, delay_ns: int) -> dict[str, float | bool]:
+    """RED's parameters as the simulator resolves them for a link of ``rate_bps`` and
+    ``delay_ns`` (the automatic ``min_th``, ``max_th`` and ``w_q`` filled in), for either
+    variant.
+
+    Arguments:
+        queue_json: a ``link.queue`` table of kind ``"red"`` as JSON.
+
+    Returns:
+        ``min_th_pkts``, ``max_th_pkts`` (packets), ``min_th``, ``max_th`` (the queue's
+        unit: bytes in byte mode), ``w_q``, ``max_p``, ``pkts_per_sec`` (ns-2 ``ptc``) and
+        ``byte_mode``.
+
+    Raises:
+        ConfigError: a knob is out of range; ``field`` names it.
+        ValueError: the JSON is not a queue table, or its kind is not ``"red"``.
+    """

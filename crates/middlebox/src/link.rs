@@ -247,7 +247,7 @@ mod tests {
     use smallpipe_core::{FlowKey, QdiscConfig};
 
     fn link(rate_bps: u64, delay_ms: u64, loss: f64, extra: &[(u32, u64)]) -> LinkEmu {
-        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(100_000), limit_bytes: None }).build().unwrap();
+        let q = QdiscConfig::DropTail(DropTailConfig::packets(100_000)).build().unwrap();
         let extra = extra.iter().map(|&(ip, ms)| (ip, Duration::from_millis(ms))).collect();
         LinkEmu::new(rate_bps, Duration::from_millis(delay_ms), loss, extra, Accounted::new(q, Rng::new(1, 0)), Rng::new(7, 2))
     }
@@ -292,7 +292,7 @@ mod tests {
     fn cumulative_counters_give_exact_window_counts_and_backlog_integral() {
         // One waiting slot; three 125-byte packets at t = 0 on 1 Mbit/s (1 ms each): the
         // first goes into service, the second waits 1 ms, the third finds the slot full.
-        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1), limit_bytes: None }).build().unwrap();
+        let q = QdiscConfig::DropTail(DropTailConfig::packets(1)).build().unwrap();
         let mut l = LinkEmu::new(1_000_000, Duration::ZERO, 0.0, FxHashMap::default(), Accounted::new(q, Rng::new(1, 0)),
                                  Rng::new(7, 2));
         let mut out = Vec::new();

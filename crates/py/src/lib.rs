@@ -327,6 +327,31 @@ fn size_aware_drop_curve(target_pkts_per_rtt: f64, m_pkts: usize, thresholds: us
     })
 }
 
+/// RED's resolved parameters (automatic ones filled in) for a `link.queue` table given as
+/// JSON, on a link of `rate_bps` and `delay_ns`, as the simulator builds it: either variant.
+#[pyfunction]
+fn red_params<'py>(py: Python<'py>, queue_json: &str, rate_bps: u64, delay_ns: u64) -> PyResult<Bound<'py, PyDict>> {
+    let mut q: smallpipe_core::QdiscConfig =
+        serde_json::from_str(queue_json).map_err(|e| PyValueError::new_err(format!("link.queue: {e}")))?;
+    q.set_link(rate_bps, delay_ns);
+    q.build().map_err(|e| config_error(py, e.within("queue")))?;
+    let smallpipe_core::QdiscConfig::Red(c) = &q else {
+        return Err(PyValueError::new_err("link.queue: kind must be \"red\""));
+    };
+    let p = c.params().map_err(|e| config_error(py, e.within("queue")))?;
+    let scale = if p.byte_mode { p.mean_pkt_size_bytes } else { 1.0 };
+    let out = PyDict::new(py);
+    out.set_item("min_th_pkts", p.min_th / scale)?;
+    out.set_item("max_th_pkts", p.max_th / scale)?;
+    out.set_item("min_th", p.min_th)?;
+    out.set_item("max_th", p.max_th)?;
+    out.set_item("w_q", p.w_q)?;
+    out.set_item("max_p", p.max_p)?;
+    out.set_item("pkts_per_sec", p.pkts_per_sec)?;
+    out.set_item("byte_mode", p.byte_mode)?;
+    Ok(out)
+}
+
 #[pymodule]
 fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -337,6 +362,7 @@ fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(size_aware_transfer_time_s, m)?)?;
     m.add_function(wrap_pyfunction!(size_aware_drop_curve, m)?)?;
+    m.add_function(wrap_pyfunction!(red_params, m)?)?;
     Ok(())
 }
 

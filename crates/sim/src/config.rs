@@ -390,7 +390,7 @@ fn d_rate() -> f64 { 1e6 }
 fn d_delay() -> f64 { 1.0 }
 fn d_access_rate() -> f64 { 1e8 }
 fn d_big_queue() -> QdiscConfig {
-    QdiscConfig::DropTail(smallpipe_core::qdisc::DropTailConfig { limit_pkts: Some(1000), limit_bytes: None })
+    QdiscConfig::DropTail(smallpipe_core::qdisc::DropTailConfig::packets(1000))
 }
 fn d_count() -> u32 { 1 }
 fn d_rtt() -> Spread { Spread::Fixed(100.0) }

@@ -255,7 +255,7 @@ mod tests {
     fn processing_delay_stays_in_range_keeps_fifo_and_is_random() {
         let jitter_max = Duration::from_millis(4);
         let delay = Duration::from_millis(10);
-        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(10), limit_bytes: None });
+        let q = QdiscConfig::DropTail(DropTailConfig::packets(10));
         let q = Accounted::new(q.build().unwrap(), Rng::new(1, 2));
         let mut link = Link::new("sender0_up".into(), 100_000_000, delay, jitter_max, 0.0, q, 0, Rng::new(1, 3));
         let mut last = Instant::ZERO;
@@ -298,7 +298,7 @@ mod tests {
         let (rate_bps, delay) = (10_000_000, Duration::from_micros(2_345));
         let mut ended_with_backlog = 0;
         for seed in 0..20 {
-            let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(LIMIT as u32), limit_bytes: None });
+            let q = QdiscConfig::DropTail(DropTailConfig::packets(LIMIT as u32));
             let q = Accounted::new(q.build().unwrap(), Rng::new(seed, 2));
             let mut link = Link::new("sender0_up".into(), rate_bps, delay, Duration::ZERO, 0.0, q, 0, Rng::new(seed, 3));
             link.computed = true;
@@ -354,7 +354,7 @@ mod tests {
     /// order while it does.
     #[test]
     fn a_drained_pipe_keeps_little_capacity() {
-        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(10), limit_bytes: None });
+        let q = QdiscConfig::DropTail(DropTailConfig::packets(10));
         let q = Accounted::new(q.build().unwrap(), Rng::new(1, 2));
         let mut link = Link::new("bottleneck".into(), 1_000_000_000, Duration::from_millis(40), Duration::ZERO, 0.0,
                                  q, 0, Rng::new(1, 3));

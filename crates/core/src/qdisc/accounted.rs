@@ -227,7 +227,7 @@ mod tests {
     /// is that of the schedule: one packet for the first 2 of 8 ms, then none (0.25).
     #[test]
     fn dequeue_of_an_empty_droptail_reports_no_drops_and_keeps_the_backlog_integral() {
-        let q: DropTail = DropTailConfig { limit_pkts: None, limit_bytes: Some(1000) }.build().unwrap();
+        let q: DropTail = DropTailConfig { limit_pkts: None, limit_bytes: Some(1000), ..DropTailConfig::default() }.build().unwrap();
         let mut acc = Accounted::new(q, Rng::new(1, 0));
         let at = |ms| Instant::ZERO + Duration::from_millis(ms);
         acc.enqueue(Packet { ip_len_bytes: 600, ..Default::default() }, at(0));
@@ -280,7 +280,7 @@ mod tests {
             offers in proptest::collection::vec((0u64..5_000_000, 40u16..1500), 1..60),
         ) {
             prop_assume!(limit_pkts.is_some() || limit_bytes.is_some());
-            let config = DropTailConfig { limit_pkts, limit_bytes };
+            let config = DropTailConfig { limit_pkts, limit_bytes, ..DropTailConfig::default() };
             let mut fast = Accounted::new(config.build().unwrap(), Rng::new(1, 0)).with_delay_histogram();
             let mut slow = Accounted::new(config.build().unwrap(), Rng::new(1, 0)).with_delay_histogram();
             let mut now = Instant::ZERO;
@@ -310,7 +310,7 @@ mod tests {
     fn delay_quantiles_match_the_sojourns_of_a_known_schedule() {
         // 100 packets arrive together at t = 0 and leave one per millisecond from t = 1 ms:
         // packet i waits (i + 1) ms, so the q-quantile is ceil(100 q) ms.
-        let q: DropTail = DropTailConfig { limit_pkts: Some(1000), limit_bytes: None }.build().unwrap();
+        let q: DropTail = DropTailConfig::packets(1000).build().unwrap();
         let mut acc = Accounted::new(q, Rng::new(1, 0)).with_delay_histogram();
         for i in 0..100u32 {
             acc.enqueue(Packet { seq: i, ip_len_bytes: 1500, ..Default::default() }, Instant::ZERO);

@@ -302,7 +302,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn droptail(limit: u32) -> ClassQueueConfig {
-        ClassQueueConfig::DropTail(DropTailConfig { limit_pkts: Some(limit), limit_bytes: None })
+        ClassQueueConfig::DropTail(DropTailConfig::packets(limit))
     }
 
     fn cfg(w_short: u32, w_long: u32, limit: u32) -> ClassIsolationConfig {

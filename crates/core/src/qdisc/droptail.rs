@@ -5,7 +5,8 @@
 //! are set the queue is full as soon as either limit would be exceeded.
 //! Limits: none beyond its limit; it keeps no per-flow state.
 
-use super::{Cx, Qdisc};
+use super::ns2::{Ns2DropTailKnobs, QueueVariant};
+use super::{only_with_ns2, AnyQdisc, Cx, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
@@ -21,6 +22,12 @@ pub struct DropTailConfig {
     /// Capacity in bytes (IP length); `None` for no byte limit.
     #[serde(default)]
     pub limit_bytes: Option<u64>,
+    /// `ns2`: ns-2 2.35's DropTail (`super::ns2::droptail`).
+    #[serde(default, skip_serializing_if = "QueueVariant::is_default")]
+    pub variant: QueueVariant,
+    /// Knobs of the ns-2 variant only.
+    #[serde(default, skip_serializing_if = "Ns2DropTailKnobs::is_default")]
+    pub ns2: Ns2DropTailKnobs,
 }
 
 fn default_limit_pkts() -> Option<u32> {
@@ -29,7 +36,27 @@ fn default_limit_pkts() -> Option<u32> {
 
 impl Default for DropTailConfig {
     fn default() -> Self {
-        Self { limit_pkts: default_limit_pkts(), limit_bytes: None }
+        Self { limit_pkts: default_limit_pkts(), limit_bytes: None, variant: QueueVariant::Default, ns2: Ns2DropTailKnobs::default() }
+    }
+}
+
+impl DropTailConfig {
+    /// A packet-limited DropTail of ours.
+    pub fn packets(limit_pkts: u32) -> Self {
+        Self { limit_pkts: Some(limit_pkts), ..Self::default() }
+    }
+
+    /// Either variant, as the discipline set dispatches it.
+    pub fn build_any(&self) -> Result<AnyQdisc, ConfigError> {
+        match self.variant {
+            QueueVariant::Default => {
+                if !self.ns2.is_default() {
+                    return Err(only_with_ns2());
+                }
+                self.build().map(AnyQdisc::DropTail)
+            }
+            QueueVariant::Ns2 => self.ns2.build(self.limit_pkts, self.limit_bytes).map(AnyQdisc::Ns2DropTail),
+        }
     }
 }
 
@@ -123,7 +150,7 @@ mod tests {
     }
 
     fn droptail(limit_pkts: Option<u32>, limit_bytes: Option<u64>) -> Accounted<DropTail> {
-        let q = DropTailConfig { limit_pkts, limit_bytes }.build().unwrap();
+        let q = DropTailConfig { limit_pkts, limit_bytes, ..DropTailConfig::default() }.build().unwrap();
         Accounted::new(q, Rng::new(0, 0))
     }
 
@@ -164,9 +191,9 @@ mod tests {
 
     #[test]
     fn rejects_empty_limits_naming_the_field() {
-        let e = DropTailConfig { limit_pkts: Some(0), limit_bytes: None }.build().unwrap_err();
+        let e = DropTailConfig { limit_pkts: Some(0), ..DropTailConfig::default() }.build().unwrap_err();
         assert_eq!(e.field, "limit_pkts");
-        assert!(DropTailConfig { limit_pkts: None, limit_bytes: None }.build().is_err());
+        assert!(DropTailConfig { limit_pkts: None, ..DropTailConfig::default() }.build().is_err());
     }
 
     proptest! {

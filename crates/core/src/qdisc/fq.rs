@@ -48,7 +48,8 @@
 
 use super::parts::hash::{bucket, flow_hash};
 use super::parts::{BoundedTable, DrrRound, FlowQueues};
-use super::{Cx, Qdisc};
+use super::ns2::{Ns2DrrKnobs, QueueVariant};
+use super::{only_with_ns2, AnyQdisc, Cx, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::{FlowKey, Packet};
 use crate::stats::DropReason;
@@ -77,6 +78,12 @@ pub struct FqConfig {
     pub flow_table_capacity: u32,
     /// Bytes a queue may send per round.
     pub quantum_bytes: u32,
+    /// `ns2`: ns-2 2.35's DRR (`super::ns2::drr`), which uses only the `ns2` knobs.
+    #[serde(skip_serializing_if = "QueueVariant::is_default")]
+    pub variant: QueueVariant,
+    /// Knobs of the ns-2 variant only.
+    #[serde(skip_serializing_if = "Ns2DrrKnobs::is_default")]
+    pub ns2: Ns2DrrKnobs,
 }
 
 impl Default for FqConfig {
@@ -87,11 +94,22 @@ impl Default for FqConfig {
             buckets: 1000,
             flow_table_capacity: 1024,
             quantum_bytes: 1500,
+            variant: QueueVariant::Default,
+            ns2: Ns2DrrKnobs::default(),
         }
     }
 }
 
 impl FqConfig {
+    /// Either variant, as the discipline set dispatches it.
+    pub fn build_any(&self) -> Result<AnyQdisc, ConfigError> {
+        match self.variant {
+            QueueVariant::Default if !self.ns2.is_default() => Err(only_with_ns2()),
+            QueueVariant::Default => self.build().map(AnyQdisc::Fq),
+            QueueVariant::Ns2 => self.ns2.build().map(AnyQdisc::Ns2Drr),
+        }
+    }
+
     pub fn build(&self) -> Result<Fq, ConfigError> {
         if self.limit_pkts == 0 {
             return Err(ConfigError::new("limit_pkts", 0, "at least 1 packet"));
@@ -327,7 +345,7 @@ mod tests {
             ops in testkit::ops(2000),
         ) {
             let classifier = if is_exact { FqClassifier::Exact } else { FqClassifier::Hashed };
-            let cfg = FqConfig { limit_pkts: limit, classifier, buckets: 32, flow_table_capacity: cap, quantum_bytes: quantum };
+            let cfg = FqConfig { limit_pkts: limit, classifier, buckets: 32, flow_table_capacity: cap, quantum_bytes: quantum, ..FqConfig::default() };
             let mut q = Accounted::new(cfg.build().unwrap(), Rng::new(3, 0));
             let table_cap = if is_exact { cap } else { 32 } as usize;
             testkit::run_ops(&mut q, &ops, limit as usize, table_cap)?;

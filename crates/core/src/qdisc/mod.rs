@@ -11,6 +11,7 @@ pub mod droptail;
 pub mod fq;
 pub mod fq_codel;
 pub mod host_fq;
+pub mod ns2;
 pub(crate) mod parts;
 pub mod rcp;
 pub mod red;
@@ -29,6 +30,7 @@ pub use droptail::{DropTail, DropTailConfig};
 pub use fq::{Fq, FqClassifier, FqConfig};
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use host_fq::{HostFq, HostFqConfig, HostKey};
+pub use ns2::{Ns2Drr, Ns2DropTail, Ns2Red, Ns2Sfq, QueueVariant};
 pub use rcp::{Rcp, RcpConfig};
 pub use red::{Red, RedConfig, RedMode};
 pub use rio::{Rio, RioConfig};
@@ -152,10 +154,10 @@ impl QdiscConfig {
 
     pub fn build(&self) -> Result<AnyQdisc, ConfigError> {
         match self {
-            QdiscConfig::DropTail(c) => c.build().map(AnyQdisc::DropTail),
-            QdiscConfig::Red(c) => c.build().map(AnyQdisc::Red),
-            QdiscConfig::Sfq(c) => c.build().map(AnyQdisc::Sfq),
-            QdiscConfig::Fq(c) => c.build().map(AnyQdisc::Fq),
+            QdiscConfig::DropTail(c) => c.build_any(),
+            QdiscConfig::Red(c) => c.build_any(),
+            QdiscConfig::Sfq(c) => c.build_any(),
+            QdiscConfig::Fq(c) => c.build_any(),
             QdiscConfig::FqCodel(c) => c.build().map(AnyQdisc::FqCodel),
             QdiscConfig::HostFq(c) => c.build().map(AnyQdisc::HostFq),
             QdiscConfig::ClassIsolation(c) => c.build().map(AnyQdisc::ClassIsolation),
@@ -203,6 +205,15 @@ pub enum AnyQdisc {
     SizeAware(SizeAware),
     Taq(Taq),
     Rcp(Rcp),
+    Ns2DropTail(Ns2DropTail),
+    Ns2Red(Ns2Red),
+    Ns2Sfq(Ns2Sfq),
+    Ns2Drr(Ns2Drr),
+}
+
+/// ns-2-only knobs given without `variant = "ns2"`.
+pub(crate) fn only_with_ns2() -> ConfigError {
+    ConfigError::new("ns2", "set", "only with variant = \"ns2\" (or leave the ns2 table out)")
 }
 
 macro_rules! dispatch {
@@ -219,6 +230,10 @@ macro_rules! dispatch {
             AnyQdisc::SizeAware($q) => $e,
             AnyQdisc::Taq($q) => $e,
             AnyQdisc::Rcp($q) => $e,
+            AnyQdisc::Ns2DropTail($q) => $e,
+            AnyQdisc::Ns2Red($q) => $e,
+            AnyQdisc::Ns2Sfq($q) => $e,
+            AnyQdisc::Ns2Drr($q) => $e,
         }
     };
 }

@@ -100,7 +100,7 @@ impl RcpConfig {
         let interval = Duration((self.interval_ms * 1e6).round() as u64);
         let floor_bps = (FLOOR_BITS_PER_RTT / (self.avg_rtt_ms / 1e3)).min(c);
         Ok(Rcp {
-            fifo: DropTailConfig { limit_pkts: Some(self.limit_pkts), limit_bytes: None }.build()?,
+            fifo: DropTailConfig::packets(self.limit_pkts).build()?,
             alpha: self.alpha,
             beta: self.beta,
             interval,

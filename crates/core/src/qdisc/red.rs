@@ -49,7 +49,8 @@
 //! per-flow state, so `flow_table_len` is 0; Adaptive RED (max_p adaptation) is not
 //! implemented.
 
-use super::{Cx, Qdisc};
+use super::ns2::QueueVariant;
+use super::{AnyQdisc, Cx, Qdisc};
 use crate::aqm::red::{red_on_arrival, RedParams, RedStats, RedVars, RedVerdict};
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
@@ -100,6 +101,9 @@ pub struct RedConfig {
     pub link_delay_ns: u64,
     /// Mark ECN-capable packets instead of dropping them (between the thresholds).
     pub ecn: bool,
+    /// `ns2`: ns-2 2.35's RED algorithm on these knobs (`super::ns2::red`).
+    #[serde(skip_serializing_if = "QueueVariant::is_default")]
+    pub variant: QueueVariant,
 }
 
 impl Default for RedConfig {
@@ -119,6 +123,7 @@ impl Default for RedConfig {
             link_rate_bps: 10_000_000,
             link_delay_ns: 10_000_000,
             ecn: false,
+            variant: QueueVariant::Default,
         }
     }
 }
@@ -193,6 +198,14 @@ impl RedConfig {
             pkts_per_sec: c,
             ecn: self.ecn,
         })
+    }
+
+    /// Either variant, as the discipline set dispatches it.
+    pub fn build_any(&self) -> Result<AnyQdisc, ConfigError> {
+        match self.variant {
+            QueueVariant::Default => self.build().map(AnyQdisc::Red),
+            QueueVariant::Ns2 => self.build_ns2().map(AnyQdisc::Ns2Red),
+        }
     }
 
     pub fn build(&self) -> Result<Red, ConfigError> {

@@ -123,6 +123,7 @@ impl RioConfig {
             link_rate_bps: self.link_rate_bps,
             link_delay_ns: self.link_delay_ns,
             ecn: self.ecn,
+            variant: Default::default(),
         }
         .params()
         .map_err(|e| match e.field.as_str() {

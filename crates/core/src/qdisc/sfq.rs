@@ -41,7 +41,8 @@
 
 use super::parts::hash::{bucket, flow_hash};
 use super::parts::{DrrRound, FlowQueues, NIL};
-use super::{Cx, Qdisc};
+use super::ns2::{Ns2SfqKnobs, QueueVariant};
+use super::{only_with_ns2, AnyQdisc, Cx, Qdisc};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
@@ -63,15 +64,31 @@ pub struct SfqConfig {
     pub quantum_bytes: u32,
     /// Seconds between hash perturbations; 0 = never.
     pub perturb_s: u64,
+    /// `ns2`: ns-2 2.35's SFQ (`super::ns2::sfq`), which uses only the `ns2` knobs.
+    #[serde(skip_serializing_if = "QueueVariant::is_default")]
+    pub variant: QueueVariant,
+    /// Knobs of the ns-2 variant only.
+    #[serde(skip_serializing_if = "Ns2SfqKnobs::is_default")]
+    pub ns2: Ns2SfqKnobs,
 }
 
 impl Default for SfqConfig {
     fn default() -> Self {
-        SfqConfig { limit_pkts: 127, flows: 128, divisor: 1024, depth_pkts: 127, quantum_bytes: 1514, perturb_s: 10 }
+        SfqConfig { limit_pkts: 127, flows: 128, divisor: 1024, depth_pkts: 127, quantum_bytes: 1514, perturb_s: 10,
+                    variant: QueueVariant::Default, ns2: Ns2SfqKnobs::default() }
     }
 }
 
 impl SfqConfig {
+    /// Either variant, as the discipline set dispatches it.
+    pub fn build_any(&self) -> Result<AnyQdisc, ConfigError> {
+        match self.variant {
+            QueueVariant::Default if !self.ns2.is_default() => Err(only_with_ns2()),
+            QueueVariant::Default => self.build().map(AnyQdisc::Sfq),
+            QueueVariant::Ns2 => self.ns2.build().map(AnyQdisc::Ns2Sfq),
+        }
+    }
+
     pub fn build(&self) -> Result<Sfq, ConfigError> {
         if self.limit_pkts == 0 {
             return Err(ConfigError::new("limit_pkts", 0, "at least 1 packet"));

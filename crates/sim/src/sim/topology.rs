@@ -239,7 +239,7 @@ mod tests {
     use smallpipe_core::qdisc::DropTailConfig;
 
     fn computed_link(name: &str, rate_bps: u64, limit_pkts: u32) -> Link {
-        let q = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(limit_pkts), limit_bytes: None });
+        let q = QdiscConfig::DropTail(DropTailConfig::packets(limit_pkts));
         let q = Accounted::new(q.build().unwrap(), Rng::new(1, 2));
         let mut link = Link::new(name.into(), rate_bps, Duration::from_millis(3), Duration::ZERO, 0.0, q, 1, Rng::new(1, 3));
         link.computed = true;

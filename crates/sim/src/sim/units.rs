@@ -83,7 +83,7 @@ impl Simulator {
         let sender_delay = Duration::from_millis_f64(rtt_ms / 2.0 - l.delay_ms - l.receiver_delay_ms);
         let receiver_delay = Duration::from_millis_f64(l.receiver_delay_ms);
         let access_rate = l.access_rate_bps as u64;
-        let access_queue = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1000), limit_bytes: None });
+        let access_queue = QdiscConfig::DropTail(DropTailConfig::packets(1000));
         let (s_ip, d_ip) = unit_addresses(u);
         let s_node = self.nodes.len() as u32;
         let d_node = s_node + 1;
