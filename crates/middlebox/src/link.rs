@@ -319,7 +319,7 @@ mod tests {
         }
         l.set_rate(2_000_000, Instant(4_000_000), &mut out);
         // A DropTail of one waiting packet takes the three waiting: two are dropped.
-        let small = QdiscConfig::DropTail(DropTailConfig { limit_pkts: Some(1), limit_bytes: None }).build().unwrap();
+        let small = QdiscConfig::DropTail(DropTailConfig::packets(1)).build().unwrap();
         assert_eq!(l.replace_queue(small, Instant(4_000_000), &mut out), (3, 2));
         let dropped: Vec<u32> =
             out.iter().filter_map(|e| if let LinkEvent::Dropped(p, _) = e { Some(p.seq) } else { None }).collect();

@@ -249,7 +249,7 @@ mod tests {
     /// that leave later counts from their first arrival.
     #[test]
     fn replace_inner_moves_the_queue_and_keeps_counters_and_arrivals() {
-        let dt = |n| DropTailConfig { limit_pkts: Some(n), limit_bytes: None }.build().unwrap();
+        let dt = |n| DropTailConfig::packets(n).build().unwrap();
         let mut acc = Accounted::new(dt(10), Rng::new(1, 0));
         let at = |ms| Instant::ZERO + Duration::from_millis(ms);
         for (i, ms) in [0u64, 1, 2].into_iter().enumerate() {
