@@ -28,8 +28,10 @@
 //!
 //! Complexity: O(1) per arrival; `powi` for the idle decay is O(log m).
 
+use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::{Duration, Instant};
+use std::collections::VecDeque;
 
 /// RED configuration, in the units of the queue it watches (packets or bytes).
 #[derive(Debug, Clone, PartialEq)]
@@ -212,6 +214,23 @@ impl RedVars {
     /// transmission).
     pub fn start_idle(&mut self, at: Instant) {
         self.idle_since = Some(at);
+    }
+    /// The head of a RED FIFO (`queue`, whose bytes `backlog_bytes` counts), at `now`: an
+    /// empty queue starts the idle period now, and the last packet leaving starts it when
+    /// its transmission at `link_rate_bps` ends, as ns-2's link finds the queue empty then.
+    pub fn dequeue_fifo(&mut self, queue: &mut VecDeque<Packet>, backlog_bytes: &mut u64, link_rate_bps: u64,
+                        now: Instant) -> Option<Packet> {
+        let Some(pkt) = queue.pop_front() else {
+            if self.idle_since.is_none() {
+                self.start_idle(now);
+            }
+            return None;
+        };
+        *backlog_bytes -= pkt.len_bytes();
+        if queue.is_empty() {
+            self.start_idle(now + Duration::serialization(pkt.len_bytes(), link_rate_bps));
+        }
+        Some(pkt)
     }
     /// An arrival was dropped because the queue was full: restart the spacing count (ns-2
     /// resets it on every forced drop).

@@ -293,17 +293,7 @@ impl Qdisc for Red {
     }
 
     fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
-        let Some(pkt) = self.queue.pop_front() else {
-            if self.vars.idle_since.is_none() {
-                self.vars.start_idle(cx.now);
-            }
-            return None;
-        };
-        self.backlog_bytes -= pkt.len_bytes();
-        if self.queue.is_empty() {
-            self.vars.start_idle(cx.now + Duration::serialization(pkt.len_bytes(), self.link_rate_bps));
-        }
-        Some(pkt)
+        self.vars.dequeue_fifo(&mut self.queue, &mut self.backlog_bytes, self.link_rate_bps, cx.now)
     }
 
     fn len_pkts(&self) -> usize {

@@ -29,7 +29,7 @@ use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
 use crate::qdisc::{Cx, Qdisc, RedConfig};
 use crate::stats::{DropReason, MarkReason};
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 use std::collections::VecDeque;
 
 /// ns-default.tcl `Queue/RED set mark_p_ 0.1`.
@@ -142,18 +142,7 @@ impl Qdisc for Ns2Red {
     }
 
     fn dequeue(&mut self, cx: &mut Cx) -> Option<Packet> {
-        let Some(pkt) = self.queue.pop_front() else {
-            if self.vars.idle_since.is_none() {
-                self.vars.start_idle(cx.now);
-            }
-            return None;
-        };
-        self.backlog_bytes -= pkt.len_bytes();
-        if self.queue.is_empty() {
-            // ns-2 marks the queue idle when the link, done with this packet, finds it empty.
-            self.vars.start_idle(cx.now + Duration::serialization(pkt.len_bytes(), self.link_rate_bps));
-        }
-        Some(pkt)
+        self.vars.dequeue_fifo(&mut self.queue, &mut self.backlog_bytes, self.link_rate_bps, cx.now)
     }
 
     fn len_pkts(&self) -> usize {
