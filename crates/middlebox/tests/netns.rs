@@ -3,8 +3,11 @@
 //! `ip netns`; skips with the reason printed otherwise. Every namespace is removed on the
 //! way out, failure included, and every wait is bounded.
 
+mod common;
+
+use common::{in_ns, pattern, wait_for_ready};
 use smallpipe_middlebox::io::PacketSocket;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -98,18 +101,7 @@ fn build_testbed() -> Result<Testbed, String> {
 }
 
 /// Run `f` on a thread inside namespace `ns`.
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<Result<T, String>> {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let fd = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
-        nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| format!("setns {path}: {e}"))?;
-        Ok(f())
-    })
-}
 
-fn pattern(i: usize) -> u8 {
-    ((i * 7 + i / 1000) % 251) as u8
-}
 
 struct Transfer {
     connect: Duration,
@@ -216,20 +208,6 @@ fn junk_frames() -> Vec<Vec<u8>> {
     frames
 }
 
-fn wait_for_ready(child: &mut Child) -> Result<(), String> {
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(l) if l.trim() == "ready" => Ok(()),
-        Ok(l) => Err(format!("box printed {l:?} instead of ready")),
-        Err(_) => Err("box did not print ready within 10 s".into()),
-    }
-}
 
 fn can_run() -> Result<(), String> {
     if !nix::unistd::geteuid().is_root() {

@@ -5,7 +5,10 @@
 //! with the reason printed otherwise. Namespaces are removed on the way out, failure
 //! included, and every wait is bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::{in_ns, pattern, wait_for_ready};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -111,33 +114,8 @@ fn config(rate_bps: u64, queue: &str) -> String {
     format!(r#"{{"seed": 1, "a_to_b": {link}, "b_to_a": {link}}}"#)
 }
 
-fn wait_for_ready(child: &mut Child) -> Result<(), String> {
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(l) if l.trim() == "ready" => Ok(()),
-        Ok(l) => Err(format!("box printed {l:?} instead of ready")),
-        Err(_) => Err("box did not print ready within 10 s".into()),
-    }
-}
 
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<Result<T, String>> {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let fd = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
-        nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| format!("setns {path}: {e}"))?;
-        Ok(f())
-    })
-}
 
-fn pattern(i: usize) -> u8 {
-    ((i * 7 + i / 1000) % 251) as u8
-}
 
 /// Send `len` bytes client → server, every byte checked; the receiver's rate in bit/s.
 fn transfer(ns: &[String; 3], port: u16, len: usize) -> Result<f64, String> {

@@ -1,0 +1,34 @@
+//! Helpers both namespace test files use: a closure run inside a network namespace, the
+//! byte pattern of a transfer, and waiting for the box's `ready` line.
+
+use std::io::{BufRead, BufReader};
+use std::process::Child;
+use std::time::Duration;
+
+pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<Result<T, String>> {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let fd = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+        nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| format!("setns {path}: {e}"))?;
+        Ok(f())
+    })
+}
+
+pub fn pattern(i: usize) -> u8 {
+    ((i * 7 + i / 1000) % 251) as u8
+}
+
+pub fn wait_for_ready(child: &mut Child) -> Result<(), String> {
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(l) if l.trim() == "ready" => Ok(()),
+        Ok(l) => Err(format!("box printed {l:?} instead of ready")),
+        Err(_) => Err("box did not print ready within 10 s".into()),
+    }
+}
