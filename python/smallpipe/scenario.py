@@ -251,8 +251,7 @@ def _switch_stack(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
 def stack_defaults(stack: str) -> dict[str, Any]:
     """Every ``[tcp]`` knob's default under ``stack`` ("rfc", "ns3", "linux"), as the
     canonical form writes it. Raises ConfigError for a name that is not a stack."""
-    minimal = json.dumps({"flows": [{"app": "bulk"}], "tcp": {"stack": stack}})
-    tcp: dict[str, Any] = json.loads(_smallpipe.validate_config(minimal))["tcp"]
+    tcp: dict[str, Any] = _minimal_canonical(tcp={"stack": stack})["tcp"]
     return tcp
 
 
@@ -265,11 +264,17 @@ def tcp_departures(tcp: Mapping[str, Any]) -> dict[str, Any]:
 def _queue_defaults(kind: str) -> dict[str, Any]:
     """Every key of the discipline ``kind`` with its default ({} if it has no defaults alone)."""
     try:
-        minimal = json.dumps({"flows": [{"app": "bulk"}], "link": {"queue": {"kind": kind}}})
-        queue: dict[str, Any] = json.loads(_smallpipe.validate_config(minimal))["link"]["queue"]
+        queue: dict[str, Any] = _minimal_canonical(link={"queue": {"kind": kind}})["link"]["queue"]
         return queue
     except ConfigError:
         return {}
+
+
+def _minimal_canonical(**sections: Any) -> dict[str, Any]:
+    """The canonical form of the smallest scenario (one bulk flow) with ``sections`` set:
+    where a table's defaults under some choice (a discipline, a stack) are read."""
+    canonical: dict[str, Any] = json.loads(_smallpipe.validate_config(json.dumps({"flows": [{"app": "bulk"}], **sections})))
+    return canonical
 
 
 def _get_path(config: dict[str, Any], dotted_path: str) -> Any:
