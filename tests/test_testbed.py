@@ -286,7 +286,10 @@ def test_reno_senders_send_only_when_an_ack_arrives(tmp_path) -> None:
             if t - last_to_sender.get(key, t) > 3e-3:
                 late += 1
     assert new_segments > 500
-    assert late <= 0.01 * new_segments, f"{late} of {new_segments} new segments left with no ACK to release them"
+    # A paced sender (BBR on this set-up) sends 501 of 846 new segments late; unpaced Reno
+    # sent 1 to 2 late here and 11 of 829 on a loaded CI host (scheduling delay), so 5%
+    # tells the two apart with room on both sides.
+    assert late <= 0.05 * new_segments, f"{late} of {new_segments} new segments left with no ACK to release them"
 
 
 @needs_testbed
