@@ -5,7 +5,9 @@
 //! same way as a lost first transmission. No tail loss probe and no DSACK adaptation of
 //! the window (docs/tcp.md).
 
-use super::sack::RangeSet;
+use crate::tcp::sack::RangeSet;
+use crate::tcp::recovery::CongState;
+use crate::tcp::{Endpoint, Packet, TcpParams};
 use smallpipe_core::{Duration, Instant};
 use std::collections::VecDeque;
 
@@ -180,4 +182,43 @@ impl Rack {
         }
         self.timer = None;
     }
+}
+
+impl Endpoint {
+    /// RACK's marks over the segments not yet delivered; arms or clears its timer.
+    pub(in crate::tcp) fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> LossMarks {
+        let in_recovery = matches!(self.cong_state(), CongState::Recovery | CongState::Loss);
+        let srtt = self.rtt.srtt();
+        self.queues_mut().rack.detect_loss(now, in_recovery, p.dupthresh, srtt)
+    }
+
+    /// RACK marked a segment lost: in recovery, resend within the recovery's window; else
+    /// perhaps start one.
+    pub(in crate::tcp) fn rack_respond(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>, marks: LossMarks) {
+        if self.recovery.is_some() {
+            self.try_send(now, p, out);
+        } else if self.rack_starts_recovery(marks, self.snd_una) && self.rack_first_lost().is_some() {
+            self.enter_fast_recovery(now, p, out);
+        }
+    }
+
+    /// Whether RACK's `marks` start fast recovery once `snd_una` is `una`. Linux's
+    /// tcp_fastretrans_alert: on any mark once the last recovery is over; after an RTO only on
+    /// a resent segment lost again (FLAG_LOST_RETRANS in CA_Loss).
+    pub(in crate::tcp) fn rack_starts_recovery(&self, marks: LossMarks, una: u64) -> bool {
+        let after_rto = self.recovery.is_none() && una < self.recover_mark;
+        marks.any && self.recovery.is_none() && una < self.snd_max && self.can_send_data()
+            && (una >= self.recover_mark || (marks.retransmission && after_rto))
+    }
+
+    pub(in crate::tcp) fn rack_first_lost(&self) -> Option<(u64, u64)> {
+        self.queues.as_deref().and_then(|q| q.rack.first_lost())
+    }
+
+    /// The first un-SACKed segment of what RACK marked lost.
+    pub(in crate::tcp) fn rack_lost_segment(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
+        let (hole, _) = self.rack_first_lost().and_then(|(s, e)| self.scoreboard.first_gap(s, e))?;
+        Some(self.segment_at(hole, p))
+    }
+
 }
