@@ -21,3 +21,9 @@ def test_thin_linear_timeouts_is_linux_sysctl():
 def test_remedies_linux_lacks_are_refused(key, value):
     with pytest.raises(ValueError, match=f"tcp.{key}"):
         linux_settings(Scenario(**BASE, tcp={key: value}))
+
+
+@pytest.mark.parametrize(("key", "value"), [("ssthresh_from", "bytes_in_flight"), ("recovery_exit", "ns3")])
+def test_ns3_diagnostic_rules_are_refused_on_linux(key, value):
+    with pytest.raises(ValueError, match=f"tcp.{key}.*{value}"):
+        linux_settings(Scenario(**BASE, tcp={key: value}))

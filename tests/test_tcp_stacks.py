@@ -26,6 +26,7 @@ NS3 = {
     "tcp.recovery": "sack", "tcp.dupack_rule": "ns3", "tcp.recovery_rto": "first_partial",
     "tcp.disorder_ack": "ns3", "tcp.recovery_partial_ack": "ns3", "tcp.recovery_pipe": "ns3",
     "tcp.fast_retransmit_rto": "keep", "tcp.ack_first_data": True, "tcp.overhead_max_ms": 0.0,
+    "tcp.ssthresh_from": "bytes_in_flight", "tcp.recovery_exit": "ns3",
 }
 CASES = {
     "linux": ({"tcp.stack": "linux"}, LINUX),
@@ -46,9 +47,7 @@ def test_a_stack_runs_as_its_knobs_set_one_by_one(case):
     stack_overrides, knobs = CASES[case]
     by_stack = _base().with_overrides(stack_overrides)
     by_hand = _base().with_overrides(knobs)
-    # The canonical form of an "rfc" table leaves these out at their defaults (docs/tcp.md).
-    legacy = {"loss_detection": "dupthresh", "pacing": "none", "rtt_samples": "timed"}
-    tcp_stack, tcp_hand = by_stack.to_dict()["tcp"], {**legacy, **by_hand.to_dict()["tcp"]}
+    tcp_stack, tcp_hand = by_stack.to_dict()["tcp"], by_hand.to_dict()["tcp"]
     assert tcp_stack.pop("stack") == stack_overrides["tcp.stack"]
     assert tcp_stack == tcp_hand
     a, b = smallpipe.simulate(by_stack), smallpipe.simulate(by_hand)

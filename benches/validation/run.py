@@ -83,15 +83,16 @@ def run_linux(spec_list):
     return out
 
 
-def run_all(spec_list):
-    """ns-3 in a child process while smallpipe runs here; returns {name: (ns3, smallpipe)}."""
+def run_all(spec_list, sp_overrides=None):
+    """ns-3 in a child process while smallpipe runs here; returns {name: (ns3, smallpipe)}.
+    `sp_overrides`: scenario overrides for the smallpipe side (--sp-set)."""
     import sp_side
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec_list, f)
     child = subprocess.Popen([sys.executable, str(HERE / "ns3_side.py"), f.name], stdout=subprocess.PIPE, text=True)
     t0 = time.perf_counter()
-    ours = {s["name"]: sp_side.run(s) for s in spec_list}
+    ours = {s["name"]: sp_side.run(s, sp_overrides) for s in spec_list}
     sp_wall = time.perf_counter() - t0
     theirs = {}
     for line in child.stdout:
@@ -295,6 +296,8 @@ def main(argv=None):
     ap.add_argument("--ns3-patch", choices=("flightsize", "deflate"),
                     help="diagnosis (docs/validation.md): ns-3's ssthresh from FlightSize, not BytesInFlight; "
                          "'deflate' also no window growth on the ACK that ends recovery")
+    ap.add_argument("--sp-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an override of the smallpipe side, e.g. tcp.ssthresh_from=bytes_in_flight (repeatable)")
     ap.add_argument("--quick", action="store_true", help="1 seed, 60 s runs, 4 transfers per size")
     ap.add_argument("--linux", action="store_true", help="Linux against smallpipe (no ns-3): root, the testbed")
     args = ap.parse_args(argv)
@@ -309,7 +312,8 @@ def main(argv=None):
     spec_list = build(args)
     for spec in spec_list:
         spec["tcp"]["ns3_patch"] = args.ns3_patch
-    results, sp_wall, ns3_wall = run_all(spec_list)
+    sp_overrides = dict(kv.split("=", 1) for kv in args.sp_set)
+    results, sp_wall, ns3_wall = run_all(spec_list, sp_overrides)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "runs.jsonl", "w") as f:

@@ -149,6 +149,11 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     ):
         if tcp[key] != off:
             _refuse(f"tcp.{key}", tcp[key], allowed)
+    if tcp["ssthresh_from"] == "bytes_in_flight":
+        _refuse("tcp.ssthresh_from", "bytes_in_flight",
+                '"cwnd" (what Linux does) or "flight_size": ns-3\'s BytesInFlight is a simulator diagnostic')
+    if tcp.get("recovery_exit", "rfc") != "rfc":  # left out of the canonical dict at its default
+        _refuse("tcp.recovery_exit", tcp["recovery_exit"], '"rfc": ns-3\'s growth on the ACK ending recovery is a simulator diagnostic')
     if tcp["overhead_max_ms"] is not None:
         _refuse("tcp.overhead_max_ms", tcp["overhead_max_ms"], "unset: real hosts have their own processing jitter")
     if tcp["delayed_ack"] and tcp["delayed_ack_ms"] != _LINUX_DELACK_MAX_MS:

@@ -162,7 +162,12 @@ impl Endpoint {
         }
         let acked_data = acked - syn_acked as u64;
         match self.recovery {
-            Some(_) if ack >= self.recover_mark => self.on_full_ack(p),
+            Some(_) if ack >= self.recover_mark => {
+                self.on_full_ack(p);
+                if p.recovery_exit == RecoveryExit::Ns3 && acked_data > 0 {
+                    self.grow_window(ack, acked_data, rtt_sample, now, p);
+                }
+            }
             Some(r) => self.on_partial_ack(r, acked, now, p, out),
             None => {
                 self.dupacks = 0;
@@ -284,11 +289,15 @@ impl Endpoint {
     }
 
     /// The window a loss or timeout's decrease starts from (`tcp.ssthresh_from`): the RFCs'
-    /// FlightSize, or Linux's cwnd, which stays large while a scheduler holds the flow back.
+    /// FlightSize, Linux's cwnd (which stays large while a scheduler holds the flow back),
+    /// or ns-3's BytesInFlight.
     pub(super) fn decrease_base(&self, p: &TcpParams) -> u64 {
         match p.ssthresh_from {
             SsthreshFrom::FlightSize => self.flight_size(),
             SsthreshFrom::Cwnd => self.cwnd,
+            SsthreshFrom::BytesInFlight if p.sack() => self.pipe(p),
+            // ns-3's emulated SACK: each duplicate ACK marks one more segment as gone.
+            SsthreshFrom::BytesInFlight => self.flight_size().saturating_sub(self.dupacks as u64 * p.mss),
         }
     }
 }

@@ -34,12 +34,13 @@ pub const STACK_KNOBS: &[&str] = &[
     "recovery", "congestion", "ssthresh_from", "initial_window_pkts", "ack_first_data", "ack_rule",
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
-    "rto_rule", "rtt_samples", "overhead_max_ms",
+    "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit",
 ];
 
-/// Knobs added after scenario ids were first kept: under `stack = "rfc"` the canonical JSON
-/// leaves them out at their defaults, as it leaves out `stack` itself, so older ids stay.
-const LEGACY_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples"];
+/// Knobs added after scenario ids were first kept: the canonical JSON leaves them out while
+/// they hold their RFC default, under every stack, so adding one keeps every existing id
+/// (tests/test_point_ids_pinned.py). A new knob is added here.
+const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -58,6 +59,8 @@ impl Stack {
             (Stack::Ns3, "recovery_pipe") => "ns3".into(),
             // ns-3 has no random per-packet processing delay (ns-2's overhead_).
             (Stack::Ns3, "overhead_max_ms") => 0.0.into(),
+            (Stack::Ns3, "ssthresh_from") => "bytes_in_flight".into(),
+            (Stack::Ns3, "recovery_exit") => "ns3".into(),
             (Stack::Linux, "recovery") => "sack".into(),
             // net.ipv4.tcp_congestion_control's default since 2.6.19.
             (Stack::Linux, "congestion") => "cubic".into(),
@@ -102,20 +105,20 @@ impl Stack {
 
 impl TcpConfig {
     /// `[tcp]` as a scenario's canonical JSON holds it (its id hashes it): every knob, except
-    /// that under `stack = "rfc"` the stack and `LEGACY_KNOBS` at their defaults are left out.
+    /// `ADDED_KNOBS` at their RFC defaults, and `stack` when it is `"rfc"`.
     pub(crate) fn serialize_canonical<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let Value::Object(mut table) = serde_json::to_value(self).map_err(S::Error::custom)? else {
             unreachable!("[tcp] serializes as a table")
         };
+        let Value::Object(defaults) = serde_json::to_value(TcpConfig::default()).map_err(S::Error::custom)? else {
+            unreachable!("[tcp] serializes as a table")
+        };
         if self.stack == Stack::Rfc {
-            let Value::Object(defaults) = serde_json::to_value(TcpConfig::default()).map_err(S::Error::custom)? else {
-                unreachable!("[tcp] serializes as a table")
-            };
             table.remove("stack");
-            for key in LEGACY_KNOBS {
-                if table.get(*key) == defaults.get(*key) {
-                    table.remove(*key);
-                }
+        }
+        for key in ADDED_KNOBS {
+            if table.get(*key) == defaults.get(*key) {
+                table.remove(*key);
             }
         }
         table.serialize(s)
@@ -256,6 +259,10 @@ pub enum SsthreshFrom {
     FlightSize,
     /// Linux's `tcp_reno_ssthresh` and `cubictcp_recalc_ssthresh`: cwnd / 2, or β·cwnd.
     Cwnd,
+    /// ns-3.44's `BytesInFlight()`, which `EnterRecovery` and `ReTxTimeout` pass to
+    /// `GetSsThresh`: with SACK, RFC 6675's pipe (SACKed and lost segments left out);
+    /// without, FlightSize less a segment per duplicate ACK (ns-3's emulated SACK).
+    BytesInFlight,
 }
 
 /// What restarts the retransmission timer during SACK fast recovery.
@@ -314,6 +321,18 @@ pub enum RecoveryPipe {
     Rfc6675,
     /// A diagnostic: a retransmitted segment stays in the pipe once SACKed, until the
     /// cumulative ACK passes it, as ns-3.44's `TcpTxBuffer::BytesInFlight` counts.
+    Ns3,
+}
+
+/// What the ACK that ends fast recovery does to cwnd after setting it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryExit {
+    /// RFC 5681 §3.2 step 6, RFC 6582 §3.2 step 3, RFC 6675 §5.1: it sets cwnd, nothing more.
+    #[default]
+    Rfc,
+    /// ns-3.44's `ProcessAck`: after cwnd = ssthresh, the window grows for the segments
+    /// that ACK covers, as on any ACK outside recovery (`IncreaseWindow`).
     Ns3,
 }
 
@@ -388,11 +407,11 @@ pub struct TcpConfig {
     #[serde(default = "d_recovery_pacing")]
     pub recovery_pacing: RecoveryPacing,
     /// How SACK recovery finds lost segments: RFC 6675's DupThresh, or RFC 8985's RACK (Linux's).
-    /// Left out of the canonical JSON at its default under `stack = "rfc"` (`LEGACY_KNOBS`).
+    /// Left out of the canonical JSON at its RFC default (`ADDED_KNOBS`).
     #[serde(default = "d_loss_detection")]
     pub loss_detection: LossDetection,
     /// When data segments leave: at once, or paced as Linux paces them. Left out of the
-    /// canonical JSON at its default under `stack = "rfc"` (`LEGACY_KNOBS`).
+    /// canonical JSON at its RFC default (`ADDED_KNOBS`).
     #[serde(default = "d_pacing")]
     pub pacing: Pacing,
     /// What restarts the timer in SACK recovery: every new ACK, or (ns-3, a diagnostic) the first partial ACK only.
@@ -411,6 +430,10 @@ pub struct TcpConfig {
     /// Whether the fast retransmit restarts the timer (smallpipe's default) or leaves it running (RFC 6298 5.1, ns-3).
     #[serde(default = "d_fast_retransmit_rto")]
     pub fast_retransmit_rto: FastRetransmitRto,
+    /// What the ACK that ends fast recovery does after setting cwnd (`RecoveryExit`).
+    /// Left out of the canonical JSON at its RFC default (`ADDED_KNOBS`).
+    #[serde(default)]
+    pub recovery_exit: RecoveryExit,
     /// Window growth per ACK of new data (Reno only; CUBIC and HyStart++ have their own).
     #[serde(default = "d_cwnd_growth")]
     pub cwnd_growth: CwndGrowth,
@@ -428,7 +451,7 @@ pub struct TcpConfig {
     #[serde(default = "d_rto_rule")]
     pub rto_rule: RtoRule,
     /// Which ACKs time the RTT: one segment per RTT (RFC 6298), or every ACK (Linux).
-    /// Left out of the canonical JSON at its default under `stack = "rfc"` (`LEGACY_KNOBS`).
+    /// Left out of the canonical JSON at its RFC default (`ADDED_KNOBS`).
     #[serde(default = "d_rtt_samples")]
     pub rtt_samples: RttSamples,
     #[serde(default = "d_max_rto")]

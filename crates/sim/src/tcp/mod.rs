@@ -38,7 +38,7 @@ pub use params::TcpParams;
 pub use recovery::CongState;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
-use config::{DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryPipe, SsthreshFrom};
+use config::{DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, RecoveryExit, RecoveryPipe, SsthreshFrom};
 use compact::{LazyVec, Opt64};
 use cc::hystart::HyStart;
 use cc::CongestionControl;

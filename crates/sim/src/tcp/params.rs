@@ -2,7 +2,7 @@
 
 use super::config::{
     AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
-    Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
+    Recovery, RecoveryExit, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
 };
 use smallpipe_core::{ConfigError, Duration};
 
@@ -30,6 +30,7 @@ pub struct TcpParams {
     pub recovery_partial_ack: PartialAck,
     pub recovery_pipe: RecoveryPipe,
     pub fast_retransmit_rto: FastRetransmitRto,
+    pub recovery_exit: RecoveryExit,
     /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
     pub head_retransmit_rto: bool,
     /// RFC 6937 PRR in SACK recovery (`recovery_pacing = "prr"`).
@@ -102,6 +103,7 @@ impl TcpParams {
             recovery_partial_ack: c.recovery_partial_ack,
             recovery_pipe: c.recovery_pipe,
             fast_retransmit_rto: c.fast_retransmit_rto,
+            recovery_exit: c.recovery_exit,
             head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
             prr: c.recovery_pacing == RecoveryPacing::Prr,
             rack: c.loss_detection == LossDetection::Rack,

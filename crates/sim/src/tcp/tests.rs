@@ -2204,3 +2204,57 @@ fn params_cannot_be_built_from_a_table_the_scenario_refuses() {
     assert_eq!(scenario.unwrap_err().allowed, e.allowed);
     assert!(TcpParams::try_from(&TcpConfig::default()).is_ok());
 }
+
+/// 20 segments sent at once, segment 2 lost, 0, 1 and every later one delivered: the third
+/// duplicate ACK (of 3, 4, 5) starts recovery with 18 segments outstanding, 3 of them SACKed.
+fn twenty_with_the_third_lost(edit: impl FnOnce(&mut TcpConfig)) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
+    let (p, mut c, mut s, out) = one_window_with(|c| {
+        c.initial_window_pkts = 20;
+        edit(c);
+    }, 20);
+    assert_eq!(out.len(), 20);
+    let arrive: Vec<usize> = (0..20).filter(|&i| i != 2).collect();
+    let resent = deliver(&p, &mut c, &mut s, &out, &arrive);
+    (p, c, s, resent)
+}
+
+#[test]
+fn ssthresh_from_bytes_in_flight_leaves_out_what_the_duplicate_acks_say_has_left() {
+    use super::config::SsthreshFrom;
+    // ns-3.44 passes BytesInFlight to GetSsThresh (docs/validation.md, diagnosis 1). With
+    // SACK it is RFC 6675's pipe: 18 outstanding - 3 SACKed - 1 lost = 14 segments, so
+    // ssthresh = 7 segments; without SACK, ns-3's emulated SACK leaves out a segment per
+    // duplicate ACK: 18 - 3 = 15, ssthresh 7.5. RFC 5681's FlightSize / 2 is 9 either way.
+    for (recovery, from, ssthresh) in [
+        (Recovery::Sack, SsthreshFrom::BytesInFlight, 7_000),
+        (Recovery::Newreno, SsthreshFrom::BytesInFlight, 7_500),
+        (Recovery::Sack, SsthreshFrom::FlightSize, 9_000),
+        (Recovery::Newreno, SsthreshFrom::FlightSize, 9_000),
+    ] {
+        let (_, c, _, _) = twenty_with_the_third_lost(|c| {
+            c.recovery = recovery;
+            c.ssthresh_from = from;
+        });
+        assert_eq!(c.stats.fast_retransmits, 1);
+        assert_eq!(c.ssthresh_bytes(), ssthresh, "{recovery:?} from {from:?}");
+    }
+}
+
+#[test]
+fn recovery_exit_ns3_grows_the_window_on_the_ack_that_ends_recovery() {
+    use super::config::RecoveryExit;
+    // The retransmission of segment 2 fills the only hole: its ACK reaches `recover`. RFC
+    // 6675 sets cwnd = ssthresh = 9 segments; ns-3 then grows it for that ACK as in
+    // congestion avoidance, RFC 5681 (3): + SMSS^2 / cwnd = 1000^2 / 9000 = 111 bytes.
+    for (exit, cwnd) in [(RecoveryExit::Rfc, 9_000), (RecoveryExit::Ns3, 9_111)] {
+        let (p, mut c, mut s, resent) = twenty_with_the_third_lost(|c| c.recovery_exit = exit);
+        let retransmission = resent.iter().find(|x| x.seq == 2001).expect("segment 2 resent");
+        let mut acks = Vec::new();
+        s.on_segment(retransmission, t(250), &p, &mut acks);
+        assert_eq!(acks.last().unwrap().ack, 20_001);
+        let mut out = Vec::new();
+        c.on_segment(acks.last().unwrap(), t(300), &p, &mut out);
+        assert_eq!(c.cong_state(), CongState::Open);
+        assert_eq!(c.cwnd_bytes(), cwnd, "{exit:?}");
+    }
+}

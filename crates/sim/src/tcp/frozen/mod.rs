@@ -1121,6 +1121,7 @@ impl Endpoint {
         match p.ssthresh_from {
             SsthreshFrom::FlightSize => self.flight_size(),
             SsthreshFrom::Cwnd => self.cwnd,
+            SsthreshFrom::BytesInFlight => unreachable!("added after the freeze: never drawn for the frozen copy"),
         }
     }
 
