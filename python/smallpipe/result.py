@@ -65,6 +65,7 @@ FLOWS_SCHEMA = pl.Schema(
         "timeouts_repeated": pl.Int64,
         "syn_timeouts": pl.Int64,
         "fast_retransmits": pl.Int64,
+        "loss_probes": pl.Int64,
         "backoff_ns": pl.Int64,
         "longest_silence_ns": pl.Int64,
     }

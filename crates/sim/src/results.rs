@@ -37,6 +37,8 @@ pub struct FlowRow {
     pub timeouts_repeated: u64,
     pub syn_timeouts: u64,
     pub fast_retransmits: u64,
+    /// Tail loss probes the sender sent (`tcp.tail_loss_probe`; Linux's TcpExtTCPLossProbes).
+    pub loss_probes: u64,
     /// Time the sender spent in retransmission-timeout episodes (see `EndpointStats::backoff_ns`);
     /// an episode still open at the end counts up to the end of the run.
     pub backoff_ns: u64,

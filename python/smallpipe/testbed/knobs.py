@@ -184,7 +184,8 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
         sysctls |= {
             # RACK loss detection, on only if asked; "0" has no effect from Linux 6.17 (docs/testbed.md)
             "net.ipv4.tcp_recovery": "1" if rack else "0",
-            "net.ipv4.tcp_early_retrans": "0",  # tail loss probes
+            # tail loss probes: 3 is Linux's default, TLP on (left out of the canonical dict when off)
+            "net.ipv4.tcp_early_retrans": "3" if tcp.get("tail_loss_probe", False) else "0",
             "net.ipv4.tcp_frto": "0",  # F-RTO spurious-timeout detection
             "net.ipv4.tcp_syn_linear_timeouts": "0",  # SYN retries back off exponentially from the first
             "net.ipv4.tcp_autocorking": "0",

@@ -55,7 +55,10 @@ impl Endpoint {
             // Linux handles the loss before the cumulative part: no growth, no new data ahead
             // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
             let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
-            self.on_new_ack(ack, seg, ack_rtt, kind.ns3_disorder, loss_first, now, p, out);
+            let tlp_cut = p.tail_loss_probe && self.tlp_on_ack(ack, false, p);
+            self.on_new_ack(ack, seg, ack_rtt, kind.ns3_disorder, !loss_first && !tlp_cut, !loss_first, now, p, out);
+        } else if p.tail_loss_probe {
+            self.tlp_on_ack(ack, !new_sack && seg.seq_len() == 0, p);
         }
         if kind.duplicate && ack == self.snd_una && self.snd_max > self.snd_una {
             self.count_dupack(kind, now, p, out);
@@ -122,11 +125,12 @@ impl Endpoint {
     }
 
     /// `ns3_disorder`: the ACK also SACKs new data outside recovery and ns-3's rule is on
-    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip. `loss_first`:
-    /// RACK starts fast recovery on this ACK, so cwnd neither grows nor sends here.
+    /// (`disorder_ack`): what of RFC 6298 (5.3) and RFC 5681's growth to skip. `grow` and
+    /// `send` are false when RACK starts fast recovery on this ACK (it does both its own
+    /// way); `grow` also when a tail loss probe's ACK just cut the window (Linux's CWR).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_new_ack(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, ns3_disorder: Option<DisorderAck>,
-        loss_first: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        grow: bool, send: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         self.end_backoff(now);
         let rtt_sample = self.take_rtt_sample(ack, seg, ack_rtt, now, p);
@@ -164,14 +168,14 @@ impl Endpoint {
         match self.recovery {
             Some(_) if ack >= self.recover_mark => {
                 self.on_full_ack(p);
-                if p.recovery_exit == RecoveryExit::Ns3 && acked_data > 0 {
+                if p.recovery_exit == RecoveryExit::Ns3 && acked_data > 0 && grow {
                     self.grow_window(ack, acked_data, rtt_sample, now, p);
                 }
             }
             Some(r) => self.on_partial_ack(r, acked, now, p, out),
             None => {
                 self.dupacks = 0;
-                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) && !loss_first {
+                if acked_data > 0 && ns3_disorder != Some(DisorderAck::Ns3) && grow {
                     self.grow_window(ack, acked_data, rtt_sample, now, p);
                 }
             }
@@ -192,8 +196,11 @@ impl Endpoint {
         {
             self.arm_rto(now, p);
         }
-        if !loss_first {
+        if send {
             self.try_send(now, p, out);
+        }
+        if p.tail_loss_probe {
+            self.tlp_schedule(now, p);
         }
     }
 

@@ -34,13 +34,14 @@ pub const STACK_KNOBS: &[&str] = &[
     "recovery", "congestion", "ssthresh_from", "initial_window_pkts", "ack_first_data", "ack_rule",
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
-    "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit",
+    "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe",
 ];
 
 /// Knobs added after scenario ids were first kept: the canonical JSON leaves them out while
-/// they hold their RFC default, under every stack, so adding one keeps every existing id
-/// (tests/test_point_ids_pinned.py). A new knob is added here.
-const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit"];
+/// they hold their RFC default and the stack's value is that default too, so adding one
+/// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
+/// new knob is added here.
+const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -76,6 +77,7 @@ impl Stack {
             (Stack::Linux, "min_rto_ms") => 200.0.into(), // TCP_RTO_MIN
             (Stack::Linux, "rto_rule") => "linux".into(),
             (Stack::Linux, "rtt_samples") => "every_ack".into(),
+            (Stack::Linux, "tail_loss_probe") => true.into(), // net.ipv4.tcp_early_retrans = 3
             _ => return None,
         };
         Some(v)
@@ -105,7 +107,7 @@ impl Stack {
 
 impl TcpConfig {
     /// `[tcp]` as a scenario's canonical JSON holds it (its id hashes it): every knob, except
-    /// `ADDED_KNOBS` at their RFC defaults, and `stack` when it is `"rfc"`.
+    /// `ADDED_KNOBS` at their RFC defaults where the stack agrees, and `stack` when it is `"rfc"`.
     pub(crate) fn serialize_canonical<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let Value::Object(mut table) = serde_json::to_value(self).map_err(S::Error::custom)? else {
             unreachable!("[tcp] serializes as a table")
@@ -117,7 +119,10 @@ impl TcpConfig {
             table.remove("stack");
         }
         for key in ADDED_KNOBS {
-            if table.get(*key) == defaults.get(*key) {
+            // Left out only where reading it back gives it again: at the RFC default, which
+            // is also this stack's value.
+            let stack_value = self.stack.value(key, self.congestion).or_else(|| defaults.get(*key).cloned());
+            if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
             }
         }
@@ -476,6 +481,11 @@ pub struct TcpConfig {
     /// a full-size packet. 0 turns it off.
     #[serde(default)]
     pub overhead_max_ms: Option<f64>,
+    /// RFC 8985 §7 tail loss probes as Linux sends them (`tcp_schedule_loss_probe`,
+    /// `tcp_send_loss_probe`; `recovery/tlp.rs`). SACK only. Left out of the canonical JSON
+    /// at its RFC default (`ADDED_KNOBS`).
+    #[serde(default)]
+    pub tail_loss_probe: bool,
     /// Linux's `tcp_thin_linear_timeouts`: while fewer than 4 segments are in flight, the
     /// first 6 consecutive RTOs do not double the timer (TCP_THIN_LINEAR_RETRIES).
     #[serde(default)]
@@ -597,6 +607,8 @@ impl TcpConfig {
             "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
         check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
+        check(!self.tail_loss_probe || self.recovery == Recovery::Sack, "tail_loss_probe", true,
+            "false, or true only with recovery = \"sack\" (Linux probes SACK connections only)")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;

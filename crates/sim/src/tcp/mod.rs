@@ -45,6 +45,7 @@ use cc::CongestionControl;
 use pacing::Pacer;
 use recovery::prr::Prr;
 use recovery::rack::{LossMarks, Rack};
+use recovery::tlp::Tlp;
 use rtt_samples::SendTimes;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
@@ -177,6 +178,8 @@ struct FeatureQueues {
     /// First-transmission times of the segments in flight (`rtt_samples = "every_ack"`).
     send_times: SendTimes,
     pacer: Pacer,
+    /// `tail_loss_probe`: the probe timer and episode.
+    tlp: Tlp,
 }
 
 #[derive(Debug, Clone)]
@@ -357,7 +360,7 @@ impl Endpoint {
         // the four options cost about 160 instructions a call.
         let timers = earliest(self.rto_at.get(), self.delack_at.get());
         match self.queues.as_deref() {
-            Some(q) => earliest(timers, earliest(q.rack.timer, q.pacer.timer)),
+            Some(q) => earliest(earliest(timers, q.tlp.pto_at), earliest(q.rack.timer, q.pacer.timer)),
             None => timers,
         }
     }

@@ -54,6 +54,7 @@ pub struct TcpParams {
     pub granularity: Duration,
     pub slow_start_after_idle: bool,
     pub thin_linear_timeouts: bool,
+    pub tail_loss_probe: bool,
     /// Differentiated minRTO: (minRTO′, fraction of the window).
     pub min_rto_prime: Option<(Duration, f64)>,
     pub padding_dummies: u32,
@@ -121,6 +122,7 @@ impl TcpParams {
             granularity: Duration::from_millis_f64(c.clock_granularity_ms),
             slow_start_after_idle: c.slow_start_after_idle,
             thin_linear_timeouts: c.thin_linear_timeouts,
+            tail_loss_probe: c.tail_loss_probe,
             min_rto_prime: c.min_rto_prime_ms.map(|m| (Duration::from_millis_f64(m), c.min_rto_prime_fraction)),
             padding_dummies: c.padding_dummies,
             padding_dummy_bytes: c.padding_dummy_bytes as u64,

@@ -26,7 +26,11 @@ impl Endpoint {
         {
             self.cwnd = self.cwnd.min(p.initial_window); // RFC 5681 §4.1 restart window
         }
+        let sent_before = self.snd_max;
         self.send_new(self.cwnd, usize::MAX, now, p, out);
+        if p.tail_loss_probe && self.snd_max > sent_before {
+            self.tlp_schedule(now, p);
+        }
     }
 
     /// Sends up to `max_segments` from `snd_nxt` while `snd_nxt - snd_una` stays within

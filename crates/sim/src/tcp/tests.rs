@@ -2258,3 +2258,89 @@ fn recovery_exit_ns3_grows_the_window_on_the_ack_that_ends_recovery() {
         assert_eq!(c.cwnd_bytes(), cwnd, "{exit:?}");
     }
 }
+
+/// SACK with RACK, IW 10, 10 segments sent at 100 ms; `arrive` reach the receiver at 150 ms
+/// and their ACKs the sender at 200 ms (every RTT sample 100 ms, so SRTT = 100 ms).
+fn tail_lost(tail_loss_probe: bool, arrive: &[usize]) -> (TcpParams, Endpoint, Endpoint, Vec<Packet>) {
+    let (p, mut c, mut s, out) = one_window_with(|c| {
+        c.loss_detection = LossDetection::Rack;
+        c.tail_loss_probe = tail_loss_probe;
+    }, 10);
+    let sent = deliver(&p, &mut c, &mut s, &out, arrive);
+    assert!(sent.is_empty());
+    (p, c, s, out)
+}
+
+#[test]
+fn a_tail_loss_probe_resends_the_last_segment_two_rtts_after_the_last_ack() {
+    // Segments 8 and 9 lost. Linux's tcp_schedule_loss_probe at the last ACK (200 ms), two
+    // segments out: PTO = 2·SRTT + TCP_TIMEOUT_MIN_US = 200 + 2 ms, well before the RTO
+    // (1 s minimum). No new data is written, so tcp_send_loss_probe resends the last segment.
+    let (p, mut c, mut s, _) = tail_lost(true, &(0..8).collect::<Vec<_>>());
+    assert_eq!(c.next_deadline(), Some(t(402)));
+    let mut probe = Vec::new();
+    c.on_timer(t(402), &p, &mut probe);
+    assert_eq!(probe.iter().map(|x| x.seq).collect::<Vec<_>>(), vec![9001], "the last segment, once");
+    assert_eq!(c.loss_probes(), (1, 0));
+    // Its ACK (8001, SACK 9001-10001) lets RACK mark segment 8 lost once an RTT and the
+    // reordering window (SRTT/4) have passed since 8 was sent: fast recovery, no RTO.
+    let mut acks = Vec::new();
+    s.on_segment(&probe[0], t(452), &p, &mut acks);
+    let mut resent = Vec::new();
+    c.on_segment(&acks[0], t(502), &p, &mut resent);
+    assert_eq!(resent.first().map(|x| x.seq), Some(8001));
+    assert_eq!((c.stats.fast_retransmits, c.stats.timeouts), (1, 0));
+    // Without the probe the same tail waits for the RTO.
+    let (p, mut c, _, _) = tail_lost(false, &(0..8).collect::<Vec<_>>());
+    let deadline = c.next_deadline().unwrap();
+    assert!(deadline >= t(1200), "the RTO, at least the 1 s minimum after the last ACK");
+    c.on_timer(deadline, &p, &mut Vec::new());
+    assert_eq!((c.stats.timeouts, c.loss_probes().0), (1, 0));
+}
+
+#[test]
+fn one_segment_out_waits_for_a_delayed_ack_and_never_past_the_rto() {
+    // Segment 9 alone lost: one segment out, so PTO = 2·SRTT + the minimum RTO (Linux's
+    // tcp_rto_min_us, here 1 s: 1.2 s), capped at the RTO (tcp_rto_delta_us), which it replaces.
+    let (p, mut c, _, _) = tail_lost(true, &(0..9).collect::<Vec<_>>());
+    let rto_at = c.rto_at.get().expect("the RTO runs");
+    assert_eq!(c.next_deadline(), Some(rto_at.min(t(200) + Duration::from_millis(1200))));
+    let pto = c.next_deadline().unwrap();
+    let mut probe = Vec::new();
+    c.on_timer(pto, &p, &mut probe);
+    assert_eq!((probe.len(), c.stats.timeouts, c.loss_probes().0), (1, 0, 1), "a probe, not a timeout");
+    // tcp_send_loss_probe: "tcp_rearm_rto will restart timer from now".
+    assert_eq!(c.rto_at.get(), Some(pto + c.rto()));
+}
+
+#[test]
+fn a_probe_that_repaired_a_loss_halves_the_window_once_an_ack_passes_it() {
+    // Segment 9 alone lost and the probe resends it: its ACK reaches tlp_high_seq, and the next
+    // ACK beyond it tells the sender the probe repaired a loss (tcp_process_tlp_ack): Linux's
+    // CWR, ssthresh = max(FlightSize/2, 2 SMSS) under the RFC rule, cwnd = ssthresh.
+    let (p, mut c, mut s, _) = tail_lost(true, &(0..9).collect::<Vec<_>>());
+    let mut probe = Vec::new();
+    let pto = c.next_deadline().unwrap();
+    c.on_timer(pto, &p, &mut probe);
+    let mut acks = Vec::new();
+    s.on_segment(&probe[0], pto + Duration::from_millis(50), &p, &mut acks);
+    let mut out = Vec::new();
+    c.on_segment(&acks[0], pto + Duration::from_millis(100), &p, &mut out);
+    assert_eq!(acks[0].ack, 10_001);
+    assert_eq!(c.loss_probes(), (1, 0), "an ACK up to the probe is not yet beyond it");
+    let cwnd = c.cwnd_bytes();
+    let later = pto + Duration::from_millis(200);
+    c.app_write(3000, false, later, &p, &mut out);
+    let data: Vec<Packet> = out.drain(..).filter(|x| x.payload_len > 0).collect();
+    assert_eq!(data.len(), 3);
+    let mut acks = Vec::new();
+    for d in &data {
+        s.on_segment(d, later + Duration::from_millis(50), &p, &mut acks);
+    }
+    c.on_segment(&acks[0], later + Duration::from_millis(100), &p, &mut out);
+    assert_eq!(c.loss_probes(), (1, 1));
+    // FlightSize at that ACK: the three new segments (30001 - 10001 is not yet acked).
+    assert_eq!(c.ssthresh_bytes(), (3 * 1000 / 2).max(2 * 1000));
+    assert_eq!(c.cwnd_bytes(), c.ssthresh_bytes());
+    assert!(c.cwnd_bytes() < cwnd);
+}

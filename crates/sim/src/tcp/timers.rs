@@ -17,6 +17,9 @@ impl Endpoint {
                 self.rack_respond(now, p, out, LossMarks { retransmission: true, ..marks });
             }
         }
+        if self.queues.as_deref().and_then(|q| q.tlp.pto_at).is_some_and(|t| t <= now) {
+            self.on_pto(now, p, out); // before an RTO due at the same time, as Linux's one timer
+        }
         if self.rto_at.get().is_some_and(|t| t <= now) {
             self.rto_at = Opt64::NONE;
             self.on_rto(now, p, out);
@@ -114,6 +117,7 @@ impl Endpoint {
                     q.recovery_rexmits = RangeSet::default(); // ns-3's SetSentListLost clears `m_retrans`
                     q.rack.on_rto();
                 }
+                self.tlp_on_rto();
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
                 self.try_send(now, p, out);

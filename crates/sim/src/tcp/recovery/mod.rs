@@ -1,14 +1,15 @@
 //! Loss recovery, one file per algorithm, each with the same hooks (enter, on a duplicate
 //! ACK in recovery, on a partial ACK, on the full ACK): RFC 5681 Reno (`reno.rs`), RFC 6582
 //! NewReno (`newreno.rs`), RFC 6675 SACK recovery with its pipe and NextSeg (`sack.rs`), and
-//! the two parts SACK recovery may use, RFC 6937 PRR (`prr.rs`) and RFC 8985 RACK's loss
-//! marks (`rack.rs`). This file holds the congestion state and the dispatch.
+//! the parts SACK recovery may use, RFC 6937 PRR (`prr.rs`), RFC 8985 RACK's loss marks
+//! (`rack.rs`) and its tail loss probes (`tlp.rs`). This file holds the congestion state and the dispatch.
 
 mod newreno;
 pub(super) mod prr;
 pub(super) mod rack;
 mod reno;
 mod sack;
+pub(super) mod tlp;
 
 use super::*;
 
