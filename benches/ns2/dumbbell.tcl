@@ -1,5 +1,5 @@
 # A dumbbell in ns-2 2.35: flow i goes S_i -> R1 -> R2 -> D_i and back, over a bottleneck
-# R1 -> R2 with a DropTail queue. Run as `ns dumbbell.tcl PARAMS.tcl`; PARAMS.tcl (written
+# R1 -> R2 with a DropTail queue (or p(queue): RED, SFQ, DRR, with ns-2's defaults). Run as `ns dumbbell.tcl PARAMS.tcl`; PARAMS.tcl (written
 # by ns2_side.py) sets the array p, listed in benches/ns2/README.md. Everything not set
 # there keeps ns-2's default (tcl/lib/ns-default.tcl).
 #
@@ -30,7 +30,7 @@ proc route {from to {default ""}} {
 
 set r1 [$ns node]
 set r2 [$ns node]
-$ns duplex-link $r1 $r2 $p(rate_bps) [expr {$p(bottleneck_delay_ms) / 1000.0}] DropTail
+$ns duplex-link $r1 $r2 $p(rate_bps) [expr {$p(bottleneck_delay_ms) / 1000.0}] $p(queue)
 $ns queue-limit $r1 $r2 $p(queue_pkts)
 route $r1 $r2 -default
 route $r2 $r1 -default
@@ -83,6 +83,8 @@ foreach f $p(flows) {
     $tcp($i) set packetSize_ [expr {$p(packet_bytes) - [$tcp($i) set tcpip_base_hdr_size_]}]
     $tcp($i) set fid_ $i
     if {$p(window_pkts) != ""} { $tcp($i) set window_ $p(window_pkts) }
+    # overhead_: a uniform random delay up to this many seconds before each send (ns-2's default 0).
+    if {$p(overhead_s) > 0} { $tcp($i) set overhead_ $p(overhead_s) }
     set sink($i) [new Agent/$p(sink)]
     $ns attach-agent $s($i) $tcp($i)
     $ns attach-agent $d($i) $sink($i)

@@ -31,6 +31,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 VARIANTS = ("Newreno", "Reno", "Sack1")
 SINKS = ("TCPSink", "TCPSink/DelAck", "TCPSink/Sack1", "TCPSink/Sack1/DelAck")
+QUEUES = ("DropTail", "RED", "SFQ", "DRR")
+"""The bottleneck's queue classes, each with ns-2's defaults (ns-default.tcl) and `queue_pkts` as its limit."""
 TCPIP_HEADER_BYTES = 40
 """ns-2's ``tcpip_base_hdr_size_`` (ns-default.tcl), added to ``packetSize_`` on the wire."""
 
@@ -65,6 +67,12 @@ def ns2_options(spec: dict[str, Any]) -> dict[str, Any]:
     window = opts.setdefault("window_pkts", None)
     if window is not None and (not isinstance(window, int) or window < 1):
         raise ValueError(f"ns2.window_pkts: {window!r} is not allowed; expected a whole number ≥ 1")
+    overhead = opts.setdefault("overhead_s", 0.0)
+    if not (isinstance(overhead, (int, float)) and overhead >= 0):
+        raise ValueError(f"ns2.overhead_s: {overhead!r} is not allowed; expected a number of seconds ≥ 0")
+    queue = opts.setdefault("queue", "DropTail")
+    if queue not in QUEUES:
+        raise ValueError(f"ns2.queue: {queue!r} is not allowed; expected one of {list(QUEUES)}")
     slice_s = opts.setdefault("slice_s", 20.0)
     if not slice_s > 0:
         raise ValueError(f"ns2.slice_s: {slice_s!r} is not allowed; expected a number > 0")
@@ -97,6 +105,8 @@ def params_tcl(spec: dict[str, Any], opts: dict[str, Any], trace_dir: Path | Non
         "packet_bytes": int(packet),
         "variant": opts["variant"],
         "sink": opts["sink"],
+        "queue": opts["queue"],
+        "overhead_s": float(opts["overhead_s"]),
         "window_pkts": "" if opts["window_pkts"] is None else int(opts["window_pkts"]),
         "warmup_s": float(spec["warmup_s"]),
         "duration_s": float(spec["duration_s"]),

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dumbbell import spec as bench_spec
-from ns2_side import SINKS, VARIANTS, jain, run
+from ns2_side import QUEUES, SINKS, VARIANTS, jain, run
 
 FAIR_SHARES_BPS = (5_000, 10_000, 20_000, 30_000, 50_000, 100_000)
 
@@ -41,16 +41,19 @@ def mean(xs: list[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def row(rate_bps: int, fair_share_bps: int, duration_s: float, variant: str, sink: str, seed: int) -> dict:
+def row(rate_bps: int, fair_share_bps: int, duration_s: float, variant: str, sink: str, seed: int,
+        queue: str = "DropTail", window_pkts: int | None = None, overhead_s: float = 0.0) -> dict:
     flows = round(rate_bps / fair_share_bps)
     s = bench_spec(flows, rate_bps, duration_s, variant, seed)
     s["name"] = f"taq-fig2 rate={rate_bps} share={fair_share_bps} {variant} {sink}"
-    s["ns2"] = {"variant": variant, "sink": sink, "slice_s": 20.0}
+    s["ns2"] = {"variant": variant, "sink": sink, "slice_s": 20.0, "queue": queue, "window_pkts": window_pkts,
+                "overhead_s": overhead_s}
     r = run(s)
     slices = r["slice_acked_pkts"]
     per_slice = [slice_numbers(a) for a in (slices[1:] if len(slices) > 1 else slices)]
     return {
         "rate_bps": rate_bps, "fair_share_bps": fair_share_bps, "flows": flows, "variant": variant, "sink": sink,
+        "queue": queue, "window_pkts": window_pkts, "overhead_s": overhead_s,
         "long_term_jain": jain([float(x) for x in r["rx_bytes"]]),
         "short_term_jain": mean([j for j, _, _ in per_slice]),
         "zero_share": mean([z for _, z, _ in per_slice]),
@@ -69,6 +72,11 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["Newreno"])
     parser.add_argument("--sinks", nargs="+", choices=("TCPSink", "TCPSink/DelAck"), default=["TCPSink"],
                         help="the sink; with Sack1 its Sack1 form (TCPSink/Sack1, TCPSink/Sack1/DelAck)")
+    parser.add_argument("--queues", nargs="+", choices=QUEUES, default=["DropTail"],
+                        help="the bottleneck's ns-2 queue, with ns-2's defaults (TAQ §2.4 compares RED and SFQ)")
+    parser.add_argument("--window-pkts", type=int, help="the agents' window_ (ns-2's default: 20)")
+    parser.add_argument("--overhead-s", type=float, default=0.0,
+                        help="the agents' overhead_: a random delay up to this before each send (ns-2's default: 0)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -80,8 +88,10 @@ def main() -> None:
                     if variant == "Sack1":
                         sink = sink.replace("TCPSink", "TCPSink/Sack1")
                     assert sink in SINKS
-                    rows.append(row(rate, share, args.duration_s, variant, sink, args.seed))
-                    print(rows[-1], flush=True)
+                    for queue in args.queues:
+                        rows.append(row(rate, share, args.duration_s, variant, sink, args.seed, queue,
+                                        args.window_pkts, args.overhead_s))
+                        print(rows[-1], flush=True)
     with args.out.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
