@@ -79,7 +79,7 @@ impl RcpSender {
             app_closed: false,
             rate_bps: None,
             next_send_at: None,
-            rtt: RttEstimator::new(p.initial_rto, p.max_rto),
+            rtt: RttEstimator::new(p.timers.initial_rto, p.timers.max_rto),
             timed: None,
             rto_at: None,
             dupacks: 0,
@@ -177,7 +177,7 @@ impl RcpSender {
     fn on_ack(&mut self, ack: u64, now: Instant, p: &TcpParams) {
         if let Some((end, sent)) = self.timed {
             if ack >= end {
-                self.rtt.sample(now - sent, p.min_rto, p.granularity, None);
+                self.rtt.sample(now - sent, p.timers.min_rto, p.timers.granularity, None);
                 self.timed = None;
             }
         }
@@ -191,7 +191,7 @@ impl RcpSender {
         self.rtt.back_off();
         self.timed = None;
         if self.state == RcpState::SynSent {
-            if self.syn_tries >= p.syn_retries {
+            if self.syn_tries >= p.timers.syn_retries {
                 self.close(true);
                 return;
             }
@@ -298,7 +298,7 @@ impl TcpParams {
     /// ACK); TCP keeps its knobs.
     pub fn for_transport(mut self, transport: Transport) -> Self {
         if transport == Transport::Rcp {
-            self.delayed_ack = None;
+            self.acks.delayed_ack = None;
         }
         self
     }

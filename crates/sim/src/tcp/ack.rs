@@ -29,7 +29,7 @@ impl Endpoint {
             self.state = State::Established; // the handshake's third segment
             self.count_handshake_as_unacked(p);
         }
-        let sacked_before = if p.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
+        let sacked_before = if p.recovery.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
         let new_sack = p.sack() && self.read_sack_blocks(seg, ack);
         if new_sack || ack > self.snd_una {
             self.note_covered_bursts(ack, now);
@@ -38,26 +38,26 @@ impl Endpoint {
         if ack_rtt.is_some() && ack <= self.snd_una {
             self.take_rtt_sample(ack, seg, ack_rtt, now, p); // from new SACKs alone (Linux's sack_rtt)
         }
-        if p.prr {
+        if p.recovery.prr {
             self.prr_count_delivered(ack, sacked_before, p);
         }
-        let rack_marks = if p.rack && self.queues.get_or_insert_default().rack.on_ack(ack, &self.scoreboard, now) {
+        let rack_marks = if p.recovery.rack && self.queues.get_or_insert_default().rack.on_ack(ack, &self.scoreboard, now) {
             self.rack_detect_loss(now, p)
         } else {
             LossMarks::default()
         };
-        if p.prr {
-            let safe_ack = !p.rack || (ack > self.snd_una && !rack_marks.any);
+        if p.recovery.prr {
+            let safe_ack = !p.recovery.rack || (ack > self.snd_una && !rack_marks.any);
             self.queues_mut().prr.safe_ack = safe_ack;
         }
         let kind = self.classify(seg, ack, new_sack, p);
         if ack > self.snd_una {
             // Linux handles the loss before the cumulative part: no growth, no new data ahead
             // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
-            let loss_first = p.rack && self.rack_starts_recovery(rack_marks, ack);
-            let tlp_cut = p.tail_loss_probe && self.tlp_on_ack(ack, false, p);
+            let loss_first = p.recovery.rack && self.rack_starts_recovery(rack_marks, ack);
+            let tlp_cut = p.recovery.tail_loss_probe && self.tlp_on_ack(ack, false, p);
             self.on_new_ack(ack, seg, ack_rtt, kind.ns3_disorder, !loss_first && !tlp_cut, !loss_first, now, p, out);
-        } else if p.tail_loss_probe {
+        } else if p.recovery.tail_loss_probe {
             self.tlp_on_ack(ack, !new_sack && seg.seq_len() == 0, p);
         }
         if kind.duplicate && ack == self.snd_una && self.snd_max > self.snd_una {
@@ -92,14 +92,14 @@ impl Endpoint {
         // CA_RECOVERY and CA_LOSS (after an RTO, until `recover`).
         let ns3_counts = matches!(self.cong_state(), CongState::Open | CongState::Disorder);
         // ns-3 handles such an ACK in CA_DISORDER (DupAck moved it there first) and skips NewAck.
-        let ns3_disorder = (p.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
-            .then_some(p.disorder_ack);
+        let ns3_disorder = (p.recovery.disorder_ack != DisorderAck::Rfc && duplicate && !copy_ack && ns3_counts)
+            .then_some(p.recovery.disorder_ack);
         AckKind { duplicate: duplicate && !copy_ack, ns3_counts, ns3_disorder, dupacks_before: self.dupacks }
     }
 
     /// A duplicate ACK toward fast retransmit, counted by `tcp.dupack_rule`.
     fn count_dupack(&mut self, kind: AckKind, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        match p.dupack_rule {
+        match p.recovery.dupack_rule {
             DupackRule::Rfc => self.on_dupack(now, p, out),
             DupackRule::Ns3 if self.recovery.is_some() => self.on_dupack(now, p, out),
             DupackRule::Ns3 if kind.ns3_counts => {
@@ -168,7 +168,7 @@ impl Endpoint {
         match self.recovery {
             Some(_) if ack >= self.recover_mark => {
                 self.on_full_ack(p);
-                if p.recovery_exit == RecoveryExit::Ns3 && acked_data > 0 && grow {
+                if p.recovery.exit == RecoveryExit::Ns3 && acked_data > 0 && grow {
                     self.grow_window(ack, acked_data, rtt_sample, now, p);
                 }
             }
@@ -180,7 +180,7 @@ impl Endpoint {
                 }
             }
         }
-        if p.recovery_partial_ack == PartialAck::Ns3 && matches!(self.recovery, Some(r) if ack >= r.high_rxt) {
+        if p.recovery.partial_ack == PartialAck::Ns3 && matches!(self.recovery, Some(r) if ack >= r.high_rxt) {
             // ns-3's partial ACK: unless the new head was retransmitted, `DoRetransmit` sends
             // NextSeg's rule 1 or 2 (never 3), else the head, before and outside cwnd − pipe.
             let seg = self.next_seg(p).filter(|&(off, _, _)| off >= self.snd_max || self.is_lost(off, p));
@@ -192,14 +192,14 @@ impl Endpoint {
         if self.snd_una >= self.snd_max {
             self.rto_at = Opt64::NONE;
         } else if ns3_disorder.is_none()
-            && !matches!(self.recovery, Some(r) if p.first_partial_rto && !r.first_partial && ack < self.recover_mark)
+            && !matches!(self.recovery, Some(r) if p.recovery.first_partial_rto && !r.first_partial && ack < self.recover_mark)
         {
             self.arm_rto(now, p);
         }
         if send {
             self.try_send(now, p, out);
         }
-        if p.tail_loss_probe {
+        if p.recovery.tail_loss_probe {
             self.tlp_schedule(now, p);
         }
     }
@@ -217,7 +217,7 @@ impl Endpoint {
             }
         } else {
             let srtt = self.rtt.srtt().unwrap_or(Duration::ZERO);
-            self.cwnd = self.cc.grow(p.cwnd_growth, p.abc_limit, self.cwnd, self.ssthresh, acked_data, p.mss,
+            self.cwnd = self.cc.grow(p.cc.cwnd_growth, p.cc.abc_limit, self.cwnd, self.ssthresh, acked_data, p.mss,
                 &mut self.ca_acked, now, srtt);
         }
     }
@@ -225,7 +225,7 @@ impl Endpoint {
     /// With `rtt_samples = "every_ack"`, the sample of an ACK with cumulative `ack` that
     /// SACKed new data if `new_sack` (`rtt_samples.rs`); `None` otherwise.
     pub(super) fn ack_rtt(&mut self, ack: u64, new_sack: bool, now: Instant, p: &TcpParams) -> Option<Duration> {
-        if !p.rtt_every_ack {
+        if !p.timers.rtt_every_ack {
             return None;
         }
         let new_sacks = new_sack.then_some(&self.scoreboard);
@@ -240,13 +240,13 @@ impl Endpoint {
     pub(super) fn take_rtt_sample(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, now: Instant, p: &TcpParams)
         -> Option<Duration> {
         let echo = || Duration::from_micros(ts_now(now).wrapping_sub(seg.ts_ecr) as u64);
-        let sample = if p.rtt_every_ack {
+        let sample = if p.timers.rtt_every_ack {
             match ack_rtt {
                 Some(sample) => sample,
-                None if p.timestamps && seg.ts_ecr != 0 && ack > self.snd_una => echo(),
+                None if p.timers.timestamps && seg.ts_ecr != 0 && ack > self.snd_una => echo(),
                 None => return None,
             }
-        } else if p.timestamps && seg.ts_ecr != 0 {
+        } else if p.timers.timestamps && seg.ts_ecr != 0 {
             echo()
         } else {
             match self.timed {
@@ -257,12 +257,12 @@ impl Endpoint {
                 _ => return None,
             }
         };
-        let linux = if p.linux_rto {
+        let linux = if p.timers.linux_rto {
             Some(LinuxSample { var: &mut self.queues.get_or_insert_default().linux_rtt, acked: ack, sent_max: self.snd_max })
         } else {
             None
         };
-        self.rtt.sample(sample, p.min_rto, p.granularity, linux);
+        self.rtt.sample(sample, p.timers.min_rto, p.timers.granularity, linux);
         Some(sample)
     }
 
@@ -299,7 +299,7 @@ impl Endpoint {
     /// FlightSize, Linux's cwnd (which stays large while a scheduler holds the flow back),
     /// or ns-3's BytesInFlight.
     pub(super) fn decrease_base(&self, p: &TcpParams) -> u64 {
-        match p.ssthresh_from {
+        match p.cc.ssthresh_from {
             SsthreshFrom::FlightSize => self.flight_size(),
             SsthreshFrom::Cwnd => self.cwnd,
             SsthreshFrom::BytesInFlight if p.sack() => self.pipe(p),

@@ -34,7 +34,7 @@ mod rtt;
 mod rtt_samples;
 pub mod sack;
 
-pub use params::TcpParams;
+pub use params::{AckPolicy, CcPolicy, Remedies, RecoveryPolicy, SendPolicy, TcpParams, TimerPolicy};
 pub use recovery::CongState;
 pub use rtt::{LinuxSample, LinuxVar, RttEstimator};
 
@@ -273,14 +273,14 @@ impl Endpoint {
             cwnd: p.initial_window,
             ssthresh: p.rwnd.max(2 * p.mss),
             ca_acked: 0,
-            cc: CongestionControl::new(p.congestion, p.cubic_fast_convergence),
-            hystart: p.hystart.then(Box::default),
+            cc: CongestionControl::new(p.cc.congestion, p.cc.cubic_fast_convergence),
+            hystart: p.cc.hystart.then(Box::default),
             dupacks: 0,
             recovery: None,
             recover_mark: 0,
             prev_highest_ack: 0,
             rto_una: Opt64::NONE,
-            rtt: RttEstimator::new(p.initial_rto, p.max_rto),
+            rtt: RttEstimator::new(p.timers.initial_rto, p.timers.max_rto),
             timed: None,
             syn_tries: 0,
             scoreboard: RangeSet::default(),
@@ -337,8 +337,8 @@ impl Endpoint {
         if burst {
             // Short-term padding: separate writes, so each dummy is its own segment when
             // the window lets it go at once (no Nagle).
-            for _ in 0..p.padding_dummies {
-                self.app_written += p.padding_dummy_bytes;
+            for _ in 0..p.remedies.padding_dummies {
+                self.app_written += p.remedies.padding_dummy_bytes;
                 self.try_send(now, p, out);
             }
         }
@@ -497,7 +497,7 @@ impl Endpoint {
     /// `ack_first_data`: the first full in-order data segment then completes a pair, so
     /// it is acknowledged at once (until some segment of ours carries an ACK first).
     fn count_handshake_as_unacked(&mut self, p: &TcpParams) {
-        if p.ack_first_data {
+        if p.acks.ack_first_data {
             self.unacked_segs = 1;
         }
     }

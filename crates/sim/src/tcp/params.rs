@@ -1,4 +1,6 @@
-//! `TcpParams`: the `[tcp]` knobs converted once to the units and flags the endpoint reads.
+//! `TcpParams`: the `[tcp]` knobs converted once, by `try_from`, into the typed policy the
+//! endpoint reads, one part per concern: loss recovery, congestion control, timers, ACKs,
+//! sending, and the papers' endpoint remedies.
 
 use super::config::{
     AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
@@ -6,43 +8,63 @@ use super::config::{
 };
 use smallpipe_core::{ConfigError, Duration};
 
-/// The knobs of `TcpConfig`, converted to the units the endpoint works in.
+/// The endpoint's policy. Built only from a valid `[tcp]` table, so a combination the table
+/// refuses (a rule only SACK recovery has, with NewReno; RACK with ns-3's pipe; ...) is never
+/// built: the same checks and messages as the scenario's (`TcpConfig::validate`).
 #[derive(Debug, Clone)]
 pub struct TcpParams {
     pub mss: u64,
     pub header_bytes: u32,
     pub initial_window: u64,
-    pub recovery: Recovery,
-    pub congestion: Congestion,
-    pub cubic_fast_convergence: bool,
-    pub ssthresh_from: SsthreshFrom,
-    pub hystart: bool,
-    pub delayed_ack: Option<Duration>,
-    pub ack_first_data: bool,
-    /// Linux's quick-ACK mode: this many immediate ACKs when it starts (0: `ack_rule = "rfc5681"`).
-    pub quick_acks: u8,
-    pub limited_transmit: bool,
+    pub rwnd: u64,
+    pub recovery: RecoveryPolicy,
+    pub cc: CcPolicy,
+    pub timers: TimerPolicy,
+    pub acks: AckPolicy,
+    pub send: SendPolicy,
+    pub remedies: Remedies,
+}
+
+/// Fast retransmit and loss recovery (`recovery/`).
+#[derive(Debug, Clone)]
+pub struct RecoveryPolicy {
+    /// Reno, NewReno or SACK recovery (`recovery/reno.rs`, `newreno.rs`, `sack.rs`).
+    pub algorithm: Recovery,
     pub dupthresh: u32,
+    pub limited_transmit: bool,
     pub dupack_rule: DupackRule,
-    /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
-    pub first_partial_rto: bool,
     pub disorder_ack: DisorderAck,
-    pub recovery_partial_ack: PartialAck,
-    pub recovery_pipe: RecoveryPipe,
-    pub fast_retransmit_rto: FastRetransmitRto,
-    pub recovery_exit: RecoveryExit,
-    /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
-    pub head_retransmit_rto: bool,
+    pub partial_ack: PartialAck,
+    pub pipe: RecoveryPipe,
     /// RFC 6937 PRR in SACK recovery (`recovery_pacing = "prr"`).
     pub prr: bool,
     /// RFC 8985 RACK finds lost segments instead of RFC 6675's DupThresh (`loss_detection = "rack"`).
     pub rack: bool,
-    /// Linux's pacing of data segments (`pacing = "linux"`).
-    pub pacing: bool,
+    pub exit: RecoveryExit,
+    /// RFC 8985 §7 tail loss probes (`recovery/tlp.rs`).
+    pub tail_loss_probe: bool,
+    pub fast_retransmit_rto: FastRetransmitRto,
+    /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
+    pub first_partial_rto: bool,
+    /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
+    pub head_retransmit_rto: bool,
+}
+
+/// Who sets ssthresh and grows cwnd (`cc/`).
+#[derive(Debug, Clone)]
+pub struct CcPolicy {
+    pub congestion: Congestion,
+    pub cubic_fast_convergence: bool,
+    pub ssthresh_from: SsthreshFrom,
+    pub hystart: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
-    pub rwnd: u64,
+}
+
+/// The retransmission timer and the RTT samples it is computed from (`timers.rs`, `rtt.rs`).
+#[derive(Debug, Clone)]
+pub struct TimerPolicy {
     pub min_rto: Duration,
     pub linux_rto: bool,
     /// `rtt_samples = "every_ack"`: Linux's sample on every ACK (`rtt_samples.rs`).
@@ -50,13 +72,33 @@ pub struct TcpParams {
     pub max_rto: Duration,
     pub initial_rto: Duration,
     pub syn_retries: u32,
-    pub timestamps: bool,
     pub granularity: Duration,
-    pub slow_start_after_idle: bool,
+    pub timestamps: bool,
     pub thin_linear_timeouts: bool,
-    pub tail_loss_probe: bool,
     /// Differentiated minRTO: (minRTO′, fraction of the window).
     pub min_rto_prime: Option<(Duration, f64)>,
+}
+
+/// The receiver's acknowledgements (`receiver.rs`).
+#[derive(Debug, Clone)]
+pub struct AckPolicy {
+    pub delayed_ack: Option<Duration>,
+    pub ack_first_data: bool,
+    /// Linux's quick-ACK mode: this many immediate ACKs when it starts (0: `ack_rule = "rfc5681"`).
+    pub quick_acks: u8,
+}
+
+/// When data may leave (`sender.rs`, `pacing.rs`).
+#[derive(Debug, Clone)]
+pub struct SendPolicy {
+    /// Linux's pacing of data segments (`pacing = "linux"`).
+    pub pacing: bool,
+    pub slow_start_after_idle: bool,
+}
+
+/// The papers' endpoint remedies: padding, diversity, fully backlogged senders, TCP-SF.
+#[derive(Debug, Clone)]
+pub struct Remedies {
     pub padding_dummies: u32,
     pub padding_dummy_bytes: u64,
     pub diversity_copies: u32,
@@ -68,9 +110,6 @@ pub struct TcpParams {
 impl TryFrom<&TcpConfig> for TcpParams {
     type Error = ConfigError;
 
-    /// The endpoint's view of a `[tcp]` table. A combination the table refuses (a rule
-    /// only SACK recovery has, with NewReno; RACK with ns-3's pipe; ...) cannot be built:
-    /// the same checks and messages as the scenario's (`TcpConfig::validate`).
     fn try_from(c: &TcpConfig) -> Result<Self, ConfigError> {
         c.validate()?;
         Ok(TcpParams::from_valid(c))
@@ -80,59 +119,70 @@ impl TryFrom<&TcpConfig> for TcpParams {
 impl TcpParams {
     fn from_valid(c: &TcpConfig) -> Self {
         let mss = c.mss_bytes() as u64;
+        let ms = Duration::from_millis_f64;
         TcpParams {
             mss,
             header_bytes: c.header_bytes(),
             initial_window: c.initial_window_pkts as u64 * mss,
-            recovery: c.recovery,
-            congestion: c.congestion,
-            cubic_fast_convergence: c.cubic_fast_convergence,
-            ssthresh_from: c.ssthresh_from,
-            hystart: c.hystart,
-            delayed_ack: c.delayed_ack.then(|| Duration::from_millis_f64(c.delayed_ack_ms)),
-            ack_first_data: c.ack_first_data,
-            // Linux tcp_incr_quickack: rcv_wnd / (2 rcv_mss), at least 2, at most TCP_MAX_QUICKACKS = 16.
-            quick_acks: match c.ack_rule {
-                AckRule::Rfc5681 => 0,
-                AckRule::Linux => (c.rwnd_bytes / (2 * mss)).clamp(2, 16) as u8,
-            },
-            limited_transmit: c.limited_transmit,
-            dupthresh: c.dupack_threshold,
-            dupack_rule: c.dupack_rule,
-            first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
-            disorder_ack: c.disorder_ack,
-            recovery_partial_ack: c.recovery_partial_ack,
-            recovery_pipe: c.recovery_pipe,
-            fast_retransmit_rto: c.fast_retransmit_rto,
-            recovery_exit: c.recovery_exit,
-            head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
-            prr: c.recovery_pacing == RecoveryPacing::Prr,
-            rack: c.loss_detection == LossDetection::Rack,
-            pacing: c.pacing == Pacing::Linux,
-            cwnd_growth: c.cwnd_growth,
-            abc_limit: c.abc_limit_pkts as u64 * mss,
             rwnd: c.rwnd_bytes,
-            min_rto: Duration::from_millis_f64(c.min_rto_ms),
-            linux_rto: c.rto_rule == RtoRule::Linux,
-            rtt_every_ack: c.rtt_samples == RttSamples::EveryAck,
-            max_rto: Duration::from_millis_f64(c.max_rto_ms),
-            initial_rto: Duration::from_millis_f64(c.initial_rto_ms),
-            syn_retries: c.syn_retries,
-            timestamps: c.timestamps,
-            granularity: Duration::from_millis_f64(c.clock_granularity_ms),
-            slow_start_after_idle: c.slow_start_after_idle,
-            thin_linear_timeouts: c.thin_linear_timeouts,
-            tail_loss_probe: c.tail_loss_probe,
-            min_rto_prime: c.min_rto_prime_ms.map(|m| (Duration::from_millis_f64(m), c.min_rto_prime_fraction)),
-            padding_dummies: c.padding_dummies,
-            padding_dummy_bytes: c.padding_dummy_bytes as u64,
-            diversity_copies: c.diversity_copies,
-            diversity_copy_retransmissions: c.diversity_copy_retransmissions,
-            fully_backlogged: c.fully_backlogged,
-            smart_framing: c.smart_framing,
+            recovery: RecoveryPolicy {
+                algorithm: c.recovery,
+                dupthresh: c.dupack_threshold,
+                limited_transmit: c.limited_transmit,
+                dupack_rule: c.dupack_rule,
+                disorder_ack: c.disorder_ack,
+                partial_ack: c.recovery_partial_ack,
+                pipe: c.recovery_pipe,
+                prr: c.recovery_pacing == RecoveryPacing::Prr,
+                rack: c.loss_detection == LossDetection::Rack,
+                exit: c.recovery_exit,
+                tail_loss_probe: c.tail_loss_probe,
+                fast_retransmit_rto: c.fast_retransmit_rto,
+                first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
+                head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
+            },
+            cc: CcPolicy {
+                congestion: c.congestion,
+                cubic_fast_convergence: c.cubic_fast_convergence,
+                ssthresh_from: c.ssthresh_from,
+                hystart: c.hystart,
+                cwnd_growth: c.cwnd_growth,
+                abc_limit: c.abc_limit_pkts as u64 * mss,
+            },
+            timers: TimerPolicy {
+                min_rto: ms(c.min_rto_ms),
+                linux_rto: c.rto_rule == RtoRule::Linux,
+                rtt_every_ack: c.rtt_samples == RttSamples::EveryAck,
+                max_rto: ms(c.max_rto_ms),
+                initial_rto: ms(c.initial_rto_ms),
+                syn_retries: c.syn_retries,
+                granularity: ms(c.clock_granularity_ms),
+                timestamps: c.timestamps,
+                thin_linear_timeouts: c.thin_linear_timeouts,
+                min_rto_prime: c.min_rto_prime_ms.map(|m| (ms(m), c.min_rto_prime_fraction)),
+            },
+            acks: AckPolicy {
+                delayed_ack: c.delayed_ack.then(|| ms(c.delayed_ack_ms)),
+                ack_first_data: c.ack_first_data,
+                // Linux tcp_incr_quickack: rcv_wnd / (2 rcv_mss), at least 2, at most TCP_MAX_QUICKACKS = 16.
+                quick_acks: match c.ack_rule {
+                    AckRule::Rfc5681 => 0,
+                    AckRule::Linux => (c.rwnd_bytes / (2 * mss)).clamp(2, 16) as u8,
+                },
+            },
+            send: SendPolicy { pacing: c.pacing == Pacing::Linux, slow_start_after_idle: c.slow_start_after_idle },
+            remedies: Remedies {
+                padding_dummies: c.padding_dummies,
+                padding_dummy_bytes: c.padding_dummy_bytes as u64,
+                diversity_copies: c.diversity_copies,
+                diversity_copy_retransmissions: c.diversity_copy_retransmissions,
+                fully_backlogged: c.fully_backlogged,
+                smart_framing: c.smart_framing,
+            },
         }
     }
+
     pub(super) fn sack(&self) -> bool {
-        self.recovery == Recovery::Sack
+        self.recovery.algorithm == Recovery::Sack
     }
 }

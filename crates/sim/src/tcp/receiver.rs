@@ -12,7 +12,7 @@ impl Endpoint {
         }
         if end <= self.rcv_nxt {
             // A duplicate: tell the sender where we are (Linux also enters quick-ACK mode).
-            self.quick_acks = self.quick_acks.max(p.quick_acks);
+            self.quick_acks = self.quick_acks.max(p.acks.quick_acks);
             self.send_ack(now, p, out);
             return;
         }
@@ -47,18 +47,18 @@ impl Endpoint {
             };
         }
         self.unacked_segs += 1;
-        if p.quick_acks > 0 {
+        if p.acks.quick_acks > 0 {
             // Linux tcp_event_data_recv: the first data, or data after a silence longer than
             // the RTO ("the sender failed to restart window"), starts quick-ACK mode.
             let rto = self.rtt.rto();
             let last = self.queues_mut().last_data_rcv.replace(now);
             if last.is_none_or(|t| now.saturating_since(t) > rto) {
-                self.quick_acks = self.quick_acks.max(p.quick_acks);
+                self.quick_acks = self.quick_acks.max(p.acks.quick_acks);
             }
         }
         let ack_now = filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss
             || self.quick_acks > 0;
-        match p.delayed_ack {
+        match p.acks.delayed_ack {
             Some(delay) if !ack_now => {
                 self.delack_at.get_or_insert(now + delay);
             }
@@ -82,7 +82,7 @@ impl Endpoint {
     pub(super) fn update_ts_recent(&mut self, seg: &Packet, p: &TcpParams) {
         let seq = unwrap(self.rcv_nxt, self.irs.wrapping_add(self.rcv_nxt as u32), seg.seq);
         let newer = seg.ts_val.wrapping_sub(self.ts_recent) as i32 >= 0;
-        if p.timestamps && seg.ts_val != 0 && seq <= self.last_ack_sent && newer {
+        if p.timers.timestamps && seg.ts_val != 0 && seq <= self.last_ack_sent && newer {
             self.ts_recent = seg.ts_val;
         }
     }

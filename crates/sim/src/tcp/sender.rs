@@ -21,14 +21,14 @@ impl Endpoint {
             self.sack_send(now, p, out);
             return;
         }
-        if p.slow_start_after_idle && self.snd_una == self.snd_max && self.snd_nxt < self.send_end()
+        if p.send.slow_start_after_idle && self.snd_una == self.snd_max && self.snd_nxt < self.send_end()
             && self.stats.segments_sent > 1 && now.saturating_since(self.last_data_sent) >= self.rtt.rto()
         {
             self.cwnd = self.cwnd.min(p.initial_window); // RFC 5681 §4.1 restart window
         }
         let sent_before = self.snd_max;
         self.send_new(self.cwnd, usize::MAX, now, p, out);
-        if p.tail_loss_probe && self.snd_max > sent_before {
+        if p.recovery.tail_loss_probe && self.snd_max > sent_before {
             self.tlp_schedule(now, p);
         }
     }
@@ -48,7 +48,7 @@ impl Endpoint {
             if self.snd_nxt >= self.send_end() {
                 // Fully backlogged: a full-size dummy when the window has room for one, so
                 // real data written later is never queued behind a dummy.
-                let pad = p.fully_backlogged && self.active_opener && !self.app_closed && self.state == State::Established
+                let pad = p.remedies.fully_backlogged && self.active_opener && !self.app_closed && self.state == State::Established
                     && self.snd_nxt + p.mss - self.snd_una <= window;
                 if !pad {
                     break;
@@ -60,9 +60,9 @@ impl Endpoint {
                 break;
             }
             // After an RTO `send_new` goes back to `snd_una`: those sends are retransmissions.
-            let copy = self.snd_nxt >= self.snd_max || p.diversity_copy_retransmissions;
+            let copy = self.snd_nxt >= self.snd_max || p.remedies.diversity_copy_retransmissions;
             self.send_segment(self.snd_nxt, len, fin, now, p, out);
-            if copy && p.diversity_copies > 1 && len < p.mss && !fin && self.snd_nxt + len == self.send_end() {
+            if copy && p.remedies.diversity_copies > 1 && len < p.mss && !fin && self.snd_nxt + len == self.send_end() {
                 self.send_copies(self.snd_nxt, len, window, now, p, out);
             }
             self.snd_nxt += len + fin as u64;
@@ -81,7 +81,7 @@ impl Endpoint {
     pub(super) fn send_copies(&mut self, off: u64, len: u64, window: u64, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let mut in_flight = off + len - self.snd_una;
         let mut copies = 0;
-        while copies + 1 < p.diversity_copies && in_flight + len <= window {
+        while copies + 1 < p.remedies.diversity_copies && in_flight + len <= window {
             in_flight += len;
             copies += 1;
             self.stats.segments_sent += 1;
@@ -96,7 +96,7 @@ impl Endpoint {
     /// cwnd < 4 SMSS, so the window always holds DupThresh + 1 segments and growing cwnd
     /// grows the segments back to full size.
     pub(super) fn segment_bytes(&self, p: &TcpParams) -> u64 {
-        if p.smart_framing && self.cwnd < 4 * p.mss {
+        if p.remedies.smart_framing && self.cwnd < 4 * p.mss {
             (self.cwnd / 4).max(1)
         } else {
             p.mss
@@ -117,13 +117,13 @@ impl Endpoint {
     pub(super) fn send_segment(&mut self, off: u64, len: u64, fin: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let end = off + len.max((off == 0) as u64) + fin as u64;
         let retransmission = off < self.snd_max;
-        if p.rack && off > 0 {
+        if p.recovery.rack && off > 0 {
             self.queues_mut().rack.on_send(off, end, now, retransmission);
         }
-        if p.rtt_every_ack {
+        if p.timers.rtt_every_ack {
             self.queues_mut().send_times.on_send(off, end, now, retransmission);
         }
-        if p.pacing && len > 0 {
+        if p.send.pacing && len > 0 {
             let window = self.cwnd.max(self.flight_size());
             let (slow_start, srtt) = (self.cwnd < self.ssthresh / 2, self.rtt.srtt());
             // Only a buffer's first segment sizes it; pipe() walks RACK's segments.
@@ -135,19 +135,19 @@ impl Endpoint {
             if off > 0 {
                 self.stats.retransmits += 1;
                 // Outside a timeout episode: there the RTO handler arms the timer itself.
-                if p.head_retransmit_rto && off == self.snd_una && self.backoff_since.get().is_none() {
+                if p.recovery.head_retransmit_rto && off == self.snd_una && self.backoff_since.get().is_none() {
                     self.arm_rto(now, p);
                 }
             }
             self.timed = None; // Karn: never time a retransmitted segment
-            if p.recovery_pipe == RecoveryPipe::Ns3 && self.recovery.is_some() {
+            if p.recovery.pipe == RecoveryPipe::Ns3 && self.recovery.is_some() {
                 self.queues_mut().recovery_rexmits.insert(off, end);
             }
         } else {
             if self.timed.is_none() {
                 self.timed = Some((NonZeroU64::new(end).expect("a segment ends past the SYN's offset 0"), now));
             }
-            if p.thin_linear_timeouts && off > 0 {
+            if p.timers.thin_linear_timeouts && off > 0 {
                 self.queues_mut().segment_ends.push_back(end); // data only: the handshake's ACK pops no SYN
             }
             if let Some(q) = self.queues.as_deref_mut() {
@@ -170,7 +170,7 @@ impl Endpoint {
         if len > 0 {
             self.last_data_sent = now;
         }
-        if p.prr && self.recovery.is_some() {
+        if p.recovery.prr && self.recovery.is_some() {
             self.queues_mut().prr.out += len;
         }
         self.emit(off, len, fin, now, p, out);
@@ -212,7 +212,7 @@ impl Endpoint {
             payload_len: len,
             ..Packet::default()
         };
-        if p.timestamps {
+        if p.timers.timestamps {
             pkt.ts_val = ts_now(now);
             pkt.ts_ecr = self.ts_recent;
         }

@@ -936,7 +936,7 @@ fn hystart_with_a_constant_rtt_grows_by_every_byte_acked_so_the_window_doubles_e
     assert!(trace.windows(2).all(|w| w[1].1 - w[0].1 == 2 * p.mss));
     assert!(!c.hystart.as_ref().unwrap().in_css());
     // Without HyStart++: one SMSS per two-segment ACK.
-    let p_off = TcpParams { hystart: false, ..p.clone() };
+    let p_off = TcpParams { cc: CcPolicy { hystart: false, ..p.cc.clone() }, ..p.clone() };
     let (c, _) = hystart_run(&p_off, Duration::ZERO, t(100 + 5 * 100 + 50));
     assert_eq!(c.cwnd_bytes(), 10 * p.mss + c.bytes_acked() / 2);
 }

@@ -32,7 +32,7 @@ impl Endpoint {
 
     /// With pacing, whether the next data segment must wait (arming the pacing timer).
     pub(super) fn paced_out(&mut self, now: Instant, p: &TcpParams) -> bool {
-        p.pacing && self.queues_mut().pacer.holds(now)
+        p.send.pacing && self.queues_mut().pacer.holds(now)
     }
 
     pub(super) fn arm_rto(&mut self, now: Instant, p: &TcpParams) {
@@ -45,9 +45,9 @@ impl Endpoint {
     /// window, the window counted as at least 4 segments.
     pub(super) fn data_rto(&self, p: &TcpParams) -> Duration {
         let used = self.flight_size().max(self.send_end().saturating_sub(self.snd_una).min(self.cwnd));
-        match p.min_rto_prime {
+        match p.timers.min_rto_prime {
             Some((min_rto, fraction)) if used as f64 <= fraction * self.cwnd.max(4 * p.mss) as f64 => {
-                self.rtt.rto_with_min(min_rto, p.granularity)
+                self.rtt.rto_with_min(min_rto, p.timers.granularity)
             }
             _ => self.rtt.rto(),
         }
@@ -71,7 +71,7 @@ impl Endpoint {
         self.rto_retries += 1;
         // Linux tcp_retransmit_timer: a thin stream (fewer than 4 segments out) keeps the
         // base RTO for its first TCP_THIN_LINEAR_RETRIES = 6 timeouts.
-        let linear = p.thin_linear_timeouts && self.state == State::Established
+        let linear = p.timers.thin_linear_timeouts && self.state == State::Established
             && self.queues.as_ref().map_or(0, |q| q.segment_ends.len()) < 4
             && self.rto_retries <= 6;
         if !linear {
@@ -81,7 +81,7 @@ impl Endpoint {
         self.backoff_since.get_or_insert(self.rto_armed_at);
         match self.state {
             State::SynSent | State::SynReceived if self.snd_una == 0 => {
-                if u32::from(self.syn_tries) >= p.syn_retries {
+                if u32::from(self.syn_tries) >= p.timers.syn_retries {
                     self.state = State::Closed;
                     self.failed = true;
                     self.end_backoff(now);

@@ -46,20 +46,20 @@ impl Endpoint {
     pub(super) fn on_dupack(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.dupacks += 1;
         if self.recovery.is_some() {
-            if p.recovery != Recovery::Sack {
+            if p.recovery.algorithm != Recovery::Sack {
                 self.reno_inflate(p);
             }
             self.try_send(now, p, out);
             return;
         }
         // RFC 6675 §5 (2): a dupack that leaves `snd_una` lost starts recovery early.
-        let lost = if p.rack {
+        let lost = if p.recovery.rack {
             self.rack_first_lost().is_some() // no duplicate-ACK count: RACK's marks alone
         } else {
-            self.dupacks >= p.dupthresh || (p.sack() && self.is_lost(self.snd_una, p))
+            self.dupacks >= p.recovery.dupthresh || (p.sack() && self.is_lost(self.snd_una, p))
         };
         if lost {
-            let enter = match p.recovery {
+            let enter = match p.recovery.algorithm {
                 Recovery::Reno => true,
                 Recovery::Newreno => self.newreno_may_enter(p),
                 Recovery::Sack => self.sack_may_enter(),
@@ -67,7 +67,7 @@ impl Endpoint {
             if enter {
                 self.enter_fast_recovery(now, p, out);
             }
-        } else if p.limited_transmit && self.snd_nxt == self.snd_max {
+        } else if p.recovery.limited_transmit && self.snd_nxt == self.snd_max {
             // RFC 3042: one previously unsent segment per dupack, FlightSize <= cwnd + 2 SMSS.
             self.send_new(self.cwnd + 2 * p.mss, 1, now, p, out);
         }
@@ -75,7 +75,7 @@ impl Endpoint {
 
     /// The ACK that reaches `recover` ends the episode.
     pub(in crate::tcp) fn on_full_ack(&mut self, p: &TcpParams) {
-        match p.recovery {
+        match p.recovery.algorithm {
             Recovery::Sack => self.sack_on_full_ack(),
             Recovery::Reno | Recovery::Newreno => self.reno_on_full_ack(p),
         }
@@ -86,7 +86,7 @@ impl Endpoint {
     /// An ACK of new data (`acked` bytes) below `recover`.
     pub(in crate::tcp) fn on_partial_ack(&mut self, r: FastRecovery, acked: u64, now: Instant, p: &TcpParams,
                                          out: &mut Vec<Packet>) {
-        match p.recovery {
+        match p.recovery.algorithm {
             Recovery::Reno => self.reno_on_partial_ack(),
             Recovery::Newreno => self.newreno_on_partial_ack(r, acked, now, p, out),
             Recovery::Sack => self.sack_on_partial_ack(r, now, p),
@@ -100,16 +100,16 @@ impl Endpoint {
         self.hystart = None; // RFC 9406 §4.2: a loss ends slow start and CSS
         // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
-        let base = if p.rack && self.cong_state() == CongState::Loss { self.cwnd } else { self.decrease_base(p) };
+        let base = if p.recovery.rack && self.cong_state() == CongState::Loss { self.cwnd } else { self.decrease_base(p) };
         self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;
         self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });
-        match p.recovery {
+        match p.recovery.algorithm {
             Recovery::Sack => self.sack_enter(now, p, out),
             Recovery::Reno | Recovery::Newreno => self.reno_enter(now, p, out),
         }
-        if p.fast_retransmit_rto == FastRetransmitRto::Restart {
+        if p.recovery.fast_retransmit_rto == FastRetransmitRto::Restart {
             self.arm_rto(now, p);
         }
     }

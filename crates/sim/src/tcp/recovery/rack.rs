@@ -189,7 +189,7 @@ impl Endpoint {
     pub(in crate::tcp) fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> LossMarks {
         let in_recovery = matches!(self.cong_state(), CongState::Recovery | CongState::Loss);
         let srtt = self.rtt.srtt();
-        self.queues_mut().rack.detect_loss(now, in_recovery, p.dupthresh, srtt)
+        self.queues_mut().rack.detect_loss(now, in_recovery, p.recovery.dupthresh, srtt)
     }
 
     /// RACK marked a segment lost: in recovery, resend within the recovery's window; else

@@ -9,7 +9,7 @@ impl Endpoint {
     /// the segments the duplicate ACKs say have left the network.
     pub(super) fn reno_enter(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         self.retransmit_una(now, p, out);
-        self.cwnd = self.ssthresh + p.dupthresh as u64 * p.mss;
+        self.cwnd = self.ssthresh + p.recovery.dupthresh as u64 * p.mss;
     }
 
     /// Step 4: each further duplicate ACK inflates cwnd by one segment.

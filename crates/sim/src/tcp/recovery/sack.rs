@@ -15,7 +15,7 @@ impl Endpoint {
     /// §5 (4.2)-(4.4): cwnd = ssthresh (or PRR's), retransmit the first lost segment, then
     /// send by pipe.
     pub(super) fn sack_enter(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        if p.prr {
+        if p.recovery.prr {
             let prior_cwnd = self.cwnd;
             let q = self.queues_mut();
             q.prr = Prr { delivered: q.prr.this_ack, out: 0, prior_cwnd, ..q.prr };
@@ -35,7 +35,7 @@ impl Endpoint {
     /// A partial ACK changes nothing but the scoreboard; with `recovery_rto =
     /// "first_partial"` (ns-3) the first one restarts the timer.
     pub(super) fn sack_on_partial_ack(&mut self, mut r: FastRecovery, now: Instant, p: &TcpParams) {
-        if p.first_partial_rto && r.first_partial {
+        if p.recovery.first_partial_rto && r.first_partial {
             r.first_partial = false;
             self.recovery = Some(r);
             self.arm_rto(now, p);
@@ -59,12 +59,12 @@ impl Endpoint {
     /// bytes, above `offset`.
     pub(in crate::tcp) fn is_lost(&self, offset: u64, p: &TcpParams) -> bool {
         let (bytes, segments) = self.scoreboard.above(offset + 1, p.mss);
-        bytes > (p.dupthresh as u64 - 1) * p.mss || segments >= p.dupthresh as u64
+        bytes > (p.recovery.dupthresh as u64 - 1) * p.mss || segments >= p.recovery.dupthresh as u64
     }
 
     /// RFC 6675 SetPipe: bytes believed in the network.
     pub(in crate::tcp) fn pipe(&self, p: &TcpParams) -> u64 {
-        if p.rack {
+        if p.recovery.rack {
             return self.queues.as_deref().map_or(0, |q| q.rack.in_flight());
         }
         let high_rxt = self.recovery.map_or(self.snd_una, |r| r.high_rxt);
@@ -84,7 +84,7 @@ impl Endpoint {
             }
             at = e;
         }
-        if p.recovery_pipe == RecoveryPipe::Ns3 {
+        if p.recovery.pipe == RecoveryPipe::Ns3 {
             pipe += self.sacked_rexmit_bytes();
         }
         pipe
@@ -104,7 +104,7 @@ impl Endpoint {
     /// RFC 6675 NextSeg rules 1-3: a lost hole, else new data, else a rescue of an
     /// un-SACKed hole below the highest SACKed byte.
     pub(in crate::tcp) fn next_seg(&self, p: &TcpParams) -> Option<(u64, u64, bool)> {
-        if p.rack {
+        if p.recovery.rack {
             // Linux's order: what RACK marked lost, then new data; no rescue retransmission.
             return self.rack_lost_segment(p).or_else(|| self.next_new_seg(p));
         }
@@ -138,7 +138,7 @@ impl Endpoint {
     }
 
     pub(in crate::tcp) fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        if p.prr {
+        if p.recovery.prr {
             self.prr_set_cwnd(p);
         }
         while self.cwnd >= self.pipe(p) + p.mss && !self.paced_out(now, p) {

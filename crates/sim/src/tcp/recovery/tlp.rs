@@ -39,7 +39,7 @@ impl Endpoint {
         let rto_at = self.rto_at.get().filter(|_| armed);
         let pto_at = rto_at.map(|rto_at| {
             let timeout = match self.rtt.srtt() {
-                Some(srtt) => srtt + srtt + if self.flight_size() <= p.mss { p.min_rto } else { TIMEOUT_MIN },
+                Some(srtt) => srtt + srtt + if self.flight_size() <= p.mss { p.timers.min_rto } else { TIMEOUT_MIN },
                 None => TIMEOUT_INIT,
             };
             (now + timeout).min(rto_at)
