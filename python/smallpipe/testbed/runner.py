@@ -192,6 +192,10 @@ def run_testbed(
         warnings.warn(f"tcp.loss_detection = \"dupthresh\" cannot be honoured on Linux {platform.release()}: "
                       "from 6.17 RACK is always on (docs/testbed.md); meta[\"loss_detection\"] records \"rack\"",
                       stacklevel=2)
+    if "cubic" in settings.congestion_control and not scenario["tcp"].get("cubic_hystart", False):
+        # Warned, not refused, as RACK above: CUBIC's HyStart is a module parameter for the whole host.
+        warnings.warn("tcp.cubic_hystart = false cannot be honoured on the testbed: Linux's CUBIC runs its "
+                      "HyStart (module parameter hystart, host-wide; docs/testbed.md)", stacklevel=2)
     box, gen = find_binary("smallpipe-box"), find_binary("smallpipe-gen")
     with tempfile.TemporaryDirectory(prefix="smallpipe-testbed-") as tmp:
         workdir = Path(out) if out is not None else Path(tmp)

@@ -165,6 +165,9 @@ impl Endpoint {
             };
         }
         let acked_data = acked - syn_acked as u64;
+        if let Some(rtt) = rtt_sample.filter(|_| p.cc.cubic_hystart) {
+            self.linux_hystart(ack, rtt, now, p);
+        }
         match self.recovery {
             Some(_) if ack >= self.recover_mark => {
                 self.on_full_ack(p);
@@ -201,6 +204,26 @@ impl Endpoint {
         }
         if p.recovery.tail_loss_probe {
             self.tlp_schedule(now, p);
+        }
+    }
+
+    /// Linux CUBIC's HyStart on an ACK of new data with an RTT sample (`cc/hystart_linux.rs`):
+    /// its exit from slow start sets ssthresh = cwnd before the window grows.
+    fn linux_hystart(&mut self, ack: u64, rtt: Duration, now: Instant, p: &TcpParams) {
+        // hystart_ack_delay: min(1 ms, 4 GSO buffers of 64 KiB at the pacing rate), the rate
+        // being Linux's slow-start 200% of cwnd per SRTT.
+        let ack_delay = match self.rtt.srtt() {
+            Some(srtt) if self.cwnd > 0 => {
+                Duration((4 * 65_536 * srtt.as_nanos() as u128 / (2 * self.cwnd as u128)) as u64).min(Duration::from_millis(1))
+            }
+            _ => Duration::ZERO,
+        };
+        let sample = cc::hystart_linux::AckSample {
+            now, snd_una: ack, snd_nxt: self.snd_max, rtt, cwnd_segments: self.cwnd / p.mss,
+            slow_start: self.cwnd < self.ssthresh, paced: p.send.pacing, ack_delay,
+        };
+        if self.cc.pkts_acked(sample) {
+            self.ssthresh = self.cwnd;
         }
     }
 

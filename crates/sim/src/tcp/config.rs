@@ -34,14 +34,14 @@ pub const STACK_KNOBS: &[&str] = &[
     "recovery", "congestion", "ssthresh_from", "initial_window_pkts", "ack_first_data", "ack_rule",
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
-    "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe",
+    "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe", "cubic_hystart",
 ];
 
 /// Knobs added after scenario ids were first kept: the canonical JSON leaves them out while
 /// they hold their RFC default and the stack's value is that default too, so adding one
 /// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
 /// new knob is added here.
-const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe"];
+const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -74,6 +74,7 @@ impl Stack {
             (Stack::Linux, "recovery_rto") => "linux".into(),
             // Linux's Reno grows per segment acknowledged; CUBIC grows the window itself.
             (Stack::Linux, "cwnd_growth") if congestion == Congestion::Reno => "linux".into(),
+            (Stack::Linux, "cubic_hystart") if congestion == Congestion::Cubic => true.into(), // tcp_cubic.c hystart = 1
             (Stack::Linux, "min_rto_ms") => 200.0.into(), // TCP_RTO_MIN
             (Stack::Linux, "rto_rule") => "linux".into(),
             (Stack::Linux, "rtt_samples") => "every_ack".into(),
@@ -481,6 +482,10 @@ pub struct TcpConfig {
     /// a full-size packet. 0 turns it off.
     #[serde(default)]
     pub overhead_max_ms: Option<f64>,
+    /// Linux CUBIC's own HyStart (ACK train and delay; `cc/hystart_linux.rs`). CUBIC only,
+    /// not with `hystart`. Left out of the canonical JSON at its RFC default (`ADDED_KNOBS`).
+    #[serde(default)]
+    pub cubic_hystart: bool,
     /// RFC 8985 §7 tail loss probes as Linux sends them (`tcp_schedule_loss_probe`,
     /// `tcp_send_loss_probe`; `recovery/tlp.rs`). SACK only. Left out of the canonical JSON
     /// at its RFC default (`ADDED_KNOBS`).
@@ -607,6 +612,8 @@ impl TcpConfig {
             "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
         check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
+        check(!self.cubic_hystart || (self.congestion == Congestion::Cubic && !self.hystart), "cubic_hystart", true,
+            "false, or true only with congestion = \"cubic\" and hystart = false (RFC 9406's HyStart++)")?;
         check(!self.tail_loss_probe || self.recovery == Recovery::Sack, "tail_loss_probe", true,
             "false, or true only with recovery = \"sack\" (Linux probes SACK connections only)")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),

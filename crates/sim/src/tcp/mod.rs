@@ -273,7 +273,7 @@ impl Endpoint {
             cwnd: p.initial_window,
             ssthresh: p.rwnd.max(2 * p.mss),
             ca_acked: 0,
-            cc: CongestionControl::new(p.cc.congestion, p.cc.cubic_fast_convergence),
+            cc: CongestionControl::new(p.cc.congestion, p.cc.cubic_fast_convergence, p.cc.cubic_hystart),
             hystart: p.cc.hystart.then(Box::default),
             dupacks: 0,
             recovery: None,

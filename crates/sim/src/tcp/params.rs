@@ -57,6 +57,8 @@ pub struct CcPolicy {
     pub cubic_fast_convergence: bool,
     pub ssthresh_from: SsthreshFrom,
     pub hystart: bool,
+    /// Linux CUBIC's HyStart (`cc/hystart_linux.rs`).
+    pub cubic_hystart: bool,
     pub cwnd_growth: CwndGrowth,
     /// RFC 3465's L, bytes.
     pub abc_limit: u64,
@@ -146,6 +148,7 @@ impl TcpParams {
                 cubic_fast_convergence: c.cubic_fast_convergence,
                 ssthresh_from: c.ssthresh_from,
                 hystart: c.hystart,
+                cubic_hystart: c.cubic_hystart,
                 cwnd_growth: c.cwnd_growth,
                 abc_limit: c.abc_limit_pkts as u64 * mss,
             },

@@ -106,6 +106,7 @@ impl Endpoint {
                     let base = self.decrease_base(p);
                     self.ssthresh = self.cc.ssthresh_on_timeout(self.cwnd, base, p.mss);
                 }
+                self.cc.on_timeout_reset(now, self.snd_max);
                 self.rto_una = Opt64::some(self.snd_una);
                 self.hystart = None; // RFC 9406 §4.2: only the initial slow start
                 self.cwnd = p.mss;

@@ -21,6 +21,7 @@
 //! Windows are bytes (`f64` for the fractional parts of the formulas, which are stated
 //! in segments: C is in segments per s³); time is the `Instant` passed in.
 
+use super::hystart_linux::{self, AckSample, LinuxHyStart};
 use smallpipe_core::{Duration, Instant};
 
 /// C (§4.1): segments per s³.
@@ -66,11 +67,28 @@ pub struct Cubic {
     epoch: Option<Epoch>,
     /// Growth below one byte carried to the next ACK.
     carry: f64,
+    /// Linux's own HyStart (`cubic_hystart`).
+    hystart: Option<LinuxHyStart>,
 }
 
 impl Cubic {
-    pub fn new(fast_convergence: bool) -> Self {
-        Cubic { fast_convergence, w_max: None, cwnd_prior: 0.0, after_timeout: false, epoch: None, carry: 0.0 }
+    pub fn new(fast_convergence: bool, linux_hystart: bool) -> Self {
+        let hystart = linux_hystart.then(LinuxHyStart::default);
+        Cubic { fast_convergence, w_max: None, cwnd_prior: 0.0, after_timeout: false, epoch: None, carry: 0.0, hystart }
+    }
+
+    /// `cubictcp_acked` with Linux's HyStart on: whether slow start must end on this ACK.
+    /// Samples within a second of a congestion-avoidance epoch's start are left out.
+    pub fn pkts_acked(&mut self, sample: AckSample) -> bool {
+        let just_recovered = self.epoch.is_some_and(|e| sample.now.saturating_since(e.start) < hystart_linux::AFTER_RECOVERY);
+        self.hystart.as_mut().is_some_and(|h| h.on_ack(sample, just_recovered))
+    }
+
+    /// A timeout resets Linux's HyStart (`bictcp_reset`, `bictcp_hystart_reset`).
+    pub fn hystart_on_timeout(&mut self, now: Instant, snd_nxt: u64) {
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_timeout(now, snd_nxt);
+        }
     }
 
     /// W_max in bytes, once a congestion event has set it.
@@ -201,16 +219,16 @@ mod tests {
     #[test]
     fn a_decrease_keeps_beta_of_its_base_and_at_least_two_segments() {
         // W_max comes from cwnd whatever the base (§4.6), here 4 segments of a 10-segment cwnd.
-        let mut c = Cubic::new(true);
+        let mut c = Cubic::new(true, false);
         assert_eq!(c.on_congestion(10 * MSS, 4 * MSS, MSS), 2_800);
         assert_eq!(c.w_max_bytes(), Some(10_000.0));
-        assert_eq!(Cubic::new(true).on_timeout(10 * MSS, 10 * MSS, MSS), 7_000);
-        assert_eq!(Cubic::new(true).on_timeout(2 * MSS, 2 * MSS, MSS), 2 * MSS);
+        assert_eq!(Cubic::new(true, false).on_timeout(10 * MSS, 10 * MSS, MSS), 7_000);
+        assert_eq!(Cubic::new(true, false).on_timeout(2 * MSS, 2 * MSS, MSS), 2 * MSS);
     }
 
     #[test]
     fn a_loss_keeps_beta_of_the_flight_and_the_window_regrows_along_w_cubic() {
-        let mut c = Cubic::new(true);
+        let mut c = Cubic::new(true, false);
         let ssthresh = c.on_congestion(100 * MSS, 100 * MSS, MSS);
         assert_eq!(ssthresh, 70 * MSS, "β_cubic × FlightSize");
         assert_eq!(c.w_max_bytes(), Some(100.0 * MSS as f64));
@@ -236,7 +254,7 @@ mod tests {
 
     #[test]
     fn the_window_is_back_at_w_max_after_k() {
-        let mut c = Cubic::new(true);
+        let mut c = Cubic::new(true, false);
         let ssthresh = c.on_congestion(100 * MSS, 100 * MSS, MSS);
         let (rtt, k) = (0.1, 75f64.cbrt());
         let (mut w, mut t) = (ssthresh, 0.0);
@@ -250,14 +268,14 @@ mod tests {
 
     #[test]
     fn fast_convergence_lowers_w_max_below_a_falling_saturation_point() {
-        let mut fc = Cubic::new(true);
+        let mut fc = Cubic::new(true, false);
         fc.on_congestion(100 * MSS, 100 * MSS, MSS);
         fc.on_congestion(90 * MSS, 90 * MSS, MSS);
         // W_max = cwnd·(1 + β)/2 = 90 × 0.85.
         assert_eq!(fc.w_max_bytes(), Some(76.5 * MSS as f64));
         fc.on_congestion(95 * MSS, 95 * MSS, MSS);
         assert_eq!(fc.w_max_bytes(), Some(95.0 * MSS as f64), "above W_max: remembered as is");
-        let mut plain = Cubic::new(false);
+        let mut plain = Cubic::new(false, false);
         plain.on_congestion(100 * MSS, 100 * MSS, MSS);
         plain.on_congestion(90 * MSS, 90 * MSS, MSS);
         assert_eq!(plain.w_max_bytes(), Some(90.0 * MSS as f64));
@@ -268,7 +286,7 @@ mod tests {
         // W_max = 10 segments, 10 ms RTT: K = cbrt(7.5) = 1.96 s, almost 200 rounds,
         // while AIMD(α_cubic, β) regains the 3 segments in 3 / 0.53 ≈ 6 rounds. By round
         // 12 the switch to α = 1 at cwnd_prior shows: 16.2 segments against 13.4 without.
-        let mut c = Cubic::new(true);
+        let mut c = Cubic::new(true, false);
         let ssthresh = c.on_congestion(10 * MSS, 10 * MSS, MSS);
         let (rtt, mut w) = (0.01, ssthresh);
         let k = 7.5f64.cbrt();
@@ -287,7 +305,7 @@ mod tests {
 
     #[test]
     fn after_a_timeout_the_next_epoch_starts_at_its_own_window_with_k_zero() {
-        let mut c = Cubic::new(true);
+        let mut c = Cubic::new(true, false);
         c.on_congestion(100 * MSS, 100 * MSS, MSS);
         let ssthresh = c.on_timeout(90 * MSS, 80 * MSS, MSS);
         assert_eq!(ssthresh, 56 * MSS, "β_cubic × FlightSize, as for a loss (§4.8)");

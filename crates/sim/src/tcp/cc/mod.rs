@@ -7,6 +7,7 @@
 
 pub mod cubic;
 pub mod hystart;
+pub mod hystart_linux;
 mod reno;
 
 use super::config::{Congestion, CwndGrowth};
@@ -23,10 +24,26 @@ pub enum CongestionControl {
 }
 
 impl CongestionControl {
-    pub(super) fn new(congestion: Congestion, fast_convergence: bool) -> Self {
+    pub(super) fn new(congestion: Congestion, fast_convergence: bool, linux_hystart: bool) -> Self {
         match congestion {
             Congestion::Reno => CongestionControl::Reno,
-            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(fast_convergence))),
+            Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(fast_convergence, linux_hystart))),
+        }
+    }
+
+    /// An ACK of new data with an RTT sample (Linux's `pkts_acked`): whether the
+    /// controller ends slow start here (CUBIC with Linux's HyStart).
+    pub(super) fn pkts_acked(&mut self, sample: hystart_linux::AckSample) -> bool {
+        match self {
+            CongestionControl::Reno => false,
+            CongestionControl::Cubic(c) => c.pkts_acked(sample),
+        }
+    }
+
+    /// A retransmission timeout, after its ssthresh: CUBIC resets Linux's HyStart.
+    pub(super) fn on_timeout_reset(&mut self, now: Instant, snd_nxt: u64) {
+        if let CongestionControl::Cubic(c) = self {
+            c.hystart_on_timeout(now, snd_nxt);
         }
     }
 
