@@ -20,7 +20,7 @@ LINUX = {
     "tcp.initial_window_pkts": 10, "tcp.min_rto_ms": 200.0, "tcp.rto_rule": "linux",
     "tcp.rtt_samples": "every_ack", "tcp.loss_detection": "rack", "tcp.recovery_pacing": "prr",
     "tcp.recovery_rto": "linux", "tcp.ack_rule": "linux", "tcp.pacing": "linux", "tcp.tail_loss_probe": True,
-    "tcp.cubic_hystart": True,
+    "tcp.cubic_hystart": True, "tcp.rto_undo": True, "tcp.timestamps": True,
 }
 LINUX_RENO = {**LINUX, "tcp.congestion": "reno", "tcp.cwnd_growth": "linux", "tcp.cubic_hystart": False}
 NS3 = {

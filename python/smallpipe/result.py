@@ -66,6 +66,7 @@ FLOWS_SCHEMA = pl.Schema(
         "syn_timeouts": pl.Int64,
         "fast_retransmits": pl.Int64,
         "loss_probes": pl.Int64,
+        "rto_undos": pl.Int64,
         "backoff_ns": pl.Int64,
         "longest_silence_ns": pl.Int64,
     }

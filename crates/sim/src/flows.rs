@@ -161,6 +161,7 @@ pub(crate) fn push_rows(conn: &mut Conn, snd: &Endpoint, snd_stats: &EndpointSta
         syn_timeouts: snd_stats.syn_timeouts,
         fast_retransmits: snd_stats.fast_retransmits,
         loss_probes: snd.loss_probes().0,
+        rto_undos: snd.rto_undos(),
         backoff_ns: snd.backoff_ns_until(finished.unwrap_or(cx.end).min(cx.end)),
         longest_silence_ns: longest.as_nanos(),
         first_slice: conn.first_slice,

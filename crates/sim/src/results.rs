@@ -39,6 +39,8 @@ pub struct FlowRow {
     pub fast_retransmits: u64,
     /// Tail loss probes the sender sent (`tcp.tail_loss_probe`; Linux's TcpExtTCPLossProbes).
     pub loss_probes: u64,
+    /// Timeouts the sender undid as spurious (`tcp.rto_undo`; Linux's TcpExtTCPLossUndo).
+    pub rto_undos: u64,
     /// Time the sender spent in retransmission-timeout episodes (see `EndpointStats::backoff_ns`);
     /// an episode still open at the end counts up to the end of the run.
     pub backoff_ns: u64,

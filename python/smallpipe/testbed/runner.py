@@ -196,6 +196,9 @@ def run_testbed(
         # Warned, not refused, as RACK above: CUBIC's HyStart is a module parameter for the whole host.
         warnings.warn("tcp.cubic_hystart = false cannot be honoured on the testbed: Linux's CUBIC runs its "
                       "HyStart (module parameter hystart, host-wide; docs/testbed.md)", stacklevel=2)
+    if scenario["tcp"]["timestamps"] and not scenario["tcp"].get("rto_undo", False):
+        warnings.warn("tcp.rto_undo = false cannot be honoured on the testbed: Linux always undoes a timeout "
+                      "its timestamps show was spurious (tcp_try_undo_loss; docs/testbed.md)", stacklevel=2)
     box, gen = find_binary("smallpipe-box"), find_binary("smallpipe-gen")
     with tempfile.TemporaryDirectory(prefix="smallpipe-testbed-") as tmp:
         workdir = Path(out) if out is not None else Path(tmp)

@@ -1,8 +1,8 @@
 """The generator's and the box's records as the simulator's tables.
 
 Columns a real run cannot know are null (documented in docs/testbed.md):
-``flows.fast_retransmits`` and ``flows.loss_probes`` (Linux counts them per namespace, not
-per socket), and
+``flows.fast_retransmits``, ``flows.loss_probes`` and ``flows.rto_undos`` (Linux counts them per
+namespace, not per socket), and
 ``timeouts``/``backoff_ns`` on kernels before 6.7 (no ``tcpi_total_rto``). ``queue_delays``
 is empty (the box reports quantiles, not the histogram). Where the testbed measures a
 column differently, docs/testbed.md says how (``backoff_ns`` is Linux's time in RTO
@@ -66,6 +66,7 @@ def _flows(client: dict[str, Any], server: dict[str, Any], units: list[dict[str,
             "syn_timeouts": flow["syn_timeouts"],
             "fast_retransmits": None,
             "loss_probes": None,
+            "rto_undos": None,
             "backoff_ns": None if rto_time_ms is None else rto_time_ms * 1_000_000,
             "longest_silence_ns": flow["longest_silence_ns"],
         })

@@ -132,6 +132,7 @@ impl Endpoint {
     pub(super) fn on_new_ack(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, ns3_disorder: Option<DisorderAck>,
         grow: bool, send: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
+        let in_loss = self.cong_state() == CongState::Loss;
         self.end_backoff(now);
         let rtt_sample = self.take_rtt_sample(ack, seg, ack_rtt, now, p);
         let syn_acked = self.snd_una == 0;
@@ -165,6 +166,9 @@ impl Endpoint {
             };
         }
         let acked_data = acked - syn_acked as u64;
+        if p.recovery.rto_undo {
+            self.undo_spurious_rto(seg, in_loss, p);
+        }
         if let Some(rtt) = rtt_sample.filter(|_| p.cc.cubic_hystart) {
             self.linux_hystart(ack, rtt, now, p);
         }

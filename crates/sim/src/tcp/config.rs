@@ -34,14 +34,14 @@ pub const STACK_KNOBS: &[&str] = &[
     "recovery", "congestion", "ssthresh_from", "initial_window_pkts", "ack_first_data", "ack_rule",
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
-    "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe", "cubic_hystart",
+    "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "timestamps",
 ];
 
 /// Knobs added after scenario ids were first kept: the canonical JSON leaves them out while
 /// they hold their RFC default and the stack's value is that default too, so adding one
 /// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
 /// new knob is added here.
-const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart"];
+const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -79,6 +79,8 @@ impl Stack {
             (Stack::Linux, "rto_rule") => "linux".into(),
             (Stack::Linux, "rtt_samples") => "every_ack".into(),
             (Stack::Linux, "tail_loss_probe") => true.into(), // net.ipv4.tcp_early_retrans = 3
+            (Stack::Linux, "rto_undo") => true.into(), // tcp_try_undo_loss
+            (Stack::Linux, "timestamps") => true.into(), // net.ipv4.tcp_timestamps = 1
             _ => return None,
         };
         Some(v)
@@ -486,6 +488,11 @@ pub struct TcpConfig {
     /// not with `hystart`. Left out of the canonical JSON at its RFC default (`ADDED_KNOBS`).
     #[serde(default)]
     pub cubic_hystart: bool,
+    /// Linux's undo of a spurious timeout by timestamps (RFC 3522 Eifel detection;
+    /// `recovery/undo.rs`). Needs `timestamps`. Left out of the canonical JSON at its RFC
+    /// default (`ADDED_KNOBS`).
+    #[serde(default)]
+    pub rto_undo: bool,
     /// RFC 8985 §7 tail loss probes as Linux sends them (`tcp_schedule_loss_probe`,
     /// `tcp_send_loss_probe`; `recovery/tlp.rs`). SACK only. Left out of the canonical JSON
     /// at its RFC default (`ADDED_KNOBS`).
@@ -614,6 +621,8 @@ impl TcpConfig {
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
         check(!self.cubic_hystart || (self.congestion == Congestion::Cubic && !self.hystart), "cubic_hystart", true,
             "false, or true only with congestion = \"cubic\" and hystart = false (RFC 9406's HyStart++)")?;
+        check(!self.rto_undo || self.timestamps, "rto_undo", true,
+            "false, or true only with timestamps = true (the undo reads the echoed timestamp)")?;
         check(!self.tail_loss_probe || self.recovery == Recovery::Sack, "tail_loss_probe", true,
             "false, or true only with recovery = \"sack\" (Linux probes SACK connections only)")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),

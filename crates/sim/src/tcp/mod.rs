@@ -46,6 +46,7 @@ use pacing::Pacer;
 use recovery::prr::Prr;
 use recovery::rack::{LossMarks, Rack};
 use recovery::tlp::Tlp;
+use recovery::undo::Undo;
 use rtt_samples::SendTimes;
 use sack::RangeSet;
 use smallpipe_core::packet::{SackBlock, MAX_SACK_BLOCKS};
@@ -180,6 +181,8 @@ struct FeatureQueues {
     pacer: Pacer,
     /// `tail_loss_probe`: the probe timer and episode.
     tlp: Tlp,
+    /// `rto_undo`: what the last timeout may have to undo.
+    undo: Undo,
 }
 
 #[derive(Debug, Clone)]

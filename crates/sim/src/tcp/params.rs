@@ -43,6 +43,8 @@ pub struct RecoveryPolicy {
     pub exit: RecoveryExit,
     /// RFC 8985 §7 tail loss probes (`recovery/tlp.rs`).
     pub tail_loss_probe: bool,
+    /// Undo of a spurious timeout by timestamps (`recovery/undo.rs`).
+    pub rto_undo: bool,
     pub fast_retransmit_rto: FastRetransmitRto,
     /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
     pub first_partial_rto: bool,
@@ -139,6 +141,7 @@ impl TcpParams {
                 rack: c.loss_detection == LossDetection::Rack,
                 exit: c.recovery_exit,
                 tail_loss_probe: c.tail_loss_probe,
+                rto_undo: c.rto_undo,
                 fast_retransmit_rto: c.fast_retransmit_rto,
                 first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
                 head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,

@@ -2344,3 +2344,29 @@ fn a_probe_that_repaired_a_loss_halves_the_window_once_an_ack_passes_it() {
     assert_eq!(c.cwnd_bytes(), c.ssthresh_bytes());
     assert!(c.cwnd_bytes() < cwnd);
 }
+
+#[test]
+fn an_ack_echoing_the_original_timestamp_undoes_a_spurious_timeout() {
+    // Ten segments out at 100 ms, all delayed past the RTO (1 s minimum). The timeout resends
+    // segment 0; then the original's ACK arrives, echoing the original's TSval, older than the
+    // retransmission's: Linux's tcp_packet_delayed. With the undo the sender restores cwnd
+    // (10 segments, and slow start's one more for this ACK) and goes on with new data;
+    // without it, cwnd is 2 segments after that ACK and it resends segment 1, which the
+    // receiver already has (go-back-N).
+    for (undo, next_seq, cwnd) in [(true, 10_001u32, 11_000u64), (false, 1_001, 2_000)] {
+        let (p, mut c, mut s, out) = one_window_with(|c| c.rto_undo = undo, 20);
+        assert_eq!(out.len(), 10);
+        let rto = c.next_deadline().unwrap();
+        let mut resent = Vec::new();
+        c.on_timer(rto, &p, &mut resent);
+        assert_eq!((resent.len(), resent[0].seq, c.stats.timeouts), (1, 1, 1));
+        let mut acks = Vec::new();
+        s.on_segment(&out[0], rto + Duration::from_millis(5), &p, &mut acks);
+        assert_eq!(acks[0].ts_ecr, out[0].ts_val);
+        let mut sent = Vec::new();
+        c.on_segment(&acks[0], rto + Duration::from_millis(10), &p, &mut sent);
+        assert_eq!(sent.first().map(|x| x.seq), Some(next_seq), "undo {undo}");
+        assert_eq!(c.cwnd_bytes(), cwnd, "undo {undo}");
+        assert_eq!(c.rto_undos(), undo as u64);
+    }
+}

@@ -103,6 +103,9 @@ impl Endpoint {
                 }
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
                 if self.rto_una.get() != Some(self.snd_una) {
+                    if p.recovery.rto_undo {
+                        self.undo_on_rto();
+                    }
                     let base = self.decrease_base(p);
                     self.ssthresh = self.cc.ssthresh_on_timeout(self.cwnd, base, p.mss);
                 }
@@ -122,6 +125,9 @@ impl Endpoint {
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
                 self.try_send(now, p, out);
+                if p.recovery.rto_undo {
+                    self.undo_note_retransmission(now);
+                }
                 self.rto_at = Opt64::some(now + self.data_rto(p));
             }
         }

@@ -10,6 +10,7 @@ pub(super) mod rack;
 mod reno;
 mod sack;
 pub(super) mod tlp;
+pub(super) mod undo;
 
 use super::*;
 

@@ -182,6 +182,13 @@ impl Rack {
         }
         self.timer = None;
     }
+
+    /// An undone timeout: what it marked lost is not (`tcp_undo_cwnd_reduction`'s unmark).
+    pub fn undo_loss_marks(&mut self) {
+        for s in self.segs.iter_mut().filter(|s| !s.delivered) {
+            s.lost = false;
+        }
+    }
 }
 
 impl Endpoint {
