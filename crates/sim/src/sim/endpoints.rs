@@ -100,6 +100,9 @@ impl Simulator {
         if let Some(trace) = self.trace.as_mut().filter(|t| t.conn == self.conns[c].flow_id && e.is_multiple_of(2)) {
             trace.record(&self.endpoints[e as usize], &out, self.now);
         }
+        if let Some(r) = self.recorder.as_mut().filter(|_| e.is_multiple_of(2)) {
+            r.on_sender_emit(e / 2, &out, self.now);
+        }
         self.conns[c].in_flight += out.len() as u32;
         if self.recycle && self.endpoints[2 * c + 1].finished_at.is_some() {
             self.recycle_candidates.push(c as u32);

@@ -64,6 +64,9 @@ impl Simulator {
                     }
                     r.echo_kbps = pkt.rcp_rate_kbps.or(r.echo_kbps);
                 }
+                if let Some(r) = self.recorder.as_mut().filter(|_| e.is_multiple_of(2)) {
+                    r.on_sender_receive(e / 2, &pkt, self.now);
+                }
                 self.endpoints[e as usize].on_segment(&pkt, self.now, p, &mut out);
                 self.after_endpoint(e, out);
             }
