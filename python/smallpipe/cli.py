@@ -204,6 +204,20 @@ def _trace_overrides(
     return changes
 
 
+DEFAULT_SERIES_FLOWS = 8
+"""Connections whose senders `run` samples by default (``--series-flows``)."""
+
+
+def _default_series(scenario: Scenario, series_flows: int) -> list[str]:
+    """What `run` records unless told not to: the bottleneck series (``trace.links``) and the
+    first ``series_flows`` connections' series and delays. None for a streamed run
+    (``[output]``): a ``[trace]`` table keeps every connection's state to the end, which
+    streaming exists to avoid."""
+    if series_flows == 0 or scenario.to_dict().get("output"):
+        return []
+    return ["trace.links=true", "trace.flow_delays=true", f"trace.first_flows={series_flows}"]
+
+
 def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png
     (titled ``name``, the scenario). An interrupted run gets no plot: drawing takes
@@ -289,6 +303,14 @@ def run(
     pcap: Annotated[
         bool, typer.Option(help="Capture both bottleneck directions as they leave the queue; writes bottleneck.pcap.")
     ] = False,
+    series_flows: Annotated[
+        int,
+        typer.Option(
+            min=0, max=10_000, metavar="N",
+            help="Record the bottleneck's time series and the first N connections' series and delays "
+            "(link_series, flow_series, flow_delays; 0: none). Streamed runs record none.",
+        ),
+    ] = DEFAULT_SERIES_FLOWS,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png.
 
@@ -298,6 +320,8 @@ def run(
         check_output_dir(out)
     trace = _trace_overrides(trace_flows, trace_links, trace_interval, events, pcap)
     scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace])
+    if series := _default_series(scenario, series_flows):
+        scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace, *series])
     try:  # what the simulator would ignore, refused before the folder is made
         check_simulable(scenario)
     except ConfigError as error:
@@ -324,6 +348,40 @@ def run(
             markup=False,
         )
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+@app.command()
+def plot(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Folders written by `smallpipe run`.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="PNG to write [default: RUN_DIR/run.png for one run; overlay.png here for several]."),
+    ] = None,
+) -> None:
+    """Redraw a run's run.png from its tables, or overlay several runs' bottleneck queue,
+    queueing delay and throughput over time (one colour per run)."""
+    from smallpipe.plots import plot_run, plot_runs
+
+    runs = []
+    for run_dir in run_dirs:
+        try:
+            runs.append((run_dir.name, Result.read(run_dir)))
+        except FileNotFoundError as error:
+            fail("error:", f"{run_dir}: {error}")
+    path = out if out is not None else (run_dirs[0] / "run.png" if len(runs) == 1 else Path("overlay.png"))
+    if path.is_dir():
+        fail("error:", f"--out {path} is a directory; expected the path of a PNG file")
+    check_writable_dir(path.parent, f"--out {path}: the folder")
+    try:
+        if len(runs) == 1:
+            plot_run(runs[0][1], path, name=runs[0][0])
+        else:
+            plot_runs(runs, path)
+    except ValueError as error:
+        fail("error:", str(error))
+    except OSError as error:
+        fail("error:", f"writing {path} failed ({error.strerror or error})")
+    console.print(f"plot written to [bold]{path}[/]")
 
 
 @app.command()
@@ -776,16 +834,24 @@ def sweep(
 
 @app.command()
 def report(
-    db: Annotated[Path, typer.Argument(metavar="DB", help="Results database written by `smallpipe sweep`.")],
-    out: Annotated[Path | None, typer.Option(help="HTML file [default: DB with .html].")] = None,
+    db: Annotated[
+        Path,
+        typer.Argument(metavar="DB|RUN_DIR", help="Results database written by `smallpipe sweep`, or a run folder."),
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="HTML file [default: DB with .html; RUN_DIR/report.html].")
+    ] = None,
     force: Annotated[bool, typer.Option(help="Replace the HTML file if it exists.")] = False,
 ) -> None:
-    """Render a self-contained HTML report (tables and plots) of a sweep's results."""
+    """Render a self-contained HTML report (tables and plots) of a sweep's results, or of
+    one run folder (its links, figure over time, per-flow delay and loss with histograms)."""
     import duckdb
 
     from smallpipe.report import write_report
     from smallpipe.store import StoreError
 
+    if db.is_dir():
+        return _report_run(db, out, force)
     out_path = out if out is not None else db.with_suffix(".html")
     check_database(db, "DB", writable=False)
     if out_path.is_dir():
@@ -806,6 +872,29 @@ def report(
         fail("error:", f"writing --out {out_path} failed ({error.strerror or error})")
     console.print(f"report written to [bold]{out_path}[/]")
 
+
+
+def _report_run(run_dir: Path, out: Path | None, force: bool) -> None:
+    """`report` of a run folder (see run_report.py)."""
+    from smallpipe.run_report import write_run_report
+
+    if not (run_dir / "meta.json").is_file():
+        fail("error:", f"RUN_DIR {run_dir} holds no meta.json; expected a folder written by `smallpipe run` "
+             "(or a sweep's DuckDB file)")
+    out_path = out if out is not None else run_dir / "report.html"
+    if out_path.is_dir():
+        fail("error:", f"--out {out_path} is a directory; expected the path of an HTML file")
+    if out_path.exists() and not force:
+        fail("error:", f"--out {out_path} exists (an earlier report?); pass --force to replace it")
+    check_writable_dir(out_path.parent, f"--out {out_path}: the folder")
+    try:
+        with console.status(f"rendering {run_dir}…"):
+            write_run_report(run_dir, out_path)
+    except FileNotFoundError as error:
+        fail("error:", str(error))
+    except OSError as error:
+        fail("error:", f"writing --out {out_path} failed ({error.strerror or error})")
+    console.print(f"report written to [bold]{out_path}[/]")
 
 
 def _interval(metric: Any, row: dict[str, Any], name: str) -> str:
