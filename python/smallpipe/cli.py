@@ -218,6 +218,24 @@ def _default_series(scenario: Scenario, series_flows: int) -> list[str]:
     return ["trace.links=true", "trace.flow_delays=true", f"trace.first_flows={series_flows}"]
 
 
+def _print_estimate(scenario: Scenario, *, runs: int = 1, parallel: int = 1, what: str = "run") -> Result | None:
+    """Print `plan`'s estimate (wall time, disk, memory; from a pilot of ``scenario`` of at
+    most a second) in one line before the work starts. Returns the pilot's result when it
+    finished the whole run (a single run may use it instead of running again). A scenario
+    the pilot cannot run gets no line: the work that follows reports the error."""
+    from smallpipe.plan import PilotInterrupted, estimate_work
+
+    try:
+        estimate = estimate_work(scenario, runs=runs, parallel=parallel)
+    except PilotInterrupted:
+        error_console.print("interrupted while estimating: nothing ran", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except (ConfigError, SimulationError):
+        return None
+    error_console.print(estimate.line(what), markup=False, highlight=False, soft_wrap=True)
+    return estimate.plan.pilot.result if estimate.plan.pilot is not None else None
+
+
 def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png
     (titled ``name``, the scenario). An interrupted run gets no plot: drawing takes
@@ -328,11 +346,15 @@ def run(
         fail("invalid scenario", f"{scenario_path}: {error}")
     out_dir = _claim_output(out, force, lambda: new_run_directory(Path("results"), scenario_path.stem))
     interrupted = False
+    piloted = _print_estimate(scenario)
+    streamed = bool(scenario.to_dict().get("output"))
     try:
-        with SimulationProgress(error_console, f"simulating {scenario_path.name}") as progress, reporting_progress(
-            progress.start
-        ):
-            result = simulate(scenario, stream_dir=out_dir)
+        if piloted is not None and not streamed:  # the pilot ran it all: the same run, deterministic
+            result = piloted
+        else:
+            with SimulationProgress(error_console, f"simulating {scenario_path.name}") as progress, \
+                    reporting_progress(progress.start):
+                result = simulate(scenario, stream_dir=out_dir)
     except Interrupted as stop:
         result, interrupted = stop.result, True
     except ConfigError as error:  # found at set-up, e.g. a malformed replayed log
@@ -390,6 +412,9 @@ def plan(
     seed: SeedOption = None,
     overrides: OverridesOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    series_flows: Annotated[
+        int, typer.Option(min=0, max=10_000, metavar="N", help="As `run --series-flows` (the series `run` records).")
+    ] = DEFAULT_SERIES_FLOWS,
 ) -> None:
     """Say what `run` would do, before doing it: the scenario as simulated (--set applied
     first), the estimated memory, wall time and disk, and what would be refused.
@@ -404,7 +429,11 @@ def plan(
         changes["seed"] = seed
     try:
         with printing_notes():
-            planned = plan_run(scenario_path, changes)
+            try:  # what `run` adds; a scenario refused as it stands is planned (and refused) without
+                series = _default_series(Scenario.from_toml(scenario_path, changes), series_flows)
+            except ConfigError:
+                series = []
+            planned = plan_run(scenario_path, changes | dict(parse_override(change) for change in series))
     except ConfigError as error:
         fail("invalid scenario", f"{scenario_path}: {error}")
     except FileNotFoundError as error:
@@ -751,6 +780,13 @@ def sweep(
     if parquet_dir is not None:
         check_output_dir(parquet_dir, "--parquet-dir")
     cores = os.cpu_count() or 1
+    if grid.runtime == "testbed":
+        real_s = sum(float(p.scenario["duration_s"]) for p in grid.points)
+        error_console.print(f"estimate for {len(grid.points):,} points: about {real_s:g} s wall "
+                            "(the testbed runs in real time, one point at a time)", markup=False, highlight=False)
+    elif grid.points:
+        _print_estimate(grid.points[0].scenario, runs=len(grid.points),
+                        parallel=workers or (cores if workers is None else 1), what="point")
     if workers is not None and workers > cores:
         error_console.print(
             f"warning: --workers {workers} is more than the {cores} cores here; "
@@ -983,6 +1019,8 @@ def compare(
         fail("error:", f"{out_dir} holds a comparison made by smallpipe {earlier.get('version')} (this is "
              f"{__version__}, whose runs it would not reuse); pass --force to replace its table, or --out another folder")
     record.write_text(json.dumps(asked, indent=2) + "\n")
+    _print_estimate(plan.grid.points[0].scenario, runs=len(plan.grid.points),
+                    parallel=workers or ((os.cpu_count() or 1) if workers is None else 1))
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=error_console,
