@@ -106,6 +106,17 @@ struct FlowState {
     timed: Option<(u32, Instant)>,
 }
 
+impl FlowState {
+    fn record_delay(&mut self, d: u64) {
+        self.queue_delay.record(d);
+        if let Some(last) = self.last_delay_ns {
+            self.jitter_sum_ns += last.abs_diff(d) as u128;
+            self.jitter_n += 1;
+        }
+        self.last_delay_ns = Some(d);
+    }
+}
+
 /// A traced flow's statistics at the end of the run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowDelayRow {
@@ -173,6 +184,7 @@ impl FlowDelays {
 
     /// The state of the connection whose data sender sent `pkt` (even handles: the simulator
     /// puts the sending endpoint there), if that connection is traced.
+    #[inline]
     fn data_flow(&mut self, pkt: &Packet) -> Option<&mut FlowState> {
         if pkt.runtime_handle % 2 != 0 {
             return None;
@@ -185,37 +197,43 @@ impl FlowDelays {
         (s != u32::MAX).then(|| &mut self.flows[s as usize].1)
     }
 
+    #[inline]
     pub fn on_offered(&mut self, pkt: &Packet) {
         if let Some(f) = self.data_flow(pkt) {
             f.offered_pkts += 1;
         }
     }
 
+    #[inline]
     pub fn on_lost(&mut self, pkt: &Packet) {
         if let Some(f) = self.data_flow(pkt) {
             f.lost_pkts += 1;
         }
     }
 
+    /// `pkt` went through the idle bottleneck without waiting: a queueing delay of zero.
+    pub fn on_passed(&mut self, pkt: &Packet) {
+        self.on_dequeued(pkt, pkt.arrival);
+    }
+
     /// `pkt` left the bottleneck queue at `now`: its queueing delay.
+    #[inline]
     pub fn on_dequeued(&mut self, pkt: &Packet, now: Instant) {
         if let Some(f) = self.data_flow(pkt) {
-            let d = now.saturating_since(pkt.arrival).as_nanos();
-            f.queue_delay.record(d);
-            if let Some(last) = f.last_delay_ns {
-                f.jitter_sum_ns += last.abs_diff(d) as u128;
-                f.jitter_n += 1;
-            }
-            f.last_delay_ns = Some(d);
+            f.record_delay(now.saturating_since(pkt.arrival).as_nanos());
         }
     }
 
     /// Connection `c`'s data sender emitted `pkts` at `now`: times one new segment if none
     /// is timed, and forgets the timed one if it is sent again.
+    #[inline]
     pub fn on_sent(&mut self, c: u32, pkts: &[Packet], now: Instant) {
-        if !(self.all || self.slot.get(c as usize).is_some_and(|&s| s != u32::MAX)) {
-            return;
+        if self.all || self.slot.get(c as usize).is_some_and(|&s| s != u32::MAX) {
+            self.time_sends(c, pkts, now);
         }
+    }
+
+    fn time_sends(&mut self, c: u32, pkts: &[Packet], now: Instant) {
         let f = self.state(c);
         for pkt in pkts.iter().filter(|p| p.payload_len > 0) {
             let end = pkt.seq.wrapping_add(pkt.seq_len());
@@ -234,6 +252,7 @@ impl FlowDelays {
     }
 
     /// An ACK reached connection `c`'s data sender at `now`.
+    #[inline]
     pub fn on_ack(&mut self, c: u32, pkt: &Packet, now: Instant) {
         let Some(&s) = self.slot.get(c as usize).filter(|&&s| s != u32::MAX) else { return };
         let f = &mut self.flows[s as usize].1;

@@ -122,6 +122,8 @@ pub(crate) struct Recorder {
     delays: Option<FlowDelays>,
     /// The connections sampled by name (`TraceConfig::named_flows`).
     named: Vec<u32>,
+    /// Bit `l`: link `l` gets the per-packet hooks (`hooks`).
+    hooked: u32,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -160,11 +162,40 @@ impl Recorder {
             pcap: config.pcap.map(|_| PcapBuffer::new(config.pcap_snaplen, config.max_pcap_bytes)),
             delays: config.flow_delays.then(|| FlowDelays::new(&config.named_flows(), config.all_flows)),
             named: config.named_flows(),
+            hooked: (0..links.len().min(32) as u32)
+                .filter(|&l| config.events || config.pcap.is_some() || (config.flow_delays && l != 1))
+                .fold(0, |mask, l| mask | 1 << l),
         }
     }
 
     pub fn traces(&self, link: u32) -> bool {
         link < self.n_links
+    }
+
+    /// Whether the per-packet hooks (`on_enqueue`, `on_dequeue`, `on_departure`,
+    /// `on_link_loss`, `on_pass_through`) want `link`'s packets: every traced link's for the
+    /// event trace and the pcap, the data directions' (not `bottleneck_reverse`, link 1) for
+    /// `flow_delays`; none for the time series alone, which read the queues' counters.
+    #[inline]
+    pub fn hooks(&self, link: u32) -> bool {
+        self.hooked.checked_shr(link).is_some_and(|m| m & 1 != 0) // links from 32 on: never
+    }
+
+    /// Whether every packet offered to traced `link` must enter its queue (the event trace
+    /// and an arrivals pcap see each enqueue); otherwise an idle link may pass a packet
+    /// straight through (`Link::pass_through`) and the recorder hears of it by `on_pass_through`.
+    #[inline]
+    pub fn sees_every_enqueue(&self, link: u32) -> bool {
+        self.traces(link) && (self.config.events || self.config.pcap == Some(PcapPoint::Arrivals))
+    }
+
+    /// An idle traced link sent `pkt` at once, without queueing it.
+    #[inline]
+    pub fn on_pass_through(&mut self, pkt: &Packet) {
+        if let Some(d) = &mut self.delays {
+            d.on_offered(pkt);
+            d.on_passed(pkt);
+        }
     }
 
     /// The first sample time, if any time series is on.
@@ -177,8 +208,17 @@ impl Recorder {
         now + Duration::from_secs_f64(self.config.interval_s)
     }
 
+    /// Records a queue event if the event trace is on (checked here, inlined: the hooks run
+    /// for every bottleneck packet).
+    #[inline(always)]
     fn event(&mut self, link: u32, pkt: &Packet, event: QueueEvent, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
         if self.config.events {
+            self.record_event(link, pkt, event, now, demux);
+        }
+    }
+
+    fn record_event(&mut self, link: u32, pkt: &Packet, event: QueueEvent, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
+        {
             self.events.push(EventRow {
                 time_ns: now.as_nanos(),
                 link: link as u8,
@@ -192,13 +232,18 @@ impl Recorder {
         }
     }
 
+    #[inline]
     fn drops(&mut self, link: u32, drops: &[(Packet, DropReason)], now: Instant, demux: &FxHashMap<FlowKey, u32>) {
+        if !self.config.events {
+            return;
+        }
         for (pkt, reason) in drops {
             self.event(link, pkt, QueueEvent::Drop(*reason), now, demux);
         }
     }
 
     /// A packet was offered to a traced queue, which dropped `drops` doing so.
+    #[inline]
     pub fn on_enqueue(&mut self, link: u32, pkt: &Packet, drops: &[(Packet, DropReason)], now: Instant,
                       demux: &FxHashMap<FlowKey, u32>) {
         self.event(link, pkt, QueueEvent::Enqueue, now, demux);
@@ -213,6 +258,7 @@ impl Recorder {
     }
 
     /// A traced queue was asked for a packet: it gave `sent` and dropped `drops`.
+    #[inline]
     pub fn on_dequeue(&mut self, link: u32, sent: Option<&Packet>, drops: &[(Packet, DropReason)], now: Instant,
                       demux: &FxHashMap<FlowKey, u32>) {
         self.drops(link, drops, now, demux);
@@ -228,6 +274,7 @@ impl Recorder {
     }
 
     /// A traced link finished serializing `pkt`.
+    #[inline]
     pub fn on_departure(&mut self, pkt: &Packet, now: Instant) {
         if self.config.pcap == Some(PcapPoint::Departures) {
             self.record_pcap(pkt, now);
@@ -235,6 +282,7 @@ impl Recorder {
     }
 
     /// A traced link lost `pkt` on the wire.
+    #[inline]
     pub fn on_link_loss(&mut self, link: u32, pkt: &Packet, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
         self.event(link, pkt, QueueEvent::Drop(DropReason::LinkLoss), now, demux);
         if let Some(d) = &mut self.delays {
@@ -243,6 +291,7 @@ impl Recorder {
     }
 
     /// Connection `c`'s data sender emitted `pkts` (RTT samples are timed from here).
+    #[inline]
     pub fn on_sender_emit(&mut self, c: u32, pkts: &[Packet], now: Instant) {
         if let Some(d) = &mut self.delays {
             d.on_sent(c, pkts, now);
@@ -250,6 +299,7 @@ impl Recorder {
     }
 
     /// A packet reached connection `c`'s data sender.
+    #[inline]
     pub fn on_sender_receive(&mut self, c: u32, pkt: &Packet, now: Instant) {
         if let Some(d) = &mut self.delays {
             d.on_ack(c, pkt, now);
