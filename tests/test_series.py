@@ -181,3 +181,15 @@ def test_the_estimate_extrapolates_a_run_longer_than_its_pilot():
     grows = sum(size for table, size in pilot.table_bytes.items() if table not in ("units", "links", "queue_delays"))
     fixed = sum(pilot.table_bytes.get(t, 0) for t in ("units", "links", "queue_delays"))
     assert estimate.disk_bytes == pytest.approx(3 * (grows * scale + fixed))
+
+
+def test_a_web_run_records_the_link_series_only(tmp_path):
+    """Web users open connections one after another: sampling them would keep every finished
+    connection's state to the end, so `run` records the bottleneck's series alone."""
+    out = tmp_path / "web"
+    result = runner.invoke(app, ["run", str(EXAMPLES / "dumbbell.toml"), "--set", "duration_s=30",
+                                 "--set", 'flows.0.app="web"', "--set", "flows.0.size_bytes=20000",
+                                 "--set", "flows.0.count=5", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "link_series.parquet").is_file() and (out / "run.png").is_file()
+    assert not (out / "flow_series.parquet").exists() and not (out / "flow_delays.parquet").exists()

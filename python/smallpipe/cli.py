@@ -209,13 +209,22 @@ DEFAULT_SERIES_FLOWS = 8
 
 
 def _default_series(scenario: Scenario, series_flows: int) -> list[str]:
-    """What `run` records unless told not to: the bottleneck series (``trace.links``) and the
-    first ``series_flows`` connections' series and delays. None for a streamed run
-    (``[output]``): a ``[trace]`` table keeps every connection's state to the end, which
-    streaming exists to avoid."""
-    if series_flows == 0 or scenario.to_dict().get("output"):
+    """What `run` records unless told not to: the bottleneck series (``trace.links``) and,
+    when every group's connections last the whole run (bulk, transfer, interactive), the
+    first ``series_flows`` connections' series and delays. Workloads that open connections
+    as they go (web, sessions, Poisson, replay) get the bottleneck series only: sampling
+    connections stops the simulator from freeing finished ones, whose memory would then
+    grow with the run. None for a streamed run (``[output]``) or ``series_flows`` 0."""
+    config = scenario.to_dict()
+    if series_flows == 0 or config.get("output"):
         return []
+    if any(group["app"] not in LASTING_APPS for group in config["flows"]):
+        return ["trace.links=true"]
     return ["trace.links=true", "trace.flow_delays=true", f"trace.first_flows={series_flows}"]
+
+
+LASTING_APPS = ("bulk", "transfer", "interactive")
+"""Apps whose connections are opened once per unit (the others open one after another)."""
 
 
 def _print_estimate(scenario: Scenario, *, runs: int = 1, parallel: int = 1, what: str = "run") -> Result | None:

@@ -89,7 +89,8 @@ def _draw_series(axes: Any, result: Result, label: str | None = None, drops: boo
             counts.plot(time_s, link.get_column("marked_pkts").to_numpy(), color="darkorange", linewidth=0.6,
                         alpha=0.7, label="ECN marks")
         counts.set_ylabel(f"drops, marks (packets per {interval_s * 1e3:g} ms)", color="firebrick")
-        counts.set_ylim(bottom=0)
+        most = link.select(pl.max_horizontal(pl.col("dropped_pkts").max(), pl.col("marked_pkts").max())).item()
+        counts.set_ylim(0, max(1, most or 0) * 1.05)  # no drops: an axis of whole packets, not of 0.05
         counts.legend(fontsize="x-small", loc="lower right")
     queue_axes.set(xlabel="time (s)", ylabel="queue length (packets)", title="Bottleneck queue")
     delay_axes.set(xlabel="time (s)", ylabel="queueing delay (ms)",

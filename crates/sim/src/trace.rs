@@ -506,6 +506,25 @@ mod tests {
         assert_eq!(&ids[..3], [0, 1, 3]);
     }
 
+    /// A link series alone reads no connection, so connections are still recycled (a web
+    /// workload's memory stays that of the untraced run) and the run is the same; anything
+    /// keyed by connection stops the recycling.
+    #[test]
+    fn a_link_series_alone_keeps_recycling() {
+        use crate::Simulator;
+        let web = |trace: &str| Scenario::from_json(&format!(
+            r#"{{"duration_s":20,"link":{{"rate_bps":1000000}},"flows":[{{"app":"web","count":4,"size_bytes":20000}}]{trace}}}"#
+        )).unwrap();
+        let links = web(r#","trace":{"links":true}"#);
+        assert!(Simulator::new(&links).unwrap().recycles_connections());
+        for keyed in [r#","trace":{"links":true,"first_flows":1}"#, r#","trace":{"flow_delays":true}"#, r#","trace":{"events":true}"#] {
+            assert!(!Simulator::new(&web(keyed)).unwrap().recycles_connections(), "{keyed}");
+        }
+        let (plain, traced) = (simulate(&web("")).unwrap(), simulate(&links).unwrap());
+        assert_eq!((plain.flows, plain.links), (traced.flows, traced.links));
+        assert!(!traced.traces.link_series.is_empty());
+    }
+
     /// Stored scenarios and their hashes stay as they were: no `"trace": null` key.
     #[test]
     fn an_absent_trace_table_leaves_the_canonical_scenario_unchanged() {

@@ -109,7 +109,13 @@ impl TraceConfig {
         ids
     }
 
-    pub(crate) fn samples(&self) -> bool {
+    /// Whether only the links' counters are read (`links`): nothing keyed by connection,
+    /// so connections may be recycled.
+    pub(crate) fn reads_links_only(&self) -> bool {
+        self.named_flows().is_empty() && !self.all_flows && !self.flow_delays && !self.events && self.pcap.is_none()
+    }
+
+        pub(crate) fn samples(&self) -> bool {
         self.links || self.all_flows || !self.flows.is_empty() || self.first_flows > 0
     }
 }

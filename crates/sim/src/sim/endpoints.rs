@@ -291,10 +291,11 @@ impl Simulator {
     }
 }
 
-/// Whether a scenario's connections are recycled: not when a table is keyed by slot (the
-/// `[trace]` recorder, `trace_conn`, `record_sender_epochs` read every endpoint by index).
+/// Whether a scenario's connections are recycled: not when a table is keyed by slot (a
+/// `[trace]` recorder that reads connections, `trace_conn`, `record_sender_epochs` read
+/// every endpoint by index); a recorder of the links' series alone reads none.
 pub(super) fn recycles(sc: &Scenario) -> bool {
-    sc.trace.is_none() && sc.trace_conn.is_none() && !sc.record_sender_epochs
+    sc.trace.as_ref().is_none_or(|t| t.reads_links_only()) && sc.trace_conn.is_none() && !sc.record_sender_epochs
 }
 
 /// The endpoint a packet is for, as demultiplexing by its 5-tuple finds it. The endpoint

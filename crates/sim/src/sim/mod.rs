@@ -296,6 +296,11 @@ impl Simulator {
         self.end.as_nanos()
     }
 
+    /// Whether finished connections' state is freed during the run (`endpoints::recycles`).
+    pub fn recycles_connections(&self) -> bool {
+        self.recycle
+    }
+
     /// The length of a slice (`FlowRow::first_slice` counts them).
     pub fn slice_ns(&self) -> u64 {
         self.slice.as_nanos()
