@@ -1,7 +1,8 @@
 """`smallpipe plan`: what a run would be before it is run. The scenario as it would be
 simulated (``--set`` applied), the memory guard's estimate and verdict, and the wall time
 and disk of the whole run extrapolated from a pilot: the run itself, stopped after about a
-second of wall time."""
+second of wall time. :func:`estimate_work` is the same estimate for runs, sweeps and
+comparisons, which print it in one line before they start."""
 
 from __future__ import annotations
 

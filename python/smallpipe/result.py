@@ -364,8 +364,9 @@ class Result:
         ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` (with ``scenario``, the
         canonical scenario as simulated) and ``scenario.json`` (the same, from which
         :meth:`read` rebuilds the :class:`Scenario`); with a
-        ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet`` and
-        ``events.parquet`` when recorded, and ``bottleneck.pcap``. Each file is written under
+        ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet``,
+        ``events.parquet``, ``flow_delays.parquet`` and ``flow_delay_hist.parquet`` when
+        recorded, and ``bottleneck.pcap``. Each file is written under
         a temporary name and renamed, ``meta.json`` last: a write that fails (a full disk)
         leaves no truncated file, and a folder without ``meta.json`` is one whose write did
         not finish (:meth:`read` says so). Raises OSError when a write fails.
