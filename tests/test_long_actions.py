@@ -118,6 +118,8 @@ def test_sigint_stops_a_long_run_within_a_second_with_partial_tables(tmp_path):
         text=True,
     )
     try:
+        estimate = process.stderr.readline()  # plan's estimate, from a pilot of about a second
+        assert estimate.startswith("estimate: about "), estimate
         line = process.stderr.readline()  # the first progress line, after 5 s of simulating
         assert "of 100000 s simulated" in line and "ETA" in line, line
         signalled = time.monotonic()

@@ -204,6 +204,47 @@ def _trace_overrides(
     return changes
 
 
+DEFAULT_SERIES_FLOWS = 8
+"""Connections whose senders `run` samples by default (``--series-flows``)."""
+
+
+def _default_series(scenario: Scenario, series_flows: int) -> list[str]:
+    """What `run` records unless told not to: the bottleneck series (``trace.links``) and,
+    when every group's connections last the whole run (bulk, transfer, interactive), the
+    first ``series_flows`` connections' series and delays. Workloads that open connections
+    as they go (web, sessions, Poisson, replay) get the bottleneck series only: sampling
+    connections stops the simulator from freeing finished ones, whose memory would then
+    grow with the run. None for a streamed run (``[output]``) or ``series_flows`` 0."""
+    config = scenario.to_dict()
+    if series_flows == 0 or config.get("output"):
+        return []
+    if any(group["app"] not in LASTING_APPS for group in config["flows"]):
+        return ["trace.links=true"]
+    return ["trace.links=true", "trace.flow_delays=true", f"trace.first_flows={series_flows}"]
+
+
+LASTING_APPS = ("bulk", "transfer", "interactive")
+"""Apps whose connections are opened once per unit (the others open one after another)."""
+
+
+def _print_estimate(scenario: Scenario, *, runs: int = 1, parallel: int = 1, what: str = "run") -> Result | None:
+    """Print `plan`'s estimate (wall time, disk, memory; from a pilot of ``scenario`` of at
+    most a second) in one line before the work starts. Returns the pilot's result when it
+    finished the whole run (a single run may use it instead of running again). A scenario
+    the pilot cannot run gets no line: the work that follows reports the error."""
+    from smallpipe.plan import PilotInterrupted, estimate_work
+
+    try:
+        estimate = estimate_work(scenario, runs=runs, parallel=parallel)
+    except PilotInterrupted:
+        error_console.print("interrupted while estimating: nothing ran", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except (ConfigError, SimulationError):
+        return None
+    error_console.print(estimate.line(what), markup=False, highlight=False, soft_wrap=True)
+    return estimate.plan.pilot.result if estimate.plan.pilot is not None else None
+
+
 def _show_and_write(result: Result, out_dir: Path, name: str) -> None:
     """What `run` and `testbed` end with: the summary table, the tables and run.png
     (titled ``name``, the scenario). An interrupted run gets no plot: drawing takes
@@ -289,6 +330,14 @@ def run(
     pcap: Annotated[
         bool, typer.Option(help="Capture both bottleneck directions as they leave the queue; writes bottleneck.pcap.")
     ] = False,
+    series_flows: Annotated[
+        int,
+        typer.Option(
+            min=0, max=10_000, metavar="N",
+            help="Record the bottleneck's time series and the first N connections' series and delays "
+            "(link_series, flow_series, flow_delays; 0: none). Streamed runs record none.",
+        ),
+    ] = DEFAULT_SERIES_FLOWS,
 ) -> None:
     """Run a scenario, print a summary, write the results and run.png.
 
@@ -298,17 +347,23 @@ def run(
         check_output_dir(out)
     trace = _trace_overrides(trace_flows, trace_links, trace_interval, events, pcap)
     scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace])
+    if series := _default_series(scenario, series_flows):
+        scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace, *series])
     try:  # what the simulator would ignore, refused before the folder is made
         check_simulable(scenario)
     except ConfigError as error:
         fail("invalid scenario", f"{scenario_path}: {error}")
     out_dir = _claim_output(out, force, lambda: new_run_directory(Path("results"), scenario_path.stem))
     interrupted = False
+    piloted = _print_estimate(scenario)
+    streamed = bool(scenario.to_dict().get("output"))
     try:
-        with SimulationProgress(error_console, f"simulating {scenario_path.name}") as progress, reporting_progress(
-            progress.start
-        ):
-            result = simulate(scenario, stream_dir=out_dir)
+        if piloted is not None and not streamed:  # the pilot ran it all: the same run, deterministic
+            result = piloted
+        else:
+            with SimulationProgress(error_console, f"simulating {scenario_path.name}") as progress, \
+                    reporting_progress(progress.start):
+                result = simulate(scenario, stream_dir=out_dir)
     except Interrupted as stop:
         result, interrupted = stop.result, True
     except ConfigError as error:  # found at set-up, e.g. a malformed replayed log
@@ -327,11 +382,48 @@ def run(
 
 
 @app.command()
+def plot(
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR...", help="Folders written by `smallpipe run`.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="PNG to write [default: RUN_DIR/run.png for one run; overlay.png here for several]."),
+    ] = None,
+) -> None:
+    """Redraw a run's run.png from its tables, or overlay several runs' bottleneck queue,
+    queueing delay and throughput over time (one colour per run)."""
+    from smallpipe.plots import plot_run, plot_runs
+
+    runs = []
+    for run_dir in run_dirs:
+        try:
+            runs.append((run_dir.name, Result.read(run_dir)))
+        except FileNotFoundError as error:
+            fail("error:", f"{run_dir}: {error}")
+    path = out if out is not None else (run_dirs[0] / "run.png" if len(runs) == 1 else Path("overlay.png"))
+    if path.is_dir():
+        fail("error:", f"--out {path} is a directory; expected the path of a PNG file")
+    check_writable_dir(path.parent, f"--out {path}: the folder")
+    try:
+        if len(runs) == 1:
+            plot_run(runs[0][1], path, name=runs[0][0])
+        else:
+            plot_runs(runs, path)
+    except ValueError as error:
+        fail("error:", str(error))
+    except OSError as error:
+        fail("error:", f"writing {path} failed ({error.strerror or error})")
+    console.print(f"plot written to [bold]{path}[/]")
+
+
+@app.command()
 def plan(
     scenario_path: Annotated[Path, typer.Argument(metavar="SCENARIO.toml", help="Scenario file.")],
     seed: SeedOption = None,
     overrides: OverridesOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+    series_flows: Annotated[
+        int, typer.Option(min=0, max=10_000, metavar="N", help="As `run --series-flows` (the series `run` records).")
+    ] = DEFAULT_SERIES_FLOWS,
 ) -> None:
     """Say what `run` would do, before doing it: the scenario as simulated (--set applied
     first), the estimated memory, wall time and disk, and what would be refused.
@@ -346,7 +438,11 @@ def plan(
         changes["seed"] = seed
     try:
         with printing_notes():
-            planned = plan_run(scenario_path, changes)
+            try:  # what `run` adds; a scenario refused as it stands is planned (and refused) without
+                series = _default_series(Scenario.from_toml(scenario_path, changes), series_flows)
+            except ConfigError:
+                series = []
+            planned = plan_run(scenario_path, changes | dict(parse_override(change) for change in series))
     except ConfigError as error:
         fail("invalid scenario", f"{scenario_path}: {error}")
     except FileNotFoundError as error:
@@ -693,6 +789,13 @@ def sweep(
     if parquet_dir is not None:
         check_output_dir(parquet_dir, "--parquet-dir")
     cores = os.cpu_count() or 1
+    if grid.runtime == "testbed":
+        real_s = sum(float(p.scenario["duration_s"]) for p in grid.points)
+        error_console.print(f"estimate for {len(grid.points):,} points: about {real_s:g} s wall "
+                            "(the testbed runs in real time, one point at a time)", markup=False, highlight=False)
+    elif grid.points:
+        _print_estimate(grid.points[0].scenario, runs=len(grid.points),
+                        parallel=workers or (cores if workers is None else 1), what="point")
     if workers is not None and workers > cores:
         error_console.print(
             f"warning: --workers {workers} is more than the {cores} cores here; "
@@ -776,16 +879,24 @@ def sweep(
 
 @app.command()
 def report(
-    db: Annotated[Path, typer.Argument(metavar="DB", help="Results database written by `smallpipe sweep`.")],
-    out: Annotated[Path | None, typer.Option(help="HTML file [default: DB with .html].")] = None,
+    db: Annotated[
+        Path,
+        typer.Argument(metavar="DB|RUN_DIR", help="Results database written by `smallpipe sweep`, or a run folder."),
+    ],
+    out: Annotated[
+        Path | None, typer.Option(help="HTML file [default: DB with .html; RUN_DIR/report.html].")
+    ] = None,
     force: Annotated[bool, typer.Option(help="Replace the HTML file if it exists.")] = False,
 ) -> None:
-    """Render a self-contained HTML report (tables and plots) of a sweep's results."""
+    """Render a self-contained HTML report (tables and plots) of a sweep's results, or of
+    one run folder (its links, figure over time, per-flow delay and loss with histograms)."""
     import duckdb
 
     from smallpipe.report import write_report
     from smallpipe.store import StoreError
 
+    if db.is_dir():
+        return _report_run(db, out, force)
     out_path = out if out is not None else db.with_suffix(".html")
     check_database(db, "DB", writable=False)
     if out_path.is_dir():
@@ -806,6 +917,29 @@ def report(
         fail("error:", f"writing --out {out_path} failed ({error.strerror or error})")
     console.print(f"report written to [bold]{out_path}[/]")
 
+
+
+def _report_run(run_dir: Path, out: Path | None, force: bool) -> None:
+    """`report` of a run folder (see run_report.py)."""
+    from smallpipe.run_report import write_run_report
+
+    if not (run_dir / "meta.json").is_file():
+        fail("error:", f"RUN_DIR {run_dir} holds no meta.json; expected a folder written by `smallpipe run` "
+             "(or a sweep's DuckDB file)")
+    out_path = out if out is not None else run_dir / "report.html"
+    if out_path.is_dir():
+        fail("error:", f"--out {out_path} is a directory; expected the path of an HTML file")
+    if out_path.exists() and not force:
+        fail("error:", f"--out {out_path} exists (an earlier report?); pass --force to replace it")
+    check_writable_dir(out_path.parent, f"--out {out_path}: the folder")
+    try:
+        with console.status(f"rendering {run_dir}…"):
+            write_run_report(run_dir, out_path)
+    except FileNotFoundError as error:
+        fail("error:", str(error))
+    except OSError as error:
+        fail("error:", f"writing --out {out_path} failed ({error.strerror or error})")
+    console.print(f"report written to [bold]{out_path}[/]")
 
 
 def _interval(metric: Any, row: dict[str, Any], name: str) -> str:
@@ -894,6 +1028,8 @@ def compare(
         fail("error:", f"{out_dir} holds a comparison made by smallpipe {earlier.get('version')} (this is "
              f"{__version__}, whose runs it would not reuse); pass --force to replace its table, or --out another folder")
     record.write_text(json.dumps(asked, indent=2) + "\n")
+    _print_estimate(plan.grid.points[0].scenario, runs=len(plan.grid.points),
+                    parallel=workers or ((os.cpu_count() or 1) if workers is None else 1))
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=error_console,

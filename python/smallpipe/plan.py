@@ -1,7 +1,8 @@
 """`smallpipe plan`: what a run would be before it is run. The scenario as it would be
 simulated (``--set`` applied), the memory guard's estimate and verdict, and the wall time
 and disk of the whole run extrapolated from a pilot: the run itself, stopped after about a
-second of wall time."""
+second of wall time. :func:`estimate_work` is the same estimate for runs, sweeps and
+comparisons, which print it in one line before they start."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from typing import Any
 from smallpipe import _smallpipe
 from smallpipe._smallpipe import ConfigError
 from smallpipe.guard import Estimate, estimate_memory
-from smallpipe.result import Interrupted, reporting_progress, simulate
+from smallpipe.result import Interrupted, Result, reporting_progress, simulate
 from smallpipe.scenario import Scenario, apply_overrides, check_simulable, read_toml
 
-__all__ = ["PILOT_WALL_S", "Pilot", "RunPlan", "plan_run"]
+__all__ = ["PILOT_WALL_S", "Pilot", "PilotInterrupted", "RunPlan", "WorkEstimate", "estimate_work", "plan_run"]
 
 PILOT_WALL_S = 1.0
 """Wall time the pilot simulates for before it is stopped."""
@@ -38,6 +39,12 @@ class Pilot:
     wall_s: float
     table_bytes: dict[str, int]
     finished: bool
+    result: Result | None = None
+    """The whole run's result when the pilot finished it (a caller may use it as the run)."""
+
+
+class PilotInterrupted(Exception):
+    """Ctrl-C during a pilot (not the pilot's own stop after ``PILOT_WALL_S``)."""
 
 
 @dataclass(frozen=True)
@@ -74,11 +81,14 @@ class RunPlan:
 
 
 def _pilot(scenario: Scenario) -> Pilot:
+    """Raises PilotInterrupted on Ctrl-C."""
     started = time.monotonic()
+    stopped = []
 
     def start(_: Scenario) -> Any:
         def progress(_now_ns: int, _end_ns: int) -> None:
             if time.monotonic() - started > PILOT_WALL_S:
+                stopped.append(True)
                 raise KeyboardInterrupt  # the simulator stops here and returns what it has
         return progress
 
@@ -87,13 +97,17 @@ def _pilot(scenario: Scenario) -> Pilot:
             result = simulate(scenario)
         finished = True
     except Interrupted as stop:
+        if not stopped:
+            raise PilotInterrupted from None
         result, finished = stop.result, False
+    except KeyboardInterrupt:
+        raise PilotInterrupted from None
     with tempfile.TemporaryDirectory(prefix="smallpipe-plan-") as tmp:
         result.write(tmp)
         sizes = {path.name.partition(".")[0]: path.stat().st_size for path in Path(tmp).iterdir()
                  if path.suffix in (".parquet", ".pcap")}
     simulated_s = result.meta.get("stopped_at_ns", result.meta["duration_ns"]) / 1e9
-    return Pilot(simulated_s, time.monotonic() - started, sizes, finished)
+    return Pilot(simulated_s, time.monotonic() - started, sizes, finished, result if finished else None)
 
 
 def plan_run(path: str | Path, overrides: Mapping[str, Any] | None = None, *, pilot: bool = True) -> RunPlan:
@@ -125,6 +139,58 @@ def plan_run(path: str | Path, overrides: Mapping[str, Any] | None = None, *, pi
     memory = estimate_memory(canonical)
     ran = _pilot(scenario) if pilot and scenario is not None and refusal is None else None
     return RunPlan(canonical, memory, refusal, ran)
+
+
+@dataclass(frozen=True)
+class WorkEstimate:
+    """What ``runs`` runs like ``scenario`` cost, ``parallel`` at a time, from one pilot of it."""
+
+    plan: RunPlan
+    runs: int
+    parallel: int
+
+    @property
+    def wall_s(self) -> float | None:
+        one = self.plan.wall_s
+        return None if one is None else one * math.ceil(self.runs / self.parallel)
+
+    @property
+    def disk_bytes(self) -> float | None:
+        one = self.plan.disk_bytes
+        return None if one is None else one * self.runs
+
+    @property
+    def memory_bytes(self) -> float:
+        return float(self.plan.memory.total_bytes * min(self.parallel, self.runs))
+
+    def line(self, what: str = "run") -> str:
+        """One line: ``estimate: about 2 s wall, 1.3 MB of tables, 40 MB of memory (...)``."""
+        pilot = self.plan.pilot
+        wall = "unknown wall time" if self.wall_s is None else f"about {human_seconds(self.wall_s)} wall"
+        disk = "" if self.disk_bytes is None else f", {human_bytes(self.disk_bytes)} of tables"
+        if pilot is None:
+            source = "no pilot"
+        elif pilot.finished:
+            source = f"a pilot ran the whole {'run' if self.runs == 1 else 'first ' + what} in {pilot.wall_s:.2g} s"
+        else:
+            source = (f"a pilot of the {'run' if self.runs == 1 else 'first ' + what} simulated "
+                      f"{pilot.simulated_s:.3g} of {self.plan.duration_s:g} s in {pilot.wall_s:.2g} s")
+        count = "" if self.runs == 1 else f" for {self.runs:,} {what}s, {self.parallel} at a time"
+        return (f"estimate{count}: {wall}{disk}, {human_bytes(self.memory_bytes)} of memory "
+                f"(estimated; {source})")
+
+
+def estimate_work(scenario: Scenario, *, runs: int = 1, parallel: int = 1) -> WorkEstimate:
+    """The wall time, disk and memory of ``runs`` runs like ``scenario``, ``parallel`` at a
+    time, extrapolated from a pilot of ``scenario`` (at most ``PILOT_WALL_S``): the
+    estimate `plan` prints, which `run`, `sweep` and `compare` print before they start.
+
+    Raises:
+        PilotInterrupted: Ctrl-C during the pilot.
+    """
+    config = scenario.to_dict()
+    plan = RunPlan(config, estimate_memory(config), None, _pilot(scenario))
+    return WorkEstimate(plan, runs, max(1, parallel))
 
 
 def human_bytes(n_bytes: float) -> str:

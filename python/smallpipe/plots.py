@@ -20,14 +20,111 @@ from smallpipe import metrics
 from smallpipe.result import Result
 from smallpipe.summary import SIZED_APPS, discipline
 
-__all__ = ["plot_fairness_vs_fair_share", "plot_run", "stamping_figures"]
+__all__ = [
+    "bottleneck_series",
+    "flow_goodput_series",
+    "plot_fairness_vs_fair_share",
+    "plot_run",
+    "plot_runs",
+    "stamping_figures",
+]
+
+BOTTLENECK = "bottleneck"
+"""The forward (data) direction of the bottleneck: the link the series panels show."""
+
+
+def bottleneck_series(result: Result) -> pl.DataFrame:
+    """The forward bottleneck's ``link_series`` per interval: ``time_s`` (the interval's
+    end), ``backlog_pkts`` (at that time), ``queue_delay_ms`` (mean of the packets dequeued
+    in it; null when none was), ``throughput_mbps`` (bytes dequeued over the interval),
+    ``dropped_pkts`` and ``marked_pkts``. Empty when the run recorded no link series."""
+    rows = result.link_series.filter(pl.col("link") == BOTTLENECK).sort("time_ns")
+    interval_ns = pl.col("time_ns").diff().fill_null(pl.col("time_ns"))
+    return rows.select(
+        (pl.col("time_ns") / 1e9).alias("time_s"),
+        "backlog_pkts",
+        pl.when(pl.col("dequeued_pkts") > 0)
+        .then(pl.col("queue_delay_ns_sum") / pl.col("dequeued_pkts") / 1e6)
+        .alias("queue_delay_ms"),
+        (pl.col("dequeued_bytes") * 8e3 / interval_ns).alias("throughput_mbps"),
+        "dropped_pkts",
+        "marked_pkts",
+    )
+
+
+def flow_goodput_series(result: Result) -> pl.DataFrame:
+    """Per sampled connection and interval: ``flow_id``, ``time_s`` (the interval's end) and
+    ``goodput_mbps`` (bytes newly acknowledged over the interval), with ``cwnd_bytes`` and
+    ``srtt_ms`` at that time. Empty when the run sampled no sender."""
+    rows = result.flow_series.sort("flow_id", "time_ns")
+    return rows.select(
+        "flow_id",
+        (pl.col("time_ns") / 1e9).alias("time_s"),
+        (pl.col("bytes_acked").diff().over("flow_id") * 8e3 / pl.col("time_ns").diff().over("flow_id")).alias(
+            "goodput_mbps"
+        ),
+        "cwnd_bytes",
+        (pl.col("srtt_ns") / 1e6).alias("srtt_ms"),
+    ).drop_nulls("goodput_mbps")
+
+
+def _draw_series(axes: Any, result: Result, label: str | None = None, drops: bool = True) -> None:
+    """Queue length, queueing delay and throughput of the bottleneck over time on three
+    axes (one line each, labelled ``label`` when several runs share the axes); with
+    ``drops``, the drops and ECN marks per interval on the queue panel's right axis."""
+    queue_axes, delay_axes, rate_axes = axes
+    link = bottleneck_series(result)
+    time_s = link.get_column("time_s").to_numpy()
+    (line,) = queue_axes.plot(time_s, link.get_column("backlog_pkts").to_numpy(), label=label, linewidth=1)
+    delay = link.get_column("queue_delay_ms").to_numpy()
+    delay_axes.plot(time_s, delay, color=line.get_color(), label=label, linewidth=1)
+    rate = link.get_column("throughput_mbps").to_numpy()
+    rate_axes.plot(time_s, rate, color=line.get_color(), linewidth=1, label=label)
+    interval_s = _interval_s(result)
+    if drops:
+        counts = queue_axes.twinx()
+        counts.plot(time_s, link.get_column("dropped_pkts").to_numpy(), color="firebrick", linewidth=0.6,
+                    alpha=0.7, label="drops")
+        if link.get_column("marked_pkts").sum() > 0:
+            counts.plot(time_s, link.get_column("marked_pkts").to_numpy(), color="darkorange", linewidth=0.6,
+                        alpha=0.7, label="ECN marks")
+        counts.set_ylabel(f"drops, marks (packets per {interval_s * 1e3:g} ms)", color="firebrick")
+        most = link.select(pl.max_horizontal(pl.col("dropped_pkts").max(), pl.col("marked_pkts").max())).item()
+        counts.set_ylim(0, max(1, most or 0) * 1.05)  # no drops: an axis of whole packets, not of 0.05
+        counts.legend(fontsize="x-small", loc="lower right")
+    queue_axes.set(xlabel="time (s)", ylabel="queue length (packets)", title="Bottleneck queue")
+    delay_axes.set(xlabel="time (s)", ylabel="queueing delay (ms)",
+                   title=f"Queueing delay (mean per {interval_s * 1e3:g} ms)")
+    rate_axes.set(xlabel="time (s)", ylabel="throughput (Mbit/s)", title="Bottleneck throughput")
+    for a in axes:
+        a.set_ylim(bottom=0)
+
+
+def _interval_s(result: Result) -> float:
+    return float((result.scenario.to_dict().get("trace") or {}).get("interval_s", 0.1))
+
+
+def _draw_flow_goodput(axes: Any, result: Result) -> None:
+    """Each sampled connection's goodput over time, averaged over 1 s (a flow of a few
+    packets per interval would otherwise jump between zero and one packet's rate)."""
+    window = max(1, round(1.0 / _interval_s(result)))
+    flows = flow_goodput_series(result)
+    for (flow_id,), rows in flows.group_by("flow_id", maintain_order=True):
+        smooth = rows.get_column("goodput_mbps").rolling_mean(window, min_samples=1) * 1e3
+        axes.plot(rows.get_column("time_s").to_numpy(), smooth.to_numpy(), linewidth=0.9, label=f"flow {flow_id}")
+    axes.set(xlabel="time (s)", ylabel="goodput (kbit/s, 1 s mean)", title="Per-flow goodput over time")
+    axes.set_ylim(bottom=0)
+    if flows.height:
+        axes.legend(fontsize="x-small", ncols=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") -> Path:
-    """Per-slice Jain index over time and the CDF of per-flow goodput, and for
-    interactive flows the CDF of response times, for sized transfers their completion
-    time against size and the CDF of each user's longest hang. Titled with ``name`` (the
-    scenario) and the discipline.
+    """With time series (``link_series``, recorded by `smallpipe run` by default) a first
+    row of the bottleneck's queue length, queueing delay and throughput over time, with
+    each sampled connection's goodput. Then per-slice Jain index over time and the CDF of
+    per-flow goodput, and for interactive flows the CDF of response times, for sized
+    transfers their completion time against size and the CDF of each user's longest hang.
+    Titled with ``name`` (the scenario) and the discipline.
 
     Writes a PNG to ``path`` and returns it.
     """
@@ -43,11 +140,25 @@ def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") ->
     )
     hangs_s = result.units.filter(pl.col("app").is_in(SIZED_APPS)).get_column("longest_hang_ns").to_numpy() / 1e9
     extra = [panel for panel, data in (("response", response_s.size), ("fct", sized.height), ("hang", hangs_s.size)) if data]
-    figure, axes = plt.subplots(1, 2 + len(extra), figsize=(5 * (2 + len(extra)), 4), layout="constrained")
+    series = not result.link_series.filter(pl.col("link") == BOTTLENECK).is_empty()
+    if not result.flow_series.is_empty():
+        extra.insert(0, "flow_goodput")
+    columns = max(2 + len(extra), 3 if series else 0)
+    figure, grid = plt.subplots(1 + series, columns, figsize=(5 * columns, 4 * (1 + series)), layout="constrained",
+                                squeeze=False)
+    if series:
+        _draw_series(grid[0][:3], result)
+        for unused in grid[0][3:]:
+            unused.set_axis_off()
+    axes = grid[-1]
+    for unused in axes[2 + len(extra):]:
+        unused.set_axis_off()
     fairness_axes, goodput_axes = axes[0], axes[1]
     figure.suptitle(f"{name} · {discipline(result.scenario)}")
-    for panel, panel_axes in zip(extra, axes[2:], strict=True):
-        if panel == "response":
+    for panel, panel_axes in zip(extra, axes[2:2 + len(extra)], strict=True):
+        if panel == "flow_goodput":
+            _draw_flow_goodput(panel_axes, result)
+        elif panel == "response":
             panel_axes.ecdf(response_s)
             panel_axes.set(xlabel="response time (s)", ylabel="fraction of bursts", title="Interactive response")
         elif panel == "hang":
@@ -66,6 +177,29 @@ def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") ->
     if goodput.len() > 0:
         goodput_axes.ecdf(goodput.to_numpy() / 1e3)
     goodput_axes.set(xlabel="goodput (kbit/s)", ylabel="fraction of flows", title="Per-flow goodput")
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def plot_runs(results: list[tuple[str, Result]], path: str | PathLike[str]) -> Path:
+    """Several runs' bottleneck series overlaid, one colour per run (labelled with its
+    name): queue length, queueing delay and throughput over time. Writes a PNG to ``path``.
+
+    Raises:
+        ValueError: a run has no time series (run before they were recorded by default,
+            or with ``--series-flows 0``).
+    """
+    path = Path(path)
+    missing = [name for name, r in results if r.link_series.filter(pl.col("link") == BOTTLENECK).is_empty()]
+    if missing:
+        raise ValueError(f"no bottleneck time series in {', '.join(missing)} (link_series.parquet); "
+                         "re-run with `smallpipe run` (it records them unless --series-flows 0) or --trace-links")
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")
+    for name, result in results:
+        _draw_series(axes, result, label=f"{name} · {discipline(result.scenario)}", drops=False)
+    axes[2].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.suptitle(" vs ".join(name for name, _ in results))
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path

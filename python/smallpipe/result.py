@@ -30,6 +30,9 @@ __all__ = [
     "BURSTS_SCHEMA",
     "EVENTS_SCHEMA",
     "FLOWS_SCHEMA",
+    "FLOW_DELAYS_SCHEMA",
+    "FLOW_DELAY_COLUMNS",
+    "FLOW_DELAY_HIST_SCHEMA",
     "FLOW_SERIES_SCHEMA",
     "LINKS_SCHEMA",
     "LINK_SERIES_SCHEMA",
@@ -43,6 +46,7 @@ __all__ = [
     "overriding",
     "reporting_progress",
     "simulate",
+    "with_flow_delays",
 ]
 
 FLOWS_SCHEMA = pl.Schema(
@@ -178,24 +182,74 @@ state names, see ``queue_states``) when the bottleneck is TAQ, else null. A conn
 appears while open and in the slice it closed in. Empty without ``record_sender_epochs``."""
 FLOW_SERIES_SCHEMA = pl.Schema(
     {"time_ns": pl.Int64, "flow_id": pl.Int64, "cwnd_bytes": pl.Int64, "ssthresh_bytes": pl.Int64,
-     "srtt_ns": pl.Int64, "rto_ns": pl.Int64, "flight_bytes": pl.Int64}
+     "srtt_ns": pl.Int64, "rto_ns": pl.Int64, "flight_bytes": pl.Int64, "bytes_acked": pl.Int64}
 )
 """With ``trace.flows`` or ``trace.all_flows``: each traced sender that is still open, every
 ``trace.interval_s`` and at the end: its congestion window, slow-start threshold, smoothed RTT
-(null before the first RTT sample), retransmission timeout and FlightSize (RFC 5681: bytes sent
-and not yet cumulatively acknowledged)."""
+(null before the first RTT sample), retransmission timeout, FlightSize (RFC 5681: bytes sent
+and not yet cumulatively acknowledged) and the application bytes acknowledged so far (goodput
+over an interval is its difference). ``trace.first_flows`` adds the first connections opened."""
 
 _DROP_REASONS = ("overlimit", "early", "flow_limit", "admission", "size_policy", "link_loss")
 LINK_SERIES_SCHEMA = pl.Schema(
     {"time_ns": pl.Int64, "link": pl.String, "enqueued_pkts": pl.Int64, "enqueued_bytes": pl.Int64,
      "dequeued_pkts": pl.Int64, "dequeued_bytes": pl.Int64, "dropped_pkts": pl.Int64}
     | {f"drop_{reason}": pl.Int64 for reason in _DROP_REASONS}
-    | {"backlog_pkts": pl.Int64, "backlog_bytes": pl.Int64}
+    | {"backlog_pkts": pl.Int64, "backlog_bytes": pl.Int64, "marked_pkts": pl.Int64, "queue_delay_ns_sum": pl.Int64}
 )
 """With ``trace.links``: per bottleneck direction, ``tc -s`` style, the packets (and bytes)
 offered to the queue, sent from it and dropped (by reason) in the interval that ends at
-``time_ns``, and the backlog at that time. Per interval, enqueued − dequeued − dropped is the
-backlog's change; the intervals' drops add up to the ``links`` table's."""
+``time_ns``, and the backlog at that time; the packets ECN-marked in the interval, and the sum of
+the queueing delays of the packets dequeued in it (over ``dequeued_pkts``: their mean delay).
+Per interval, enqueued − dequeued − dropped is the backlog's change; the intervals' drops add
+up to the ``links`` table's."""
+
+FLOW_DELAYS_SCHEMA = pl.Schema(
+    {"flow_id": pl.Int64, "rtt_samples": pl.Int64, "rtt_min_ns": pl.Int64, "rtt_mean_ns": pl.Float64,
+     "rtt_p99_ns": pl.Int64, "queue_delay_pkts": pl.Int64, "queue_delay_mean_ns": pl.Float64,
+     "queue_delay_p99_ns": pl.Int64, "jitter_mean_ns": pl.Float64, "offered_pkts": pl.Int64, "lost_pkts": pl.Int64}
+)
+"""With ``trace.flow_delays``: per sampled connection, FlowMonitor-style (docs/scenario.md):
+RTT samples timed from outside the sender (one segment at a time, none from a resent one),
+the queueing delay its data-direction packets saw at the bottleneck, its jitter (mean
+|difference| of consecutive packets' delays) and the packets offered to and lost at the
+bottleneck (queue drops and wire loss). Quantiles are read from a histogram of 8 buckets per
+doubling (to 9%). Also joined into ``flows`` as the ``FLOW_DELAY_COLUMNS``."""
+
+FLOW_DELAY_HIST_SCHEMA = pl.Schema(
+    {"flow_id": pl.Int64, "metric": pl.String, "upper_ns": pl.Int64, "count": pl.Int64}
+)
+"""With ``trace.flow_delays``: the non-empty buckets of each sampled connection's ``rtt`` and
+``queue_delay`` histograms (``upper_ns``: the bucket's upper end)."""
+
+FLOW_DELAY_COLUMNS = pl.Schema(
+    {"rtt_samples": pl.Int64, "rtt_min_ms": pl.Float64, "rtt_mean_ms": pl.Float64, "rtt_p99_ms": pl.Float64,
+     "queue_delay_mean_ms": pl.Float64, "queue_delay_p99_ms": pl.Float64, "jitter_ms": pl.Float64,
+     "loss_rate": pl.Float64}
+)
+"""Columns the ``flows`` table gains when the run recorded ``flow_delays`` (null for the
+connections not sampled): ``flow_delays`` in milliseconds, and ``loss_rate`` = lost / offered
+packets at the bottleneck. Retransmits are ``flows.retransmits`` already."""
+
+
+def with_flow_delays(flows: pl.DataFrame, delays: pl.DataFrame) -> pl.DataFrame:
+    """``flows`` with the ``FLOW_DELAY_COLUMNS`` of the connections in ``delays`` (a
+    ``flow_delays`` table); unchanged when ``delays`` is empty (the run did not record them)."""
+    if delays.is_empty():
+        return flows
+    ms = 1e-6
+    columns = delays.select(
+        "flow_id",
+        "rtt_samples",
+        (pl.col("rtt_min_ns") * ms).alias("rtt_min_ms"),
+        (pl.col("rtt_mean_ns") * ms).alias("rtt_mean_ms"),
+        (pl.col("rtt_p99_ns") * ms).alias("rtt_p99_ms"),
+        (pl.col("queue_delay_mean_ns") * ms).alias("queue_delay_mean_ms"),
+        (pl.col("queue_delay_p99_ns") * ms).alias("queue_delay_p99_ms"),
+        (pl.col("jitter_mean_ns") * ms).alias("jitter_ms"),
+        pl.when(pl.col("offered_pkts") > 0).then(pl.col("lost_pkts") / pl.col("offered_pkts")).alias("loss_rate"),
+    ).cast(FLOW_DELAY_COLUMNS)
+    return flows.drop([c for c in FLOW_DELAY_COLUMNS if c in flows.columns]).join(columns, on="flow_id", how="left")
 
 EVENTS_SCHEMA = pl.Schema(
     {"time_ns": pl.Int64, "link": pl.String, "event": pl.String, "reason": pl.String, "flow_id": pl.Int64,
@@ -222,6 +276,8 @@ _TRACE_TABLES = {
     "flow_series": FLOW_SERIES_SCHEMA,
     "link_series": LINK_SERIES_SCHEMA,
     "events": EVENTS_SCHEMA,
+    "flow_delays": FLOW_DELAYS_SCHEMA,
+    "flow_delay_hist": FLOW_DELAY_HIST_SCHEMA,
 }
 """The ``[trace]`` tables: written only by runs that recorded them."""
 PCAP_FILE = "bottleneck.pcap"
@@ -230,7 +286,8 @@ PCAP_FILE = "bottleneck.pcap"
 @dataclass(frozen=True)
 class Result:
     """The output of one run: ten tables, run metadata and the scenario that made it, and
-    with the scenario's ``[trace]`` table three more and a pcap (docs/scenario.md).
+    with the scenario's ``[trace]`` table up to five more and a pcap (docs/scenario.md); with
+    ``trace.flow_delays`` the ``flows`` table also has the ``FLOW_DELAY_COLUMNS``.
 
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
@@ -266,6 +323,8 @@ class Result:
     flow_series: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_SERIES_SCHEMA))
     link_series: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LINK_SERIES_SCHEMA))
     events: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EVENTS_SCHEMA))
+    flow_delays: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_DELAYS_SCHEMA))
+    flow_delay_hist: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_DELAY_HIST_SCHEMA))
     pcap: bytes | None = None
     """A pcap (nanosecond timestamps, Ethernet) of both bottleneck directions, with ``trace.pcap``."""
     stream_dir: Path | None = None
@@ -296,6 +355,7 @@ class Result:
                     f"missing {sorted(missing)}, unexpected {sorted(unexpected)}"
                 )
             frames[table] = pl.DataFrame(columns, schema=schema, strict=False)
+        frames["flows"] = with_flow_delays(frames["flows"], frames["flow_delays"])
         return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"], stream_dir=None)
 
     def write(self, directory: str | PathLike[str]) -> Path:
@@ -306,8 +366,9 @@ class Result:
         ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` (with ``scenario``, the
         canonical scenario as simulated) and ``scenario.json`` (the same, from which
         :meth:`read` rebuilds the :class:`Scenario`); with a
-        ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet`` and
-        ``events.parquet`` when recorded, and ``bottleneck.pcap``. Each file is written under
+        ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet``,
+        ``events.parquet``, ``flow_delays.parquet`` and ``flow_delay_hist.parquet`` when
+        recorded, and ``bottleneck.pcap``. Each file is written under
         a temporary name and renamed, ``meta.json`` last: a write that fails (a full disk)
         leaves no truncated file, and a folder without ``meta.json`` is one whose write did
         not finish (:meth:`read` says so). Raises OSError when a write fails.
@@ -339,6 +400,7 @@ class Result:
         frames = {table: _read_table(directory / f"{table}.parquet", schema) for table, schema in _TABLES.items()}
         for table, schema in _TRACE_TABLES.items():
             frames[table] = _read_table(directory / f"{table}.parquet", schema)
+        frames["flows"] = with_flow_delays(frames["flows"], frames["flow_delays"])
         pcap_path = directory / PCAP_FILE
         if not (directory / "meta.json").is_file():
             raise FileNotFoundError(

@@ -236,6 +236,7 @@ fn traces_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, t: &TraceOutpu
     series.set_item("srtt_ns", f.iter().map(|x| x.srtt_ns).collect::<Vec<_>>())?;
     series.set_item("rto_ns", f.iter().map(|x| x.rto_ns).collect::<Vec<_>>())?;
     series.set_item("flight_bytes", f.iter().map(|x| x.flight_bytes).collect::<Vec<_>>())?;
+    series.set_item("bytes_acked", f.iter().map(|x| x.bytes_acked).collect::<Vec<_>>())?;
     out.set_item("flow_series", series)?;
 
     let links = PyDict::new(py);
@@ -253,6 +254,8 @@ fn traces_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, t: &TraceOutpu
     }
     links.set_item("backlog_pkts", l.iter().map(|x| x.backlog_pkts).collect::<Vec<_>>())?;
     links.set_item("backlog_bytes", l.iter().map(|x| x.backlog_bytes).collect::<Vec<_>>())?;
+    links.set_item("marked_pkts", l.iter().map(|x| x.marked_pkts).collect::<Vec<_>>())?;
+    links.set_item("queue_delay_ns_sum", l.iter().map(|x| x.queue_delay_ns_sum).collect::<Vec<_>>())?;
     out.set_item("link_series", links)?;
 
     let events = PyDict::new(py);
@@ -272,6 +275,29 @@ fn traces_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, t: &TraceOutpu
     events.set_item("flags", e.iter().map(|x| u32::from(x.flags)).collect::<Vec<_>>())?;
     events.set_item("len_bytes", e.iter().map(|x| x.len_bytes).collect::<Vec<_>>())?;
     out.set_item("events", events)?;
+
+    let delays = PyDict::new(py);
+    let d = &t.flow_delays;
+    delays.set_item("flow_id", d.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    delays.set_item("rtt_samples", d.iter().map(|x| x.rtt_samples).collect::<Vec<_>>())?;
+    delays.set_item("rtt_min_ns", d.iter().map(|x| x.rtt_min_ns).collect::<Vec<_>>())?;
+    delays.set_item("rtt_mean_ns", d.iter().map(|x| x.rtt_mean_ns).collect::<Vec<_>>())?;
+    delays.set_item("rtt_p99_ns", d.iter().map(|x| x.rtt_p99_ns).collect::<Vec<_>>())?;
+    delays.set_item("queue_delay_pkts", d.iter().map(|x| x.queue_delay_pkts).collect::<Vec<_>>())?;
+    delays.set_item("queue_delay_mean_ns", d.iter().map(|x| x.queue_delay_mean_ns).collect::<Vec<_>>())?;
+    delays.set_item("queue_delay_p99_ns", d.iter().map(|x| x.queue_delay_p99_ns).collect::<Vec<_>>())?;
+    delays.set_item("jitter_mean_ns", d.iter().map(|x| x.jitter_mean_ns).collect::<Vec<_>>())?;
+    delays.set_item("offered_pkts", d.iter().map(|x| x.offered_pkts).collect::<Vec<_>>())?;
+    delays.set_item("lost_pkts", d.iter().map(|x| x.lost_pkts).collect::<Vec<_>>())?;
+    out.set_item("flow_delays", delays)?;
+
+    let hist = PyDict::new(py);
+    let h = &t.flow_delay_buckets;
+    hist.set_item("flow_id", h.iter().map(|x| x.flow_id).collect::<Vec<_>>())?;
+    hist.set_item("metric", h.iter().map(|x| x.metric).collect::<Vec<_>>())?;
+    hist.set_item("upper_ns", h.iter().map(|x| x.upper_ns).collect::<Vec<_>>())?;
+    hist.set_item("count", h.iter().map(|x| x.count).collect::<Vec<_>>())?;
+    out.set_item("flow_delay_hist", hist)?;
 
     out.set_item("pcap", t.pcap.as_deref().map(|b| PyBytes::new(py, b)))?;
     Ok(())

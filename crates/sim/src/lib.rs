@@ -8,6 +8,7 @@
 mod checks;
 pub mod config;
 pub mod epochs;
+pub mod flow_delays;
 pub mod flows;
 pub mod workload;
 pub mod event;

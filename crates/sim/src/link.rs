@@ -83,7 +83,7 @@ impl Link {
     }
 
     /// If idle, take the next packet from the queue; returns when its serialization ends.
-    #[inline]
+    #[inline(always)] // the hooks of `[trace]` in its callers made the inliner stop (callgrind: +3.7% per event)
     pub fn start_tx(&mut self, now: Instant) -> Option<Instant> {
         if self.sending.is_some() {
             return None;
@@ -98,7 +98,7 @@ impl Link {
     /// dequeued at `now` without the trip through the queue (most offers to access links).
     /// Returns when its serialization ends, or `None` (nothing done) if the discipline
     /// would not pass it.
-    #[inline]
+    #[inline(always)] // the hooks of `[trace]` in its callers made the inliner stop (callgrind: +3.7% per event)
     pub fn pass_through(&mut self, pkt: Packet, now: Instant) -> Option<Instant> {
         debug_assert!(self.sending.is_none());
         let pkt = self.queue.pass_through(pkt, now)?;

@@ -6,6 +6,7 @@
 //! delivers exactly what the untraced one does.
 
 pub use crate::trace_config::{PcapPoint, TraceConfig};
+use crate::flow_delays::FlowDelays;
 use crate::pcap::PcapBuffer;
 use crate::tcp::Endpoint;
 use crate::link::Link;
@@ -24,6 +25,8 @@ pub struct FlowSampleRow {
     pub rto_ns: u64,
     /// RFC 5681 FlightSize: sent and not yet cumulatively acknowledged.
     pub flight_bytes: u64,
+    /// Application bytes the peer has acknowledged so far (goodput is its rate of change).
+    pub bytes_acked: u64,
 }
 
 /// A bottleneck queue over the interval ending at `time_ns` (counters) and at that time
@@ -39,6 +42,11 @@ pub struct LinkSampleRow {
     pub dropped_pkts: [u64; DropReason::COUNT],
     pub backlog_pkts: u64,
     pub backlog_bytes: u64,
+    /// Packets ECN-marked in the interval (every mark reason).
+    pub marked_pkts: u64,
+    /// Sum of the queueing delays of the packets dequeued in the interval, ns (over
+    /// `dequeued_pkts`: their mean).
+    pub queue_delay_ns_sum: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +79,9 @@ pub struct TraceOutput {
     pub link_series: Vec<LinkSampleRow>,
     pub events: Vec<EventRow>,
     pub pcap: Option<Vec<u8>>,
+    /// With `flow_delays`: one row per traced flow, and their histograms' non-empty buckets.
+    pub flow_delays: Vec<crate::flow_delays::FlowDelayRow>,
+    pub flow_delay_buckets: Vec<crate::flow_delays::FlowDelayBucket>,
     /// Tables (`flow_series`, `link_series`, `events`, `pcap`) that hit their cap.
     pub truncated: Vec<&'static str>,
 }
@@ -108,6 +119,11 @@ pub(crate) struct Recorder {
     link_series: Capped<LinkSampleRow>,
     events: Capped<EventRow>,
     pcap: Option<PcapBuffer>,
+    delays: Option<FlowDelays>,
+    /// The connections sampled by name (`TraceConfig::named_flows`).
+    named: Vec<u32>,
+    /// Bit `l`: link `l` gets the per-packet hooks (`hooks`).
+    hooked: u32,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -115,12 +131,20 @@ struct Counts {
     arrived: (u64, u64),
     departed: (u64, u64),
     dropped: [u64; DropReason::COUNT],
+    marked: u64,
+    sojourn_ns: u128,
 }
 
 impl Counts {
     fn of(link: &Link) -> Self {
         let s = link.queue.stats();
-        Counts { arrived: (s.arrived_pkts, s.arrived_bytes), departed: (s.departed_pkts, s.departed_bytes), dropped: s.dropped_pkts }
+        Counts {
+            arrived: (s.arrived_pkts, s.arrived_bytes),
+            departed: (s.departed_pkts, s.departed_bytes),
+            dropped: s.dropped_pkts,
+            marked: s.marked.total_pkts(),
+            sojourn_ns: link.queue.sojourn_ns_sum(),
+        }
     }
 }
 
@@ -136,11 +160,42 @@ impl Recorder {
             link_series: Capped::new(config.max_rows),
             events: Capped::new(config.max_rows),
             pcap: config.pcap.map(|_| PcapBuffer::new(config.pcap_snaplen, config.max_pcap_bytes)),
+            delays: config.flow_delays.then(|| FlowDelays::new(&config.named_flows(), config.all_flows)),
+            named: config.named_flows(),
+            hooked: (0..links.len().min(32) as u32)
+                .filter(|&l| config.events || config.pcap.is_some() || (config.flow_delays && l != 1))
+                .fold(0, |mask, l| mask | 1 << l),
         }
     }
 
     pub fn traces(&self, link: u32) -> bool {
         link < self.n_links
+    }
+
+    /// Whether the per-packet hooks (`on_enqueue`, `on_dequeue`, `on_departure`,
+    /// `on_link_loss`, `on_pass_through`) want `link`'s packets: every traced link's for the
+    /// event trace and the pcap, the data directions' (not `bottleneck_reverse`, link 1) for
+    /// `flow_delays`; none for the time series alone, which read the queues' counters.
+    #[inline]
+    pub fn hooks(&self, link: u32) -> bool {
+        self.hooked.checked_shr(link).is_some_and(|m| m & 1 != 0) // links from 32 on: never
+    }
+
+    /// Whether every packet offered to traced `link` must enter its queue (the event trace
+    /// and an arrivals pcap see each enqueue); otherwise an idle link may pass a packet
+    /// straight through (`Link::pass_through`) and the recorder hears of it by `on_pass_through`.
+    #[inline]
+    pub fn sees_every_enqueue(&self, link: u32) -> bool {
+        self.traces(link) && (self.config.events || self.config.pcap == Some(PcapPoint::Arrivals))
+    }
+
+    /// An idle traced link sent `pkt` at once, without queueing it.
+    #[inline]
+    pub fn on_pass_through(&mut self, pkt: &Packet) {
+        if let Some(d) = &mut self.delays {
+            d.on_offered(pkt);
+            d.on_passed(pkt);
+        }
     }
 
     /// The first sample time, if any time series is on.
@@ -153,8 +208,17 @@ impl Recorder {
         now + Duration::from_secs_f64(self.config.interval_s)
     }
 
+    /// Records a queue event if the event trace is on (checked here, inlined: the hooks run
+    /// for every bottleneck packet).
+    #[inline(always)]
     fn event(&mut self, link: u32, pkt: &Packet, event: QueueEvent, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
         if self.config.events {
+            self.record_event(link, pkt, event, now, demux);
+        }
+    }
+
+    fn record_event(&mut self, link: u32, pkt: &Packet, event: QueueEvent, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
+        {
             self.events.push(EventRow {
                 time_ns: now.as_nanos(),
                 link: link as u8,
@@ -168,32 +232,49 @@ impl Recorder {
         }
     }
 
+    #[inline]
     fn drops(&mut self, link: u32, drops: &[(Packet, DropReason)], now: Instant, demux: &FxHashMap<FlowKey, u32>) {
+        if !self.config.events {
+            return;
+        }
         for (pkt, reason) in drops {
             self.event(link, pkt, QueueEvent::Drop(*reason), now, demux);
         }
     }
 
     /// A packet was offered to a traced queue, which dropped `drops` doing so.
+    #[inline]
     pub fn on_enqueue(&mut self, link: u32, pkt: &Packet, drops: &[(Packet, DropReason)], now: Instant,
                       demux: &FxHashMap<FlowKey, u32>) {
         self.event(link, pkt, QueueEvent::Enqueue, now, demux);
         self.drops(link, drops, now, demux);
+        if let Some(d) = &mut self.delays {
+            d.on_offered(pkt);
+            drops.iter().for_each(|(p, _)| d.on_lost(p));
+        }
         if self.config.pcap == Some(PcapPoint::Arrivals) {
             self.record_pcap(pkt, now);
         }
     }
 
     /// A traced queue was asked for a packet: it gave `sent` and dropped `drops`.
+    #[inline]
     pub fn on_dequeue(&mut self, link: u32, sent: Option<&Packet>, drops: &[(Packet, DropReason)], now: Instant,
                       demux: &FxHashMap<FlowKey, u32>) {
         self.drops(link, drops, now, demux);
         if let Some(pkt) = sent {
             self.event(link, pkt, QueueEvent::Dequeue, now, demux);
         }
+        if let Some(d) = &mut self.delays {
+            drops.iter().for_each(|(p, _)| d.on_lost(p));
+            if let Some(pkt) = sent {
+                d.on_dequeued(pkt, now);
+            }
+        }
     }
 
     /// A traced link finished serializing `pkt`.
+    #[inline]
     pub fn on_departure(&mut self, pkt: &Packet, now: Instant) {
         if self.config.pcap == Some(PcapPoint::Departures) {
             self.record_pcap(pkt, now);
@@ -201,8 +282,28 @@ impl Recorder {
     }
 
     /// A traced link lost `pkt` on the wire.
+    #[inline]
     pub fn on_link_loss(&mut self, link: u32, pkt: &Packet, now: Instant, demux: &FxHashMap<FlowKey, u32>) {
         self.event(link, pkt, QueueEvent::Drop(DropReason::LinkLoss), now, demux);
+        if let Some(d) = &mut self.delays {
+            d.on_lost(pkt);
+        }
+    }
+
+    /// Connection `c`'s data sender emitted `pkts` (RTT samples are timed from here).
+    #[inline]
+    pub fn on_sender_emit(&mut self, c: u32, pkts: &[Packet], now: Instant) {
+        if let Some(d) = &mut self.delays {
+            d.on_sent(c, pkts, now);
+        }
+    }
+
+    /// A packet reached connection `c`'s data sender.
+    #[inline]
+    pub fn on_sender_receive(&mut self, c: u32, pkt: &Packet, now: Instant) {
+        if let Some(d) = &mut self.delays {
+            d.on_ack(c, pkt, now);
+        }
     }
 
     fn record_pcap(&mut self, pkt: &Packet, now: Instant) {
@@ -237,6 +338,8 @@ impl Recorder {
                     dropped_pkts: dropped,
                     backlog_pkts: l.queue.len_pkts() as u64,
                     backlog_bytes: l.queue.backlog_bytes(),
+                    marked_pkts: now_c.marked - last.marked,
+                    queue_delay_ns_sum: (now_c.sojourn_ns - last.sojourn_ns) as u64,
                 });
             }
         }
@@ -252,13 +355,14 @@ impl Recorder {
                     srtt_ns: ep.rtt_estimator().srtt().map(|d| d.as_nanos()),
                     rto_ns: ep.rto().as_nanos(),
                     flight_bytes: ep.flight_bytes(),
+                    bytes_acked: ep.bytes_acked(),
                 });
             }
         };
         if self.config.all_flows {
             (0..n_conns).for_each(&mut sample_flow);
         } else {
-            self.config.flows.iter().for_each(|&c| sample_flow(c as usize));
+            self.named.iter().for_each(|&c| sample_flow(c as usize));
         }
     }
 
@@ -270,7 +374,10 @@ impl Recorder {
                 truncated.push(name);
             }
         }
+        let (flow_delays, flow_delay_buckets) = self.delays.map_or_else(Default::default, FlowDelays::finish);
         TraceOutput {
+            flow_delays,
+            flow_delay_buckets,
             link_names: self.link_names,
             flow_series: self.flow_series.rows,
             link_series: self.link_series.rows,
@@ -296,7 +403,7 @@ mod tests {
         .unwrap()
     }
 
-    const ALL: &str = r#","trace":{"interval_s":0.05,"all_flows":true,"links":true,"events":true,"pcap":"departures"}"#;
+    const ALL: &str = r#","trace":{"interval_s":0.05,"all_flows":true,"links":true,"events":true,"pcap":"departures","flow_delays":true}"#;
 
     #[test]
     fn tracing_does_not_change_the_run() {
@@ -326,6 +433,11 @@ mod tests {
             // A packet still being serialized at the end has left the queue but is not yet counted.
             let dequeued = rows.iter().map(|s| s.dequeued_pkts).sum::<u64>();
             assert!(dequeued - link.tx_pkts <= 1, "{dequeued} dequeued, {} sent", link.tx_pkts);
+            // The intervals' delay sums over their departures give the link's mean delay.
+            let delay_ns = rows.iter().map(|s| s.queue_delay_ns_sum).sum::<u64>() as f64;
+            let mean_ms = delay_ns / dequeued as f64 / 1e6;
+            assert!((mean_ms - link.mean_queue_delay_ms).abs() <= 1e-9 * mean_ms.max(1.0), "{mean_ms} {}", link.mean_queue_delay_ms);
+            assert!(rows.iter().all(|s| s.marked_pkts == 0), "DropTail marks nothing");
             let mut backlog = 0i64;
             for s in &rows {
                 assert!(s.backlog_pkts <= 20, "{}: backlog {} at {}", link.name, s.backlog_pkts, s.time_ns);
@@ -338,6 +450,12 @@ mod tests {
         assert!(!t.flow_series.is_empty());
         assert!(t.flow_series.iter().all(|s| s.cwnd_bytes >= 1448 && s.rto_ns >= 200_000_000), "RFC 5681: cwnd ≥ 1 MSS");
         assert!(t.flow_series.iter().any(|s| s.srtt_ns.is_some() && s.flight_bytes > 0));
+        // Acknowledged bytes only grow, and end at most at what the receiver got.
+        for f in 0..4 {
+            let acked: Vec<u64> = t.flow_series.iter().filter(|s| s.flow_id == f).map(|s| s.bytes_acked).collect();
+            assert!(acked.windows(2).all(|w| w[0] <= w[1]));
+            assert!(*acked.last().unwrap() <= r.flows[f as usize].bytes_delivered);
+        }
     }
 
     /// The event trace has one enqueue per packet offered to the queue, one dequeue per
@@ -378,6 +496,35 @@ mod tests {
         assert!(t.pcap.as_ref().unwrap().len() <= 10_000);
     }
 
+    /// `first_flows = 2` with `flows = [3]` samples connections 0, 1 and 3, each once per time.
+    #[test]
+    fn first_flows_sample_the_first_connections() {
+        let r = simulate(&scenario(r#","trace":{"first_flows":2,"flows":[3,1],"interval_s":1}"#)).unwrap();
+        let mut ids: Vec<u32> = r.traces.flow_series.iter().map(|s| s.flow_id).collect();
+        assert_eq!(ids.len(), 3 * 20, "3 flows, 20 samples each");
+        ids.dedup();
+        assert_eq!(&ids[..3], [0, 1, 3]);
+    }
+
+    /// A link series alone reads no connection, so connections are still recycled (a web
+    /// workload's memory stays that of the untraced run) and the run is the same; anything
+    /// keyed by connection stops the recycling.
+    #[test]
+    fn a_link_series_alone_keeps_recycling() {
+        use crate::Simulator;
+        let web = |trace: &str| Scenario::from_json(&format!(
+            r#"{{"duration_s":20,"link":{{"rate_bps":1000000}},"flows":[{{"app":"web","count":4,"size_bytes":20000}}]{trace}}}"#
+        )).unwrap();
+        let links = web(r#","trace":{"links":true}"#);
+        assert!(Simulator::new(&links).unwrap().recycles_connections());
+        for keyed in [r#","trace":{"links":true,"first_flows":1}"#, r#","trace":{"flow_delays":true}"#, r#","trace":{"events":true}"#] {
+            assert!(!Simulator::new(&web(keyed)).unwrap().recycles_connections(), "{keyed}");
+        }
+        let (plain, traced) = (simulate(&web("")).unwrap(), simulate(&links).unwrap());
+        assert_eq!((plain.flows, plain.links), (traced.flows, traced.links));
+        assert!(!traced.traces.link_series.is_empty());
+    }
+
     /// Stored scenarios and their hashes stay as they were: no `"trace": null` key.
     #[test]
     fn an_absent_trace_table_leaves_the_canonical_scenario_unchanged() {
@@ -389,7 +536,8 @@ mod tests {
     fn bad_trace_settings_name_the_field() {
         for (trace, field) in [(r#"{"interval_s":0}"#, "trace.interval_s"), (r#"{"interval_s":1e-9}"#, "trace.interval_s"),
                                (r#"{"pcap_snaplen":20}"#, "trace.pcap_snaplen"), (r#"{"max_rows":0}"#, "trace.max_rows"),
-                               (r#"{"max_pcap_bytes":1e12}"#, "trace.max_pcap_bytes"), (r#"{"pcap":"both"}"#, "trace.pcap")] {
+                               (r#"{"max_pcap_bytes":1e12}"#, "trace.max_pcap_bytes"), (r#"{"pcap":"both"}"#, "trace.pcap"),
+                               (r#"{"first_flows":20000}"#, "trace.first_flows")] {
             let json = format!(r#"{{"flows":[{{"app":"bulk"}}],"trace":{trace}}}"#);
             let e = Scenario::from_json(&json).unwrap_err();
             assert_eq!(e.field, field, "{trace}: {e}");

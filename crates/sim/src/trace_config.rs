@@ -28,6 +28,10 @@ pub struct TraceConfig {
     /// Sample every open connection's sender (bounded by `max_rows`).
     #[serde(default)]
     pub all_flows: bool,
+    /// Also sample the first this many connections the run opens (`smallpipe run` records
+    /// the first 8 by default); unlike `flows`, ids never opened are not an error to report.
+    #[serde(default)]
+    pub first_flows: u32,
     /// Per bottleneck direction and interval: packets enqueued, dequeued, dropped by
     /// reason, and the backlog at the interval's end.
     #[serde(default)]
@@ -35,6 +39,10 @@ pub struct TraceConfig {
     /// Every enqueue, dequeue and drop (with its reason) at the bottleneck queues.
     #[serde(default)]
     pub events: bool,
+    /// Per traced flow (`flows` or `all_flows`), FlowMonitor-style: RTT samples, queueing
+    /// delay and jitter at the bottleneck, packets lost there (`crate::flow_delays`).
+    #[serde(default)]
+    pub flow_delays: bool,
     /// A pcap of both bottleneck directions (and the diamond's path 2), taken at this point.
     #[serde(default)]
     pub pcap: Option<PcapPoint>,
@@ -67,6 +75,7 @@ const MAX_PCAP_BYTES: u64 = 1 << 30;
 /// Ethernet, IPv4 and TCP headers without options: the least a frame must keep.
 const MIN_SNAPLEN: u32 = 54;
 const MAX_SAMPLES: f64 = 1e6;
+const MAX_FIRST_FLOWS: u32 = 10_000;
 
 impl TraceConfig {
     pub fn validate(&self, duration_s: f64) -> Result<(), ConfigError> {
@@ -80,6 +89,9 @@ impl TraceConfig {
         if !(MIN_SNAPLEN..=65_535).contains(&self.pcap_snaplen) {
             return bad("pcap_snaplen", &self.pcap_snaplen, "bytes in [54, 65535] (54: Ethernet, IPv4 and TCP headers)");
         }
+        if self.first_flows > MAX_FIRST_FLOWS {
+            return bad("first_flows", &self.first_flows, "a connection count in [0, 10000] (all_flows samples every one)");
+        }
         if !(1..=MAX_ROWS).contains(&self.max_rows) {
             return bad("max_rows", &self.max_rows, "a row count in [1, 10000000]");
         }
@@ -89,7 +101,21 @@ impl TraceConfig {
         Ok(())
     }
 
-    pub(crate) fn samples(&self) -> bool {
-        self.links || self.all_flows || !self.flows.is_empty()
+    /// The connections sampled by name: `flows` and the first `first_flows`.
+    pub(crate) fn named_flows(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = (0..self.first_flows).chain(self.flows.iter().copied()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Whether only the links' counters are read (`links`): nothing keyed by connection,
+    /// so connections may be recycled.
+    pub(crate) fn reads_links_only(&self) -> bool {
+        self.named_flows().is_empty() && !self.all_flows && !self.flow_delays && !self.events && self.pcap.is_none()
+    }
+
+        pub(crate) fn samples(&self) -> bool {
+        self.links || self.all_flows || !self.flows.is_empty() || self.first_flows > 0
     }
 }

@@ -183,6 +183,12 @@ impl<Q: Qdisc> Accounted<Q> {
         }
     }
 
+    /// Sum of the sojourn times of departed packets, nanoseconds (a time series takes its
+    /// differences for the mean delay per interval).
+    pub fn sojourn_ns_sum(&self) -> u128 {
+        self.sojourn_ns_sum
+    }
+
     /// The queueing-delay distribution of departed packets (nanoseconds, 1% resolution),
     /// if it was asked for with [`Self::with_delay_histogram`].
     pub fn sojourn_histogram(&self) -> Option<&Histogram<u64>> {

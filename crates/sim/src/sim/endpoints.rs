@@ -100,6 +100,9 @@ impl Simulator {
         if let Some(trace) = self.trace.as_mut().filter(|t| t.conn == self.conns[c].flow_id && e.is_multiple_of(2)) {
             trace.record(&self.endpoints[e as usize], &out, self.now);
         }
+        if let Some(r) = self.recorder.as_mut().filter(|_| e.is_multiple_of(2)) {
+            r.on_sender_emit(e / 2, &out, self.now);
+        }
         self.conns[c].in_flight += out.len() as u32;
         if self.recycle && self.endpoints[2 * c + 1].finished_at.is_some() {
             self.recycle_candidates.push(c as u32);
@@ -288,10 +291,11 @@ impl Simulator {
     }
 }
 
-/// Whether a scenario's connections are recycled: not when a table is keyed by slot (the
-/// `[trace]` recorder, `trace_conn`, `record_sender_epochs` read every endpoint by index).
+/// Whether a scenario's connections are recycled: not when a table is keyed by slot (a
+/// `[trace]` recorder that reads connections, `trace_conn`, `record_sender_epochs` read
+/// every endpoint by index); a recorder of the links' series alone reads none.
 pub(super) fn recycles(sc: &Scenario) -> bool {
-    sc.trace.is_none() && sc.trace_conn.is_none() && !sc.record_sender_epochs
+    sc.trace.as_ref().is_none_or(|t| t.reads_links_only()) && sc.trace_conn.is_none() && !sc.record_sender_epochs
 }
 
 /// The endpoint a packet is for, as demultiplexing by its 5-tuple finds it. The endpoint

@@ -296,6 +296,11 @@ impl Simulator {
         self.end.as_nanos()
     }
 
+    /// Whether finished connections' state is freed during the run (`endpoints::recycles`).
+    pub fn recycles_connections(&self) -> bool {
+        self.recycle
+    }
+
     /// The length of a slice (`FlowRow::first_slice` counts them).
     pub fn slice_ns(&self) -> u64 {
         self.slice.as_nanos()
@@ -333,7 +338,7 @@ impl Simulator {
                 if let Some(at) = l.finish_tx(self.now) {
                     self.schedule_arrival(link, at);
                 }
-                if let (Some(r), Some(pkt)) = (self.recorder.as_mut().filter(|r| r.traces(link)), &sent) {
+                if let (Some(r), Some(pkt)) = (self.recorder.as_mut().filter(|r| r.hooks(link)), &sent) {
                     r.on_departure(pkt, self.now);
                 }
                 self.start_tx(link);
@@ -355,7 +360,7 @@ impl Simulator {
                 match pkt {
                     Ok(pkt) => self.deliver(to, pkt),
                     Err(lost) => {
-                        if let Some(r) = self.recorder.as_mut().filter(|r| r.traces(link)) {
+                        if let Some(r) = self.recorder.as_mut().filter(|r| r.hooks(link)) {
                             r.on_link_loss(link, &lost, self.now, &self.demux);
                         }
                         left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, [&lost]);

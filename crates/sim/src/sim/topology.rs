@@ -64,6 +64,9 @@ impl Simulator {
                     }
                     r.echo_kbps = pkt.rcp_rate_kbps.or(r.echo_kbps);
                 }
+                if let Some(r) = self.recorder.as_mut().filter(|_| e.is_multiple_of(2)) {
+                    r.on_sender_receive(e / 2, &pkt, self.now);
+                }
                 self.endpoints[e as usize].on_segment(&pkt, self.now, p, &mut out);
                 self.after_endpoint(e, out);
             }
@@ -100,9 +103,12 @@ impl Simulator {
             left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
             return;
         }
-        let traced = self.recorder.as_ref().is_some_and(|r| r.traces(link));
-        if l.sending.is_none() && !traced {
+        let traced = self.recorder.as_ref().is_some_and(|r| r.hooks(link));
+        if l.sending.is_none() && !self.recorder.as_ref().is_some_and(|r| r.sees_every_enqueue(link)) {
             if let Some(done) = l.pass_through(pkt, self.now) {
+                if let Some(r) = self.recorder.as_mut().filter(|_| traced) {
+                    r.on_pass_through(&Packet { arrival: self.now, ..pkt });
+                }
                 return self.events.push(done, Event::TxDone { link });
             }
         }
@@ -199,7 +205,7 @@ impl Simulator {
         if let Some(done) = l.start_tx(self.now) {
             self.events.push(done, Event::TxDone { link });
         }
-        if let Some(r) = self.recorder.as_mut().filter(|r| idle && r.traces(link)) {
+        if let Some(r) = self.recorder.as_mut().filter(|r| idle && r.hooks(link)) {
             r.on_dequeue(link, l.sending.as_ref(), l.queue.last_drops(), self.now, &self.demux);
         }
         if idle {
