@@ -90,7 +90,7 @@ impl DataPath {
             links,
             slab: Slab::with_capacity(cfg.slab_frames),
             stats: BoxStats::default(),
-            flows: FlowTable::default(),
+            flows: FlowTable::with_config(&cfg.metrics),
             lateness_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant bounds are valid"),
             queue_states: Vec::new(),
             link_slices: Vec::new(),
@@ -374,7 +374,7 @@ impl DataPath {
             return;
         };
         pkt.runtime_handle = slot;
-        self.flows.arrived(side, &pkt);
+        self.flows.arrived(side, &pkt, self.slab.get(slot), now.as_nanos());
         // What both directions have due first, so the discipline has seen every reverse
         // packet that left before this frame (sent at the next flush), and the slices that
         // ended before it are counted without it.
@@ -415,16 +415,19 @@ impl DataPath {
         for ev in events.drain(..) {
             match ev {
                 LinkEvent::Dropped(pkt, _) => {
-                    self.flows.dropped(dir, &pkt);
+                    self.flows.dropped(dir, &pkt, now.as_nanos());
                     self.slab.release(pkt.runtime_handle);
                 }
-                LinkEvent::Departed { pkt, at } => self.links[1 - dir].queue.observe_reverse(&pkt, at),
+                LinkEvent::Departed { pkt, at } => {
+                    self.flows.departed(dir, &pkt, at);
+                    self.links[1 - dir].queue.observe_reverse(&pkt, at);
+                }
                 LinkEvent::Delivered { pkt, due } => {
                     self.lateness_ns.saturating_record(now.saturating_since(due).as_nanos().max(1));
                     if pkt.ecn == Ecn::Ce {
                         set_ce(self.slab.get_mut(pkt.runtime_handle));
                     }
-                    self.flows.delivered(dir, &pkt);
+                    self.flows.delivered(dir, &pkt, now.as_nanos());
                     self.outbox[1 - dir].push(pkt.runtime_handle);
                 }
             }
@@ -470,6 +473,7 @@ impl DataPath {
     }
 
     pub fn snapshot(&mut self, now: Instant) -> Snapshot {
+        self.flows.expire(now.as_nanos());
         Snapshot::take(now, &mut self.links, &self.stats, &self.flows, &self.lateness_ns, self.slab.in_use(), &self.queue_states)
     }
 }

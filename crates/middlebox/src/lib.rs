@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod datapath;
+pub mod delay_window;
 #[allow(unsafe_code)]
 pub mod io;
 pub mod link;
