@@ -145,6 +145,29 @@ impl BoxConfig {
         self.metrics.validate()
     }
 
+    /// What the box would do with this config, for `smallpipe-box check`: every value,
+    /// defaults filled in, with its unit.
+    pub fn describe(&self) -> String {
+        let mut s = format!("seed {}\n", self.seed);
+        for (name, d) in [("a_to_b (side A to side B: clients to uplink)", &self.a_to_b), ("b_to_a (side B to side A: uplink to clients)", &self.b_to_a)] {
+            let mut q = d.queue.clone();
+            q.set_link(d.rate_bps, d.delay_ns);
+            let queue = serde_json::to_string(&q).unwrap_or_else(|e| format!("? ({e})"));
+            s += &format!("{name}:\n  rate {} bit/s ({:.3} Mbit/s)\n  one-way delay {} ns ({:.3} ms)\n  random loss {}\n  discipline {queue}\n",
+                          d.rate_bps, d.rate_bps as f64 / 1e6, d.delay_ns, d.delay_ns as f64 / 1e6, d.loss);
+        }
+        for (host, ns) in &self.extra_delay_ns_by_src {
+            s += &format!("extra delay for packets from {host}: {ns} ns ({:.3} ms)\n", *ns as f64 / 1e6);
+        }
+        let m = &self.metrics;
+        s += &format!("frame slots {}\nslice {} ns\nmetrics: flow and host tables of {} entries each, idle timeout {} s, \
+                       client addresses {}, queue-delay quantiles over {} s\n",
+                      self.slab_frames, self.slice_ns, m.flow_table_capacity, m.flow_idle_timeout_s,
+                      serde_json::to_value(m.client_addresses).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                      m.delay_window_s);
+        s
+    }
+
     /// The per-source extra delays as the link model keys them.
     pub fn extra_delays(&self) -> FxHashMap<u32, Duration> {
         self.extra_delay_ns_by_src.iter().map(|(ip, ns)| (host_key(*ip), Duration(*ns))).collect()
@@ -221,6 +244,16 @@ mod tests {
         assert!(e.contains("b_to_a.loss") && e.contains("1.5") && e.contains("[0, 1)"), "{e}");
         let e = load_str(&OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"taq\", \"limit_pkts\": 0}")).unwrap_err().to_string();
         assert!(e.contains("a_to_b.queue.limit_pkts"), "{e}");
+    }
+
+    #[test]
+    fn check_describes_every_value_with_defaults_filled_in() {
+        let d = load_str(OK).unwrap().describe();
+        for want in ["rate 1000000 bit/s (1.000 Mbit/s)", "one-way delay 100000000 ns (100.000 ms)", "random loss 0.01",
+                     "\"kind\":\"taq\"", "extra delay for packets from 198.18.1.7: 40000000 ns", "frame slots 65536",
+                     "client addresses show", "over 10 s"] {
+            assert!(d.contains(want), "{want:?} missing in:\n{d}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::parse::{parse_frame, set_ce, DropCause, Verdict};
 use crate::pcap::{Capture, Point};
 use crate::service::{interface_state, InterfaceState, Notifier};
 use crate::slab::Slab;
+use crate::log;
 use crate::stats::{queue_state_row, BoxStats, FlowTable, QueueStateRow, Snapshot};
 use crate::timer::{Clock, Timer};
 use hdrhistogram::Histogram;
@@ -120,6 +121,8 @@ impl DataPath {
     pub fn run(&mut self, ctl: &Control, until: Option<Instant>, shared: &Mutex<Arc<Snapshot>>) -> std::io::Result<()> {
         let mut next_publish = Instant::ZERO;
         let mut next_watchdog = Instant::ZERO;
+        let mut next_drops_log = self.clock.now() + Duration(log::DROPS_EVERY_NS);
+        let mut drops_before = self.drop_counts();
         while !ctl.stop.load(Ordering::Relaxed) {
             let now = self.clock.now();
             if until.is_some_and(|u| now >= u) {
@@ -128,8 +131,14 @@ impl DataPath {
             if ctl.reload.swap(false, Ordering::Relaxed) {
                 ctl.notifier.reloading();
                 match BoxConfig::load(ctl.config_path) {
-                    Ok(c) => self.reload(&c, now),
-                    Err(e) => eprintln!("smallpipe-box: reload refused, the running config stays: {e}"),
+                    Ok(c) => {
+                        self.reload(&c, now);
+                        log::emit("reload", &[("outcome", "applied".into()), ("config", ctl.config_path.into())]);
+                    }
+                    Err(e) => {
+                        eprintln!("smallpipe-box: reload refused, the running config stays: {e}");
+                        log::emit("reload", &[("outcome", "refused".into()), ("config", ctl.config_path.into()), ("error", e.to_string())]);
+                    }
                 }
                 ctl.notifier.notify("READY=1");
             }
@@ -141,6 +150,14 @@ impl DataPath {
             }
             self.close_slices(now);
             self.advance(now);
+            if now >= next_drops_log {
+                let counts = self.drop_counts();
+                for l in counts.report(&drops_before, log::DROPS_EVERY_NS / 1_000_000_000) {
+                    eprintln!("smallpipe-box: {l}");
+                }
+                drops_before = counts;
+                next_drops_log = now + Duration(log::DROPS_EVERY_NS);
+            }
             for side in 0..2 {
                 self.check_side(side, now);
                 for _ in 0..RECV_ROUNDS {
@@ -470,6 +487,10 @@ impl DataPath {
         let row = [0, 1].map(|d| self.links[d].cumulative(at, &mut self.events));
         debug_assert!(self.events.is_empty(), "nothing is left due by `at`");
         self.link_slices.push(row);
+    }
+
+    fn drop_counts(&self) -> log::DropCounts {
+        log::DropCounts::of([self.links[0].queue.stats(), self.links[1].queue.stats()], &self.stats)
     }
 
     pub fn snapshot(&mut self, now: Instant) -> Snapshot {
