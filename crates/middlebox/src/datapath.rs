@@ -320,7 +320,7 @@ impl DataPath {
         }
         self.cfg.extra_delay_ns_by_src = new.extra_delay_ns_by_src.clone();
         for (field, differs) in [("seed", self.cfg.seed != new.seed), ("slab_frames", self.cfg.slab_frames != new.slab_frames),
-                                 ("slice_ns", self.cfg.slice_ns != new.slice_ns)] {
+                                 ("slice_ns", self.cfg.slice_ns != new.slice_ns), ("metrics", self.cfg.metrics != new.metrics)] {
             if differs {
                 say(format!("{field} kept (changes only at a restart)"));
             }

@@ -43,21 +43,21 @@ impl DropCounts {
     /// field; nothing when nothing was dropped.
     pub fn report(&self, prev: &DropCounts, window_s: u64) -> Vec<String> {
         let mut out = vec![];
-        for d in 0..2 {
+        for (d, dir) in DIRECTIONS.iter().enumerate() {
             let f: Vec<(&str, String)> = DropReason::ALL.iter().enumerate()
                 .map(|(i, r)| (r.name(), self.queue[d][i] - prev.queue[d].get(i).copied().unwrap_or(0)))
                 .filter(|(_, n)| *n > 0).map(|(k, n)| (k, n.to_string())).collect();
             if !f.is_empty() {
-                let head = [("direction", DIRECTIONS[d].to_string()), ("window_s", window_s.to_string())];
+                let head = [("direction", dir.to_string()), ("window_s", window_s.to_string())];
                 out.push(line("drops", &[&head[..], &f].concat()));
             }
         }
-        for side in 0..2 {
+        for (side, name) in SIDES.iter().enumerate() {
             let f: Vec<(&str, String)> = DropCause::ALL.iter()
                 .map(|c| (c.name(), self.frames[side][*c as usize] - prev.frames[side][*c as usize]))
                 .filter(|(_, n)| *n > 0).map(|(k, n)| (k, n.to_string())).collect();
             if !f.is_empty() {
-                let head = [("side", SIDES[side].to_string()), ("window_s", window_s.to_string())];
+                let head = [("side", name.to_string()), ("window_s", window_s.to_string())];
                 out.push(line("frame_drops", &[&head[..], &f].concat()));
             }
         }

@@ -348,7 +348,8 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
         "send_failed": per_side(&|i| st.send_failed[i].into()),
         "iface_down_events": per_side(&|i| dp.iface_down_events[i].into()),
         "lateness_ns": {"count": snap.lateness_count, "p50": snap.lateness_p50_ns, "p99": snap.lateness_p99_ns, "max": snap.lateness_max_ns},
-        "flows_untracked_pkts": snap.untracked.arrived_pkts,
+        "flows_untracked_pkts": snap.untracked.delivered_pkts + snap.untracked.dropped_pkts,
+        "flows_evicted": snap.flow_table.evicted_flows,
         "pcap": pcap.map(|(written, dropped)| serde_json::json!({"written": written, "dropped": dropped})),
     });
     std::fs::write(out.join("box.json"), serde_json::to_string_pretty(&summary)? + "\n")

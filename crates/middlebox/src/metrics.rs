@@ -120,7 +120,10 @@ pub fn render(s: &Snapshot) -> String {
                 .set(*v);
         }
     }
-    flow_pkts.get_or_create(&vec![("direction", "any".into()), ("event", "untracked_arrived".into())]).inc_by(s.untracked.arrived_pkts);
+    // Packets still queued when their flow was evicted.
+    for (event, n) in [("untracked_delivered", s.untracked.delivered_pkts), ("untracked_dropped", s.untracked.dropped_pkts)] {
+        flow_pkts.get_or_create(&vec![("direction", "any".into()), ("event", event.into())]).inc_by(n);
+    }
     for (side, name) in SIDES.iter().enumerate() {
         let l = |what: &str| vec![("side", name.to_string()), ("what", what.to_string())];
         for c in DropCause::ALL {
@@ -229,9 +232,9 @@ mod tests {
         let (flows, hosts) = (snap.flow_table.flows, snap.flow_table.hosts);
         assert!((cap * 7 / 8..=cap + 1).contains(&flows) && (cap * 7 / 8..=cap + 1).contains(&hosts), "{flows} {hosts}");
         assert_eq!(snap.flow_table.evicted_flows + flows, 10_001);
-        // Every tracked flow and host has 3 packet and 2 byte series (+1: the untracked one).
+        // Every tracked flow and host has 3 packet and 2 byte series (+2: the untracked ones).
         let n = |name| lines_of(&text, name).len() as u64;
-        assert_eq!(n("smallpipe_box_flow_packets_total"), 3 * flows + 1);
+        assert_eq!(n("smallpipe_box_flow_packets_total"), 3 * flows + 2);
         assert_eq!(n("smallpipe_box_flow_bytes_total"), 2 * flows);
         assert_eq!(n("smallpipe_box_host_packets_total"), 3 * hosts);
         assert_eq!(n("smallpipe_box_host_bytes_total"), 2 * hosts);
