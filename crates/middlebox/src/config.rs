@@ -25,6 +25,55 @@ pub struct BoxConfig {
     /// Length of a `queue_states.csv` slice (TAQ flows by state), ns.
     #[serde(default = "default_slice_ns")]
     pub slice_ns: u64,
+    /// What the Prometheus endpoint keeps and shows (read at start; a reload keeps it).
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+/// How client addresses (side A's, which faces the clients) appear in metric labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientAddresses {
+    /// As they are (IPv6 in full).
+    #[default]
+    Show,
+    /// A keyed hash (SipHash, key drawn at each start): stable within a run, not across.
+    Hash,
+    /// Left out: per-flow series keep the server side only; no per-host series.
+    Omit,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Flows (and, separately, client hosts) tracked one by one per table, at most.
+    pub flow_table_capacity: usize,
+    /// A flow or host unseen this long leaves the table, s.
+    pub flow_idle_timeout_s: u64,
+    pub client_addresses: ClientAddresses,
+    /// Queue-delay quantiles are over this many last seconds.
+    pub delay_window_s: u32,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { flow_table_capacity: 1024, flow_idle_timeout_s: 60, client_addresses: ClientAddresses::Show, delay_window_s: 10 }
+    }
+}
+
+impl MetricsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !(16..=65_536).contains(&self.flow_table_capacity) {
+            return Err(ConfigError::new("metrics.flow_table_capacity", self.flow_table_capacity, "16 to 65536 entries"));
+        }
+        if !(1..=86_400).contains(&self.flow_idle_timeout_s) {
+            return Err(ConfigError::new("metrics.flow_idle_timeout_s", self.flow_idle_timeout_s, "1 to 86400 s"));
+        }
+        if !(1..=300).contains(&self.delay_window_s) {
+            return Err(ConfigError::new("metrics.delay_window_s", self.delay_window_s, "1 to 300 s"));
+        }
+        Ok(())
+    }
 }
 
 fn default_slab_frames() -> u32 {
@@ -93,7 +142,30 @@ impl BoxConfig {
         if !(1_000_000..=3_600_000_000_000).contains(&self.slice_ns) {
             return Err(ConfigError::new("slice_ns", self.slice_ns, "1 ms to 1 h in ns"));
         }
-        Ok(())
+        self.metrics.validate()
+    }
+
+    /// What the box would do with this config, for `smallpipe-box check`: every value,
+    /// defaults filled in, with its unit.
+    pub fn describe(&self) -> String {
+        let mut s = format!("seed {}\n", self.seed);
+        for (name, d) in [("a_to_b (side A to side B: clients to uplink)", &self.a_to_b), ("b_to_a (side B to side A: uplink to clients)", &self.b_to_a)] {
+            let mut q = d.queue.clone();
+            q.set_link(d.rate_bps, d.delay_ns);
+            let queue = serde_json::to_string(&q).unwrap_or_else(|e| format!("? ({e})"));
+            s += &format!("{name}:\n  rate {} bit/s ({:.3} Mbit/s)\n  one-way delay {} ns ({:.3} ms)\n  random loss {}\n  discipline {queue}\n",
+                          d.rate_bps, d.rate_bps as f64 / 1e6, d.delay_ns, d.delay_ns as f64 / 1e6, d.loss);
+        }
+        for (host, ns) in &self.extra_delay_ns_by_src {
+            s += &format!("extra delay for packets from {host}: {ns} ns ({:.3} ms)\n", *ns as f64 / 1e6);
+        }
+        let m = &self.metrics;
+        s += &format!("frame slots {}\nslice {} ns\nmetrics: flow and host tables of {} entries each, idle timeout {} s, \
+                       client addresses {}, queue-delay quantiles over {} s\n",
+                      self.slab_frames, self.slice_ns, m.flow_table_capacity, m.flow_idle_timeout_s,
+                      serde_json::to_value(m.client_addresses).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                      m.delay_window_s);
+        s
     }
 
     /// The per-source extra delays as the link model keys them.
@@ -172,5 +244,27 @@ mod tests {
         assert!(e.contains("b_to_a.loss") && e.contains("1.5") && e.contains("[0, 1)"), "{e}");
         let e = load_str(&OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"taq\", \"limit_pkts\": 0}")).unwrap_err().to_string();
         assert!(e.contains("a_to_b.queue.limit_pkts"), "{e}");
+    }
+
+    #[test]
+    fn check_describes_every_value_with_defaults_filled_in() {
+        let d = load_str(OK).unwrap().describe();
+        for want in ["rate 1000000 bit/s (1.000 Mbit/s)", "one-way delay 100000000 ns (100.000 ms)", "random loss 0.01",
+                     "\"kind\":\"taq\"", "extra delay for packets from 198.18.1.7: 40000000 ns", "frame slots 65536",
+                     "client addresses show", "over 10 s"] {
+            assert!(d.contains(want), "{want:?} missing in:\n{d}");
+        }
+    }
+
+    #[test]
+    fn metrics_settings_default_and_bad_ones_are_named() {
+        assert_eq!(load_str(OK).unwrap().metrics, MetricsConfig::default());
+        let with = |m: &str| load_str(&OK.replace("\"seed\": 1,", &format!("\"seed\": 1, \"metrics\": {m},")));
+        let c = with(r#"{"client_addresses": "hash", "flow_table_capacity": 100}"#).unwrap();
+        assert_eq!((c.metrics.client_addresses, c.metrics.flow_table_capacity, c.metrics.delay_window_s), (ClientAddresses::Hash, 100, 10));
+        let e = with(r#"{"flow_table_capacity": 3}"#).unwrap_err().to_string();
+        assert!(e.contains("metrics.flow_table_capacity") && e.contains(" 3 ") && e.contains("16 to 65536"), "{e}");
+        let e = with(r#"{"client_addresses": "mask"}"#).unwrap_err().to_string();
+        assert!(e.contains("metrics.client_addresses") && e.contains("mask") && e.contains("hash"), "{e}");
     }
 }

@@ -10,6 +10,7 @@ use crate::parse::{parse_frame, set_ce, DropCause, Verdict};
 use crate::pcap::{Capture, Point};
 use crate::service::{interface_state, InterfaceState, Notifier};
 use crate::slab::Slab;
+use crate::log;
 use crate::stats::{queue_state_row, BoxStats, FlowTable, QueueStateRow, Snapshot};
 use crate::timer::{Clock, Timer};
 use hdrhistogram::Histogram;
@@ -90,7 +91,7 @@ impl DataPath {
             links,
             slab: Slab::with_capacity(cfg.slab_frames),
             stats: BoxStats::default(),
-            flows: FlowTable::default(),
+            flows: FlowTable::with_config(&cfg.metrics),
             lateness_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant bounds are valid"),
             queue_states: Vec::new(),
             link_slices: Vec::new(),
@@ -120,6 +121,8 @@ impl DataPath {
     pub fn run(&mut self, ctl: &Control, until: Option<Instant>, shared: &Mutex<Arc<Snapshot>>) -> std::io::Result<()> {
         let mut next_publish = Instant::ZERO;
         let mut next_watchdog = Instant::ZERO;
+        let mut next_drops_log = self.clock.now() + Duration(log::DROPS_EVERY_NS);
+        let mut drops_before = self.drop_counts();
         while !ctl.stop.load(Ordering::Relaxed) {
             let now = self.clock.now();
             if until.is_some_and(|u| now >= u) {
@@ -128,8 +131,14 @@ impl DataPath {
             if ctl.reload.swap(false, Ordering::Relaxed) {
                 ctl.notifier.reloading();
                 match BoxConfig::load(ctl.config_path) {
-                    Ok(c) => self.reload(&c, now),
-                    Err(e) => eprintln!("smallpipe-box: reload refused, the running config stays: {e}"),
+                    Ok(c) => {
+                        self.reload(&c, now);
+                        log::emit("reload", &[("outcome", "applied".into()), ("config", ctl.config_path.into())]);
+                    }
+                    Err(e) => {
+                        eprintln!("smallpipe-box: reload refused, the running config stays: {e}");
+                        log::emit("reload", &[("outcome", "refused".into()), ("config", ctl.config_path.into()), ("error", e.to_string())]);
+                    }
                 }
                 ctl.notifier.notify("READY=1");
             }
@@ -141,6 +150,14 @@ impl DataPath {
             }
             self.close_slices(now);
             self.advance(now);
+            if now >= next_drops_log {
+                let counts = self.drop_counts();
+                for l in counts.report(&drops_before, log::DROPS_EVERY_NS / 1_000_000_000) {
+                    eprintln!("smallpipe-box: {l}");
+                }
+                drops_before = counts;
+                next_drops_log = now + Duration(log::DROPS_EVERY_NS);
+            }
             for side in 0..2 {
                 self.check_side(side, now);
                 for _ in 0..RECV_ROUNDS {
@@ -303,7 +320,7 @@ impl DataPath {
         }
         self.cfg.extra_delay_ns_by_src = new.extra_delay_ns_by_src.clone();
         for (field, differs) in [("seed", self.cfg.seed != new.seed), ("slab_frames", self.cfg.slab_frames != new.slab_frames),
-                                 ("slice_ns", self.cfg.slice_ns != new.slice_ns)] {
+                                 ("slice_ns", self.cfg.slice_ns != new.slice_ns), ("metrics", self.cfg.metrics != new.metrics)] {
             if differs {
                 say(format!("{field} kept (changes only at a restart)"));
             }
@@ -374,7 +391,7 @@ impl DataPath {
             return;
         };
         pkt.runtime_handle = slot;
-        self.flows.arrived(side, &pkt);
+        self.flows.arrived(side, &pkt, self.slab.get(slot), now.as_nanos());
         // What both directions have due first, so the discipline has seen every reverse
         // packet that left before this frame (sent at the next flush), and the slices that
         // ended before it are counted without it.
@@ -415,16 +432,19 @@ impl DataPath {
         for ev in events.drain(..) {
             match ev {
                 LinkEvent::Dropped(pkt, _) => {
-                    self.flows.dropped(dir, &pkt);
+                    self.flows.dropped(dir, &pkt, now.as_nanos());
                     self.slab.release(pkt.runtime_handle);
                 }
-                LinkEvent::Departed { pkt, at } => self.links[1 - dir].queue.observe_reverse(&pkt, at),
+                LinkEvent::Departed { pkt, at } => {
+                    self.flows.departed(dir, &pkt, at);
+                    self.links[1 - dir].queue.observe_reverse(&pkt, at);
+                }
                 LinkEvent::Delivered { pkt, due } => {
                     self.lateness_ns.saturating_record(now.saturating_since(due).as_nanos().max(1));
                     if pkt.ecn == Ecn::Ce {
                         set_ce(self.slab.get_mut(pkt.runtime_handle));
                     }
-                    self.flows.delivered(dir, &pkt);
+                    self.flows.delivered(dir, &pkt, now.as_nanos());
                     self.outbox[1 - dir].push(pkt.runtime_handle);
                 }
             }
@@ -469,7 +489,12 @@ impl DataPath {
         self.link_slices.push(row);
     }
 
+    fn drop_counts(&self) -> log::DropCounts {
+        log::DropCounts::of([self.links[0].queue.stats(), self.links[1].queue.stats()], &self.stats)
+    }
+
     pub fn snapshot(&mut self, now: Instant) -> Snapshot {
+        self.flows.expire(now.as_nanos());
         Snapshot::take(now, &mut self.links, &self.stats, &self.flows, &self.lateness_ns, self.slab.in_use(), &self.queue_states)
     }
 }

@@ -11,9 +11,11 @@
 
 pub mod config;
 pub mod datapath;
+pub mod delay_window;
 #[allow(unsafe_code)]
 pub mod io;
 pub mod link;
+pub mod log;
 pub mod metrics;
 pub mod parse;
 pub mod pcap;

@@ -11,6 +11,8 @@
 //! [--slice-ms MS] [--duration-s S]`: offline, the capture's input frames through the same
 //! links (`replay.rs`).
 //!
+//! `smallpipe-box check BOX.json`: validate the config and print what the box would do.
+//!
 //! Exit codes: 0 on a clean stop (SIGINT, SIGTERM or the duration), 2 on a bad command line
 //! or config, 3 when another box holds one of the interfaces (or it is a bridge port), 1 on
 //! an I/O failure while running.
@@ -32,6 +34,7 @@ use std::sync::{Arc, Mutex};
 
 const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s SECONDS] \
 [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]
+   or: smallpipe-box check BOX.json
    or: smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]";
 
 /// Real-time priority of the data path under SCHED_FIFO (below the kernel's own threads at 50).
@@ -100,8 +103,33 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     Ok(a)
 }
 
+/// `smallpipe-box check CONFIG`: validate, print what the box would do; exit 0, or 2 with
+/// the field, the value and what is allowed.
+fn check(path: &str) -> ExitCode {
+    match BoxConfig::load(path) {
+        Ok(c) => {
+            print!("{path}: valid\n{}", c.describe());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("smallpipe-box: bad config: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().is_some_and(|a| a == "check") {
+        return match &argv[1..] {
+            [path] => check(path),
+            _ => {
+                eprintln!("smallpipe-box: usage: smallpipe-box check CONFIG");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let args = match parse_args(argv.into_iter()) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("smallpipe-box: {e}");
@@ -216,6 +244,12 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
     println!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     eprintln!("smallpipe-box: forwarding {} <-> {}, config {}, scheduling {sched}", args.iface_a, args.iface_b, args.config);
+    smallpipe_middlebox::log::emit("start", &[
+        ("iface_a", args.iface_a.clone()), ("iface_b", args.iface_b.clone()), ("config", args.config.clone()),
+        ("a_to_b_rate_bps", cfg.a_to_b.rate_bps.to_string()), ("b_to_a_rate_bps", cfg.b_to_a.rate_bps.to_string()),
+        ("metrics_addr", args.metrics_addr.clone().unwrap_or_default()), ("scheduling", sched.clone()),
+        ("version", env!("CARGO_PKG_VERSION").into()),
+    ]);
     notifier.notify("READY=1");
     let ctl = Control { stop: &stop, reload: &reload, config_path: &args.config, notifier: &notifier };
     dp.run(&ctl, until, &shared).map_err(|e| format!("data path: {e}"))?;
@@ -314,7 +348,8 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
         "send_failed": per_side(&|i| st.send_failed[i].into()),
         "iface_down_events": per_side(&|i| dp.iface_down_events[i].into()),
         "lateness_ns": {"count": snap.lateness_count, "p50": snap.lateness_p50_ns, "p99": snap.lateness_p99_ns, "max": snap.lateness_max_ns},
-        "flows_untracked_pkts": snap.untracked.arrived_pkts,
+        "flows_untracked_pkts": snap.untracked.delivered_pkts + snap.untracked.dropped_pkts,
+        "flows_evicted": snap.flow_table.evicted_flows,
         "pcap": pcap.map(|(written, dropped)| serde_json::json!({"written": written, "dropped": dropped})),
     });
     std::fs::write(out.join("box.json"), serde_json::to_string_pretty(&summary)? + "\n")

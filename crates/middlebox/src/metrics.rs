@@ -12,7 +12,7 @@ use prometheus_client::registry::Registry;
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
 use smallpipe_core::DropReason;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -43,6 +43,11 @@ pub fn render(s: &Snapshot) -> String {
     let taq_q = gauge_family(&mut reg, "taq_queued_packets", "TAQ packets by queue at the end of the latest slice");
     let late = gauge_family(&mut reg, "departure_lateness_ns", "Lateness of departures behind their logical time");
     let misc = gauge_family(&mut reg, "runtime", "Run time (ns) and frame slots in use");
+    let host_pkts = counter_family(&mut reg, "host_packets", "Per client host (side A's address) packets by event and direction");
+    let host_bytes = counter_family(&mut reg, "host_bytes", "Per client host (side A's address) IP bytes by event and direction");
+    let table = gauge_family(&mut reg, "flow_table_entries", "Entries in the flow and host tables now, and their capacity");
+    let evicted = counter_family(&mut reg, "flow_table_evicted", "Entries evicted from the flow and host tables (idle or least recently seen)");
+    let window = gauge_family(&mut reg, "queue_delay_window_ms", "Queue delay quantiles of the departures of the last window_s seconds, ms");
 
     for l in &s.links {
         let d = || vec![("direction", l.direction.to_string())];
@@ -69,23 +74,56 @@ pub fn render(s: &Snapshot) -> String {
             q_gauge.get_or_create(&with("what", what)).set(v);
         }
     }
-    for ((dir, k), c) in &s.flows {
+    for ((dir, k), e) in &s.flows {
+        let d = *dir as usize;
+        // The client is side A's address: the source going A to B, the destination back.
+        let (src, dst) = if d == 0 { (s.labels.label(e.src), Some(e.dst.to_string())) } else { (Some(e.src.to_string()), s.labels.label(e.dst)) };
+        let endpoint = |a: Option<String>, port: u16| match a {
+            Some(a) if a.contains(':') => format!("[{a}]:{port}"),
+            Some(a) => format!("{a}:{port}"),
+            None => "omitted".to_string(),
+        };
         let labels = |event: &str| {
             vec![
-                ("direction", DIRECTIONS[*dir as usize].to_string()),
-                ("src", format!("{}:{}", Ipv4Addr::from(k.src_ip), k.src_port)),
-                ("dst", format!("{}:{}", Ipv4Addr::from(k.dst_ip), k.dst_port)),
+                ("direction", DIRECTIONS[d].to_string()),
+                ("src", endpoint(src.clone(), k.src_port)),
+                ("dst", endpoint(dst.clone(), k.dst_port)),
                 ("proto", k.proto.to_string()),
                 ("event", event.to_string()),
             ]
         };
+        let c = &e.counters;
         flow_pkts.get_or_create(&labels("arrived")).inc_by(c.arrived_pkts);
         flow_pkts.get_or_create(&labels("delivered")).inc_by(c.delivered_pkts);
         flow_pkts.get_or_create(&labels("dropped")).inc_by(c.dropped_pkts);
         flow_bytes.get_or_create(&labels("arrived")).inc_by(c.arrived_bytes);
         flow_bytes.get_or_create(&labels("delivered")).inc_by(c.delivered_bytes);
     }
-    flow_pkts.get_or_create(&vec![("direction", "any".into()), ("event", "untracked_arrived".into())]).inc_by(s.untracked.arrived_pkts);
+    for ((dir, addr), c) in &s.hosts {
+        let Some(host) = s.labels.label(*addr) else { break };
+        let labels = |event: &str| vec![("direction", DIRECTIONS[*dir as usize].to_string()), ("host", host.clone()), ("event", event.to_string())];
+        host_pkts.get_or_create(&labels("arrived")).inc_by(c.arrived_pkts);
+        host_pkts.get_or_create(&labels("delivered")).inc_by(c.delivered_pkts);
+        host_pkts.get_or_create(&labels("dropped")).inc_by(c.dropped_pkts);
+        host_bytes.get_or_create(&labels("arrived")).inc_by(c.arrived_bytes);
+        host_bytes.get_or_create(&labels("delivered")).inc_by(c.delivered_bytes);
+    }
+    let t = &s.flow_table;
+    for (k, v) in [("flows", t.flows), ("hosts", t.hosts), ("capacity", t.capacity)] {
+        table.get_or_create(&vec![("table", k.into())]).set(v as f64);
+    }
+    evicted.get_or_create(&vec![("table", "flows".into())]).inc_by(t.evicted_flows);
+    evicted.get_or_create(&vec![("table", "hosts".into())]).inc_by(t.evicted_hosts);
+    for (d, qs) in s.delay_window_ms.iter().enumerate() {
+        for (q, v) in ["0.5", "0.95", "0.99", "1"].iter().zip(qs) {
+            window.get_or_create(&vec![("direction", DIRECTIONS[d].into()), ("quantile", q.to_string()), ("window_s", s.delay_window_s.to_string())])
+                .set(*v);
+        }
+    }
+    // Packets still queued when their flow was evicted.
+    for (event, n) in [("untracked_delivered", s.untracked.delivered_pkts), ("untracked_dropped", s.untracked.dropped_pkts)] {
+        flow_pkts.get_or_create(&vec![("direction", "any".into()), ("event", event.into())]).inc_by(n);
+    }
     for (side, name) in SIDES.iter().enumerate() {
         let l = |what: &str| vec![("side", name.to_string()), ("what", what.to_string())];
         for c in DropCause::ALL {
@@ -137,5 +175,133 @@ pub fn serve(listener: TcpListener, snapshot: Arc<Mutex<Arc<Snapshot>>>, stop: A
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(std::time::Duration::from_millis(20)),
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BoxConfig, ClientAddresses, MetricsConfig};
+    use crate::stats::{queue_state_row, FlowTable};
+    use smallpipe_core::{FlowKey, Instant, Packet};
+    use std::collections::BTreeSet;
+    use std::net::Ipv6Addr;
+
+    /// A snapshot with every family populated: TAQ both ways, `n` UDP flows from distinct
+    /// IPv6 clients on side A, each delivered once.
+    fn snapshot(n: u32, m: &MetricsConfig) -> Snapshot {
+        let cfg = BoxConfig::parse(r#"{"seed": 1,
+            "a_to_b": {"rate_bps": 10000000, "delay_ns": 10000000, "queue": {"kind": "taq"}},
+            "b_to_a": {"rate_bps": 10000000, "delay_ns": 10000000, "queue": {"kind": "taq"}}}"#, "t").unwrap();
+        let mut links = cfg.build_links().unwrap();
+        let mut t = FlowTable::with_config(m);
+        for i in 0..n {
+            let src = Ipv6Addr::new(0x2001, 0xdb8, 0xffff, 0xffff, 0xffff, 0xffff, (i >> 16) as u16, i as u16);
+            let dst = Ipv6Addr::new(0x2001, 0xdb8, 1, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff);
+            let b = etherparse::PacketBuilder::ethernet2([2; 6], [4; 6]).ipv6(src.octets(), dst.octets(), 64).udp(40000 + (i % 20000) as u16, 443);
+            let mut frame = Vec::new();
+            b.write(&mut frame, &[0; 100]).unwrap();
+            let p = match crate::parse::parse_frame(&frame) {
+                crate::parse::Verdict::Scheduled(p) => p,
+                v => panic!("{v:?}"),
+            };
+            let now = u64::from(i) * 1_000;
+            t.arrived(0, &p, &frame, now);
+            t.departed(0, &Packet { arrival: Instant(now), ..p }, Instant(now + 2_000_000));
+            t.delivered(0, &p, now + 12_000_000);
+        }
+        t.arrived(1, &Packet { flow: FlowKey { src_ip: 1, dst_ip: 2, ..Default::default() }, ..Default::default() }, &[], 0);
+        let at = Instant(1_000_000_000);
+        let rows: Vec<_> = (0..2).filter_map(|d| queue_state_row(d, &links[d], at, 1_000_000_000)).collect();
+        let lateness = hdrhistogram::Histogram::new(3).unwrap();
+        Snapshot::take(Instant(u64::from(n) * 1_000), &mut links, &Default::default(), &t, &lateness, 0, &rows)
+    }
+
+    fn lines_of<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+        text.lines().filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{')).collect()
+    }
+
+    #[test]
+    fn a_scrape_of_10000_flows_is_bounded_by_the_table_capacity() {
+        let m = MetricsConfig::default();
+        let snap = snapshot(10_000, &m);
+        let text = render(&snap);
+        let cap = m.flow_table_capacity as u64;
+        // A full table evicts an eighth at once, so it holds between 7/8 of the capacity and
+        // the capacity; one more flow and host go B to A.
+        let (flows, hosts) = (snap.flow_table.flows, snap.flow_table.hosts);
+        assert!((cap * 7 / 8..=cap + 1).contains(&flows) && (cap * 7 / 8..=cap + 1).contains(&hosts), "{flows} {hosts}");
+        assert_eq!(snap.flow_table.evicted_flows + flows, 10_001);
+        // Every tracked flow and host has 3 packet and 2 byte series (+2: the untracked ones).
+        let n = |name| lines_of(&text, name).len() as u64;
+        assert_eq!(n("smallpipe_box_flow_packets_total"), 3 * flows + 2);
+        assert_eq!(n("smallpipe_box_flow_bytes_total"), 2 * flows);
+        assert_eq!(n("smallpipe_box_host_packets_total"), 3 * hosts);
+        assert_eq!(n("smallpipe_box_host_bytes_total"), 2 * hosts);
+        // The newest flow is tracked (the oldest went), under its real IPv6 address.
+        assert!(text.contains("src=\"[2001:db8:ffff:ffff:ffff:ffff:0:270f]:49999\""), "newest flow missing");
+        assert!(!text.contains("src=\"[2001:db8:ffff:ffff:ffff:ffff:0:0]:40000\""), "oldest flow kept");
+        let longest = text.lines().map(str::len).max().unwrap();
+        assert!(longest <= 200, "longest line {longest} bytes");
+        let lines = text.lines().count();
+        eprintln!("scrape of 10000 flows: {} bytes, {lines} lines, longest {longest} B", text.len());
+        // The bound the docs state: lines × longest.
+        assert!(lines as u64 <= 10 * (cap + 1) + 200, "{lines} lines, {} bytes", text.len());
+    }
+
+    #[test]
+    fn client_addresses_can_be_hashed_or_omitted() {
+        let show = render(&snapshot(3, &MetricsConfig::default()));
+        assert!(show.contains("host=\"2001:db8:ffff:ffff:ffff:ffff:0:1\""));
+        let hash = render(&snapshot(3, &MetricsConfig { client_addresses: ClientAddresses::Hash, ..MetricsConfig::default() }));
+        assert!(!hash.contains("2001:db8:ffff"), "a client address leaked");
+        assert_eq!(lines_of(&hash, "smallpipe_box_host_packets_total").len(), 3 * 4, "3 hashed hosts + 1 back");
+        // The server side stays readable.
+        assert!(hash.contains("dst=\"[2001:db8:1:ffff:ffff:ffff:ffff:ffff]:443\""));
+        let omit = render(&snapshot(3, &MetricsConfig { client_addresses: ClientAddresses::Omit, ..MetricsConfig::default() }));
+        assert!(!omit.contains("2001:db8:ffff") && omit.contains("src=\"omitted\""));
+        assert!(lines_of(&omit, "smallpipe_box_host_packets_total").is_empty());
+    }
+
+    #[test]
+    fn the_delay_window_reports_the_recorded_delay() {
+        // Every packet waited 2 ms (departed 2 ms after its arrival): all quantiles 2 ms ± 1 %.
+        let text = render(&snapshot(100, &MetricsConfig::default()));
+        let l = lines_of(&text, "smallpipe_box_queue_delay_window_ms");
+        let a_to_b: Vec<f64> = l.iter().filter(|l| l.contains("a_to_b")).map(|l| l.rsplit(' ').next().unwrap().parse().unwrap()).collect();
+        assert_eq!(a_to_b.len(), 4);
+        assert!(a_to_b.iter().all(|v| (v - 2.0).abs() <= 0.02), "{a_to_b:?}");
+    }
+
+    #[test]
+    fn the_grafana_dashboard_queries_only_metrics_the_box_exports() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/grafana/smallpipe-box.json");
+        let dash: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let exported: BTreeSet<String> = render(&snapshot(2, &MetricsConfig::default())).lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split(['{', ' ']).next().unwrap().to_string())
+            .collect();
+        let mut exprs = vec![];
+        fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| match v {
+                    serde_json::Value::String(s) if k == "expr" || k == "query" || k == "definition" => out.push(s.clone()),
+                    _ => walk(v, out),
+                }),
+                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        walk(&dash, &mut exprs);
+        assert!(exprs.len() >= 10, "{} queries", exprs.len());
+        let mut used = BTreeSet::new();
+        for e in &exprs {
+            for (i, _) in e.match_indices("smallpipe_box_") {
+                let name: String = e[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                assert!(exported.contains(&name), "the dashboard queries {name}, which the box does not export ({e})");
+                used.insert(name);
+            }
+        }
+        assert!(used.len() >= 10, "{used:?}");
     }
 }

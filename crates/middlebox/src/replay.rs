@@ -177,7 +177,7 @@ impl Replay {
         Ok(Replay {
             links,
             stats: BoxStats::default(),
-            flows: FlowTable::default(),
+            flows: FlowTable::with_config(&cfg.metrics),
             queue_states: Vec::new(),
             link_slices: Vec::new(),
             transitions: Vec::new(),
@@ -207,7 +207,7 @@ impl Replay {
                 return;
             }
         };
-        self.flows.arrived(side, &pkt);
+        self.flows.arrived(side, &pkt, &input.frame, now.as_nanos());
         let retx_before = self.retransmissions_seen(side);
         self.links[side].enqueue(pkt, now, &mut self.events);
         let trigger = if self.retransmissions_seen(side) > retx_before { Trigger::RetransmissionArrival } else { Trigger::Arrival };
@@ -256,16 +256,17 @@ impl Replay {
         for ev in events.drain(..) {
             match ev {
                 LinkEvent::Dropped(pkt, reason) => {
-                    self.flows.dropped(dir, &pkt);
+                    self.flows.dropped(dir, &pkt, now.as_nanos());
                     self.drops.push(DropRecord { time_ns: now.as_nanos(), direction: dir, pkt, reason });
                     self.note_state(dir, pkt.flow, now, Trigger::Drop);
                 }
                 LinkEvent::Departed { pkt, at } => {
+                    self.flows.departed(dir, &pkt, at);
                     self.links[1 - dir].queue.observe_reverse(&pkt, at);
                     self.note_state(1 - dir, pkt.flow.reversed(), at, Trigger::Reverse);
                 }
                 LinkEvent::Delivered { pkt, .. } => {
-                    self.flows.delivered(dir, &pkt);
+                    self.flows.delivered(dir, &pkt, now.as_nanos());
                     self.stats.sent[1 - dir] += 1;
                 }
             }
