@@ -2,7 +2,7 @@
 
 use super::config::{
     AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
-    Recovery, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
+    Recovery, FastRecoveryRule, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
 };
 use smallpipe_core::{ConfigError, Duration};
 
@@ -44,6 +44,10 @@ pub struct TcpParams {
     pub rwnd: u64,
     pub min_rto: Duration,
     pub linux_rto: bool,
+    /// ns-2's tick arithmetic for the RTO, the tick being `granularity` (`rto_rule = "ns2"`).
+    pub ns2_rto: bool,
+    /// ns-2's Reno/NewReno recovery window (`fast_recovery = "ns2"`, `recovery/ns2.rs`).
+    pub ns2_recovery: bool,
     /// `rtt_samples = "every_ack"`: Linux's sample on every ACK (`rtt_samples.rs`).
     pub rtt_every_ack: bool,
     pub max_rto: Duration,
@@ -111,6 +115,8 @@ impl TcpParams {
             rwnd: c.rwnd_bytes,
             min_rto: Duration::from_millis_f64(c.min_rto_ms),
             linux_rto: c.rto_rule == RtoRule::Linux,
+            ns2_rto: c.rto_rule == RtoRule::Ns2,
+            ns2_recovery: c.fast_recovery == FastRecoveryRule::Ns2,
             rtt_every_ack: c.rtt_samples == RttSamples::EveryAck,
             max_rto: Duration::from_millis_f64(c.max_rto_ms),
             initial_rto: Duration::from_millis_f64(c.initial_rto_ms),

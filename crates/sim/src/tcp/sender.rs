@@ -26,7 +26,7 @@ impl Endpoint {
         {
             self.cwnd = self.cwnd.min(p.initial_window); // RFC 5681 §4.1 restart window
         }
-        self.send_new(self.cwnd, usize::MAX, now, p, out);
+        self.send_new(self.cwnd, self.ns2_burst_limit(p), now, p, out);
     }
 
     /// Sends up to `max_segments` from `snd_nxt` while `snd_nxt - snd_una` stays within

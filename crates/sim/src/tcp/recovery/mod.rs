@@ -2,6 +2,7 @@
 //! recovery (RFC 6675: IsLost, SetPipe, NextSeg), PRR (RFC 6937) and RACK's loss marks
 //! (RFC 8985, `rack.rs`); PRR's state and cwnd in `prr.rs`.
 
+mod ns2;
 pub(super) mod prr;
 pub(super) mod rack;
 
@@ -72,6 +73,9 @@ impl Endpoint {
         if self.recovery.is_some() {
             if p.recovery != Recovery::Sack {
                 self.cwnd += p.mss; // RFC 5681 step 4: inflate
+                if p.ns2_recovery {
+                    self.ns2_dupack_in_recovery(p);
+                }
             }
             self.try_send(now, p, out);
             return;
@@ -84,6 +88,9 @@ impl Endpoint {
         };
         if lost {
             let enter = match p.recovery {
+                // ns-2 (tcp-reno.cc, tcp-newreno.cc `dupack_action`, `bugfix_ack_` off): only
+                // past `recover`, or when nothing but the SYN was acknowledged (`bugfix_ss_`).
+                _ if p.ns2_recovery => self.snd_una > self.recover_mark || self.snd_una <= 1,
                 Recovery::Reno => true,
                 // RFC 6582 §3.2 step 2: a new episode only past `recover`, or by the ACK heuristic.
                 Recovery::Newreno => {
@@ -96,6 +103,8 @@ impl Endpoint {
             if enter {
                 self.enter_fast_recovery(now, p, out);
             }
+        } else if p.limited_transmit && p.ns2_recovery {
+            self.ns2_send_one(now, p, out);
         } else if p.limited_transmit && self.snd_nxt == self.snd_max {
             // RFC 3042: one previously unsent segment per dupack, FlightSize <= cwnd + 2 SMSS.
             self.send_new(self.cwnd + 2 * p.mss, 1, now, p, out);
@@ -129,6 +138,9 @@ impl Endpoint {
                 self.retransmit_una(now, p, out);
                 self.cwnd = self.cwnd.saturating_sub(acked) + if acked >= p.mss { p.mss } else { 0 };
                 self.cwnd = self.cwnd.max(p.mss);
+                if p.ns2_recovery {
+                    self.ns2_partial_ack(acked, p);
+                }
                 if r.first_partial {
                     r.first_partial = false;
                     self.arm_rto(now, p);
@@ -150,6 +162,7 @@ impl Endpoint {
         // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
         let base = if p.rack && self.cong_state() == CongState::Loss { self.cwnd } else { self.decrease_base(p) };
+        let prior_cwnd = self.cwnd;
         self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;
@@ -175,6 +188,9 @@ impl Endpoint {
             _ => {
                 self.retransmit_una(now, p, out);
                 self.cwnd = self.ssthresh + p.dupthresh as u64 * p.mss;
+                if p.ns2_recovery {
+                    self.ns2_enter_recovery(prior_cwnd, p);
+                }
             }
         }
         if p.fast_retransmit_rto == FastRetransmitRto::Restart {
