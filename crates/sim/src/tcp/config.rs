@@ -44,8 +44,15 @@ pub const STACK_KNOBS: &[&str] = &[
     "recovery", "congestion", "ssthresh_from", "initial_window_pkts", "ack_first_data", "ack_rule",
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
-    "rto_rule", "rtt_samples", "overhead_max_ms", "delayed_ack", "delayed_ack_ms", "timestamps", "initial_rto_ms",
-    "clock_granularity_ms", "rwnd_bytes", "fast_recovery",
+    "rto_rule", "rtt_samples", "overhead_max_ms",
+];
+
+/// The `[tcp]` keys only the ns2 stack decides besides `STACK_KNOBS`: they are a stack's
+/// only when `ns2` is the stack switched to or from, so that switching between the other
+/// stacks keeps a file's own choices of them as it did before ns2 existed.
+pub const NS2_STACK_KNOBS: &[&str] = &[
+    "delayed_ack", "delayed_ack_ms", "timestamps", "initial_rto_ms", "clock_granularity_ms", "rwnd_bytes",
+    "fast_recovery",
 ];
 
 /// Knobs added after scenario ids were first kept: under `stack = "rfc"` the canonical JSON
@@ -131,7 +138,8 @@ impl Stack {
             None => stack.value("congestion", Congestion::Reno)
                 .map_or(Congestion::Reno, |v| Congestion::deserialize(&v).expect("a stack's congestion is valid")),
         };
-        for &key in STACK_KNOBS {
+        let ns2_knobs = if stack == Stack::Ns2 { NS2_STACK_KNOBS } else { &[] };
+        for &key in STACK_KNOBS.iter().chain(ns2_knobs) {
             if !table.contains_key(key) {
                 let v = match (stack, key) {
                     (Stack::Ns2, "rwnd_bytes") => Stack::ns2_rwnd(table),
@@ -175,8 +183,11 @@ impl TcpConfig {
         let Value::Object(mut merged) = serde_json::to_value(self).expect("[tcp] serializes") else {
             unreachable!("[tcp] serializes as a table")
         };
-        if overrides.contains_key("stack") {
-            merged.retain(|key, _| !STACK_KNOBS.contains(&key.as_str()));
+        if let Some(stack) = overrides.get("stack") {
+            let ns2 = self.stack == Stack::Ns2 || Stack::deserialize(stack).ok() == Some(Stack::Ns2);
+            merged.retain(|key, _| {
+                !STACK_KNOBS.contains(&key.as_str()) && !(ns2 && NS2_STACK_KNOBS.contains(&key.as_str()))
+            });
         }
         merged.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
         Stack::fill_defaults(&mut merged);
