@@ -261,7 +261,12 @@ def stack_defaults(stack: str) -> dict[str, Any]:
 
 def tcp_departures(tcp: Mapping[str, Any]) -> dict[str, Any]:
     """The knobs of a canonical ``[tcp]`` table whose values are not its stack's defaults."""
-    defaults = stack_defaults(str(tcp.get("stack", "rfc")))
+    stack = str(tcp.get("stack", "rfc"))
+    defaults = stack_defaults(stack)
+    if stack == "ns2" and "packet_size_bytes" in tcp:
+        # ns2's receiver window is window_ packets of this table's MSS, not of the default's.
+        sized = _minimal_canonical(tcp={"stack": stack, "packet_size_bytes": tcp["packet_size_bytes"]})["tcp"]
+        defaults["rwnd_bytes"] = sized["rwnd_bytes"]
     return {key: value for key, value in tcp.items() if key != "stack" and defaults.get(key) != value}
 
 
