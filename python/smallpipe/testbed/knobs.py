@@ -130,6 +130,9 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
     if tcp["cwnd_growth"] == "byte_counting":
         _refuse("tcp.cwnd_growth", "byte_counting",
                 '"linux" (what Linux does) or "per_ack": Linux has no RFC 3465 byte counting with a limit L')
+    for key in ("rto_rule", "ssthresh_from", "cwnd_growth", "fast_recovery"):
+        if tcp.get(key) == "ns2":  # fast_recovery is left out of the canonical dict at its default
+            _refuse(f"tcp.{key}", "ns2", "a rule Linux has: \"ns2\" is ns-2 2.35's, a simulator's rule")
     if tcp["ack_first_data"]:
         _refuse("tcp.ack_first_data", True,
                 "false: Linux starts every connection in quick-ACK mode, acknowledging its first segments at once")
