@@ -34,7 +34,7 @@ def test_canonical_json_and_point_id_are_pinned(name):
 
 def test_the_pins_cover_the_default_and_every_stack():
     stacks = {entry["canonical"]["tcp"].get("stack", "rfc") for entry in PINNED.values()}
-    assert stacks == {"rfc", "ns3", "linux"}
+    assert stacks == {"rfc", "ns3", "linux", "ns2"}
     assert "examples/dumbbell.toml" in PINNED
     # Under "rfc" the canonical form has no stack and none of the knobs added after ids were kept.
     rfc = PINNED["examples/dumbbell.toml"]["canonical"]["tcp"]

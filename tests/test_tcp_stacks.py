@@ -29,7 +29,18 @@ NS3 = {
     "tcp.fast_retransmit_rto": "keep", "tcp.ack_first_data": True, "tcp.overhead_max_ms": 0.0,
     "tcp.ssthresh_from": "bytes_in_flight", "tcp.recovery_exit": "ns3",
 }
+# ns-2 2.35's ns-default.tcl (docs/tcp.md): window_ 20 packets of examples/dumbbell.toml's
+# 500-byte packets, 460 bytes of payload each.
+NS2 = {
+    "tcp.recovery": "newreno", "tcp.initial_window_pkts": 2, "tcp.ssthresh_from": "ns2", "tcp.fast_recovery": "ns2",
+    "tcp.cwnd_growth": "ns2", "tcp.min_rto_ms": 200.0, "tcp.initial_rto_ms": 3000.0, "tcp.clock_granularity_ms": 10.0,
+    "tcp.rto_rule": "ns2", "tcp.timestamps": False, "tcp.overhead_max_ms": 0.0, "tcp.delayed_ack": False,
+    "tcp.delayed_ack_ms": 100.0, "tcp.rwnd_bytes": 20 * 460,
+}
+NS2_SACK = {**{k: v for k, v in NS2.items() if k != "tcp.fast_recovery"}, "tcp.recovery": "sack"}
 CASES = {
+    "ns2": ({"tcp.stack": "ns2"}, NS2),
+    "ns2+sack": ({"tcp.stack": "ns2", "tcp.recovery": "sack"}, NS2_SACK),
     "linux": ({"tcp.stack": "linux"}, LINUX),
     "linux+reno": ({"tcp.stack": "linux", "tcp.congestion": "reno"}, LINUX_RENO),
     "ns3": ({"tcp.stack": "ns3"}, NS3),

@@ -12,6 +12,7 @@ __version__: str
 """The package version, taken from the Cargo workspace (``CARGO_PKG_VERSION``)."""
 
 TCP_STACK_KNOBS: list[str]
+TCP_NS2_STACK_KNOBS: list[str]
 """The ``[tcp]`` keys a named stack (``tcp.stack``) decides: switching the stack with an
 override resets each of them to the new stack's value (docs/tcp.md, "Named stacks")."""
 

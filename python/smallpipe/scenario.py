@@ -234,7 +234,7 @@ def apply_overrides(config: dict[str, Any], overrides: Mapping[str, Any]) -> Non
 
 def _switch_stack(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
     """Where the overrides change ``tcp.stack``, the new stack takes over: every knob a stack
-    decides (``TCP_STACK_KNOBS``) that the same overrides do not set is removed from
+    decides (``TCP_STACK_KNOBS``, and ``TCP_NS2_STACK_KNOBS`` to or from ns2) that the same overrides do not set is removed from
     ``[tcp]``, so the core fills it with the new stack's value. Asking for a stack means its
     rules, whatever the file chose for the old one (``recovery = "newreno"`` of an RFC
     scenario under ``stack = "linux"``); set a knob in the same overrides to keep it. A
@@ -244,12 +244,16 @@ def _switch_stack(config: dict[str, Any], overrides: Mapping[str, Any]) -> None:
     if new_stack is None or not isinstance(tcp, dict) or tcp.get("stack", "rfc") == new_stack:
         return
     set_here = {_dotted(k).removeprefix("tcp.") for k in overrides if _dotted(k).startswith("tcp.")}
-    for key in [k for k in _smallpipe.TCP_STACK_KNOBS if k in tcp and k not in set_here]:
+    # The knobs only ns2 decides (its delayed ACKs, timestamps, timer, window) are the
+    # stack's only when ns2 is switched to or from.
+    ns2 = "ns2" in (new_stack, tcp.get("stack", "rfc"))
+    decided = [*_smallpipe.TCP_STACK_KNOBS, *(_smallpipe.TCP_NS2_STACK_KNOBS if ns2 else [])]
+    for key in [k for k in decided if k in tcp and k not in set_here]:
         del tcp[key]
 
 
 def stack_defaults(stack: str) -> dict[str, Any]:
-    """Every ``[tcp]`` knob's default under ``stack`` ("rfc", "ns3", "linux"), as the
+    """Every ``[tcp]`` knob's default under ``stack`` ("rfc", "ns3", "linux", "ns2"), as the
     canonical form writes it. Raises ConfigError for a name that is not a stack."""
     tcp: dict[str, Any] = _minimal_canonical(tcp={"stack": stack})["tcp"]
     return tcp
@@ -257,7 +261,12 @@ def stack_defaults(stack: str) -> dict[str, Any]:
 
 def tcp_departures(tcp: Mapping[str, Any]) -> dict[str, Any]:
     """The knobs of a canonical ``[tcp]`` table whose values are not its stack's defaults."""
-    defaults = stack_defaults(str(tcp.get("stack", "rfc")))
+    stack = str(tcp.get("stack", "rfc"))
+    defaults = stack_defaults(stack)
+    if stack == "ns2" and "packet_size_bytes" in tcp:
+        # ns2's receiver window is window_ packets of this table's MSS, not of the default's.
+        sized = _minimal_canonical(tcp={"stack": stack, "packet_size_bytes": tcp["packet_size_bytes"]})["tcp"]
+        defaults["rwnd_bytes"] = sized["rwnd_bytes"]
     return {key: value for key, value in tcp.items() if key != "stack" and defaults.get(key) != value}
 
 

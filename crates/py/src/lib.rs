@@ -386,6 +386,7 @@ fn _smallpipe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add("TCP_STACK_KNOBS", smallpipe_sim::config::STACK_KNOBS.to_vec())?;
+    m.add("TCP_NS2_STACK_KNOBS", smallpipe_sim::config::NS2_STACK_KNOBS.to_vec())?;
     m.add_function(wrap_pyfunction!(validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(size_aware_transfer_time_s, m)?)?;

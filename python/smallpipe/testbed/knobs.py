@@ -100,6 +100,7 @@ _LINUX_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "fast_retransmit_rto": (("restart",), "Linux keeps its own timer rules; \"keep\" is a simulator diagnostic"),
     "recovery_pipe": (("rfc6675",), "ns-3's pipe is a simulator diagnostic"),
     "recovery_partial_ack": (("rfc6675",), "ns-3's partial-ACK retransmission is a simulator diagnostic"),
+    "fast_recovery": (("rfc",), "ns-2's fast recovery window is a simulator rule"),
 }
 
 

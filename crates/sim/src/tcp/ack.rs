@@ -173,6 +173,10 @@ impl Endpoint {
             self.linux_hystart(ack, rtt, now, p);
         }
         match self.recovery {
+            // ns-2 leaves Reno recovery on any new ACK, NewReno's at `recover`.
+            Some(_) if p.recovery.ns2 && (ack >= self.recover_mark || p.recovery.algorithm == Recovery::Reno) => {
+                self.ns2_exit_recovery(ack, acked_data, now, p)
+            }
             Some(_) if ack >= self.recover_mark => {
                 self.on_full_ack(p);
                 if p.recovery.exit == RecoveryExit::Ns3 && acked_data > 0 && grow {
@@ -233,7 +237,7 @@ impl Endpoint {
 
     /// Window growth on an ACK of `acked_data` new bytes outside recovery: HyStart++ in
     /// the initial slow start, else the congestion controller (`cc/`).
-    fn grow_window(&mut self, ack: u64, acked_data: u64, rtt_sample: Option<Duration>, now: Instant, p: &TcpParams) {
+    pub(super) fn grow_window(&mut self, ack: u64, acked_data: u64, rtt_sample: Option<Duration>, now: Instant, p: &TcpParams) {
         if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
             let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
             self.cwnd += growth.bytes;
@@ -284,6 +288,14 @@ impl Endpoint {
                 _ => return None,
             }
         };
+        if p.timers.ns2_rto {
+            let backoffs = self.rtt.backoff();
+            let ns2 = &mut self.queues.get_or_insert_default().ns2_rtt;
+            let rto = ns2.sample(sample, now.0.saturating_sub(sample.0), backoffs, p.timers.granularity, p.timers.min_rto);
+            let srtt = ns2.srtt(p.timers.granularity).unwrap_or(sample);
+            self.rtt.set_from(srtt, rto);
+            return Some(sample);
+        }
         let linux = if p.timers.linux_rto {
             Some(LinuxSample { var: &mut self.queues.get_or_insert_default().linux_rtt, acked: ack, sent_max: self.snd_max })
         } else {
@@ -332,6 +344,9 @@ impl Endpoint {
             SsthreshFrom::BytesInFlight if p.sack() => self.pipe(p),
             // ns-3's emulated SACK: each duplicate ACK marks one more segment as gone.
             SsthreshFrom::BytesInFlight => self.flight_size().saturating_sub(self.dupacks as u64 * p.mss),
+            // ns-2's slowdown (tcp.cc:1268, 1295): half of min(cwnd_, window_) in whole
+            // packets, so the base is twice that.
+            SsthreshFrom::Ns2 => 2 * p.mss * (self.ns2_uninflated_cwnd().min(p.rwnd) / (2 * p.mss)),
         }
     }
 }

@@ -26,7 +26,17 @@ pub enum Stack {
     /// Linux (6.x) as built so far: CUBIC, SACK with RACK and PRR, Linux's RTO estimator and
     /// RTT samples, its decrease from cwnd, quick ACKs, pacing, min RTO 200 ms and IW 10.
     Linux,
+    /// ns-2 2.35's one-way `Agent/TCP/Newreno` (or `Reno`, `Sack1` by `recovery`) with a
+    /// `TCPSink` (`delayed_ack = true`: `TCPSink/DelAck`), at ns-default.tcl's defaults:
+    /// windowInit_ 2, window_ 20 packets, tcpTick_ 10 ms with its fixed-point RTO, minrto_
+    /// 200 ms, rtxcur_init_ 3 s, ssthresh from min(cwnd_, window_), no timestamps, no
+    /// overhead_ (docs/tcp.md, "Named stacks" and "Where ns-2 departs from the RFCs").
+    Ns2,
 }
+
+/// ns-default.tcl:919 `Agent/TCP window_`: the ns2 stack's receiver window, in packets of
+/// the flow's MSS (`rwnd_bytes` follows the packet size).
+pub const NS2_WINDOW_PKTS: u64 = 20;
 
 /// The `[tcp]` keys a stack decides (the union over the stacks). A stack that leaves a key
 /// alone gives it the key's own (RFC) default.
@@ -37,11 +47,19 @@ pub const STACK_KNOBS: &[&str] = &[
     "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "timestamps",
 ];
 
+/// The `[tcp]` keys only the ns2 stack decides besides `STACK_KNOBS`: they are a stack's
+/// only when `ns2` is the stack switched to or from, so that switching between the other
+/// stacks keeps a file's own choices of them as it did before ns2 existed.
+pub const NS2_STACK_KNOBS: &[&str] = &[
+    "delayed_ack", "delayed_ack_ms", "initial_rto_ms", "clock_granularity_ms", "rwnd_bytes",
+    "fast_recovery",
+];
+
 /// Knobs added after scenario ids were first kept: the canonical JSON leaves them out while
 /// they hold their RFC default and the stack's value is that default too, so adding one
 /// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
 /// new knob is added here.
-const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo"];
+const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -81,9 +99,48 @@ impl Stack {
             (Stack::Linux, "tail_loss_probe") => true.into(), // net.ipv4.tcp_early_retrans = 3
             (Stack::Linux, "rto_undo") => true.into(), // tcp_try_undo_loss
             (Stack::Linux, "timestamps") => true.into(), // net.ipv4.tcp_timestamps = 1
+            // ns-2 2.35, tcl/lib/ns-default.tcl and tcp/*.cc (docs/tcp.md has each line).
+            (Stack::Ns2, "recovery") => "newreno".into(),
+            (Stack::Ns2, "initial_window_pkts") => 2.into(), // windowInit_
+            (Stack::Ns2, "ssthresh_from") => "ns2".into(),
+            (Stack::Ns2, "fast_recovery") => "ns2".into(),
+            (Stack::Ns2, "cwnd_growth") if congestion == Congestion::Reno => "ns2".into(),
+            (Stack::Ns2, "min_rto_ms") => 200.0.into(), // minrto_
+            (Stack::Ns2, "initial_rto_ms") => 3000.0.into(), // rtxcur_init_
+            (Stack::Ns2, "clock_granularity_ms") => 10.0.into(), // tcpTick_
+            (Stack::Ns2, "rto_rule") => "ns2".into(),
+            (Stack::Ns2, "timestamps") => false.into(), // timestamps_
+            (Stack::Ns2, "overhead_max_ms") => 0.0.into(), // overhead_
+            // TCPSink ACKs every packet; TCPSink/DelAck's interval_ is 100 ms.
+            (Stack::Ns2, "delayed_ack") => false.into(),
+            (Stack::Ns2, "delayed_ack_ms") => 100.0.into(),
             _ => return None,
         };
         Some(v)
+    }
+
+    /// The ns2 stack's `rwnd_bytes`: `window_` packets of the table's MSS (its packet size
+    /// less the 40 header bytes, the stack having no timestamps).
+    fn ns2_rwnd(table: &Map<String, Value>) -> Option<Value> {
+        let packet = match table.get("packet_size_bytes") {
+            Some(v) => v.as_u64()?,
+            None => d_packet_size() as u64,
+        };
+        let header = if table.get("timestamps").and_then(Value::as_bool).unwrap_or(false) {
+            (HEADER_BYTES + TIMESTAMP_OPTION_BYTES) as u64
+        } else {
+            HEADER_BYTES as u64
+        };
+        Some((NS2_WINDOW_PKTS * packet.checked_sub(header)?).into())
+    }
+
+    /// `value`, for a table whose recovery is SACK if `sack`: ns-2's Sack1 recovers by its
+    /// scoreboard, not by Reno's window, so `fast_recovery` keeps its own default there.
+    fn value_with(self, key: &str, congestion: Congestion, sack: bool) -> Option<Value> {
+        match (self, key) {
+            (Stack::Ns2, "fast_recovery") if sack => None,
+            _ => self.value(key, congestion),
+        }
     }
 
     /// Fills the knobs `table` leaves out with the values of the stack it names; a stack
@@ -98,9 +155,14 @@ impl Stack {
             None => stack.value("congestion", Congestion::Reno)
                 .map_or(Congestion::Reno, |v| Congestion::deserialize(&v).expect("a stack's congestion is valid")),
         };
-        for &key in STACK_KNOBS {
+        let ns2_knobs = if stack == Stack::Ns2 { NS2_STACK_KNOBS } else { &[] };
+        for &key in STACK_KNOBS.iter().chain(ns2_knobs) {
             if !table.contains_key(key) {
-                if let Some(v) = stack.value(key, congestion) {
+                let v = match (stack, key) {
+                    (Stack::Ns2, "rwnd_bytes") => Stack::ns2_rwnd(table),
+                    _ => stack.value_with(key, congestion, table.get("recovery").and_then(Value::as_str) == Some("sack")),
+                };
+                if let Some(v) = v {
                     table.insert(key.to_string(), v);
                 }
             }
@@ -124,7 +186,8 @@ impl TcpConfig {
         for key in ADDED_KNOBS {
             // Left out only where reading it back gives it again: at the RFC default, which
             // is also this stack's value.
-            let stack_value = self.stack.value(key, self.congestion).or_else(|| defaults.get(*key).cloned());
+            let stack_value = self.stack.value_with(key, self.congestion, self.recovery == Recovery::Sack)
+                .or_else(|| defaults.get(*key).cloned());
             if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
             }
@@ -139,8 +202,11 @@ impl TcpConfig {
         let Value::Object(mut merged) = serde_json::to_value(self).expect("[tcp] serializes") else {
             unreachable!("[tcp] serializes as a table")
         };
-        if overrides.contains_key("stack") {
-            merged.retain(|key, _| !STACK_KNOBS.contains(&key.as_str()));
+        if let Some(stack) = overrides.get("stack") {
+            let ns2 = self.stack == Stack::Ns2 || Stack::deserialize(stack).ok() == Some(Stack::Ns2);
+            merged.retain(|key, _| {
+                !STACK_KNOBS.contains(&key.as_str()) && !(ns2 && NS2_STACK_KNOBS.contains(&key.as_str()))
+            });
         }
         merged.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
         Stack::fill_defaults(&mut merged);
@@ -183,6 +249,9 @@ pub enum CwndGrowth {
     /// Linux's Reno (`tcp_slow_start`, `tcp_cong_avoid_ai`): slow start by every byte acked up
     /// to ssthresh, the rest in congestion avoidance, one SMSS per cwnd of bytes acked.
     Linux,
+    /// ns-2's `opencwnd` (`windowOption_` 1): slow start by one segment per new ACK whatever
+    /// it acknowledges, congestion avoidance by 1/cwnd segments per new ACK, kept fractional.
+    Ns2,
 }
 
 /// How much SACK fast recovery sends per ACK.
@@ -245,6 +314,10 @@ pub enum RtoRule {
     /// Linux's `tcp_rtt_estimator` and `tcp_set_rto`: SRTT + a variance term that is at least
     /// min_rto and the largest deviation of the last RTT, decaying once per RTT (docs/tcp.md).
     Linux,
+    /// ns-2 2.35's `rtt_update` and `rtt_timeout` (tcp.cc): samples counted in whole ticks of
+    /// `clock_granularity_ms` (`tcpTick_`), SRTT and RTTVAR in fixed point, RTO = SRTT +
+    /// 4·RTTVAR truncated to a tick, at least min_rto and 2 ticks (`rtt_ns2.rs`).
+    Ns2,
 }
 
 /// Which ACKs give the RTT estimator a sample.
@@ -271,6 +344,8 @@ pub enum SsthreshFrom {
     /// `GetSsThresh`: with SACK, RFC 6675's pipe (SACKed and lost segments left out);
     /// without, FlightSize less a segment per duplicate ACK (ns-3's emulated SACK).
     BytesInFlight,
+    /// ns-2's `slowdown` (tcp.cc): min(cwnd, rwnd) / 2 rounded down to whole segments.
+    Ns2,
 }
 
 /// What restarts the retransmission timer during SACK fast recovery.
@@ -342,6 +417,22 @@ pub enum RecoveryExit {
     /// ns-3.44's `ProcessAck`: after cwnd = ssthresh, the window grows for the segments
     /// that ACK covers, as on any ACK outside recovery (`IncreaseWindow`).
     Ns3,
+}
+
+/// Reno and NewReno fast recovery: when it starts, its window, and the window it leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FastRecoveryRule {
+    /// RFC 5681 §3.2 (Reno: any third duplicate ACK; cwnd = ssthresh on the next new ACK)
+    /// and RFC 6582 §3.2 (NewReno: past `recover` or by the ACK heuristic of §4.2; cwnd =
+    /// min(ssthresh, FlightSize + SMSS) at the full ACK, option 1).
+    #[default]
+    Rfc,
+    /// ns-2 2.35 (`recovery/ns2.rs`): a new episode only once `snd_una` is past `recover`
+    /// (the last fast retransmit's or timeout's highest sent), Reno too; the window halved
+    /// without rounding, inflation counted apart, and on the exit the halved window less
+    /// what partial ACKs took, grown by that ACK; no FlightSize bound, so the exit may burst.
+    Ns2,
 }
 
 /// Whether the fast retransmit restarts the retransmission timer.
@@ -435,6 +526,10 @@ pub struct TcpConfig {
     /// The pipe of SACK recovery: RFC 6675's, or (ns-3, a diagnostic) with SACKed retransmissions in it.
     #[serde(default = "d_recovery_pipe")]
     pub recovery_pipe: RecoveryPipe,
+    /// Reno/NewReno fast recovery's entry, window and exit: the RFCs', or ns-2's. Left out of the
+    /// canonical JSON at its default, so ids from before it stay.
+    #[serde(default)]
+    pub fast_recovery: FastRecoveryRule,
     /// Whether the fast retransmit restarts the timer (smallpipe's default) or leaves it running (RFC 6298 5.1, ns-3).
     #[serde(default = "d_fast_retransmit_rto")]
     pub fast_retransmit_rto: FastRetransmitRto,
@@ -617,6 +712,8 @@ impl TcpConfig {
             "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
         check(self.recovery_partial_ack == PartialAck::Rfc6675 || self.recovery == Recovery::Sack,
             "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
+        check(self.fast_recovery == FastRecoveryRule::Rfc || self.recovery != Recovery::Sack, "fast_recovery", "ns2",
+            "\"rfc\", or \"ns2\" only with recovery = \"reno\" or \"newreno\" (SACK recovery sends by the pipe)")?;
         check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
         check(!self.cubic_hystart || (self.congestion == Congestion::Cubic && !self.hystart), "cubic_hystart", true,
@@ -626,7 +723,7 @@ impl TcpConfig {
         check(!self.tail_loss_probe || self.recovery == Recovery::Sack, "tail_loss_probe", true,
             "false, or true only with recovery = \"sack\" (Linux probes SACK connections only)")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
-            "cwnd_growth", if self.cwnd_growth == CwndGrowth::Linux { "linux" } else { "byte_counting" },
+            "cwnd_growth", match self.cwnd_growth { CwndGrowth::Linux => "linux", CwndGrowth::Ns2 => "ns2", _ => "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
         check((1..=100).contains(&self.abc_limit_pkts), "abc_limit_pkts", self.abc_limit_pkts, "1 to 100 segments")?;
         check(self.rwnd_bytes >= self.mss_bytes() as u64 && self.rwnd_bytes <= 1 << 30, "rwnd_bytes",

@@ -31,6 +31,7 @@ mod frozen;
 pub mod cc;
 mod pacing;
 mod rtt;
+mod rtt_ns2;
 mod rtt_samples;
 pub mod sack;
 
@@ -170,6 +171,10 @@ struct FeatureQueues {
     recovery_rexmits: RangeSet,
     /// Linux's RTT variance state (`rto_rule = "linux"`).
     linux_rtt: LinuxVar,
+    /// ns-2's fixed-point RTT state (`rto_rule = "ns2"`).
+    ns2_rtt: rtt_ns2::Ns2Rtt,
+    /// ns-2's `dupwnd_`, bytes: the inflation within `cwnd` in fast recovery (`fast_recovery = "ns2"`).
+    ns2_dupwnd: u64,
     /// Arrival of the last in-order data segment (`ack_rule = "linux"`: a longer silence than
     /// the RTO restarts quick-ACK mode).
     last_data_rcv: Option<Instant>,

@@ -4,7 +4,7 @@
 
 use super::config::{
     AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
-    Recovery, RecoveryExit, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
+    FastRecoveryRule, Recovery, RecoveryExit, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
 };
 use smallpipe_core::{ConfigError, Duration};
 
@@ -50,6 +50,8 @@ pub struct RecoveryPolicy {
     pub first_partial_rto: bool,
     /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
     pub head_retransmit_rto: bool,
+    /// ns-2's Reno/NewReno recovery window (`fast_recovery = "ns2"`, `recovery/ns2.rs`).
+    pub ns2: bool,
 }
 
 /// Who sets ssthresh and grows cwnd (`cc/`).
@@ -71,6 +73,8 @@ pub struct CcPolicy {
 pub struct TimerPolicy {
     pub min_rto: Duration,
     pub linux_rto: bool,
+    /// ns-2's tick arithmetic for the RTO, the tick being `granularity` (`rto_rule = "ns2"`, `rtt_ns2.rs`).
+    pub ns2_rto: bool,
     /// `rtt_samples = "every_ack"`: Linux's sample on every ACK (`rtt_samples.rs`).
     pub rtt_every_ack: bool,
     pub max_rto: Duration,
@@ -145,6 +149,7 @@ impl TcpParams {
                 fast_retransmit_rto: c.fast_retransmit_rto,
                 first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
                 head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
+                ns2: c.fast_recovery == FastRecoveryRule::Ns2,
             },
             cc: CcPolicy {
                 congestion: c.congestion,
@@ -158,6 +163,7 @@ impl TcpParams {
             timers: TimerPolicy {
                 min_rto: ms(c.min_rto_ms),
                 linux_rto: c.rto_rule == RtoRule::Linux,
+                ns2_rto: c.rto_rule == RtoRule::Ns2,
                 rtt_every_ack: c.rtt_samples == RttSamples::EveryAck,
                 max_rto: ms(c.max_rto_ms),
                 initial_rto: ms(c.initial_rto_ms),

@@ -145,6 +145,14 @@ impl RttEstimator {
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt_ns.get().map(Duration)
     }
+
+    /// A sample folded in by another estimator (`rto_rule = "ns2"`, `rtt_ns2.rs`): its SRTT
+    /// and RTO before backoff; the backoff collapses as on any valid sample.
+    pub fn set_from(&mut self, srtt: Duration, rto_base: Duration) {
+        self.srtt_ns = Opt64::some(srtt.as_nanos());
+        self.rto_base = rto_base.min(self.max_rto);
+        self.backoff = 0;
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ impl Endpoint {
             self.cwnd = self.cwnd.min(p.initial_window); // RFC 5681 §4.1 restart window
         }
         let sent_before = self.snd_max;
-        self.send_new(self.cwnd, usize::MAX, now, p, out);
+        self.send_new(self.cwnd, self.ns2_burst_limit(p), now, p, out);
         if p.recovery.tail_loss_probe && self.snd_max > sent_before {
             self.tlp_schedule(now, p);
         }

@@ -40,5 +40,19 @@ pub(super) fn grow(rule: CwndGrowth, abc_limit: u64, cwnd: u64, ssthresh: u64, a
             *ca_acked -= steps * cwnd;
             cwnd + steps * mss
         }
+        // ns-2's opencwnd (tcp.cc:1133-1152): +1 packet per new ACK below ssthresh_, else
+        // +increase_num_/cwnd_ (1/cwnd_) in floating-point packets.
+        CwndGrowth::Ns2 if cwnd < ssthresh => cwnd + mss,
+        CwndGrowth::Ns2 => {
+            // `ca_acked` holds cwnd's fraction of a byte, in units of 2^-32 byte, so that
+            // ns-2's fractional window does not lose what whole bytes would round off.
+            let pkts = (cwnd as f64 + *ca_acked as f64 / NS2_FRACTION) / mss as f64;
+            let bytes = (pkts + 1.0 / pkts) * mss as f64;
+            *ca_acked = ((bytes - bytes.floor()) * NS2_FRACTION) as u64;
+            bytes.floor() as u64
+        }
     }
 }
+
+/// One byte in the units of `CwndGrowth::Ns2`'s fraction.
+const NS2_FRACTION: f64 = 4_294_967_296.0;

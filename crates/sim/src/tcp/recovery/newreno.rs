@@ -18,6 +18,9 @@ impl Endpoint {
         self.retransmit_una(now, p, out);
         self.cwnd = self.cwnd.saturating_sub(acked) + if acked >= p.mss { p.mss } else { 0 };
         self.cwnd = self.cwnd.max(p.mss);
+        if p.recovery.ns2 {
+            self.ns2_partial_ack(acked, p);
+        }
         if r.first_partial {
             r.first_partial = false;
             self.arm_rto(now, p);
