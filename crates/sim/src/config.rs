@@ -273,6 +273,14 @@ pub enum AppKind {
     /// Replay of a Squid `access.log` (`log_path`): one unit per client, one connection
     /// per request, at the logged time or as fast as possible over `connections`.
     Replay,
+    /// UDP sources of ns-2's `Application/Traffic/*` (`crate::udp`): CBR, exponential and
+    /// Pareto on/off, one datagram stream per unit.
+    #[serde(rename = "udp_cbr")]
+    UdpCbr,
+    #[serde(rename = "udp_expoo")]
+    UdpExpoo,
+    #[serde(rename = "udp_pareto")]
+    UdpPareto,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -294,6 +302,20 @@ impl AppKind {
             AppKind::Web => "web",
             AppKind::Poisson => "poisson",
             AppKind::Replay => "replay",
+            AppKind::UdpCbr => "udp_cbr",
+            AppKind::UdpExpoo => "udp_expoo",
+            AppKind::UdpPareto => "udp_pareto",
+        }
+    }
+
+    /// The UDP source kind of a UDP app.
+    pub fn udp(self) -> Option<crate::udp::UdpKind> {
+        use crate::udp::UdpKind;
+        match self {
+            AppKind::UdpCbr => Some(UdpKind::Cbr),
+            AppKind::UdpExpoo => Some(UdpKind::Expoo),
+            AppKind::UdpPareto => Some(UdpKind::Pareto),
+            _ => None,
         }
     }
 }
@@ -381,6 +403,22 @@ pub struct FlowGroup {
     /// the merged, validated table. Unset: the scenario's `[tcp]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<serde_json::Map<String, serde_json::Value>>,
+    /// UDP apps (`crate::udp`), ns-2's names with units: `packetSize_` (the whole IP
+    /// packet), `rate_` (while on), `interval_` (CBR, instead of the rate), `burst_time_`,
+    /// `idle_time_` (means, on/off) and `shape_` (Pareto). Unset: ns-2's defaults. Left out
+    /// of the canonical form when unset, so scenarios without UDP keep theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_size_bytes: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_time_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_time_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<f64>,
 }
 
 fn d_seed() -> u64 { 1 }
@@ -594,6 +632,13 @@ impl FlowGroup {
         }
     }
 
+    /// A UDP group's source (`None` for TCP apps), validated.
+    pub fn udp_source(&self) -> Result<Option<crate::udp::UdpSource>, ConfigError> {
+        let Some(kind) = self.app.udp() else { return Ok(None) };
+        crate::udp::UdpSource::from_fields(kind, self.packet_size_bytes, self.rate_bps, self.interval_s,
+            self.burst_time_s, self.idle_time_s, self.shape).map(Some)
+    }
+
     /// One connection's size, bytes: a marker's (one time in `marker_every`) or `size`'s.
     /// Panics for an unsized group (validation requires a size where this is called).
     pub fn draw_size(&self, rng: &mut Rng) -> u64 {
@@ -627,6 +672,19 @@ impl FlowGroup {
                 &format!("a size (size_bytes, or a size distribution) for app = \"{}\"", self.app.name()))?,
             AppKind::Bulk | AppKind::Interactive => check(self.size.is_none(), "size", "a distribution",
                 "size_bytes (a number) for bulk and interactive flows")?,
+            AppKind::UdpCbr | AppKind::UdpExpoo | AppKind::UdpPareto => {
+                check(!sized, "size", "set", &format!("no size for app = \"{}\" (it sends for the whole run)", self.app.name()))?;
+                check(self.tcp.is_none(), "tcp", "set", &format!("no [flows.tcp] for app = \"{}\"", self.app.name()))?;
+                self.udp_source()?;
+            }
+        }
+        if self.app.udp().is_none() {
+            let udp_fields = [("packet_size_bytes", self.packet_size_bytes.is_some()), ("rate_bps", self.rate_bps.is_some()),
+                ("interval_s", self.interval_s.is_some()), ("burst_time_s", self.burst_time_s.is_some()),
+                ("idle_time_s", self.idle_time_s.is_some()), ("shape", self.shape.is_some())];
+            if let Some((field, _)) = udp_fields.iter().find(|(_, set)| *set) {
+                check(false, field, "set", "only for app = \"udp_cbr\", \"udp_expoo\" or \"udp_pareto\" (TCP apps take [tcp].packet_size_bytes)")?;
+            }
         }
         if let Some(d) = &self.size {
             d.validate("size", 1.0)?;

@@ -21,6 +21,7 @@ pub mod sim;
 pub mod squid;
 pub mod tcp;
 pub mod trace;
+pub mod udp;
 mod trace_config;
 
 pub use config::Scenario;

@@ -205,4 +205,25 @@ pub struct Results {
     /// Packets that reached a host after their connection was recycled, dropped there
     /// (`crate::flows`); zero unless a packet outlived the in-flight count.
     pub packets_to_closed_flows: u64,
+    /// One row per UDP flow (`app = "udp_*"`); empty without them.
+    pub udp_flows: Vec<UdpFlowRow>,
+}
+
+/// A UDP flow's datagrams at the run's end: sent = delivered + dropped + in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UdpFlowRow {
+    pub udp_flow_id: u32,
+    pub unit_id: u32,
+    pub group: u32,
+    pub app: AppKind,
+    pub rtt_ms: f64,
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_delivered: u64,
+    pub bytes_delivered: u64,
+    /// Dropped by a queue or lost on a link.
+    pub packets_dropped: u64,
+    pub bytes_dropped: u64,
+    /// Still queued or on a wire at the end.
+    pub packets_in_flight: u64,
 }

@@ -172,6 +172,7 @@ fn run_unit(ctx: &Arc<Ctx>, mut spec: UnitSpec, rec: &Unit) {
                 children.push(spawn_connection(ctx, &spec, rec, size, None));
             }
         }
+        AppKind::UdpCbr | AppKind::UdpExpoo | AppKind::UdpPareto => unreachable!("main rejects plans with UDP groups"),
         AppKind::Replay => match spec.replay {
             ReplayMode::Logged => {
                 for &(time_s, bytes) in &spec.requests {

@@ -4,6 +4,8 @@
 //!     smallpipe-gen units  SCENARIO.json          # the units, their RTTs and starts (JSON)
 //!     smallpipe-gen server PLAN.json OUT.json     # prints `ready` once listening
 //!     smallpipe-gen client PLAN.json OUT.json
+//!     smallpipe-gen udp-send HOST:PORT udp_cbr|udp_expoo|udp_pareto duration_s=S [key=value ...]
+//!     smallpipe-gen udp-recv PORT duration_s=S
 //!
 //! Both sides stop at the plan's t0 + duration, or earlier at SIGINT or SIGTERM, and write
 //! their records as JSON; the Python side joins them into the simulator's tables.
@@ -12,10 +14,12 @@ mod client;
 mod plan;
 mod server;
 mod sock;
+mod udp;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: smallpipe-gen units SCENARIO.json | server PLAN.json OUT.json | client PLAN.json OUT.json";
+const USAGE: &str = "usage: smallpipe-gen units SCENARIO.json | server PLAN.json OUT.json | client PLAN.json OUT.json \
+                     | udp-send HOST:PORT APP duration_s=S [key=value ...] | udp-recv PORT duration_s=S";
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &str) -> Result<T, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
@@ -41,6 +45,10 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         [cmd, plan_path, out] if cmd == "server" || cmd == "client" => {
             let plan: plan::Plan = read_json(plan_path)?;
+            if let Some(g) = plan.scenario.flows.iter().find(|g| g.app.udp().is_some()) {
+                return Err(format!("{plan_path}: app = \"{}\": plans carry TCP groups only; run UDP sources with udp-send and udp-recv",
+                    g.app.name()));
+            }
             let units = plan::units(&plan.scenario)?;
             if plan.client_addrs.len() != units.len() || plan.congestion_control.len() != plan.scenario.flows.len() {
                 return Err(format!(
@@ -54,6 +62,14 @@ fn run(args: &[String]) -> Result<(), String> {
             } else {
                 write_json(out, &client::run(plan, units))
             }
+        }
+        [cmd, target, app, rest @ ..] if cmd == "udp-send" => {
+            println!("{}", udp::send(target, app, rest)?);
+            Ok(())
+        }
+        [cmd, port, rest @ ..] if cmd == "udp-recv" => {
+            println!("{}", udp::receive(port, rest)?);
+            Ok(())
         }
         _ => Err(USAGE.to_string()),
     }

@@ -3,6 +3,7 @@
 //! connection, and recycling its slot (`crate::flows`).
 
 use super::topology::Node;
+use super::udp_flows::{udp_dropped, UdpFlow, UDP_HANDLE};
 use super::units::UnitApp;
 use super::Simulator;
 use crate::config::{AppKind, EdgeConfig, EdgeMark, GapFrom, ReplayMode, Scenario, Transport};
@@ -287,6 +288,7 @@ impl Simulator {
             }
             UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
             UnitApp::Single | UnitApp::Poisson { .. } | UnitApp::Replay { .. } => {}
+            UnitApp::Udp { .. } => unreachable!("a UDP unit opens no connection"),
         }
     }
 }
@@ -317,8 +319,12 @@ pub(super) fn addressee(demux: &FxHashMap<FlowKey, u32>, conns: &[Conn], endpoin
 /// connections have that many fewer in flight; one with none left may be over.
 #[inline]
 pub(super) fn left_network<'a>(demux: &FxHashMap<FlowKey, u32>, endpoints: &[Endpoint], conns: &mut [Conn],
-                               candidates: &mut Vec<u32>, pkts: impl IntoIterator<Item = &'a Packet>) {
+                               candidates: &mut Vec<u32>, udp: &mut [UdpFlow], pkts: impl IntoIterator<Item = &'a Packet>) {
     for pkt in pkts {
+        if pkt.runtime_handle & UDP_HANDLE != 0 {
+            udp_dropped(udp, pkt);
+            continue;
+        }
         let Some(e) = addressee(demux, conns, endpoints, pkt) else { continue };
         let conn = &mut conns[(e / 2) as usize];
         // Saturating: after ports wrap, a late packet of an old connection counts against the new one.

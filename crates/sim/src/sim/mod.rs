@@ -13,6 +13,7 @@
 mod endpoints;
 mod recorders;
 mod topology;
+mod udp_flows;
 mod units;
 
 use self::endpoints::{left_network, recycles};
@@ -82,6 +83,8 @@ pub struct Simulator {
     rcp: FxHashMap<u32, RcpConn>,
     /// The scenario's `[trace]` recorder; `None` (the default) costs one branch per hook.
     recorder: Option<Box<Recorder>>,
+    /// UDP flows (`udp_flows`), by their unit's `UnitApp::Udp` index.
+    udp: Vec<udp_flows::UdpFlow>,
 }
 
 
@@ -127,6 +130,7 @@ impl Simulator {
             transport: sc.transport,
             rcp: FxHashMap::default(),
             recorder: None,
+            udp: Vec::new(),
         };
         sim.add_link("bottleneck", rate, Duration::from_millis_f64(l.delay_ms), Duration::ZERO, l.loss, &l.queue, 1)?;
         sim.add_link("bottleneck_reverse", rate, Duration::from_millis_f64(l.delay_ms), Duration::ZERO, l.reverse_loss, &l.reverse_queue, 0)?;
@@ -152,6 +156,7 @@ impl Simulator {
         for (gi, g) in sc.flows.iter().enumerate() {
             match g.app {
                 AppKind::Replay => sim.add_replay_clients(sc, gi)?,
+                _ if g.app.udp().is_some() => sim.add_udp_units(sc, gi)?,
                 _ => {
                     for _ in 0..g.count {
                         let app = match g.app {
@@ -363,7 +368,7 @@ impl Simulator {
                         if let Some(r) = self.recorder.as_mut().filter(|r| r.hooks(link)) {
                             r.on_link_loss(link, &lost, self.now, &self.demux);
                         }
-                        left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, [&lost]);
+                        left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, &mut self.udp, [&lost]);
                     }
                 }
             }

@@ -118,6 +118,7 @@ impl Simulator {
             skipped_log_lines: self.skipped_log_lines,
             flows_opened: self.flows_opened,
             packets_to_closed_flows: self.packets_to_closed_flows,
+            udp_flows: self.udp_rows(),
         }
     }
 }

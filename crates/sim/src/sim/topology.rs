@@ -2,6 +2,7 @@
 //! path choice, and moving a packet from node to queue to wire.
 
 use super::endpoints::{addressee, left_network};
+use super::udp_flows::UDP_HANDLE;
 use super::Simulator;
 use crate::config::{Routing, HEADER_BYTES};
 use crate::event::Event;
@@ -47,6 +48,7 @@ impl Simulator {
                 }
                 self.enqueue(link, pkt);
             }
+            Node::Host { .. } if pkt.runtime_handle & UDP_HANDLE != 0 => self.udp_deliver(&pkt),
             Node::Host { .. } => {
                 let Some(e) = addressee(&self.demux, &self.conns, &self.endpoints, &pkt) else {
                     self.packets_to_closed_flows += 1;
@@ -100,7 +102,7 @@ impl Simulator {
                 self.schedule_arrival(link, at);
             }
             let dropped = self.links[link as usize].queue.last_drops().iter().map(|(p, _)| p);
-            left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
+            left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, &mut self.udp, dropped);
             return;
         }
         let traced = self.recorder.as_ref().is_some_and(|r| r.hooks(link));
@@ -117,7 +119,7 @@ impl Simulator {
             r.on_enqueue(link, &pkt, l.queue.last_drops(), self.now, &self.demux);
         }
         let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
-        left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
+        left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, &mut self.udp, dropped);
         self.start_tx(link);
     }
 
@@ -129,7 +131,7 @@ impl Simulator {
         let l = &mut self.links[link as usize];
         let Some(at) = l.pass_chained(pkt, self.now) else {
             let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
-            return left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
+            return left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, &mut self.udp, dropped);
         };
         if at >= self.end {
             return;
@@ -172,7 +174,9 @@ impl Simulator {
         let sole_feeder = self.links.iter().enumerate()
             .all(|(i, o)| i == link as usize || !is_reported(&o.name) || o.to_node != l.to_node);
         let Node::Router { routes } = &self.nodes[l.to_node as usize] else { return false };
-        let largest_bytes = self.params.iter().map(|p| u64::from(HEADER_BYTES) + MAX_TCP_OPTION_BYTES + p.mss).max().unwrap_or(0);
+        let largest_tcp = self.params.iter().map(|p| u64::from(HEADER_BYTES) + MAX_TCP_OPTION_BYTES + p.mss).max().unwrap_or(0);
+        let largest_udp = self.udp.iter().map(|f| u64::from(f.schedule.source().packet_size_bytes)).max().unwrap_or(0);
+        let largest_bytes = largest_tcp.max(largest_udp);
         sole_feeder && routes.values().map(|&m| &self.links[m as usize]).filter(|m| !is_reported(&m.name))
             .all(|m| m.computed && never_drops(l, m, largest_bytes))
     }
@@ -210,7 +214,7 @@ impl Simulator {
         }
         if idle {
             let dropped = l.queue.last_drops().iter().map(|(p, _)| p);
-            left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, dropped);
+            left_network(&self.demux, &self.endpoints, &mut self.conns, &mut self.recycle_candidates, &mut self.udp, dropped);
         }
     }
 }

@@ -7,6 +7,8 @@
 
 use super::endpoints::FIRST_CLIENT_PORT;
 use super::topology::Node;
+use super::udp_flows::UdpFlow;
+use crate::udp::UdpSchedule;
 use super::Simulator;
 use crate::config::{AppKind, GapFrom, ReplayMode, Scenario, Spread, MAX_UNITS};
 use crate::event::Event;
@@ -28,6 +30,8 @@ pub(super) enum UnitApp {
     Poisson { mean_gap_s: f64 },
     /// A client of a replayed log: its requests (logged start time, bytes), in order.
     Replay { mode: ReplayMode, requests: VecDeque<(Instant, u64)> },
+    /// A UDP source: its flow in `Simulator::udp`.
+    Udp { flow: u32 },
 }
 
 pub(super) struct Unit {
@@ -119,6 +123,21 @@ impl Simulator {
         Ok((u, start))
     }
 
+    /// The group's UDP flows: a unit each, whose source draws on the unit's own stream.
+    pub(super) fn add_udp_units(&mut self, sc: &Scenario, gi: usize) -> Result<(), ConfigError> {
+        let src = sc.flows[gi].udp_source().map_err(|e| e.within(&format!("flows[{gi}]")))?.expect("a UDP app");
+        for _ in 0..sc.flows[gi].count {
+            let flow = self.udp.len() as u32;
+            let (u, start) = self.add_unit(sc, gi, UnitApp::Udp { flow })?;
+            let mut schedule = UdpSchedule::new(src, Rng::new(sc.seed, 0x6000_0000 + u64::from(u)));
+            let first = start + Duration::from_secs_f64(schedule.next_gap_s());
+            self.udp.push(UdpFlow { unit: u, schedule, sent_pkts: 0, sent_bytes: 0, delivered_pkts: 0, delivered_bytes: 0,
+                dropped_pkts: 0, dropped_bytes: 0 });
+            self.events.push(first, Event::Unit { unit: u });
+        }
+        Ok(())
+    }
+
     /// One unit per client of the group's Squid log, in order of first appearance.
     pub(super) fn add_replay_clients(&mut self, sc: &Scenario, gi: usize) -> Result<(), ConfigError> {
         let g = &sc.flows[gi];
@@ -187,6 +206,10 @@ impl Simulator {
                 self.conns[c as usize].requested = Opt64::some(wanted);
             }
             UnitApp::Replay { mode: ReplayMode::Asap, .. } => self.fill_pool(u),
+            UnitApp::Udp { flow } => {
+                let flow = *flow;
+                self.udp_send(flow);
+            }
             UnitApp::Poisson { mean_gap_s } => {
                 let gap = Duration::from_secs_f64(unit.rng.exponential(*mean_gap_s));
                 self.events.push(self.now + gap, Event::Unit { unit: u });

@@ -388,6 +388,10 @@ struct Flow {
     queue: TaqQueue,
     /// Counted in `active_flows` (and its pool's); brought up to date by `count_transition`.
     counted: bool,
+    /// Bytes of the flow's queued packets: the backlog `drop_one` compares for packets
+    /// without sequence space (in bytes, so a flow of small datagrams is not taken for the
+    /// longest because it has more packets queued than a TCP flow of full-size segments).
+    queued_bytes: u64,
 }
 
 /// What the recorder can read: flows by state, queue occupancy and per-queue counters.
@@ -646,6 +650,7 @@ impl Taq {
                     served: Decayed::default(),
                     queue: TaqQueue::AboveFairShare,
                     counted: false,
+                    queued_bytes: 0,
                 };
                 if (i as usize) < self.flows.len() {
                     self.flows[i as usize] = flow;
@@ -722,29 +727,29 @@ impl Taq {
     /// Drop the queued packet whose loss is predicted to hurt its flow least. A packet
     /// without sequence space (UDP, ICMP, and a pure ACK with `protect_pure_acks`) has no
     /// TCP state to spare, but its "unaffected" prediction would make every such packet
-    /// the first victim, so it only goes when its flow's backlog is longer than that of
+    /// the first victim, so it only goes when its flow's backlog in bytes is longer than that of
     /// every flow with a data candidate (a flood, the longest-queue victim of fair
     /// queueing) or when no data packet is a candidate. Otherwise the prediction rule
     /// chooses among data packets.
     fn drop_one(&mut self, cx: &mut Cx) {
         let mut best: Option<(NextState, TaqQueue, usize)> = None;
-        let mut most_data_backlog_pkts = 0;
-        let mut seqless: Option<(u32, TaqQueue, usize)> = None;
+        let mut most_data_backlog_bytes = 0;
+        let mut seqless: Option<(u64, TaqQueue, usize)> = None;
         'search: for q in TaqQueue::DROP_ORDER {
             for (pos, it) in self.sched.tail(q, self.cfg.drop_search_pkts as usize) {
-                let m = &self.flows[it.slot as usize].model;
+                let (m, backlog_bytes) = (&self.flows[it.slot as usize].model, self.flows[it.slot as usize].queued_bytes);
                 if it.pkt.seq_len() == 0 {
                     if it.pkt.flow.proto == PROTO_TCP && !self.cfg.protect_pure_acks {
                         best = Some((NextState::Unaffected, q, pos));
                         seqless = None;
                         break 'search;
                     }
-                    if seqless.is_none_or(|(b, _, _)| m.queued_pkts > b) {
-                        seqless = Some((m.queued_pkts, q, pos));
+                    if seqless.is_none_or(|(b, _, _)| backlog_bytes > b) {
+                        seqless = Some((backlog_bytes, q, pos));
                     }
                     continue;
                 }
-                most_data_backlog_pkts = most_data_backlog_pkts.max(m.queued_pkts);
+                most_data_backlog_bytes = most_data_backlog_bytes.max(backlog_bytes);
                 let sev = m.predict_drop(&it.pkt, it.retx, &self.cfg);
                 if best.is_none_or(|(b, _, _)| sev < b) {
                     best = Some((sev, q, pos));
@@ -752,7 +757,7 @@ impl Taq {
             }
         }
         match seqless {
-            Some((backlog, q, pos)) if best.is_none() || backlog > most_data_backlog_pkts => {
+            Some((backlog, q, pos)) if best.is_none() || backlog > most_data_backlog_bytes => {
                 best = Some((NextState::Unaffected, q, pos));
             }
             _ => {}
@@ -762,6 +767,7 @@ impl Taq {
         let slot = item.slot;
         self.roll(slot, cx.now); // the loss belongs to the flow's current epoch
         let was_new = self.is_new(slot);
+        self.flows[slot as usize].queued_bytes -= item.pkt.len_bytes();
         let m = &mut self.flows[slot as usize].model;
         m.queued_pkts -= 1;
         m.on_drop(&item.pkt, item.retx);
@@ -805,6 +811,7 @@ impl Qdisc for Taq {
         let was_new = self.is_new(item.slot);
         let f = &mut self.flows[item.slot as usize];
         f.model.queued_pkts -= 1;
+        f.queued_bytes -= bytes;
         f.served.add(now, bytes, tau);
         let (idle, pool) = (f.model.queued_pkts == 0, f.pool);
         self.count_transition(item.slot, was_new, now);
@@ -897,6 +904,7 @@ impl Taq {
         let q = self.choose_queue(slot, info.retx, &pkt, now);
         self.flows[slot as usize].queue = q;
         self.flows[slot as usize].model.queued_pkts += 1;
+        self.flows[slot as usize].queued_bytes += pkt.len_bytes();
         self.table.set_busy(slot);
         self.sched.push(q, Queued { pkt, slot, retx: info.retx });
         self.enqueued_by_queue[q as usize] += 1;
