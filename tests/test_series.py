@@ -193,3 +193,18 @@ def test_a_web_run_records_the_link_series_only(tmp_path):
     assert result.exit_code == 0, result.output
     assert (out / "link_series.parquet").is_file() and (out / "run.png").is_file()
     assert not (out / "flow_series.parquet").exists() and not (out / "flow_delays.parquet").exists()
+
+
+def test_a_long_runs_default_series_sample_less_often(tmp_path):
+    """At most DEFAULT_SERIES_SAMPLES samples per series: a 3000 s run samples every 0.3 s,
+    not every 0.1 s, so each link direction has about 10 000 rows, not 30 000."""
+    from smallpipe.cli import DEFAULT_SERIES_SAMPLES
+    out = tmp_path / "long"
+    result = runner.invoke(app, ["run", DUMBBELL, "--set", "duration_s=3000", "--set", "flows.0.count=2",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    scenario = json.loads((out / "scenario.json").read_text())
+    assert scenario["trace"]["interval_s"] == pytest.approx(3000 / DEFAULT_SERIES_SAMPLES)
+    links = pl.read_parquet(out / "link_series.parquet")
+    per_direction = links.group_by("link").len()["len"].max()
+    assert DEFAULT_SERIES_SAMPLES <= per_direction <= DEFAULT_SERIES_SAMPLES + 2

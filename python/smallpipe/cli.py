@@ -218,9 +218,20 @@ def _default_series(scenario: Scenario, series_flows: int) -> list[str]:
     config = scenario.to_dict()
     if series_flows == 0 or config.get("output"):
         return []
+    # Light whatever the length: at most DEFAULT_SERIES_SAMPLES samples per series, so a long
+    # run's series (and an interrupted one's tables) stay small. A [trace] table keeps its own.
+    interval_s = max(DEFAULT_SERIES_INTERVAL_S, config["duration_s"] / DEFAULT_SERIES_SAMPLES)
+    links = ["trace.links=true"] + ([] if config.get("trace") or interval_s == DEFAULT_SERIES_INTERVAL_S
+                                    else [f"trace.interval_s={interval_s!r}"])
     if any(group["app"] not in LASTING_APPS for group in config["flows"]):
-        return ["trace.links=true"]
-    return ["trace.links=true", "trace.flow_delays=true", f"trace.first_flows={series_flows}"]
+        return links
+    return [*links, "trace.flow_delays=true", f"trace.first_flows={series_flows}"]
+
+
+DEFAULT_SERIES_INTERVAL_S = 0.1
+"""The default series' sampling interval (`[trace] interval_s`'s default) on runs up to
+``DEFAULT_SERIES_SAMPLES`` times it; longer runs sample less often."""
+DEFAULT_SERIES_SAMPLES = 10_000
 
 
 LASTING_APPS = ("bulk", "transfer", "interactive")
