@@ -89,7 +89,7 @@ def base_params(*, variant: str, duration_s: float, seed: int, paths: list[tuple
 def parse(stdout: str) -> dict[str, Any]:
     conns: list[tuple[int, int, int, float, float, int, int]] = []
     slices: dict[tuple[int, int], dict[int, int]] = {}
-    paths: dict[int, tuple[int, int, int]] = {}
+    paths: dict[int, tuple[int, int, int, int]] = {}
     web = wall = None
     for line in stdout.splitlines():
         f = line.split()
@@ -100,7 +100,7 @@ def parse(stdout: str) -> dict[str, Any]:
         elif f[0] == "slice":
             slices.setdefault((int(f[2]), int(f[3])), {})[int(f[1])] = int(f[4])
         elif f[0] == "path":
-            paths[int(f[1])] = (int(f[2]), int(f[3]), int(f[4]))
+            paths[int(f[1])] = (int(f[2]), int(f[3]), int(f[4]), int(f[5]))
         elif f[0] == "web":
             web = (int(f[1]), int(f[2]))
         elif f[0] == "wall":
@@ -146,12 +146,12 @@ def measure(out: dict[str, Any], sessions: int, duration_s: float, rates_bps: li
         row[f"{name}_timeouts_per_conn"] = m["timeouts_per_conn"]
         row[f"{name}_conns_done"] = m["conns_done"]
     paths = out["paths"]
-    departed = sum(d for _, d, _ in paths.values())
-    row["utilization"] = departed * PACKET_BYTES * 8 / (sum(rates_bps) * duration_s)
-    row["loss_rate"] = sum(x for _, _, x in paths.values()) / max(1, sum(a for a, _, _ in paths.values()))
-    for j, (a, d, x) in sorted(paths.items()):
+    departed_bytes = sum(b for *_, b in paths.values())
+    row["utilization"] = departed_bytes * 8 / (sum(rates_bps) * duration_s)
+    row["loss_rate"] = sum(x for _, _, x, _ in paths.values()) / max(1, sum(a for a, *_ in paths.values()))
+    for j, (a, _, x, b) in sorted(paths.items()):
         row[f"path{j + 1}_loss"] = x / max(1, a)
-        row[f"path{j + 1}_utilization"] = d * PACKET_BYTES * 8 / (rates_bps[j] * duration_s)
+        row[f"path{j + 1}_utilization"] = b * 8 / (rates_bps[j] * duration_s)
     return row
 
 

@@ -11,7 +11,7 @@
 # Prints on stdout, one record a line:
 #   conn GROUP SESSION PATH START_S END_S PKTS TIMEOUTS   a finished connection
 #   slice K GROUP SESSION ACKED_PKTS                       per p(slice_s), in order packets
-#   path J ARRIVED DEPARTED DROPPED                        each bottleneck, whole run
+#   path J ARRIVED DEPARTED DROPPED DEPARTED_BYTES         each bottleneck, whole run
 #   web STARTED FINISHED
 #   wall BUILD_S RUN_S
 
@@ -218,7 +218,7 @@ proc slice {k} {
 proc finish {} {
     global qmon npaths web_started web_finished build_s run_started
     for {set j 0} {$j < $npaths} {incr j} {
-        puts "path $j [$qmon($j) set parrivals_] [$qmon($j) set pdepartures_] [$qmon($j) set pdrops_]"
+        puts "path $j [$qmon($j) set parrivals_] [$qmon($j) set pdepartures_] [$qmon($j) set pdrops_] [$qmon($j) set bdepartures_]"
     }
     puts "web $web_started $web_finished"
     puts "wall $build_s [expr {([clock milliseconds] - $run_started) / 1000.0}]"
