@@ -43,7 +43,8 @@ MSS_BYTES = PACKET_BYTES - 40
 C_U_BPS = 2_500_000
 B_U_PKTS = 50
 LONG_PKTS, SHORT_PKTS = 1000, 10
-SLICE_S = 20.0
+WARMUP_S = 20.0
+"""Start-up left out of every metric: the first 20 s slice, as the reproduction."""
 VARIANTS = ("Reno", "Newreno", "")
 """ns-2's one-way agents: Agent/TCP/Reno (the paper's), Agent/TCP/Newreno, Agent/TCP (Tahoe)."""
 RED_TABLE3 = (20, 245, 0.002, 0.002, "false")
@@ -71,13 +72,14 @@ def run_ns2(params: dict[str, Any], web: list[tuple[float, int]]) -> str:
 def base_params(*, variant: str, duration_s: float, seed: int, paths: list[tuple[int, float, int]],
                 groups: list[tuple[int, int, int]], telnet: list[tuple[int, int, int, float]],
                 sender_delay_ms: float, receiver_delay_ms: float, access_rate_bps: int,
-                queue: str = "DropTail", red: tuple = RED_TABLE3, access_queue_pkts: int = 4000) -> dict[str, Any]:
+                queue: str = "DropTail", red: tuple = RED_TABLE3, access_queue_pkts: int = 4000,
+                slice_s: float = 20.0) -> dict[str, Any]:
     if variant not in VARIANTS:
         raise ValueError(f"variant: {variant!r} is not allowed; expected one of {list(VARIANTS)}")
     if queue not in ("DropTail", "RED"):
         raise ValueError(f"queue: {queue!r} is not allowed; expected DropTail or RED")
     return {
-        "seed": seed + 1, "duration_s": duration_s, "slice_s": SLICE_S, "start_spread_s": 5.0,
+        "seed": seed + 1, "duration_s": duration_s, "slice_s": slice_s, "start_spread_s": 5.0,
         "variant": variant, "packet_bytes": PACKET_BYTES, "window_pkts": 128, "iw_pkts": 1, "tick_s": 0.5,
         "minrto_s": 1.0, "queue": queue, "red": list(red), "paths": [list(x) for x in paths],
         "groups": [list(x) for x in groups], "telnet": [list(x) for x in telnet], "web_path": -1,
@@ -112,33 +114,34 @@ def parse(stdout: str) -> dict[str, Any]:
     return {"conns": conns, "slices": slices, "paths": paths, "web": web, "wall": wall}
 
 
-def class_metrics(out: dict[str, Any], group: int, sessions: int, duration_s: float) -> dict[str, float]:
-    """As isolation_common.class_metrics: per-session goodput per 20 s slice (the first
-    skipped), Jain across sessions, mean and lowest over slices; per connection, size over
-    completion time of the connections started after the first slice and finished."""
-    n_slices = round(duration_s / SLICE_S)
+def class_metrics(out: dict[str, Any], group: int, sessions: int, duration_s: float, slice_s: float) -> dict[str, float]:
+    """As isolation_common.class_metrics: per-session goodput per slice (those covering the
+    first 20 s skipped), Jain across sessions, mean and lowest over slices; per connection,
+    size over completion time of the connections started after 20 s and finished."""
+    n_slices = round(duration_s / slice_s)
+    skip = math.ceil(WARMUP_S / slice_s - 1e-9)
     cumulative = [[out["slices"][(group, i)].get(k, 0) for i in range(sessions)] for k in range(n_slices)]
-    per_slice = [[b - a for a, b in zip(prev, cur, strict=True)] for prev, cur in zip(cumulative, cumulative[1:])]
+    per_slice = [[b - a for a, b in zip(cumulative[k - 1], cumulative[k], strict=True)] for k in range(skip, n_slices)]
     jains = [j for row in per_slice if (j := jain([float(x) for x in row])) is not None]
     conns = [c for c in out["conns"] if c[0] == group]
-    later = [c for c in conns if c[3] >= SLICE_S]
+    later = [c for c in conns if c[3] >= WARMUP_S]
     conn_goodput = [c[5] * MSS_BYTES * 8 / (c[4] - c[3]) for c in later]
     return {
         "jain": sum(jains) / len(jains) if jains else math.nan,
         "jain_min": min(jains) if jains else math.nan,
         "conn_jain": jain(conn_goodput) or math.nan if conn_goodput else math.nan,
-        "goodput_bps": sum(sum(r) for r in per_slice) / len(per_slice) * MSS_BYTES * 8 / SLICE_S,
+        "goodput_bps": sum(sum(r) for r in per_slice) / len(per_slice) * MSS_BYTES * 8 / slice_s,
         "timeouts_per_conn": sum(c[6] for c in conns) / len(conns) if conns else math.nan,
         "conns_done": len(conns),
     }
 
 
 def measure(out: dict[str, Any], sessions: int, duration_s: float, rates_bps: list[int],
-            goodput_unit: str) -> dict[str, Any]:
+            goodput_unit: str, slice_s: float = 20.0) -> dict[str, Any]:
     scale, suffix = (1e6, "mbps") if goodput_unit == "mbps" else (1e3, "kbps")
     row: dict[str, Any] = {}
     for group, name in ((0, "long"), (1, "short")):
-        m = class_metrics(out, group, sessions, duration_s)
+        m = class_metrics(out, group, sessions, duration_s, slice_s)
         row[f"{name}_jain"] = m["jain"]
         row[f"{name}_jain_min"] = m["jain_min"]
         row[f"{name}_conn_jain"] = m["conn_jain"]
@@ -185,7 +188,8 @@ def bounded_pareto_pkts(rng: random.Random, low: float = 4.0, high: float = 2e5,
     return round(low / (1.0 - u * (1.0 - (low / high) ** shape)) ** (1.0 / shape))
 
 
-def fig7_run(*, queue: str, variant: str, duration_s: float, seed: int, red: tuple = RED_TABLE3) -> dict[str, Any]:
+def fig7_run(*, queue: str, variant: str, duration_s: float, seed: int, red: tuple = RED_TABLE3,
+             slice_s: float = 20.0) -> dict[str, Any]:
     """Figure 7's diamond with load balancing: two 5 Mbit/s paths of 250 packets, RTT 220 ms
     (100 ms path, 5 ms receiver access, 5 ms sender access), access at 15 Mbit/s; 10 long and
     10 short sessions and 200/2.4 web connections per s (bounded Pareto sizes), each
@@ -200,10 +204,12 @@ def fig7_run(*, queue: str, variant: str, duration_s: float, seed: int, red: tup
     paths = [(5_000_000, 100.0, 250), (5_000_000, 100.0, 250)]
     params = base_params(variant=variant, duration_s=duration_s, seed=seed, paths=paths,
                          groups=[(10, LONG_PKTS, -1), (10, SHORT_PKTS, -1)], telnet=[], sender_delay_ms=5.0,
-                         receiver_delay_ms=5.0, access_rate_bps=15_000_000, queue=queue, red=red)
+                         receiver_delay_ms=5.0, access_rate_bps=15_000_000, queue=queue, red=red,
+                         slice_s=slice_s)
     started = time.perf_counter()
     out = parse(run_ns2(params, web))
-    row = {"scheme": f"load_balanced_{queue.lower()}", **measure(out, 10, duration_s, [p[0] for p in paths], "kbps")}
+    row = {"scheme": f"load_balanced_{queue.lower()}",
+           **measure(out, 10, duration_s, [p[0] for p in paths], "kbps", slice_s), "slice_s": slice_s}
     row["web_conns"], row["web_conns_done"] = out["web"]
     row["ns2_wall_s"] = round(time.perf_counter() - started, 2)
     return row
@@ -218,6 +224,7 @@ def main() -> None:
     parser.add_argument("--max-p", type=float, nargs="+", default=[0.002], help="Figure 7's RED max_p values")
     parser.add_argument("--variant", choices=VARIANTS, default="Reno", help='"" is Tahoe (Agent/TCP)')
     parser.add_argument("--duration-s", type=float)
+    parser.add_argument("--slice-s", type=float, default=20.0, help="Figure 7: the fairness slice (the paper: 20 s)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -250,7 +257,8 @@ def main() -> None:
             for queue in args.queues:
                 for max_p in (args.max_p if queue == "RED" else [None]):
                     red = RED_TABLE3 if max_p is None else (20, 245, max_p, 0.002, "false")
-                    r = fig7_run(queue=queue, variant=args.variant, duration_s=duration, seed=seed, red=red)
+                    r = fig7_run(queue=queue, variant=args.variant, duration_s=duration, seed=seed, red=red,
+                                 slice_s=args.slice_s)
                     rows.append({**r, "max_p": max_p, **extra, "duration_s": duration})
                     print(rows[-1], flush=True)
     write_csv(pl.DataFrame(rows), args.out)
