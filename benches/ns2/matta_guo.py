@@ -18,7 +18,9 @@ connection (session or web) on one picked at random.
 The TCP is ns-2's one-way agent (``Agent/TCP/Reno``; ``--variant ""`` is ``Agent/TCP``,
 Tahoe) with a ``TCPSink``, set as the page reads the paper (isolation_common.MATTA_TCP):
 576-byte packets, ``window_`` 128, ``windowInit_`` 1, ``tcpTick_`` 0.5 s, ``minrto_`` 1 s,
-no header-only first packet (``syn_`` off, as ns-2 of 2000). Telnet is ns-2's
+no header-only first packet and window growth from the first ACK (``syn_`` and
+``delay_growth_`` off, as ns-2 of 2000: a 10-packet connection sends 1, 2, 4, 3 packets,
+footnote 5). Telnet is ns-2's
 ``Application/Telnet`` with exponential gaps of mean 0.5 s and 64-byte packets.
 """
 

@@ -34,8 +34,11 @@ proc route {from to {default ""}} {
 }
 
 # The TCP of every connection: p(variant) is "" for ns-2's Tahoe (Agent/TCP), else Reno or
-# Newreno. ns-2 of 2000 had no header-only first packet, so syn_ is off: a connection of n
-# packets sends seqnos 0 .. n-1.
+# Newreno. ns-2 of 2000 had no header-only first packet (syn_) and grew the window on the
+# first ACK (delay_growth_, default true since 2001/5/17: ns-default.tcl:1062, which resets
+# cwnd_ to windowInit_ on the first ACK, tcp.cc:1829, so a 10-packet connection sent 1, 1,
+# 2, 4, 2). Both off: a connection of n packets sends seqnos 0 .. n-1 in rounds of 1, 2, 4,
+# 3 (the paper's footnote 5).
 set tcpclass [expr {$p(variant) == "" ? "Agent/TCP" : "Agent/TCP/$p(variant)"}]
 foreach cls [list Agent/TCP $tcpclass] {
     $cls set packetSize_ [expr {$p(packet_bytes) - 40}]
@@ -44,6 +47,7 @@ foreach cls [list Agent/TCP $tcpclass] {
     $cls set tcpTick_ $p(tick_s)
     $cls set minrto_ $p(minrto_s)
     $cls set syn_ false
+    $cls set delay_growth_ false
 }
 
 # Paths: p(paths) is a list of {rate_bps delay_ms queue_pkts}; every path's queue is p(queue)
