@@ -35,8 +35,8 @@ proc route {from to {default ""}} {
 
 # The TCP of every connection: p(variant) is "" for ns-2's Tahoe (Agent/TCP), else Reno or
 # Newreno. ns-2 of 2000 had no header-only first packet (syn_) and grew the window on the
-# first ACK (delay_growth_, default true since 2001/5/17: ns-default.tcl:1062, which resets
-# cwnd_ to windowInit_ on the first ACK, tcp.cc:1829, so a 10-packet connection sent 1, 1,
+# first ACK (delay_growth_, default true since 2001/5/17: ns-default.tcl:1043 at f95482f, which resets
+# cwnd_ to windowInit_ on the first ACK, tcp.cc:1809, so a 10-packet connection sent 1, 1,
 # 2, 4, 2). Both off: a connection of n packets sends seqnos 0 .. n-1 in rounds of 1, 2, 4,
 # 3 (the paper's footnote 5).
 set tcpclass [expr {$p(variant) == "" ? "Agent/TCP" : "Agent/TCP/$p(variant)"}]
