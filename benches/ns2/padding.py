@@ -175,7 +175,8 @@ def fig5a(queues: list[str], bulk_flows: list[int], duration_s: float, seed: int
                          "interactive_send_to_ack_s": i["send_s"], "backlogged_bursts": b["bursts"],
                          "backlogged_write_to_ack_s": b["mark_s"], "backlogged_send_to_ack_s": b["send_s"],
                          "gain_write": i["mark_s"] / b["mark_s"], "gain_send": i["send_s"] / b["send_s"],
-                         "gain_model": model_gain(queue, losses["interactive"]), "seed": seed})
+                         "gain_model": model_gain(queue, losses["interactive"]) if losses["interactive"] > 0 else 1.0,
+                         "seed": seed})
             print(rows[-1], flush=True)
     return rows
 
