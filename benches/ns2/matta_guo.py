@@ -75,7 +75,7 @@ def base_params(*, variant: str, duration_s: float, seed: int, paths: list[tuple
                 groups: list[tuple[int, int, int]], telnet: list[tuple[int, int, int, float]],
                 sender_delay_ms: float, receiver_delay_ms: float, access_rate_bps: int,
                 queue: str = "DropTail", red: tuple = RED_TABLE3, access_queue_pkts: int = 4000,
-                slice_s: float = 20.0) -> dict[str, Any]:
+                slice_s: float = 20.0, ns235_start: bool = False) -> dict[str, Any]:
     if variant not in VARIANTS:
         raise ValueError(f"variant: {variant!r} is not allowed; expected one of {list(VARIANTS)}")
     if queue not in ("DropTail", "RED"):
@@ -87,6 +87,7 @@ def base_params(*, variant: str, duration_s: float, seed: int, paths: list[tuple
         "groups": [list(x) for x in groups], "telnet": [list(x) for x in telnet], "web_path": -1,
         "access_rate_bps": access_rate_bps, "access_queue_pkts": access_queue_pkts,
         "sender_delay_ms": sender_delay_ms, "receiver_delay_ms": receiver_delay_ms,
+        "ns235_start": int(ns235_start),
     }
 
 
@@ -191,7 +192,7 @@ def bounded_pareto_pkts(rng: random.Random, low: float = 4.0, high: float = 2e5,
 
 
 def fig7_run(*, queue: str, variant: str, duration_s: float, seed: int, red: tuple = RED_TABLE3,
-             slice_s: float = 20.0) -> dict[str, Any]:
+             slice_s: float = 20.0, ns235_start: bool = False) -> dict[str, Any]:
     """Figure 7's diamond with load balancing: two 5 Mbit/s paths of 250 packets, RTT 220 ms
     (100 ms path, 5 ms receiver access, 5 ms sender access), access at 15 Mbit/s; 10 long and
     10 short sessions and 200/2.4 web connections per s (bounded Pareto sizes), each
@@ -207,7 +208,7 @@ def fig7_run(*, queue: str, variant: str, duration_s: float, seed: int, red: tup
     params = base_params(variant=variant, duration_s=duration_s, seed=seed, paths=paths,
                          groups=[(10, LONG_PKTS, -1), (10, SHORT_PKTS, -1)], telnet=[], sender_delay_ms=5.0,
                          receiver_delay_ms=5.0, access_rate_bps=15_000_000, queue=queue, red=red,
-                         slice_s=slice_s)
+                         slice_s=slice_s, ns235_start=ns235_start)
     started = time.perf_counter()
     out = parse(run_ns2(params, web))
     row = {"scheme": f"load_balanced_{queue.lower()}",
@@ -226,6 +227,8 @@ def main() -> None:
     parser.add_argument("--max-p", type=float, nargs="+", default=[0.002], help="Figure 7's RED max_p values")
     parser.add_argument("--variant", choices=VARIANTS, default="Reno", help='"" is Tahoe (Agent/TCP)')
     parser.add_argument("--duration-s", type=float)
+    parser.add_argument("--ns235-start", action="store_true",
+                        help="Figure 7: ns-2.35's own start (syn_, delay_growth_ on), as smallpipe's ns2 stack")
     parser.add_argument("--slice-s", type=float, default=20.0, help="Figure 7: the fairness slice (the paper: 20 s)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     parser.add_argument("--out", type=Path, required=True)
@@ -260,8 +263,8 @@ def main() -> None:
                 for max_p in (args.max_p if queue == "RED" else [None]):
                     red = RED_TABLE3 if max_p is None else (20, 245, max_p, 0.002, "false")
                     r = fig7_run(queue=queue, variant=args.variant, duration_s=duration, seed=seed, red=red,
-                                 slice_s=args.slice_s)
-                    rows.append({**r, "max_p": max_p, **extra, "duration_s": duration})
+                                 slice_s=args.slice_s, ns235_start=args.ns235_start)
+                    rows.append({**r, "max_p": max_p, **extra, "duration_s": duration, "ns235_start": args.ns235_start})
                     print(rows[-1], flush=True)
     write_csv(pl.DataFrame(rows), args.out)
 

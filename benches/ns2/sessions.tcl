@@ -46,8 +46,11 @@ foreach cls [list Agent/TCP $tcpclass] {
     $cls set windowInit_ $p(iw_pkts)
     $cls set tcpTick_ $p(tick_s)
     $cls set minrto_ $p(minrto_s)
-    $cls set syn_ false
-    $cls set delay_growth_ false
+    # p(ns235_start) 1 keeps ns-2.35's own start (a header-only first packet, growth delayed
+    # to its ACK), as smallpipe's ns2 stack: a test of what the handshake's round trip does.
+    set ns235_start [expr {[info exists p(ns235_start)] && $p(ns235_start)}]
+    $cls set syn_ $ns235_start
+    $cls set delay_growth_ $ns235_start
 }
 
 # Paths: p(paths) is a list of {rate_bps delay_ms queue_pkts}; every path's queue is p(queue)
