@@ -1,4 +1,4 @@
-"""benches/ns2's Matta & Guo and padding-paper drivers (sessions.tcl, fulltcp.tcl), on short
+"""benches/ns2's Matta & Guo and padding-paper drivers (matta_guo.tcl, fulltcp.tcl), on short
 ns-2 runs checked against numbers that follow from the set-up: a 10-packet connection's
 slow-start rounds, FullTcp's delayed-ACK tick, a marked packet's round trip. Skipped when
 Debian's `ns` is not installed."""

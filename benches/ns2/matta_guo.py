@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Matta & Guo's figures in ns-2 2.35 ("ns version 2, TCP-reno"), through sessions.tcl, one
+"""Matta & Guo's figures in ns-2 2.35 ("ns version 2, TCP-reno"), through matta_guo.tcl, one
 CSV row per run with the columns of ``smallpipe reproduce isolation-figN``
 (smallpipe.experiments.isolation_common.measure) so the two sit side by side.
 
@@ -64,7 +64,7 @@ def run_ns2(params: dict[str, Any], web: list[tuple[float, int]]) -> str:
         ptcl, arrivals = Path(tmp) / "params.tcl", Path(tmp) / "web.txt"
         ptcl.write_text("".join(f"set p({k}) {tcl_value(v)}\n" for k, v in params.items()))
         arrivals.write_text("".join(f"{t!r} {n}\n" for t, n in web))
-        done = subprocess.run([ns_binary(), str(HERE / "sessions.tcl"), str(ptcl), str(arrivals)],
+        done = subprocess.run([ns_binary(), str(HERE / "matta_guo.tcl"), str(ptcl), str(arrivals)],
                               capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise Ns2Error(f"ns failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")

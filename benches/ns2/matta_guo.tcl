@@ -1,7 +1,7 @@
 # Matta & Guo's set-ups in ns-2 2.35: sessions of back-to-back connections of one size
 # (the paper's short and long classes), telnet background and Poisson web connections,
 # over one or more separate bottleneck paths R1_j -> R2_j. Run as
-# `ns sessions.tcl PARAMS.tcl WEB_ARRIVALS`; PARAMS.tcl (written by matta_guo.py) sets the
+# `ns matta_guo.tcl PARAMS.tcl WEB_ARRIVALS`; PARAMS.tcl (written by matta_guo.py) sets the
 # array p, WEB_ARRIVALS has a line "START_S SIZE_PKTS" per web connection (may be empty).
 #
 # A path is a separate bottleneck (its own nodes, queue, reverse link): the paper's "two
