@@ -145,7 +145,7 @@ proc finish {} {
     for {set i 0} {$i < $nflows} {incr i} {
         lassign $mark_(warm,$i) k0 t0 r0 n0
         lassign $mark_(end,$i) k1 t1 r1 n1
-        puts "flow $i $start_s($i) [expr {$k1 - $k0}] $t1 $r1 $n1"
+        puts "flow $i $start_s($i) [expr {$k1 - $k0}] [expr {$t1 - $t0}] [expr {$r1 - $r0}] [expr {$n1 - $n0}]"
     }
     puts "wall $build_s [expr {([clock milliseconds] - $run_started) / 1000.0}]"
     exit 0
