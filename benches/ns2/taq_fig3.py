@@ -8,7 +8,8 @@ One-way `Agent/TCP/Newreno` + `TCPSink` at ns-2's defaults (window_ 20, no overh
     python3 benches/ns2/taq_fig3.py --flows 800 --per-flow 10 --window-pkts 1000 --out x.csv
 
 Writes the columns of smallpipe's taq-fig3.csv (flows, buffer_pkts, max_queue_delay_s,
-short_term_jain, utilization) and loss, timeouts per flow, window_, seed, ns-2's run time."""
+short_term_jain, utilization) and loss, timeouts per flow, window_, seed, ns-2's run time and
+the commit of the scripts that ran it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import csv
 import sys
 from pathlib import Path
 
+from smallpipe._smallpipe import __version__
 from smallpipe.experiments.taq_fig3 import (
     FLOWS,
     PACKET_SIZE_BYTES,
@@ -24,6 +26,7 @@ from smallpipe.experiments.taq_fig3 import (
     RATE_BPS,
     WARMUP_S,
 )
+from smallpipe.provenance import source_commit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dumbbell import spec as bench_spec
@@ -46,6 +49,8 @@ def row(flows: int, per_flow: float, duration_s: float, seed: int, window_pkts: 
         "utilization": r["utilization"], "loss_rate": r["loss_rate"],
         "timeouts_per_flow": sum(r["timeouts"]) / flows, "window_pkts": window_pkts or 20,
         "duration_s": duration_s, "seed": seed, "ns2_run_s": r["run_s"],
+        # The driver's own commit: the ns-2 side runs benches/ns2's Tcl at it.
+        "smallpipe_version": __version__, "smallpipe_commit": source_commit(),
     }
 
 
