@@ -95,7 +95,16 @@ def smallpipe_overrides(protocol: str, window_pkts: int) -> dict[str, Any]:
     return overrides
 
 
-def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str]) -> pl.DataFrame:
+def split_overrides(protocol: str, window_pkts: int, part: str) -> dict[str, Any]:
+    """Half of :func:`smallpipe_overrides`: the ns-2 ``stack`` (with our disciplines) or the
+    ns-2 ``disciplines`` (with our stack, its random send delay included), the window the same."""
+    full = smallpipe_overrides(protocol, window_pkts)
+    if part == "stack":
+        return {k: v for k, v in full.items() if not k.startswith("link.")}
+    return {k: v for k, v in full.items() if k.startswith("link.") or k == "tcp.rwnd_bytes"}
+
+
+def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str], split: bool = False) -> pl.DataFrame:
     rtt_s = thesis_fig51.rtt_ms(LATENCY_MS) / 1000
     rows = []
     with tempfile.TemporaryDirectory(prefix="ns2-thesis-") as tmp_name:
@@ -103,6 +112,14 @@ def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str]) -> pl.Da
         for protocol in protocols:
             for i in range(runs):
                 run_seed = seed * 100_000 + i
+                if split:
+                    for part in ("stack", "disciplines"):
+                        sc = thesis_fig51.scenario(run_seed, protocol).with_overrides(
+                            split_overrides(protocol, window_pkts, part))
+                        progress = simulate(sc).progress
+                        rows += [{"side": f"smallpipe ns2 {part} only", "protocol": protocol, "run": i, "packets": k,
+                                  "fct_s": ns / 1e9} for k, ns in zip(progress["packets"], progress["fct_ns"], strict=True)]
+                    continue
                 start_s = 250 * rtt_s + random.Random(run_seed).uniform(0, rtt_s)
                 trace = tmp / "measure.tr"
                 run_ns(ns2_params(protocol, run_seed, window_pkts, measure_start_s=start_s, trace=trace,
@@ -174,12 +191,14 @@ def main() -> None:
     parser.add_argument("--generators", type=int, nargs="+", default=list(thesis_fig53.GENERATORS))
     parser.add_argument("--restart", choices=("fresh", "persistent"), default="fresh",
                         help="fig53: a generator's next flow on a reset agent (fresh slow start) or the same one")
+    parser.add_argument("--split", action="store_true",
+                        help="fig51: smallpipe alone, with the ns-2 stack only and with the ns-2 disciplines only")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.runs < 1:
         raise SystemExit(f"--runs: {args.runs} is not allowed; expected at least 1")
     if args.figure == "fig51":
-        table = fig51(args.runs, args.seed, args.window_pkts, args.protocols)
+        table = fig51(args.runs, args.seed, args.window_pkts, args.protocols, args.split)
     else:
         # smallpipe restarts a session's flow on a new connection only: the persistent
         # reading is ns-2's alone.
