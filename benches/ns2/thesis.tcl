@@ -12,8 +12,9 @@
 #   flows back to back from time U(0, 10 ms). p(restart) "fresh": at `done` the agent and
 #   sink are reset and start again (a new header-only first packet, windowInit_, slow start);
 #   "persistent": the same agent is given p(mouse_pkts) more packets (its window kept).
-#   Prints "second K BYTES" (bytes of data the bottleneck sent in second K after
-#   p(warmup_s), data packets only) for p(measure_s) seconds, and "flows FINISHED".
+#   Prints "second K BYTES PACKETS" (what the bottleneck sent in second K after p(warmup_s):
+#   every packet, retransmissions and header-only first packets included) for p(measure_s)
+#   seconds, and "flows FINISHED".
 #
 # p(queue): DropTail, RED (ns-2's automatic parameters, its byte mode), DRR (ns-2's fair
 # queue: p(drr_buckets), p(drr_blimit_bytes), p(drr_quantum_bytes)).
@@ -132,8 +133,7 @@ if {$p(mode) == "elephants"} {
     puts "measure $p(measure_start_s)"
     $ns at $p(measure_start_s) "$tcp($m) advance $p(measure_pkts)"
 } else {
-    # Data bytes sent by the bottleneck in each second: the monitor's departures minus the
-    # header-only first packets (40 bytes each), which carry no data.
+    # Bytes and packets the bottleneck sent in each second (the queue monitor's departures).
     set last_bytes 0
     set last_pkts 0
     proc second {k} {
