@@ -12,9 +12,9 @@
 #   flows back to back from time U(0, 10 ms). p(restart) "fresh": at `done` the agent and
 #   sink are reset and start again (a new header-only first packet, windowInit_, slow start);
 #   "persistent": the same agent is given p(mouse_pkts) more packets (its window kept).
-#   Prints "second K BYTES PACKETS" (what the bottleneck sent in second K after p(warmup_s):
-#   every packet, retransmissions and header-only first packets included) for p(measure_s)
-#   seconds, and "flows FINISHED".
+#   Prints "second K BYTES PACKETS FINISHED" (what the bottleneck sent in second K after
+#   p(warmup_s): every packet, retransmissions and header-only first packets included; and
+#   the generators' flows done in it) for p(measure_s) seconds, and "flows FINISHED".
 #
 # p(queue): DropTail, RED (ns-2's automatic parameters, its byte mode), DRR (ns-2's fair
 # queue: p(drr_buckets), p(drr_blimit_bytes), p(drr_quantum_bytes)).
@@ -133,17 +133,20 @@ if {$p(mode) == "elephants"} {
     puts "measure $p(measure_start_s)"
     $ns at $p(measure_start_s) "$tcp($m) advance $p(measure_pkts)"
 } else {
-    # Bytes and packets the bottleneck sent in each second (the queue monitor's departures).
+    # Bytes and packets the bottleneck sent in each second (the queue monitor's departures),
+    # and the flows done in it.
     set last_bytes 0
     set last_pkts 0
+    set last_finished 0
     proc second {k} {
-        global qmon last_bytes last_pkts
+        global qmon last_bytes last_pkts finished last_finished
         set bytes [$qmon set bdepartures_]
-        puts "second $k [expr {$bytes - $last_bytes}] [expr {[$qmon set pdepartures_] - $last_pkts}]"
+        puts "second $k [expr {$bytes - $last_bytes}] [expr {[$qmon set pdepartures_] - $last_pkts}] [expr {$finished - $last_finished}]"
         set last_bytes $bytes
         set last_pkts [$qmon set pdepartures_]
+        set last_finished $finished
     }
-    $ns at $p(warmup_s) "set last_bytes \[\$qmon set bdepartures_\]; set last_pkts \[\$qmon set pdepartures_\]"
+    $ns at $p(warmup_s) "set last_bytes \[\$qmon set bdepartures_\]; set last_pkts \[\$qmon set pdepartures_\]; set last_finished \$finished"
     for {set k 0} {$k < $p(measure_s)} {incr k} {
         $ns at [expr {$p(warmup_s) + $k + 1}] "second $k"
     }

@@ -146,7 +146,7 @@ def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str], split: b
 
 
 def fig53(runs: int, seed: int, window_pkts: int, protocols: list[str], generators: list[int],
-          restart: str, smallpipe_side: bool) -> pl.DataFrame:
+          restart: str, smallpipe_side: bool, measure: str = "departures") -> pl.DataFrame:
     rows = []
     with tempfile.TemporaryDirectory(prefix="ns2-thesis-") as tmp_name:
         tmp = Path(tmp_name)
@@ -159,7 +159,8 @@ def fig53(runs: int, seed: int, window_pkts: int, protocols: list[str], generato
                                             duration_s=thesis_fig53.WARMUP_S + thesis_fig53.MEASURE_S + 0.5), tmp)
                     for fields in out:
                         if fields[0] == "second":
-                            util = int(fields[2]) / thesis_fig51.PACKET_SIZE_BYTES / thesis_fig53.PACKETS_PER_SECOND
+                            util = (int(fields[2]) / thesis_fig51.PACKET_SIZE_BYTES if measure == "departures"
+                                    else int(fields[4]) * thesis_fig53.MOUSE_PKTS) / thesis_fig53.PACKETS_PER_SECOND
                             rows.append({"side": "ns-2", "protocol": protocol, "generators": n, "utilization": util})
                     if smallpipe_side:
                         mice = {"app": "session", "count": n, "size_bytes": thesis_fig53.MOUSE_PKTS * thesis_fig51.MSS_BYTES,
@@ -178,7 +179,8 @@ def fig53(runs: int, seed: int, window_pkts: int, protocols: list[str], generato
         samples=pl.len(), median=pl.col("utilization").median(),
         p10=pl.col("utilization").quantile(0.1, interpolation="linear"),
         p90=pl.col("utilization").quantile(0.9, interpolation="linear"),
-    ).sort("side", "protocol", "generators").with_columns(window_pkts=pl.lit(window_pkts), restart=pl.lit(restart)))
+    ).sort("side", "protocol", "generators").with_columns(window_pkts=pl.lit(window_pkts), restart=pl.lit(restart),
+                                                          ns2_measure=pl.lit(measure)))
 
 
 def main() -> None:
@@ -191,6 +193,9 @@ def main() -> None:
     parser.add_argument("--generators", type=int, nargs="+", default=list(thesis_fig53.GENERATORS))
     parser.add_argument("--restart", choices=("fresh", "persistent"), default="fresh",
                         help="fig53: a generator's next flow on a reset agent (fresh slow start) or the same one")
+    parser.add_argument("--measure", choices=("departures", "completions"), default="departures",
+                        help="fig53, ns-2's utilization: the bottleneck's departed bytes (retransmissions "
+                             "included), or 32 packets per flow done in the second (data delivered once)")
     parser.add_argument("--split", action="store_true",
                         help="fig51: smallpipe alone, with the ns-2 stack only and with the ns-2 disciplines only")
     parser.add_argument("--out", type=Path, required=True)
@@ -203,7 +208,7 @@ def main() -> None:
         # smallpipe restarts a session's flow on a new connection only: the persistent
         # reading is ns-2's alone.
         table = fig53(args.runs, args.seed, args.window_pkts, args.protocols, args.generators, args.restart,
-                      smallpipe_side=args.restart == "fresh")
+                      smallpipe_side=args.restart == "fresh", measure=args.measure)
     write_csv(table, args.out)  # with the smallpipe commit that made it
     with pl.Config(tbl_rows=200, tbl_cols=20):
         print(table)
