@@ -58,3 +58,23 @@ def test_ns2_stack_over_droptail_matches_ns2(tmp_path):
     # Same agent rules and the same DropTail queue: the FCTs agree to well under one
     # packet's serialization (0.8 ms) at every size.
     assert worst < 0.4e-3, worst
+
+
+@pytest.mark.parametrize("protocol", ["tcp", "iw10"])
+def test_ns2_generator_stays_under_its_slow_start_ceiling(protocol, tmp_path):
+    from smallpipe.experiments import thesis_fig53
+    from smallpipe.models import fct_bounds
+
+    thesis_ns2 = load("thesis_ns2")
+    out = thesis_ns2.run_ns(thesis_ns2.ns2_params(protocol, 100_000, 20, mode="generators", background=1,
+                                                  duration_s=40.5), tmp_path)
+    done = [int(fields[4]) for fields in out if fields[0] == "second"]
+    assert len(done) == 20
+    # One generator restarts its 32-packet flow only when the last is done: at most
+    # 32 packets per loss-free slow-start FCT (handshake and rounds), and on an idle link
+    # it should come near that.
+    fct_s = fct_bounds.slow_start_fct_s(32, 0.040, 10e6, 1000, thesis_ns2.IW_PKTS[protocol])
+    ceiling = thesis_fig53.utilization_ceiling(1, fct_s)
+    per_second = sorted(n * 32 / 1250 for n in done)
+    assert per_second[-1] <= ceiling + 32 / 1250  # a flow more or less at a second's edge
+    assert per_second[len(per_second) // 2] >= 0.8 * ceiling
