@@ -4,11 +4,14 @@
 
     python3 benches/ns2/ns2_stack_row.py N Newreno|Reno|Sack1 [--duration-s 100]
     python3 benches/ns2/ns2_stack_row.py 50 Newreno --rtt-jitter-ms 10 --seeds 1 2 3
+    python3 benches/ns2/ns2_stack_row.py 1 Newreno --loss 0.02 --seeds 1 2 3 4 5
 
 Without `--rtt-jitter-ms` the flows start 0.1 s apart with equal RTTs, and neither simulator
 draws a random number: one run. With it, flow i starts at a uniform time in [0, 2 s] and has
 an RTT of 200 ms plus a uniform draw in [0, J] ms, both drawn here from the seed, so both
-simulators run the same flows, once per seed.
+simulators run the same flows, once per seed. With `--loss P` each data packet is lost on
+the bottleneck with probability P, drawn by each simulator from its own generator (the same
+rate, not the same packets).
 
 Prints, per run and simulator: bottleneck drops and loss rate, mean queue, timeouts (total
 and per flow), goodput, Jain's index of the flows' goodput (docs/validation.md, "ns-2")."""
@@ -50,9 +53,13 @@ def main():
     ap.add_argument("--duration-s", type=float, default=100.0)
     ap.add_argument("--rtt-jitter-ms", type=float, default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
+    ap.add_argument("--loss", type=float, default=0.0,
+                    help="Bernoulli loss on the bottleneck's data direction (ns-2's ErrorModel; link.loss)")
     args = ap.parse_args()
     if args.flows < 1:
         sys.exit(f"flows: {args.flows} is not allowed: at least 1")
+    if not 0 <= args.loss < 1:
+        sys.exit(f"--loss: {args.loss} is not allowed: a probability in [0, 1)")
     if args.rtt_jitter_ms is not None and not 0 <= args.rtt_jitter_ms <= 100:
         sys.exit(f"--rtt-jitter-ms: {args.rtt_jitter_ms} is not allowed: between 0 and 100")
     n, recovery = args.flows, RECOVERY[args.variant]
@@ -61,7 +68,7 @@ def main():
     for seed in args.seeds:
         spec = {
             "name": "row", "seed": seed, "rate_bps": 1e6, "access_rate_bps": 1e8, "bottleneck_delay_ms": 1.0,
-            "queue_pkts": 50, "loss": 0.0, "drop_data": [], "trace": False, "warmup_s": 20.0,
+            "queue_pkts": 50, "loss": args.loss, "drop_data": [], "trace": False, "warmup_s": 20.0,
             "duration_s": args.duration_s, "flows": flows(n, args.rtt_jitter_ms, seed),
             # sp_side's aligned settings; the ns2 stack below replaces every one it decides.
             "tcp": {"packet_bytes": 500, "timestamps": False, "sack": recovery == "sack", "iw": 2,
