@@ -83,6 +83,11 @@ def test_a_short_buffer_drops_and_the_counts_still_add_up():
     r = five_flows(25)
     expected = 1e6 * 40.0 / (500 * 8)
     assert r["drops"] > 0 and conserved(r)
+    # The agents' counts are over the window too: what they sent in it reached the
+    # bottleneck in it, give or take a window (20 packets) per flow on the access links.
+    # Counted from the start they would be 5 s of sending (125 packets) too many.
+    assert abs(sum(r["data_pkts"]) - r["arrivals"]) <= 5 * 20
+    assert sum(r["retransmitted_pkts"]) <= r["drops"] + 5 * 20
     assert r["utilization"] <= 1.0 + 1 / expected and r["departures"] <= expected + 1
     assert r["mean_queue_pkts"] <= 25 and r["queued_at_end"] <= 25
 

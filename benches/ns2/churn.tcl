@@ -5,6 +5,10 @@
 # array p (benches/ns2/churn.py writes it; README.md lists it), ARRIVALS has a line
 # "START_S PAIR SIZE_PKTS" per flow, sorted by start, read one line ahead.
 #
+# Optional: p(queue) the bottleneck's queue class (DropTail unless set) and p(queue_config)
+# a list "VAR VALUE ..." set on it (e.g. RED's thresh_); p(fct_out) a file that gets a line
+# "START_S SIZE_PKTS FCT_S" per flow, FCT_S -1 for a flow not finished at the end.
+#
 # Prints on stdout:
 #   queue ARRIVED DEPARTED DROPPED QUEUED   bottleneck, whole run
 #   flows STARTED FINISHED AGENTS_BEFORE_RUN AGENTS_IN_RUN FCT_SUM_S
@@ -30,8 +34,13 @@ proc route {from to {default ""}} {
 
 set r1 [$ns node]
 set r2 [$ns node]
-$ns duplex-link $r1 $r2 $p(rate_bps) [expr {$p(bottleneck_delay_ms) / 1000.0}] DropTail
+foreach {key fallback} {queue DropTail queue_config {} fct_out {}} {
+    if {![info exists p($key)]} { set p($key) $fallback }
+}
+$ns duplex-link $r1 $r2 $p(rate_bps) [expr {$p(bottleneck_delay_ms) / 1000.0}] $p(queue)
 $ns queue-limit $r1 $r2 $p(queue_pkts)
+foreach {var value} $p(queue_config) { [[$ns link $r1 $r2] queue] set $var $value }
+set fct_file [expr {$p(fct_out) != "" ? [open $p(fct_out) w] : ""}]
 route $r1 $r2 -default
 route $r2 $r1 -default
 set qmon [$ns monitor-queue $r1 $r2 ""]
@@ -62,10 +71,14 @@ set fct_sum 0.0
 # A flow ends when its agent calls `done` (tcp.cc: all of curseq_ acknowledged); the agent
 # and its sink are reset and go back to the pair's pool.
 Agent/TCP instproc done {} {
-    global ns pool finished fct_sum
-    $self instvar pair_ started_at_ sink_
+    global ns pool finished fct_sum fct_file open_flows
+    $self instvar pair_ started_at_ sink_ size_
     incr finished
     set fct_sum [expr {$fct_sum + [$ns now] - $started_at_}]
+    if {$fct_file != ""} {
+        puts $fct_file "$started_at_ $size_ [expr {[$ns now] - $started_at_}]"
+        unset open_flows($self)
+    }
     $self reset
     $sink_ reset
     lappend pool($pair_) $self
@@ -93,7 +106,7 @@ for {set i 0} {$i < $p(pairs)} {incr i} {
 set agents_before_run $agents
 
 proc start_flow {pair size} {
-    global ns pool started
+    global ns pool started fct_file open_flows
     if {[llength $pool($pair)] > 0} {
         set tcp [lindex $pool($pair) end]
         set pool($pair) [lrange $pool($pair) 0 end-1]
@@ -101,6 +114,8 @@ proc start_flow {pair size} {
         set tcp [new_agent $pair]
     }
     $tcp set started_at_ [$ns now]
+    $tcp set size_ $size
+    if {$fct_file != ""} { set open_flows($tcp) 1 }
     incr started
     $tcp advance $size
 }
@@ -114,7 +129,11 @@ proc next_arrival {} {
 next_arrival
 
 proc finish {} {
-    global qmon started finished agents agents_before_run fct_sum build_s run_started
+    global qmon started finished agents agents_before_run fct_sum build_s run_started fct_file open_flows
+    if {$fct_file != ""} {
+        foreach tcp [array names open_flows] { puts $fct_file "[$tcp set started_at_] [$tcp set size_] -1" }
+        close $fct_file
+    }
     puts "queue [$qmon set parrivals_] [$qmon set pdepartures_] [$qmon set pdrops_] [$qmon set pkts_]"
     puts "flows $started $finished $agents_before_run [expr {$agents - $agents_before_run}] $fct_sum"
     puts "wall $build_s [expr {([clock milliseconds] - $run_started) / 1000.0}]"

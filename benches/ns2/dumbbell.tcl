@@ -6,7 +6,7 @@
 # Prints on stdout, one record a line:
 #   queue ARRIVED DEPARTED DROPPED QUEUED_START QUEUED_END INTEGRAL_PKT_S   measured window
 #   flow I START ACKED_PKTS TIMEOUTS REXMIT_PKTS DATA_PKTS     ACKED_PKTS in the window
-#   slice K I ACKED_PKTS                                       per slice of p(slice_s)
+#   slice K I ACKED_PKTS SENT_PKTS                             per slice of p(slice_s)
 #   wall BUILD_S RUN_S
 # With p(trace_dir) set, flow 0's segments (the '+' events of its access link) go to
 # segments.tr and its cwnd_/ssthresh_ changes to vars.tr in that directory.
@@ -128,11 +128,13 @@ proc mark {name} {
 }
 
 proc slice {k} {
-    global nflows slice_last p ns
+    global nflows slice_last sent_last p ns tcp
     for {set i 0} {$i < $nflows} {incr i} {
         set now [acked $i]
-        puts "slice $k $i [expr {$now - $slice_last($i)}]"
+        set sent [$tcp($i) set ndatapack_]
+        puts "slice $k $i [expr {$now - $slice_last($i)}] [expr {$sent - $sent_last($i)}]"
         set slice_last($i) $now
+        set sent_last($i) $sent
     }
 }
 
@@ -145,7 +147,7 @@ proc finish {} {
     for {set i 0} {$i < $nflows} {incr i} {
         lassign $mark_(warm,$i) k0 t0 r0 n0
         lassign $mark_(end,$i) k1 t1 r1 n1
-        puts "flow $i $start_s($i) [expr {$k1 - $k0}] $t1 $r1 $n1"
+        puts "flow $i $start_s($i) [expr {$k1 - $k0}] [expr {$t1 - $t0}] [expr {$r1 - $r0}] [expr {$n1 - $n0}]"
     }
     puts "wall $build_s [expr {([clock milliseconds] - $run_started) / 1000.0}]"
     exit 0
@@ -155,7 +157,10 @@ set end [expr {$p(warmup_s) + $p(duration_s)}]
 $ns at $p(warmup_s) "mark warm"
 if {$p(slice_s) > 0} {
     $ns at $p(warmup_s) {
-        for {set i 0} {$i < $nflows} {incr i} { set slice_last($i) [acked $i] }
+        for {set i 0} {$i < $nflows} {incr i} {
+            set slice_last($i) [acked $i]
+            set sent_last($i) [$tcp($i) set ndatapack_]
+        }
     }
     set k 0
     for {set t [expr {$p(warmup_s) + $p(slice_s)}]} {$t <= $end + 1e-9} {set t [expr {$t + $p(slice_s)}]} {

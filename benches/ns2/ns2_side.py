@@ -169,6 +169,7 @@ def parse_output(stdout: str, spec: dict[str, Any], mss: int) -> dict[str, Any]:
     n = len(spec["flows"])
     flows: dict[int, list[str]] = {}
     slices: dict[int, list[int]] = {}
+    sent: dict[int, list[int]] = {}
     queue = wall = None
     for line in stdout.splitlines():
         f = line.split()
@@ -180,6 +181,7 @@ def parse_output(stdout: str, spec: dict[str, Any], mss: int) -> dict[str, Any]:
             flows[int(f[1])] = f[2:]
         elif f[0] == "slice":
             slices.setdefault(int(f[1]), [0] * n)[int(f[2])] = int(f[3])
+            sent.setdefault(int(f[1]), [0] * n)[int(f[2])] = int(f[4])
         elif f[0] == "wall":
             wall = f[1:]
         else:
@@ -209,6 +211,7 @@ def parse_output(stdout: str, spec: dict[str, Any], mss: int) -> dict[str, Any]:
         "goodput_bps": [k * mss * 8 / measured_s for k in acked],
         "jain_per_slice": [jain([float(x) for x in slices[k]]) for k in sorted(slices)],
         "slice_acked_pkts": [slices[k] for k in sorted(slices)],
+        "slice_sent_pkts": [sent[k] for k in sorted(sent)],
         "build_s": float(wall[0]),
         "run_s": float(wall[1]),
     }

@@ -82,6 +82,7 @@ impl Endpoint {
     }
 
     /// What kind of ACK `seg` is, before its cumulative part moves `snd_una`.
+    #[inline]
     fn classify(&mut self, seg: &Packet, ack: u64, new_sack: bool, p: &TcpParams) -> AckKind {
         // RFC 6675 §2: with SACK a duplicate ACK is one that SACKs new data, even if it also
         // moves `snd_una`; otherwise RFC 5681's: no data, `ack == snd_una`.
@@ -237,6 +238,7 @@ impl Endpoint {
 
     /// Window growth on an ACK of `acked_data` new bytes outside recovery: HyStart++ in
     /// the initial slow start, else the congestion controller (`cc/`).
+    #[inline]
     pub(super) fn grow_window(&mut self, ack: u64, acked_data: u64, rtt_sample: Option<Duration>, now: Instant, p: &TcpParams) {
         if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
             let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);

@@ -13,6 +13,7 @@ impl Endpoint {
     }
 
     /// Send what the window allows: retransmissions after an RTO first, then new data.
+    #[inline]
     pub(super) fn try_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         if !self.can_send_data() {
             return;

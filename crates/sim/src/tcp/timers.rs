@@ -35,6 +35,7 @@ impl Endpoint {
         p.send.pacing && self.queues_mut().pacer.holds(now)
     }
 
+    #[inline]
     pub(super) fn arm_rto(&mut self, now: Instant, p: &TcpParams) {
         self.rto_at = Opt64::some(now + self.data_rto(p));
         self.rto_armed_at = now;
