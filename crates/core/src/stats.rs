@@ -101,11 +101,14 @@ impl QdiscStats {
     pub fn marked(&self, reason: MarkReason) -> u64 {
         self.marked.pkts[reason as usize]
     }
-    /// Checks the conservation identity against a discipline's own backlog.
+    /// Checks the conservation identity against a discipline's own backlog: what arrived
+    /// departed, was dropped in the queue, or waits. A link's loss on the wire
+    /// (`LinkLoss`) is of a packet that had already departed, so it is not in the identity.
     pub fn check(&self, backlog_pkts: u64, backlog_bytes: u64) -> Result<(), String> {
+        let on_wire = DropReason::LinkLoss as usize;
         let (p, b) = (
-            self.departed_pkts + self.total_dropped_pkts() + backlog_pkts,
-            self.departed_bytes + self.total_dropped_bytes() + backlog_bytes,
+            self.departed_pkts + self.total_dropped_pkts() - self.dropped_pkts[on_wire] + backlog_pkts,
+            self.departed_bytes + self.total_dropped_bytes() - self.dropped_bytes[on_wire] + backlog_bytes,
         );
         if p != self.arrived_pkts || b != self.arrived_bytes {
             return Err(format!(

@@ -352,6 +352,34 @@ mod tests {
 
     /// A pipe that a burst filled gives the memory back once it drains, and keeps its
     /// order while it does.
+    /// Bernoulli loss on the wire: each packet that left the queue is lost with probability
+    /// p, and the link's counters see it once, as an arrival (at the queue) and a drop, so
+    /// its loss rate estimates p (binomial: standard error √(p(1−p)/n) = 0.0028 at p = 0.2,
+    /// n = 20 000), not p / (1 + p) = 0.167 as when the loss was also counted an arrival.
+    #[test]
+    fn loss_on_the_wire_counts_each_packet_once() {
+        let (p, n) = (0.2, 20_000u32);
+        let q = QdiscConfig::DropTail(DropTailConfig::packets(10));
+        let q = Accounted::new(q.build().unwrap(), Rng::new(1, 2));
+        let mut link = Link::new("bottleneck".into(), 1_000_000_000, Duration::from_millis(1), Duration::ZERO, p, q, 0,
+                                 Rng::new(1, 3));
+        let mut lost = 0u64;
+        for i in 0..n {
+            let now = Instant(u64::from(i) * 1_000_000);
+            link.queue.enqueue(Packet { seq: i, ip_len_bytes: 500, ..Packet::default() }, now);
+            link.sending = link.queue.dequeue(now);
+            link.finish_tx(now);
+            lost += link.arrive().0.is_err() as u64;
+        }
+        let stats = link.queue.stats();
+        assert_eq!(stats.arrived_pkts, u64::from(n), "each packet arrives once");
+        assert_eq!(stats.departed_pkts, u64::from(n));
+        assert_eq!(stats.dropped(DropReason::LinkLoss), lost);
+        link.queue.check().unwrap();
+        let rate = stats.total_dropped_pkts() as f64 / stats.arrived_pkts as f64;
+        assert!((rate - p).abs() < 4.0 * (p * (1.0 - p) / f64::from(n)).sqrt(), "loss rate {rate} for p = {p}");
+    }
+
     #[test]
     fn a_drained_pipe_keeps_little_capacity() {
         let q = QdiscConfig::DropTail(DropTailConfig::packets(10));

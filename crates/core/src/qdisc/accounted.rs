@@ -140,12 +140,12 @@ impl<Q: Qdisc> Accounted<Q> {
         self.inner.observe_reverse(pkt, now);
     }
 
-    /// Record a loss that happened outside the discipline (e.g. link corruption) so the
-    /// link's drop table is complete. It does not enter the conservation identity twice:
-    /// it counts as an arrival and a drop.
+    /// Record a loss on the wire (`LinkLoss`: corruption after the packet left the queue)
+    /// so the link's drop table and loss rate are complete. The packet was counted once
+    /// already, as an arrival and a departure; it is not an arrival again, so a link with
+    /// Bernoulli loss p reports a loss rate of p, not p / (1 + p).
     pub fn record_external_drop(&mut self, pkt: &Packet, reason: DropReason) {
-        self.stats.arrived_pkts += 1;
-        self.stats.arrived_bytes += pkt.len_bytes();
+        debug_assert_eq!(reason, DropReason::LinkLoss, "only losses after the queue are external");
         self.stats.dropped_pkts[reason as usize] += 1;
         self.stats.dropped_bytes[reason as usize] += pkt.len_bytes();
     }
