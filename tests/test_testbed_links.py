@@ -16,7 +16,6 @@ from smallpipe import Scenario, simulate
 from smallpipe.testbed import run_testbed
 from smallpipe.testbed.runner import TestbedError, box_config, find_binary
 from smallpipe.testbed.tables import link_window
-
 from test_testbed import needs_testbed
 
 TRACES = Path(__file__).resolve().parent.parent / "examples" / "traces"

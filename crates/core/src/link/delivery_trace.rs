@@ -13,6 +13,7 @@
 //! 4-byte header in front of each IP packet: one 1500-byte IP packet per opportunity there
 //! as here.) The capacity of the trace is `lines * 1500 bytes / period`.
 
+use crate::error::ConfigError;
 use crate::time::Instant;
 use std::sync::Arc;
 
@@ -72,6 +73,17 @@ impl DeliveryTrace {
             }),
             Some(_) => Ok(DeliveryTrace { times_ms }),
         }
+    }
+
+    /// Reads and parses the trace file at `path` (a config's, read once at set-up); errors
+    /// name `field`, the file and the line.
+    pub fn load(field: &str, path: &str) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(field, path, format!("a readable trace file in mahimahi's format ({e})")))?;
+        Self::parse(&text).map_err(|e| match e.line {
+            0 => ConfigError::new(field, format!("{path} (empty)"), e.allowed),
+            line => ConfigError::new(field, format!("{path} line {line}: {:?}", e.value), e.allowed),
+        })
     }
 
     /// The loop's length, ms: the last time stamp.
