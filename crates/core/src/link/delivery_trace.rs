@@ -124,10 +124,6 @@ impl TraceServer {
         TraceServer { trace, loop_n: 0, line: 0, left_bytes: OPPORTUNITY_BYTES }
     }
 
-    pub fn trace(&self) -> &DeliveryTrace {
-        &self.trace
-    }
-
     /// When a packet that can go from `t` on (it has arrived and the transmitter is free)
     /// starts: the first opportunity with bytes left at or after `t`. Those before `t` had
     /// nothing to carry and are gone.
