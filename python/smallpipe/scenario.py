@@ -321,6 +321,12 @@ def read_toml(path: str | PathLike[str]) -> dict[str, Any]:
     for group in config.get("flows", []):
         if isinstance(group, dict) and isinstance(group.get("log_path"), str):
             group["log_path"] = str((path.parent / group["log_path"]).resolve())
+    # So are the link's delivery traces.
+    link = config.get("link")
+    if isinstance(link, dict):
+        for key in ("trace", "reverse_trace"):
+            if isinstance(link.get(key), str):
+                link[key] = str((path.parent / link[key]).resolve())
     return config
 
 

@@ -8,6 +8,7 @@
 pub mod aqm;
 pub mod models;
 pub mod error;
+pub mod link;
 pub mod packet;
 pub mod qdisc;
 pub mod rng;

@@ -6,7 +6,9 @@ use crate::link::LinkEmu;
 use crate::parse::host_key;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
+use smallpipe_core::link::{DeliveryTrace, Framing, FramingKind, LossModelConfig, TraceServer};
 use smallpipe_core::{Accounted, AnyQdisc, ConfigError, Duration, QdiscConfig, Rng};
+use std::sync::Arc;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -86,12 +88,34 @@ fn default_slice_ns() -> u64 {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DirectionConfig {
+    /// Rate of the link, bit/s; left out when `trace` sets it (then the trace's capacity,
+    /// filled in when the config is read).
+    #[serde(default)]
     pub rate_bps: u64,
     pub delay_ns: u64,
     #[serde(default)]
     pub loss: f64,
     #[serde(default)]
     pub queue: QdiscConfig,
+    /// A delivery trace in mahimahi's format the link sends by, in place of `rate_bps`
+    /// (`docs/links.md`).
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// Bursty loss in place of `loss`.
+    #[serde(default)]
+    pub loss_model: Option<LossModelConfig>,
+    /// Bytes added to each packet's IP length in the rate accounting (may be negative).
+    #[serde(default)]
+    pub overhead_bytes: i32,
+    /// Minimum packet unit of that accounting, bytes.
+    #[serde(default)]
+    pub mpu_bytes: u32,
+    /// "none", "atm" (48 bytes per 53-byte cell) or "ptm" (64b/65b).
+    #[serde(default)]
+    pub framing: FramingKind,
+    /// The trace file, read with the config.
+    #[serde(skip)]
+    pub delivery_trace: Option<Arc<DeliveryTrace>>,
 }
 
 /// A config that did not load: unreadable, not JSON, an unknown field, or a bad value.
@@ -114,11 +138,14 @@ impl BoxConfig {
     /// Parses and validates `text`; `origin` names it in errors (the file's path).
     pub fn parse(text: &str, origin: &str) -> Result<Self, LoadError> {
         let de = &mut serde_json::Deserializer::from_str(text);
-        let cfg: BoxConfig = serde_path_to_error::deserialize(de).map_err(|e| LoadError::Parse {
+        let mut cfg: BoxConfig = serde_path_to_error::deserialize(de).map_err(|e| LoadError::Parse {
             path: origin.into(),
             field: e.path().to_string(),
             err: e.into_inner(),
         })?;
+        for (name, d) in [("a_to_b", &mut cfg.a_to_b), ("b_to_a", &mut cfg.b_to_a)] {
+            d.read_trace().map_err(|err| LoadError::Invalid { path: origin.into(), err: err.within(name) })?;
+        }
         // Building the disciplines is their validation (core's `build`): done once here so a
         // bad discipline value is a config error before any socket opens.
         cfg.validate()
@@ -153,8 +180,18 @@ impl BoxConfig {
             let mut q = d.queue.clone();
             q.set_link(d.rate_bps, d.delay_ns);
             let queue = serde_json::to_string(&q).unwrap_or_else(|e| format!("? ({e})"));
-            s += &format!("{name}:\n  rate {} bit/s ({:.3} Mbit/s)\n  one-way delay {} ns ({:.3} ms)\n  random loss {}\n  discipline {queue}\n",
-                          d.rate_bps, d.rate_bps as f64 / 1e6, d.delay_ns, d.delay_ns as f64 / 1e6, d.loss);
+            s += &format!("{name}:\n  rate {} bit/s ({:.3} Mbit/s){}\n  one-way delay {} ns ({:.3} ms)\n  random loss {}\n  discipline {queue}\n",
+                          d.rate_bps, d.rate_bps as f64 / 1e6,
+                          d.trace.as_ref().map_or(String::new(), |t| format!(", the capacity of trace {t}")),
+                          d.delay_ns, d.delay_ns as f64 / 1e6, d.loss);
+            if let Some(m) = &d.loss_model {
+                s += &format!("  bursty loss {} (long-run loss rate {:.4})\n",
+                              serde_json::to_string(m).unwrap_or_default(), m.stationary_loss());
+            }
+            if !(d.overhead_bytes, d.mpu_bytes, d.framing).eq(&(0, 0, FramingKind::None)) {
+                s += &format!("  wire bytes per packet: IP length {:+} bytes, at least {} bytes, framing {}\n", d.overhead_bytes,
+                              d.mpu_bytes, serde_json::to_value(d.framing).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default());
+            }
         }
         for (host, ns) in &self.extra_delay_ns_by_src {
             s += &format!("extra delay for packets from {host}: {ns} ns ({:.3} ms)\n", *ns as f64 / 1e6);
@@ -182,11 +219,39 @@ impl BoxConfig {
 }
 
 impl DirectionConfig {
+    /// Reads the `trace` file, if any, and sets `rate_bps` to its capacity; a rate set by
+    /// hand beside a trace is refused.
+    fn read_trace(&mut self) -> Result<(), ConfigError> {
+        let Some(path) = &self.trace else { return Ok(()) };
+        let trace = DeliveryTrace::load("trace", path)?;
+        let capacity_bps = trace.mean_rate_bps().round() as u64;
+        if self.rate_bps != 0 {
+            return Err(ConfigError::new("rate_bps", self.rate_bps,
+                format!("left out when trace is set: the trace sets the rate (its capacity, {capacity_bps} bit/s)")));
+        }
+        self.rate_bps = capacity_bps;
+        self.delivery_trace = Some(Arc::new(trace));
+        Ok(())
+    }
+
+    /// The per-packet wire accounting.
+    pub fn wire_framing(&self) -> Result<Framing, ConfigError> {
+        Framing::new(self.overhead_bytes, self.mpu_bytes, self.framing)
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         // 1 kbit/s to 100 Gbit/s: the speed test runs "unlimited" as 100 Gbit/s.
         if !(1_000..=100_000_000_000).contains(&self.rate_bps) {
-            return Err(ConfigError::new("rate_bps", self.rate_bps, "1000 to 100000000000 bit/s"));
+            let allowed = if self.trace.is_some() { "a trace of 1000 to 100000000000 bit/s" } else { "1000 to 100000000000 bit/s, or a trace" };
+            return Err(ConfigError::new("rate_bps", self.rate_bps, allowed));
         }
+        if let Some(m) = &self.loss_model {
+            m.build().map_err(|e| e.within("loss_model"))?;
+            if self.loss != 0.0 {
+                return Err(ConfigError::new("loss", self.loss, "0 (left out) when loss_model is set: one loss model per direction"));
+            }
+        }
+        self.wire_framing()?;
         if self.delay_ns > 10_000_000_000 {
             return Err(ConfigError::new("delay_ns", self.delay_ns, "0 to 10 s (10000000000 ns)"));
         }
@@ -207,7 +272,14 @@ impl DirectionConfig {
         let qdisc = self.build_queue()?;
         // Streams 0/1 for the disciplines, 2/3 for the links' loss draws.
         let queue = Accounted::new(qdisc, Rng::new(seed, direction)).with_delay_histogram();
-        Ok(LinkEmu::new(self.rate_bps, Duration(self.delay_ns), self.loss, extra, queue, Rng::new(seed, 2 + direction)))
+        let mut link = LinkEmu::new(self.rate_bps, Duration(self.delay_ns), self.loss, extra, queue, Rng::new(seed, 2 + direction));
+        link.shape(self.delivery_trace.clone().map(TraceServer::new), self.wire_framing()?, self.burst_loss()?);
+        Ok(link)
+    }
+
+    /// The bursty-loss model, in its Good state.
+    pub fn burst_loss(&self) -> Result<Option<smallpipe_core::link::GilbertElliott>, ConfigError> {
+        self.loss_model.map(|m| m.build()).transpose().map_err(|e| e.within("loss_model"))
     }
 }
 
@@ -254,6 +326,38 @@ mod tests {
                      "client addresses show", "over 10 s"] {
             assert!(d.contains(want), "{want:?} missing in:\n{d}");
         }
+    }
+
+    #[test]
+    fn a_trace_sets_the_rate_and_bad_link_models_are_named() {
+        let dir = std::env::temp_dir().join(format!("smallpipe-box-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (ok, bad) = (dir.join("ok.trace"), dir.join("bad.trace"));
+        std::fs::write(&ok, "5\n10\n").unwrap();
+        std::fs::write(&bad, "5\n10\n7\n").unwrap();
+        let with = |b_to_a: &str| {
+            load_str(&OK.replace(r#""b_to_a": {"rate_bps": 1000000, "delay_ns": 100000000, "loss": 0.01}"#, &format!(r#""b_to_a": {b_to_a}"#)))
+        };
+        // Two 1500-byte opportunities every 10 ms: 2.4 Mbit/s.
+        let c = with(&format!(r#"{{"trace": {ok:?}, "delay_ns": 0, "framing": "atm", "overhead_bytes": 10,
+                                  "loss_model": {{"kind": "gilbert_elliott", "p": 0.01, "r": 0.5}}}}"#)).unwrap();
+        assert_eq!(c.b_to_a.rate_bps, 2_400_000);
+        c.build_links().unwrap();
+        let d = c.describe();
+        assert!(d.contains("the capacity of trace") && d.contains("framing atm") && d.contains("bursty loss"), "{d}");
+        let e = with(&format!(r#"{{"trace": {ok:?}, "rate_bps": 1000000, "delay_ns": 0}}"#)).unwrap_err().to_string();
+        assert!(e.contains("b_to_a.rate_bps") && e.contains("2400000"), "{e}");
+        let e = with(&format!(r#"{{"trace": {bad:?}, "delay_ns": 0}}"#)).unwrap_err().to_string();
+        assert!(e.contains("b_to_a.trace") && e.contains("line 3") && e.contains("never decrease"), "{e}");
+        let e = with(r#"{"delay_ns": 0}"#).unwrap_err().to_string();
+        assert!(e.contains("b_to_a.rate_bps") && e.contains("or a trace"), "{e}");
+        let ge = r#""loss_model": {"kind": "gilbert_elliott", "p": 0.01, "r": 0.5}"#;
+        let e = with(&format!(r#"{{"rate_bps": 1000000, "delay_ns": 0, "loss": 0.1, {ge}}}"#)).unwrap_err().to_string();
+        assert!(e.contains("b_to_a.loss:"), "{e}");
+        let e = with(&format!(r#"{{"rate_bps": 1000000, "delay_ns": 0, {}}}"#, ge.replace("0.5", "1.5"))).unwrap_err().to_string();
+        assert!(e.contains("b_to_a.loss_model.r") && e.contains("1.5"), "{e}");
+        let e = with(r#"{"rate_bps": 1000000, "delay_ns": 0, "mpu_bytes": 9000}"#).unwrap_err().to_string();
+        assert!(e.contains("b_to_a.mpu_bytes") && e.contains("9000"), "{e}");
     }
 
     #[test]

@@ -282,18 +282,29 @@ impl DataPath {
         for (d, name) in ["a_to_b", "b_to_a"].into_iter().enumerate() {
             self.advance_links(now, now);
             let (old_dir, new_dir) = (self.dir_config(d).clone(), if d == 0 { &new.a_to_b } else { &new.b_to_a });
+            // The trace and the wire framing shape the transmitter from its start: kept.
+            let shaping = |c: &DirectionConfig| (c.trace.clone(), c.delivery_trace.clone(), c.overhead_bytes, c.mpu_bytes, c.framing);
+            let mut new_dir = new_dir.clone();
+            if shaping(&old_dir) != shaping(&new_dir) {
+                say(format!("{name}.trace, overhead_bytes, mpu_bytes and framing kept: a restart changes them"));
+                (new_dir.trace, new_dir.delivery_trace, new_dir.overhead_bytes, new_dir.mpu_bytes, new_dir.framing) = shaping(&old_dir);
+                new_dir.rate_bps = old_dir.rate_bps;
+            }
+            let new_dir = &new_dir;
             if old_dir.rate_bps != new_dir.rate_bps {
                 self.links[d].set_rate(new_dir.rate_bps, now, &mut self.events);
                 self.handle_events(d, now);
                 say(format!("{name}.rate_bps {} -> {}", old_dir.rate_bps, new_dir.rate_bps));
                 changed = true;
             }
-            if (old_dir.delay_ns, old_dir.loss) != (new_dir.delay_ns, new_dir.loss)
+            if (old_dir.delay_ns, old_dir.loss, old_dir.loss_model) != (new_dir.delay_ns, new_dir.loss, new_dir.loss_model)
                 || self.cfg.extra_delay_ns_by_src != new.extra_delay_ns_by_src
             {
-                self.links[d].set_path(Duration(new_dir.delay_ns), new.extra_delays(), new_dir.loss);
-                say(format!("{name} delay_ns {} -> {}, loss {} -> {}, extra delays for {} hosts",
-                            old_dir.delay_ns, new_dir.delay_ns, old_dir.loss, new_dir.loss, new.extra_delay_ns_by_src.len()));
+                let burst_loss = new_dir.burst_loss().expect("validated with the config");
+                self.links[d].set_path(Duration(new_dir.delay_ns), new.extra_delays(), new_dir.loss, burst_loss);
+                say(format!("{name} delay_ns {} -> {}, loss {} -> {}, loss_model {:?} -> {:?}, extra delays for {} hosts",
+                            old_dir.delay_ns, new_dir.delay_ns, old_dir.loss, new_dir.loss, old_dir.loss_model, new_dir.loss_model,
+                            new.extra_delay_ns_by_src.len()));
                 changed = true;
             }
             if old_dir.queue != new_dir.queue || old_dir.rate_bps != new_dir.rate_bps || old_dir.delay_ns != new_dir.delay_ns {

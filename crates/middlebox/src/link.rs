@@ -10,8 +10,15 @@
 //! whose logical time is `<= now`, in time order, each at its logical time.
 //!
 //! Counting: the discipline's bytes are IP bytes (Ethernet header excluded), as in the
-//! simulator, so `rate_bps` is the IP-layer rate.
+//! simulator, so `rate_bps` is the IP-layer rate; with `framing` (per-packet overhead, MPU,
+//! ATM/PTM: `smallpipe_core::link`) the rate is spent on each packet's wire bytes instead.
+//!
+//! A direction may send by a delivery trace (mahimahi's format) in place of a fixed rate:
+//! a queued packet then leaves at the first delivery opportunity with bytes left, and ends
+//! at the opportunity that carries its last byte, as in the simulator (one model for both,
+//! in core). Loss may be bursty (Gilbert–Elliott) in place of Bernoulli.
 
+use smallpipe_core::link::{Framing, GilbertElliott, TraceServer};
 use smallpipe_core::{Accounted, AnyQdisc, DropReason, Duration, Instant, Packet, Qdisc, Rng};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -80,6 +87,12 @@ pub struct LinkEmu {
     pub delay: Duration,
     /// Bernoulli loss applied as packets reach the far end (as the simulator does).
     pub loss: f64,
+    /// Bursty loss in place of `loss`, when set.
+    burst_loss: Option<GilbertElliott>,
+    /// Sends by a delivery trace in place of `rate_bps`, when set.
+    trace: Option<TraceServer>,
+    /// Bytes on the wire per packet: what the rate is spent on.
+    framing: Framing,
     /// Extra one-way delay by IP source (core's 32-bit host address).
     extra_delay_by_src: FxHashMap<u32, Duration>,
     pub queue: Accounted<AnyQdisc>,
@@ -101,10 +114,17 @@ impl LinkEmu {
                queue: Accounted<AnyQdisc>, rng: Rng) -> Self {
         assert!(rate_bps > 0, "rate_bps is validated by the config");
         LinkEmu {
-            rate_bps, delay, loss, extra_delay_by_src, queue, rng,
+            rate_bps, delay, loss, burst_loss: None, trace: None, framing: Framing::default(), extra_delay_by_src, queue, rng,
             free_at: Instant::ZERO, busy_start: Instant::ZERO, busy_bytes: 0, last_arrival: Instant::ZERO,
             pipe: BinaryHeap::new(), entered: 0, tx_pkts: 0, tx_bytes: 0,
         }
+    }
+
+    /// The link's delivery trace, wire framing and bursty loss (`DirectionConfig`): set
+    /// once, before the first packet.
+    pub fn shape(&mut self, trace: Option<TraceServer>, framing: Framing, burst_loss: Option<GilbertElliott>) {
+        debug_assert_eq!(self.tx_pkts, 0, "shaped before the first packet");
+        (self.trace, self.framing, self.burst_loss) = (trace, framing, burst_loss);
     }
 
     /// A packet arrives at the queue at `now`: everything due before it happens first, and
@@ -120,7 +140,7 @@ impl LinkEmu {
     /// Perform every dequeue and delivery whose logical time is `<= now`, in time order.
     pub fn advance(&mut self, now: Instant, out: &mut Vec<LinkEvent>) {
         loop {
-            let next_tx = (!self.queue.is_empty()).then(|| self.free_at.max(self.queue_clock()));
+            let next_tx = (!self.queue.is_empty()).then(|| self.next_tx_at());
             let next_rx = self.pipe.peek().map(|r| r.0.due);
             match (next_tx, next_rx) {
                 (Some(t), rx) if t <= now && rx.is_none_or(|r| t <= r) => self.start_tx(t, out),
@@ -132,7 +152,7 @@ impl LinkEmu {
 
     /// The next instant at which [`Self::advance`] has work, if any.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let tx = (!self.queue.is_empty()).then(|| self.free_at.max(self.queue_clock()));
+        let tx = (!self.queue.is_empty()).then(|| self.next_tx_at());
         let rx = self.pipe.peek().map(|r| r.0.due);
         match (tx, rx) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -171,11 +191,14 @@ impl LinkEmu {
     }
 
     /// New propagation delay, per-source extra delays and loss (a reload): packets already
-    /// in the pipe keep the arrival time they were given.
-    pub fn set_path(&mut self, delay: Duration, extra_delay_by_src: FxHashMap<u32, Duration>, loss: f64) {
+    /// in the pipe keep the arrival time they were given; a new bursty-loss model starts
+    /// in its Good state.
+    pub fn set_path(&mut self, delay: Duration, extra_delay_by_src: FxHashMap<u32, Duration>, loss: f64,
+                    burst_loss: Option<GilbertElliott>) {
         self.delay = delay;
         self.extra_delay_by_src = extra_delay_by_src;
         self.loss = loss;
+        self.burst_loss = burst_loss;
     }
 
     /// Another discipline from `now` (a reload), the queue migrated into it in the old
@@ -205,6 +228,13 @@ impl LinkEmu {
         self.last_arrival
     }
 
+    /// When the head of a non-empty queue starts: as soon as the transmitter is free and it
+    /// has arrived, or, traced, at the first delivery opportunity with bytes left from then.
+    fn next_tx_at(&self) -> Instant {
+        let ready = self.free_at.max(self.queue_clock());
+        self.trace.as_ref().map_or(ready, |t| t.next_start(ready))
+    }
+
     fn start_tx(&mut self, t: Instant, out: &mut Vec<LinkEvent>) {
         let Some(pkt) = self.queue.dequeue(t) else {
             // The discipline dropped what it held (AQM on dequeue): report and go idle.
@@ -212,14 +242,20 @@ impl LinkEmu {
             return;
         };
         out.extend(self.queue.last_drops().iter().map(|&(p, r)| LinkEvent::Dropped(p, r)));
-        if t > self.free_at {
-            // The transmitter was idle: a new busy period starts now.
-            self.busy_start = t;
-            self.busy_bytes = 0;
-        }
-        self.busy_bytes += pkt.len_bytes();
-        let bits_ns = self.busy_bytes as u128 * 8 * 1_000_000_000;
-        let tx_end = self.busy_start + Duration(bits_ns.div_ceil(self.rate_bps as u128) as u64);
+        let wire_bytes = self.framing.wire_bytes(pkt.len_bytes());
+        let tx_end = match &mut self.trace {
+            Some(trace) => trace.send(t, wire_bytes),
+            None => {
+                if t > self.free_at {
+                    // The transmitter was idle: a new busy period starts now.
+                    self.busy_start = t;
+                    self.busy_bytes = 0;
+                }
+                self.busy_bytes += wire_bytes;
+                let bits_ns = self.busy_bytes as u128 * 8 * 1_000_000_000;
+                self.busy_start + Duration(bits_ns.div_ceil(self.rate_bps as u128) as u64)
+            }
+        };
         self.free_at = tx_end;
         self.tx_pkts += 1;
         self.tx_bytes += pkt.len_bytes();
@@ -231,7 +267,11 @@ impl LinkEmu {
 
     fn deliver(&mut self, out: &mut Vec<LinkEvent>) {
         let Reverse(f) = self.pipe.pop().expect("deliver with an empty pipe");
-        if self.loss > 0.0 && self.rng.chance(self.loss) {
+        let lost = match &mut self.burst_loss {
+            Some(ge) => ge.lose(&mut self.rng),
+            None => self.loss > 0.0 && self.rng.chance(self.loss),
+        };
+        if lost {
             self.queue.record_external_drop(&f.pkt, DropReason::LinkLoss);
             out.push(LinkEvent::Dropped(f.pkt, DropReason::LinkLoss));
         } else {
@@ -391,6 +431,96 @@ mod tests {
         assert!((lost as f64 - mean).abs() < 5.0 * sd, "lost {lost}, expected {mean} ± {}", 5.0 * sd);
         assert_eq!(l.queue.stats().dropped(DropReason::LinkLoss), lost);
         l.queue.check().unwrap();
+    }
+
+    /// A saturated traced direction sends the trace's capacity: 0.5 Mbit/s (every 24 ms)
+    /// for 1 s, then 2 Mbit/s (every 6 ms) for 1 s. 1500-byte packets, one per opportunity:
+    /// over 10 periods (20 s) exactly the trace's 10 x 208 opportunities, each packet
+    /// delivered at its opportunity plus the delay, whatever the box's wake-ups.
+    #[test]
+    fn a_saturated_trace_direction_delivers_the_trace_capacity() {
+        use smallpipe_core::link::{DeliveryTrace, TraceServer};
+        let lines: Vec<u64> = (1..=1000 / 24).map(|k| k * 24).chain((1..=1000 / 6).map(|k| 1000 + k * 6)).chain([2000]).collect();
+        let text: String = lines.iter().map(|ms| format!("{ms}\n")).collect();
+        let trace = std::sync::Arc::new(DeliveryTrace::parse(&text).unwrap());
+        let capacity_bps = lines.len() as f64 * 12_000.0 / 2.0;
+        assert_eq!(trace.mean_rate_bps(), capacity_bps);
+        let mut l = link(1_000_000, 5, 0.0, &[]);
+        l.shape(Some(TraceServer::new(trace)), Framing::default(), None);
+        let mut out = Vec::new();
+        for k in 0..6000 {
+            l.enqueue(pkt(1, k, 1500), Instant::ZERO, &mut out);
+        }
+        let got = drain(&mut l, |i| Duration(i % 7 * 300_000));
+        let dues: Vec<u64> = got.iter().map(|(_, d)| d.as_nanos()).collect();
+        // Opportunity j of loop n is at 2 s n + lines[j] ms; 5 ms of delay after it.
+        let want: Vec<u64> = (0..6000).map(|k| ((k / lines.len()) as u64 * 2000 + lines[k % lines.len()] + 5) * 1_000_000).collect();
+        assert_eq!(dues, want);
+        let in_20s = dues.iter().filter(|&&d| d <= 20_005_000_000).count() as f64;
+        assert!((in_20s * 12_000.0 / 20.0 / capacity_bps - 1.0).abs() < 0.01);
+    }
+
+    /// A packet reaching an idle traced direction waits for the next opportunity; a small
+    /// one behind a small one shares an opportunity's 1500 bytes.
+    #[test]
+    fn an_idle_trace_direction_waits_for_the_next_opportunity() {
+        use smallpipe_core::link::{DeliveryTrace, TraceServer};
+        let trace = std::sync::Arc::new(DeliveryTrace::parse("10\n20\n30\n").unwrap());
+        let mut l = link(1_000_000, 0, 0.0, &[]);
+        l.shape(Some(TraceServer::new(trace)), Framing::default(), None);
+        let mut out = Vec::new();
+        l.enqueue(pkt(1, 0, 600), Instant(12_000_000), &mut out);
+        l.enqueue(pkt(1, 1, 600), Instant(13_000_000), &mut out);
+        l.enqueue(pkt(1, 2, 600), Instant(13_000_000), &mut out);
+        let got = drain(&mut l, |_| Duration::ZERO);
+        // 600 + 600 at 20 ms (300 bytes left), the third's 300 + 300 at 20 and 30 ms.
+        assert_eq!(got.iter().map(|(p, d)| (p.seq, d.as_nanos() / 1_000_000)).collect::<Vec<_>>(), vec![(0, 20), (1, 20), (2, 30)]);
+    }
+
+    /// ATM framing: back-to-back 1500-byte packets take 32 cells (1696 bytes) each, so
+    /// packet k (1-based) ends at ceil(8 x 1696 k / rate); the delivered IP rate is 1500/1696
+    /// of the link's.
+    #[test]
+    fn atm_framing_spends_the_rate_on_cells() {
+        use smallpipe_core::link::FramingKind;
+        let mut l = link(1_000_000, 0, 0.0, &[]);
+        l.shape(None, Framing::new(0, 0, FramingKind::Atm).unwrap(), None);
+        let mut out = Vec::new();
+        for k in 0..500 {
+            l.enqueue(pkt(1, k, 1500), Instant::ZERO, &mut out);
+        }
+        let got = drain(&mut l, |_| Duration::ZERO);
+        for (k, (_, due)) in got.iter().enumerate() {
+            // 8 x 1696 bits at 1 Mbit/s: 13 568 µs per packet, whole nanoseconds.
+            assert_eq!(due.as_nanos(), 1696 * 8 * (k as u64 + 1) * 1000, "packet {k}");
+        }
+        let ip_bps = 500.0 * 1500.0 * 8.0 / (got[499].1.as_nanos() as f64 / 1e9);
+        assert!((ip_bps / (1e6 * 1500.0 / 1696.0) - 1.0).abs() < 1e-9, "{ip_bps}");
+    }
+
+    /// Gilbert–Elliott on a direction: h = 0, k = 1, p = 0.01, r = 0.25 over 200 000
+    /// packets: about 1 900 bursts of mean 1 / r = 4 (variance 12; standard error 0.08,
+    /// checked within 0.4) and a lost share of p / (p + r) (checked within 10%, over 3 sd).
+    #[test]
+    fn bursty_loss_matches_the_gilbert_closed_forms() {
+        use smallpipe_core::link::LossModelConfig;
+        let (p, r) = (0.01, 0.25);
+        let mut l = link(100_000_000_000, 1, 0.0, &[]);
+        l.shape(None, Framing::default(), Some(LossModelConfig::GilbertElliott { p, r, h: 0.0, k: 1.0 }.build().unwrap()));
+        let n = 200_000u32;
+        let mut out = Vec::new();
+        for k in 0..n {
+            l.enqueue(pkt(1, k, 100), Instant(u64::from(k) * 1_000), &mut out);
+        }
+        l.advance(Instant(u64::from(n) * 1_000 + 10_000_000), &mut out);
+        let lost: std::collections::BTreeSet<u32> =
+            out.iter().filter_map(|e| if let LinkEvent::Dropped(p, DropReason::LinkLoss) = e { Some(p.seq) } else { None }).collect();
+        let bursts = lost.iter().filter(|&&s| s == 0 || !lost.contains(&(s - 1))).count() as f64;
+        let mean_burst = lost.len() as f64 / bursts;
+        assert!((mean_burst - 1.0 / r).abs() < 0.4, "mean burst {mean_burst}");
+        let share = lost.len() as f64 / f64::from(n);
+        assert!((share / (p / (p + r)) - 1.0).abs() < 0.10, "lost {share}");
+        assert_eq!(l.queue.stats().dropped(DropReason::LinkLoss), lost.len() as u64);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::checks::check;
 pub use crate::tcp::config::*;
 use crate::trace_config::TraceConfig;
 use crate::workload::Dist;
+use smallpipe_core::link::{DeliveryTrace, Framing, FramingKind, LossModelConfig};
 use smallpipe_core::{ConfigError, QdiscConfig, Rng};
 
 /// Units per run (flows, sessions, users, host pairs, log clients). Memory, not addresses
@@ -220,6 +221,30 @@ pub struct LinkConfig {
     /// Bernoulli loss probability on the bottleneck, ACK (reverse) direction.
     #[serde(default)]
     pub reverse_loss: f64,
+    /// A delivery trace (mahimahi's format, `docs/links.md`) the bottleneck sends by in
+    /// place of `rate_bps`, both directions unless `reverse_trace` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// A delivery trace for the reverse (ACK) direction only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_trace: Option<String>,
+    /// Bursty loss on the bottleneck's forward direction, in place of `loss`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<LossModelConfig>,
+    /// Bursty loss on the reverse direction, in place of `reverse_loss`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_loss_model: Option<LossModelConfig>,
+    /// Bytes added to each packet's IP length in the bottleneck's rate accounting (both
+    /// directions), may be negative.
+    #[serde(default, skip_serializing_if = "is_zero_i32")]
+    pub overhead_bytes: i32,
+    /// Minimum packet unit of that accounting, bytes.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub mpu_bytes: u32,
+    /// Link-layer framing of that accounting: "none", "atm" (48 bytes per 53-byte cell) or
+    /// "ptm" (64b/65b).
+    #[serde(default, skip_serializing_if = "FramingKind::is_none")]
+    pub framing: FramingKind,
     /// 1-based arrival indices of packets the bottleneck loses in the forward direction
     /// (every packet counts: SYN, data, ACKs), for validation scripts.
     #[serde(default)]
@@ -425,6 +450,8 @@ fn d_seed() -> u64 { 1 }
 fn d_duration() -> f64 { 60.0 }
 fn d_slice() -> f64 { 1.0 }
 fn d_rate() -> f64 { 1e6 }
+fn is_zero_i32(v: &i32) -> bool { *v == 0 }
+fn is_zero_u32(v: &u32) -> bool { *v == 0 }
 fn d_delay() -> f64 { 1.0 }
 fn d_access_rate() -> f64 { 1e8 }
 fn d_big_queue() -> QdiscConfig {
@@ -466,12 +493,14 @@ impl Scenario {
         if let Some(serde_json::Value::Object(tcp)) = value.get_mut("tcp") {
             Stack::fill_defaults(tcp);
         }
+        let rate_given = value.get("link").and_then(|l| l.get("rate_bps")).is_some();
         let mut scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let field = e.path().to_string();
             let (field, msg) = field_inside_queue(text, &field).unwrap_or((field, e.into_inner().to_string()));
             serde_error(if field == "." { "scenario".into() } else { field }, &msg)
         })?;
         scenario.validate()?;
+        scenario.link.resolve_trace_rate(rate_given).map_err(|e| e.within("link"))?;
         scenario.resolve_queue_links();
         Ok(scenario)
     }
@@ -522,6 +551,8 @@ impl Scenario {
         self.edge.validate().map_err(|e| e.within("edge"))?;
         if let TopologyConfig::Diamond(d) = &self.topology {
             d.validate(&self.edge).map_err(|e| e.within("topology"))?;
+            check(self.link.trace.is_none(), "topology.kind", "diamond",
+                "\"dumbbell\" with link.trace (path 2 has no trace of its own)")?;
         }
         check(!self.flows.is_empty(), "flows", "[]", "at least one [[flows]] group")?;
         let min_rtt_ms = 2.0 * (self.link.delay_ms + self.link.receiver_delay_ms);
@@ -580,10 +611,48 @@ impl LinkConfig {
         check(delay_in_range(self.receiver_delay_ms), "receiver_delay_ms", self.receiver_delay_ms, DELAY_RANGE)?;
         check((0.0..1.0).contains(&self.loss), "loss", self.loss, "a probability in [0, 1)")?;
         check((0.0..1.0).contains(&self.reverse_loss), "reverse_loss", self.reverse_loss, "a probability in [0, 1)")?;
+        for (field, model, bernoulli, other) in [("loss_model", &self.loss_model, self.loss, "loss"),
+                                                   ("reverse_loss_model", &self.reverse_loss_model, self.reverse_loss, "reverse_loss")] {
+            if let Some(m) = model {
+                m.build().map_err(|e| e.within(field))?;
+                check(bernoulli == 0.0, other, bernoulli, &format!("0 (unset) when {field} is set: one loss model per direction"))?;
+            }
+        }
+        for (field, path) in [("trace", &self.trace), ("reverse_trace", &self.reverse_trace)] {
+            if let Some(p) = path {
+                DeliveryTrace::load(field, p)?;
+            }
+        }
+        self.framing()?;
         check(!self.drop_nth.contains(&0), "drop_nth", 0, "1-based packet indices")?;
         check(!self.reverse_drop_nth.contains(&0), "reverse_drop_nth", 0, "1-based packet indices")?;
         self.queue.build().map_err(|e| e.within("queue"))?;
         self.reverse_queue.build().map_err(|e| e.within("reverse_queue"))?;
+        Ok(())
+    }
+}
+
+impl LinkConfig {
+    /// The bottleneck's per-packet wire accounting (both directions).
+    pub fn framing(&self) -> Result<Framing, ConfigError> {
+        Framing::new(self.overhead_bytes, self.mpu_bytes, self.framing)
+    }
+
+    /// The rate a traced bottleneck stands for (its trace's capacity, to the bit/s): what
+    /// its disciplines are sized for and its utilization is measured against.
+    pub fn trace_rate_bps(trace: &DeliveryTrace) -> f64 {
+        trace.mean_rate_bps().round().max(1000.0)
+    }
+
+    /// With a `trace`, `rate_bps` becomes the trace's capacity (so the canonical form and
+    /// the link tables carry it); a rate set by hand is refused unless it is that one (the
+    /// canonical form read back).
+    fn resolve_trace_rate(&mut self, rate_given: bool) -> Result<(), ConfigError> {
+        let Some(path) = &self.trace else { return Ok(()) };
+        let rate = Self::trace_rate_bps(&DeliveryTrace::load("trace", path)?);
+        check(!rate_given || self.rate_bps == rate, "rate_bps", self.rate_bps,
+            &format!("unset when link.trace is set: the trace sets the rate (its capacity, {rate} bit/s)"))?;
+        self.rate_bps = rate;
         Ok(())
     }
 }

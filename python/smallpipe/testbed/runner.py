@@ -89,12 +89,21 @@ def box_config(scenario: Scenario, units: list[dict[str, Any]]) -> dict[str, Any
     """
     link = scenario["link"]
     delay_ns = round(link["delay_ms"] * 1e6)
-    direction = {"rate_bps": round(link["rate_bps"]), "delay_ns": delay_ns}
+    # The wire accounting applies to both directions, as in the simulator.
+    framing = {key: link[key] for key in ("overhead_bytes", "mpu_bytes", "framing") if key in link}
+
+    def direction(trace: str | None, loss_key: str, model_key: str, queue_key: str) -> dict[str, Any]:
+        """One direction: a delivery trace in place of the rate, bursty loss in place of Bernoulli."""
+        rate: dict[str, Any] = {"trace": trace} if trace else {"rate_bps": round(link["rate_bps"])}
+        loss = {"loss_model": link[model_key]} if link.get(model_key) else {"loss": link[loss_key]}
+        return rate | {"delay_ns": delay_ns, "queue": link[queue_key]} | loss | framing
+
     extra = {client_addr(u["unit_id"]): round(u["rtt_ms"] * 1e6) - 2 * delay_ns for u in units}
     return {
         "seed": scenario["seed"],
-        "a_to_b": direction | {"loss": link["reverse_loss"], "queue": link["reverse_queue"]},
-        "b_to_a": direction | {"loss": link["loss"], "queue": link["queue"]},
+        "a_to_b": direction(link.get("reverse_trace") or link.get("trace"), "reverse_loss", "reverse_loss_model",
+                            "reverse_queue"),
+        "b_to_a": direction(link.get("trace"), "loss", "loss_model", "queue"),
         "extra_delay_ns_by_src": {addr: ns for addr, ns in extra.items() if ns > 0},
         "slice_ns": round(scenario["slice_s"] * 1e9),
     }

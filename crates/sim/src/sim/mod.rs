@@ -20,7 +20,7 @@ use self::endpoints::{left_network, recycles};
 use self::recorders::Trace;
 use self::topology::Node;
 use self::units::{Unit, UnitApp};
-use crate::config::{AppKind, DiamondConfig, EdgeConfig, FifoHops, FlowGroup, Scenario, TcpConfig, TopologyConfig, Transport};
+use crate::config::{AppKind, DiamondConfig, EdgeConfig, FifoHops, FlowGroup, LinkConfig, Scenario, TcpConfig, TopologyConfig, Transport};
 use crate::epochs::EpochRecorder;
 use crate::event::{Event, EventQueue};
 use crate::flows::{Conn, FinishedRows};
@@ -31,6 +31,8 @@ use crate::results::{QueueStateRow, Results};
 use crate::tcp::{Endpoint, TcpParams};
 use crate::trace::Recorder;
 use rustc_hash::FxHashMap;
+use smallpipe_core::link::{DeliveryTrace, TraceServer};
+use std::sync::Arc;
 use smallpipe_core::{AnyQdisc, ConfigError, Duration, FlowKey, Instant, Packet, Qdisc};
 
 pub struct Simulator {
@@ -93,7 +95,12 @@ impl Simulator {
     pub fn new(sc: &Scenario) -> Result<Self, ConfigError> {
         sc.validate()?;
         let l = &sc.link;
-        let rate = l.rate_bps as u64;
+        // A traced bottleneck's nominal rate is its trace's capacity (`from_json` has put it
+        // in `rate_bps` already; a scenario built in code may not have).
+        let rate = match &l.trace {
+            Some(p) => LinkConfig::trace_rate_bps(&DeliveryTrace::load("link.trace", p)?) as u64,
+            None => l.rate_bps as u64,
+        };
         let (params, group_tcp) = distinct_params(sc, rate)?;
         let mut sim = Simulator {
             now: Instant::ZERO,
@@ -148,6 +155,7 @@ impl Simulator {
             }
             sim.recorder = Some(Box::new(recorder));
         }
+        sim.shape_bottleneck(l)?;
         for (link, nth) in [(0, &l.drop_nth), (1, &l.reverse_drop_nth)] {
             let mut nth = nth.clone();
             nth.sort_unstable();
@@ -208,8 +216,29 @@ impl Simulator {
         let fifo = matches!(l.queue.inner(), AnyQdisc::DropTail(_));
         let traced = self.recorder.as_ref().is_some_and(|r| r.traces(link));
         let departures_observed = link < 2 && self.links[1 - link as usize].queue.inner().observes_reverse();
-        let shared_rng = l.loss > 0.0 && l.jitter_max > Duration::ZERO;
-        fifo && !traced && !departures_observed && !shared_rng
+        let shared_rng = (l.loss > 0.0 || l.burst_loss.is_some()) && l.jitter_max > Duration::ZERO;
+        fifo && !traced && !departures_observed && !shared_rng && l.trace.is_none()
+    }
+
+    /// The bottleneck's delivery traces, bursty loss and framing (`LinkConfig`); path 2
+    /// of the diamond is framed as path 1.
+    fn shape_bottleneck(&mut self, l: &LinkConfig) -> Result<(), ConfigError> {
+        let forward = l.trace.as_deref().map(|p| DeliveryTrace::load("link.trace", p)).transpose()?.map(Arc::new);
+        let reverse = match &l.reverse_trace {
+            Some(p) => Some(Arc::new(DeliveryTrace::load("link.reverse_trace", p)?)),
+            None => forward.clone(),
+        };
+        let framing = l.framing().map_err(|e| e.within("link"))?;
+        for (link, trace, model) in [(0, forward, &l.loss_model), (1, reverse, &l.reverse_loss_model)] {
+            let link = &mut self.links[link];
+            link.trace = trace.map(TraceServer::new);
+            link.burst_loss = model.map(|m| m.build()).transpose().map_err(|e| e.within("link"))?;
+            link.framing = framing;
+        }
+        if let Some((_, path2)) = &self.diamond {
+            self.links[*path2 as usize].framing = framing;
+        }
+        Ok(())
     }
 
     /// Runs to the end of the scenario and collects the results.
@@ -339,6 +368,11 @@ impl Simulator {
         match ev {
             Event::TxDone { link } => {
                 let l = &mut self.links[link as usize];
+                if l.sending.is_none() {
+                    // A traced link's wake-up at a delivery opportunity.
+                    l.wake();
+                    return self.start_tx(link);
+                }
                 let sent = l.sending;
                 if let Some(at) = l.finish_tx(self.now) {
                     self.schedule_arrival(link, at);

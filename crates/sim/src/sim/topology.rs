@@ -168,7 +168,9 @@ impl Simulator {
     /// computed and provably never drop (`never_drops`).
     pub(super) fn may_chain_hop(&self, link: u32) -> bool {
         let l = &self.links[link as usize];
-        if !is_reported(&l.name) || !l.computed || l.loss > 0.0 || !l.drop_nth.is_empty() || l.jitter_max > Duration::ZERO {
+        // `never_drops` reasons on IP lengths: a framed feeder could send closer together.
+        let lossy = l.loss > 0.0 || l.burst_loss.is_some() || !l.drop_nth.is_empty();
+        if !is_reported(&l.name) || !l.computed || lossy || l.jitter_max > Duration::ZERO || !l.framing.is_identity() {
             return false;
         }
         let sole_feeder = self.links.iter().enumerate()
@@ -205,7 +207,9 @@ impl Simulator {
     /// An idle link takes its queue's next packet (traced: what the queue gave and dropped).
     pub(super) fn start_tx(&mut self, link: u32) {
         let l = &mut self.links[link as usize];
-        let idle = l.sending.is_none();
+        // Whether it takes a packet (or drops some) now: a traced link may only schedule a
+        // wake-up for its next delivery opportunity.
+        let idle = l.sending.is_none() && !l.waits_for_opportunity(self.now);
         if let Some(done) = l.start_tx(self.now) {
             self.events.push(done, Event::TxDone { link });
         }
