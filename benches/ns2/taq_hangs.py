@@ -12,6 +12,7 @@ The same flows (start times drawn here from the seed) run three ways:
   delayed ACKs) and its default random send delay of one packet time.
 
     python3 benches/ns2/taq_hangs.py --users 200 400 --connections 4 2 --seeds 1 2 3 --out hangs.csv
+    python3 benches/ns2/taq_hangs.py --users 400 --sides ns-2 --ns2-overhead-s 0.004 --out hangs-overhead.csv
 
 Writes a row per (simulator, users, connections, seed): the share of users whose longest
 hang exceeds 20 s and 60 s, the median longest hang, loss rate and utilization."""
@@ -38,6 +39,7 @@ BUFFER_PKTS = 50
 DURATION_S = 600.0
 START_UP_S = 10.0
 SLICE_S = 1.0
+SIDES = ("ns-2", "smallpipe ns2", "smallpipe")
 
 
 def starts(flows: int, seed: int) -> list[float]:
@@ -59,7 +61,7 @@ def longest_hangs(per_flow_slices: list[list[int]], connections: int) -> list[in
     return longest
 
 
-def ns2_side(users: int, connections: int, seed: int) -> tuple[list[int], float, float]:
+def ns2_side(users: int, connections: int, seed: int, overhead_s: float) -> tuple[list[int], float, float]:
     flows = users * connections
     spec = {
         "name": f"taq-hangs users={users} connections={connections}", "seed": seed, "rate_bps": RATE_BPS,
@@ -67,7 +69,7 @@ def ns2_side(users: int, connections: int, seed: int) -> tuple[list[int], float,
         "drop_data": [], "trace": False, "warmup_s": START_UP_S, "duration_s": DURATION_S - START_UP_S,
         "flows": [{"start_s": s, "rtt_ms": TAQ_RTT_MS, "size_pkts": None} for s in starts(flows, seed)],
         "tcp": {"packet_bytes": TAQ_PACKET_SIZE_BYTES},
-        "ns2": {"variant": "Newreno", "sink": "TCPSink", "slice_s": SLICE_S},
+        "ns2": {"variant": "Newreno", "sink": "TCPSink", "slice_s": SLICE_S, "overhead_s": overhead_s},
     }
     r = ns2_run(spec)
     return longest_hangs(r["slice_acked_pkts"], connections), r["loss_rate"], r["utilization"]
@@ -99,6 +101,9 @@ def main() -> None:
     ap.add_argument("--users", type=int, nargs="+", default=[200, 400])
     ap.add_argument("--connections", type=int, nargs="+", default=[4])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1])
+    ap.add_argument("--ns2-overhead-s", type=float, default=0.0,
+                    help="the ns-2 agents' overhead_, a uniform random delay up to this before each send [0]")
+    ap.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     for name, values in (("--users", args.users), ("--connections", args.connections)):
@@ -106,16 +111,18 @@ def main() -> None:
         if bad:
             sys.exit(f"{name}: {bad[0]} is not allowed: at least 1")
     provenance = {"smallpipe_version": __version__, "smallpipe_commit": source_commit()}
-    sides = {"ns-2": lambda u, c, s: ns2_side(u, c, s),
+    sides = {"ns-2": lambda u, c, s: ns2_side(u, c, s, args.ns2_overhead_s),
              "smallpipe ns2": lambda u, c, s: smallpipe_side(u, c, s, True),
              "smallpipe": lambda u, c, s: smallpipe_side(u, c, s, False)}
+    sides = {k: v for k, v in sides.items() if k in args.sides}
     rows = []
     for users in args.users:
         for connections in args.connections:
             for seed in args.seeds:
                 for side, run in sides.items():
                     longest, loss, utilization = run(users, connections, seed)
-                    row = {"simulator": side, "users": users, "connections": connections, "seed": seed,
+                    row = {"simulator": side, "ns2_overhead_s": args.ns2_overhead_s if side == "ns-2" else None,
+                           "users": users, "connections": connections, "seed": seed,
                            "hang_over_20s_share": sum(h > 20 for h in longest) / users,
                            "hang_over_60s_share": sum(h > 60 for h in longest) / users,
                            "median_longest_hang_s": statistics.median(longest) * SLICE_S,
