@@ -517,7 +517,7 @@ impl Cake {
                     continue;
                 }
                 let time_to_pkt = t.time_next_packet.0 as i64 - now.0 as i64;
-                if time_to_pkt <= 0 || best.is_none_or(|(_, b)| time_to_pkt <= b) {
+                if time_to_pkt <= 0 || best.map_or(true, |(_, b)| time_to_pkt <= b) {
                     best = Some((i, time_to_pkt));
                 }
             }
