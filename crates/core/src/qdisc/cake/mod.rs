@@ -517,7 +517,11 @@ impl Cake {
                     continue;
                 }
                 let time_to_pkt = t.time_next_packet.0 as i64 - now.0 as i64;
-                if time_to_pkt <= 0 || best.map_or(true, |(_, b)| time_to_pkt <= b) {
+                let sooner = match best {
+                    None => true,
+                    Some((_, best_time)) => time_to_pkt <= best_time,
+                };
+                if time_to_pkt <= 0 || sooner {
                     best = Some((i, time_to_pkt));
                 }
             }
