@@ -98,7 +98,7 @@ def simulate(
         - links: ``name``, ``rate_bps``, ``tx_pkts``, ``tx_bytes``, ``utilization``,
           ``arrived_pkts``, ``dropped_pkts``, ``drop_overlimit``, ``drop_early``,
           ``drop_flow_limit``, ``drop_admission``, ``drop_size_policy``,
-          ``drop_link_loss``, ``loss_rate``, ``mean_backlog_pkts``,
+          ``drop_link_loss``, ``drop_ack_filter``, ``loss_rate``, ``mean_backlog_pkts``,
           ``mean_queue_delay_ms``, ``size_aware_mean_target_pkts_per_rtt`` (the
           size-aware discipline's target averaged over the run; None for others).
         - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,

@@ -113,6 +113,7 @@ LINKS_SCHEMA = pl.Schema(
         "drop_admission": pl.Int64,
         "drop_size_policy": pl.Int64,
         "drop_link_loss": pl.Int64,
+        "drop_ack_filter": pl.Int64,
         "loss_rate": pl.Float64,
         "mean_backlog_pkts": pl.Float64,
         "mean_queue_delay_ms": pl.Float64,
@@ -190,7 +191,7 @@ FLOW_SERIES_SCHEMA = pl.Schema(
 and not yet cumulatively acknowledged) and the application bytes acknowledged so far (goodput
 over an interval is its difference). ``trace.first_flows`` adds the first connections opened."""
 
-_DROP_REASONS = ("overlimit", "early", "flow_limit", "admission", "size_policy", "link_loss")
+_DROP_REASONS = ("overlimit", "early", "flow_limit", "admission", "size_policy", "link_loss", "ack_filter")
 LINK_SERIES_SCHEMA = pl.Schema(
     {"time_ns": pl.Int64, "link": pl.String, "enqueued_pkts": pl.Int64, "enqueued_bytes": pl.Int64,
      "dequeued_pkts": pl.Int64, "dequeued_bytes": pl.Int64, "dropped_pkts": pl.Int64}

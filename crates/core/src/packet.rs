@@ -38,6 +38,10 @@ impl TcpFlags {
     pub const RST: u8 = 0x04;
     pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    /// ECN-Echo and Congestion Window Reduced (RFC 3168).
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }

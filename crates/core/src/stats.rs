@@ -16,10 +16,13 @@ pub enum DropReason {
     SizePolicy,
     /// Random loss injected on a link for validation; not a queueing decision.
     LinkLoss,
+    /// A queued pure ACK made redundant by a newer ACK of the same connection (CAKE's ACK
+    /// filter): its information reaches the sender with the newer one.
+    AckFilter,
 }
 
 impl DropReason {
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
     pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::Overlimit,
         DropReason::Early,
@@ -27,6 +30,7 @@ impl DropReason {
         DropReason::Admission,
         DropReason::SizePolicy,
         DropReason::LinkLoss,
+        DropReason::AckFilter,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -36,6 +40,7 @@ impl DropReason {
             DropReason::Admission => "admission",
             DropReason::SizePolicy => "size_policy",
             DropReason::LinkLoss => "link_loss",
+            DropReason::AckFilter => "ack_filter",
         }
     }
 }

@@ -305,6 +305,23 @@ mod tests {
     }
 
     #[test]
+    fn cake_is_sized_from_its_directions_rate() {
+        // The box hands CAKE its direction's rate, so the tins' thresholds are fractions of
+        // it (docs/cake.md): 9 Mbit/s up → Voice 2.25 Mbit/s, Bulk 562.5 kbit/s.
+        let c = load_str(&OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"cake\", \"ack_filter\": \"on\"}")
+            .replace("\"rate_bps\": 1000000, \"delay_ns\": 100000000, \"queue\"", "\"rate_bps\": 9000000, \"delay_ns\": 100000000, \"queue\""))
+            .unwrap();
+        let AnyQdisc::Cake(q) = c.a_to_b.build_queue().unwrap() else { panic!("not cake") };
+        let rates: Vec<u64> = q.tins().iter().map(|t| t.threshold_rate_bps).collect();
+        assert_eq!(rates, [9_000_000, 562_496, 2_250_000]);
+        let e = load_str(&OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"cake\", \"ack_filter\": \"sometimes\"}"))
+            .unwrap_err()
+            .to_string();
+        // serde's path stops at the tagged `queue`; the value and the allowed ones are named.
+        assert!(e.contains("a_to_b.queue") && e.contains("sometimes") && e.contains("aggressive"), "{e}");
+    }
+
+    #[test]
     fn an_unknown_field_is_named() {
         let e = load_str(&OK.replace("\"loss\"", "\"los\"")).unwrap_err().to_string();
         assert!(e.contains("b_to_a") && e.contains("los"), "{e}");

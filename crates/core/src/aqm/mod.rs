@@ -3,6 +3,7 @@
 //! (counters) plus free functions that take `now` and, for RED, the [`crate::Rng`]. They
 //! hold no packets; the disciplines own the queues and ask the core what to do.
 
+pub mod cobalt;
 pub mod codel;
 pub mod red;
 

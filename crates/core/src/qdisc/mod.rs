@@ -6,6 +6,7 @@
 //! and dispatched by `match` in [`AnyQdisc`].
 
 mod accounted;
+pub mod cake;
 pub mod class_isolation;
 pub mod droptail;
 pub mod fq;
@@ -23,6 +24,7 @@ pub mod taq;
 pub(crate) mod testkit;
 
 pub use accounted::Accounted;
+pub use cake::{AckFilter, Cake, CakeConfig, DiffservMode, FlowMode};
 pub use class_isolation::{ClassIsolation, ClassIsolationConfig};
 pub use parts::hash::flow_hash;
 pub use parts::ShortBy;
@@ -113,6 +115,7 @@ pub enum QdiscConfig {
     Fq(FqConfig),
     FqCodel(FqCodelConfig),
     HostFq(HostFqConfig),
+    Cake(CakeConfig),
     ClassIsolation(ClassIsolationConfig),
     Rio(RioConfig),
     SizeAware(SizeAwareConfig),
@@ -143,6 +146,7 @@ impl QdiscConfig {
             "fq" => path::<FqConfig, D>(knobs),
             "fq_codel" => path::<FqCodelConfig, D>(knobs),
             "host_fq" => path::<HostFqConfig, D>(knobs),
+            "cake" => path::<CakeConfig, D>(knobs),
             "class_isolation" => path::<ClassIsolationConfig, D>(knobs),
             "rio" => path::<RioConfig, D>(knobs),
             "size_aware" => path::<SizeAwareConfig, D>(knobs),
@@ -160,6 +164,7 @@ impl QdiscConfig {
             QdiscConfig::Fq(c) => c.build_any(),
             QdiscConfig::FqCodel(c) => c.build().map(AnyQdisc::FqCodel),
             QdiscConfig::HostFq(c) => c.build().map(AnyQdisc::HostFq),
+            QdiscConfig::Cake(c) => c.build().map(AnyQdisc::Cake),
             QdiscConfig::ClassIsolation(c) => c.build().map(AnyQdisc::ClassIsolation),
             QdiscConfig::Rio(c) => c.build().map(AnyQdisc::Rio),
             QdiscConfig::SizeAware(c) => c.build().map(AnyQdisc::SizeAware),
@@ -178,6 +183,7 @@ impl QdiscConfig {
             QdiscConfig::Rio(c) => (c.link_rate_bps, c.link_delay_ns) = (rate_bps, delay_ns),
             QdiscConfig::SizeAware(c) => c.link_rate_bps = rate_bps,
             QdiscConfig::Rcp(c) => c.link_rate_bps = rate_bps,
+            QdiscConfig::Cake(c) => c.link_rate_bps = rate_bps,
             QdiscConfig::DropTail(_)
             | QdiscConfig::Sfq(_)
             | QdiscConfig::Fq(_)
@@ -200,6 +206,7 @@ pub enum AnyQdisc {
     Fq(Fq),
     FqCodel(FqCodel),
     HostFq(HostFq),
+    Cake(Cake),
     ClassIsolation(ClassIsolation),
     Rio(Rio),
     SizeAware(SizeAware),
@@ -225,6 +232,7 @@ macro_rules! dispatch {
             AnyQdisc::Fq($q) => $e,
             AnyQdisc::FqCodel($q) => $e,
             AnyQdisc::HostFq($q) => $e,
+            AnyQdisc::Cake($q) => $e,
             AnyQdisc::ClassIsolation($q) => $e,
             AnyQdisc::Rio($q) => $e,
             AnyQdisc::SizeAware($q) => $e,
@@ -272,8 +280,8 @@ impl Qdisc for AnyQdisc {
 mod tests {
     use super::*;
 
-    const KINDS: [&str; 11] =
-        ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "class_isolation", "rio", "size_aware", "taq", "rcp"];
+    const KINDS: [&str; 12] =
+        ["droptail", "red", "sfq", "fq", "fq_codel", "host_fq", "cake", "class_isolation", "rio", "size_aware", "taq", "rcp"];
 
     #[test]
     fn every_kind_parses_from_its_tag_with_defaults() {

@@ -105,6 +105,38 @@ impl Arena {
         Some(pkt)
     }
 
+    /// The slot of `list`'s first packet, `NIL` when empty (to walk a list with
+    /// [`Arena::next`] and [`Arena::get`]).
+    pub fn first(&self, list: &PktList) -> u32 {
+        list.head
+    }
+
+    /// The slot after `slot` in its list, `NIL` at the end.
+    pub fn next(&self, slot: u32) -> u32 {
+        self.nodes[slot as usize].next
+    }
+
+    pub fn get(&self, slot: u32) -> &Packet {
+        &self.nodes[slot as usize].pkt
+    }
+
+    /// Unlink the packet in `slot` (which must be in `list`) from anywhere in the list.
+    pub fn remove(&mut self, list: &mut PktList, slot: u32) -> Packet {
+        let Node { pkt, prev, next } = self.nodes[slot as usize];
+        if prev != NIL {
+            self.nodes[prev as usize].next = next;
+        } else {
+            list.head = next;
+        }
+        if next != NIL {
+            self.nodes[next as usize].prev = prev;
+        } else {
+            list.tail = prev;
+        }
+        self.release(slot, list, &pkt);
+        pkt
+    }
+
     fn release(&mut self, i: u32, list: &mut PktList, pkt: &Packet) {
         list.len -= 1;
         list.bytes -= pkt.len_bytes();
@@ -146,5 +178,35 @@ mod tests {
         a.push_back(&mut x, p(5, 1));
         assert_eq!(a.capacity_pkts(), 4);
         assert_eq!(a.pop_front(&mut y).unwrap().seq, 10);
+    }
+
+    #[test]
+    fn remove_unlinks_from_the_middle_and_either_end() {
+        let mut a = Arena::new();
+        let mut x = PktList::default();
+        for seq in 1..=5 {
+            a.push_back(&mut x, p(seq, 10));
+        }
+        let slots = |a: &Arena, x: &PktList| {
+            let mut out = vec![];
+            let mut s = a.first(x);
+            while s != NIL {
+                out.push((s, a.get(s).seq));
+                s = a.next(s);
+            }
+            out
+        };
+        let all = slots(&a, &x);
+        assert_eq!(a.remove(&mut x, all[2].0).seq, 3);
+        assert_eq!(a.remove(&mut x, all[0].0).seq, 1);
+        assert_eq!(a.remove(&mut x, all[4].0).seq, 5);
+        assert_eq!(slots(&a, &x).iter().map(|s| s.1).collect::<Vec<_>>(), [2, 4]);
+        assert_eq!((x.len, x.bytes), (2, 20));
+        // Both ends still work after the unlinks.
+        a.push_back(&mut x, p(6, 10));
+        assert_eq!(a.pop_back(&mut x).unwrap().seq, 6);
+        assert_eq!(a.pop_front(&mut x).unwrap().seq, 2);
+        assert_eq!(a.pop_front(&mut x).unwrap().seq, 4);
+        assert!(x.is_empty() && a.pop_back(&mut x).is_none());
     }
 }

@@ -95,6 +95,25 @@ impl FlowQueues {
         Some(pkt)
     }
 
+    /// The slot of queue `q`'s first packet (`NIL` when empty); walk on with
+    /// [`FlowQueues::next_slot`], read with [`FlowQueues::packet`].
+    pub fn first_slot(&self, q: u32) -> u32 {
+        self.arena.first(&self.lists[q as usize])
+    }
+    pub fn next_slot(&self, slot: u32) -> u32 {
+        self.arena.next(slot)
+    }
+    pub fn packet(&self, slot: u32) -> &Packet {
+        self.arena.get(slot)
+    }
+
+    /// Take the packet in `slot` out of queue `q`, wherever it is in the queue.
+    pub fn remove(&mut self, q: u32, slot: u32) -> Packet {
+        let pkt = self.arena.remove(&mut self.lists[q as usize], slot);
+        self.removed(q, &pkt);
+        pkt
+    }
+
     fn removed(&mut self, q: u32, pkt: &Packet) {
         match &mut self.fattest {
             Fattest::Pkts(d) => d.dec(q),
