@@ -466,7 +466,7 @@ impl Bbr {
 
     /// `bbr_set_cwnd_to_recover_or_restore`: losses come off cwnd; the first round of
     /// recovery conserves packets (what was delivered may go out again), and leaving
-    /// recovery restores the window from before it. `Some`: conserving, this is cwnd.
+    /// recovery restores the window from before it. Returns (conserving, cwnd).
     fn recover_or_restore(&mut self, c: &Conn, rs: &RateSample, acked: u64) -> (bool, u64) {
         let (prev, state) = (self.prev_ca_state, c.ca_state);
         let mut cwnd = if rs.losses > 0 { c.cwnd.saturating_sub(rs.losses).max(1) } else { c.cwnd };
