@@ -183,13 +183,16 @@ state names, see ``queue_states``) when the bottleneck is TAQ, else null. A conn
 appears while open and in the slice it closed in. Empty without ``record_sender_epochs``."""
 FLOW_SERIES_SCHEMA = pl.Schema(
     {"time_ns": pl.Int64, "flow_id": pl.Int64, "cwnd_bytes": pl.Int64, "ssthresh_bytes": pl.Int64,
-     "srtt_ns": pl.Int64, "rto_ns": pl.Int64, "flight_bytes": pl.Int64, "bytes_acked": pl.Int64}
+     "srtt_ns": pl.Int64, "rto_ns": pl.Int64, "flight_bytes": pl.Int64, "bytes_acked": pl.Int64,
+     "bbr_bw_bps": pl.Int64, "pacing_rate_bps": pl.Int64}
 )
 """With ``trace.flows`` or ``trace.all_flows``: each traced sender that is still open, every
 ``trace.interval_s`` and at the end: its congestion window, slow-start threshold, smoothed RTT
 (null before the first RTT sample), retransmission timeout, FlightSize (RFC 5681: bytes sent
 and not yet cumulatively acknowledged) and the application bytes acknowledged so far (goodput
-over an interval is its difference). ``trace.first_flows`` adds the first connections opened."""
+over an interval is its difference); with ``tcp.congestion = "bbr"`` also BBR's bandwidth
+estimate and pacing rate in payload bits/s (segments/s × MSS × 8; null for other controllers).
+``trace.first_flows`` adds the first connections opened."""
 
 _DROP_REASONS = ("overlimit", "early", "flow_limit", "admission", "size_policy", "link_loss", "ack_filter")
 LINK_SERIES_SCHEMA = pl.Schema(

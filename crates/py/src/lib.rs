@@ -237,6 +237,8 @@ fn traces_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, t: &TraceOutpu
     series.set_item("rto_ns", f.iter().map(|x| x.rto_ns).collect::<Vec<_>>())?;
     series.set_item("flight_bytes", f.iter().map(|x| x.flight_bytes).collect::<Vec<_>>())?;
     series.set_item("bytes_acked", f.iter().map(|x| x.bytes_acked).collect::<Vec<_>>())?;
+    series.set_item("bbr_bw_bps", f.iter().map(|x| x.bbr_bw_bps).collect::<Vec<_>>())?;
+    series.set_item("pacing_rate_bps", f.iter().map(|x| x.pacing_rate_bps).collect::<Vec<_>>())?;
     out.set_item("flow_series", series)?;
 
     let links = PyDict::new(py);

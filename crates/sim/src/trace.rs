@@ -27,6 +27,10 @@ pub struct FlowSampleRow {
     pub flight_bytes: u64,
     /// Application bytes the peer has acknowledged so far (goodput is its rate of change).
     pub bytes_acked: u64,
+    /// With `congestion = "bbr"`: its bandwidth estimate and pacing rate, payload bits per
+    /// second (segments per second × MSS × 8, as Linux's `bbr_get_info`); `None` otherwise.
+    pub bbr_bw_bps: Option<u64>,
+    pub pacing_rate_bps: Option<u64>,
 }
 
 /// A bottleneck queue over the interval ending at `time_ns` (counters) and at that time
@@ -356,6 +360,8 @@ impl Recorder {
                     rto_ns: ep.rto().as_nanos(),
                     flight_bytes: ep.flight_bytes(),
                     bytes_acked: ep.bytes_acked(),
+                    bbr_bw_bps: ep.bbr_bw_bps(),
+                    pacing_rate_bps: ep.bbr_pacing_rate_bps(),
                 });
             }
         };

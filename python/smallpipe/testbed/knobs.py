@@ -85,7 +85,7 @@ def rack_always_on(kernel_release: str) -> bool:
 # knob added after ids were kept is left out of the canonical dict at its default.)
 _LINUX_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "recovery": (("sack", "newreno"), "Linux without SACK still does NewReno's partial-ACK recovery (RFC 6582)"),
-    "congestion": (("reno", "cubic"), "Linux's own modules (bbr as the testbed's congestion_control)"),
+    "congestion": (("reno", "cubic", "bbr"), "Linux's own modules"),
     "cwnd_growth": (("per_ack", "linux"), "Linux has no RFC 3465 byte counting with a limit L"),
     "ssthresh_from": (("flight_size", "cwnd"), "ns-3's BytesInFlight is a simulator diagnostic"),
     "ack_rule": (("rfc5681", "linux"), "Linux's delayed and quick ACKs"),
@@ -200,7 +200,7 @@ def linux_settings(scenario: Scenario, congestion_control: str | None = None, rf
     Arguments:
         congestion_control: ``TCP_CONGESTION`` of every data sender whose group sets no
             ``tcp.congestion`` of its own; default: the scenario's ``tcp.congestion``
-            (``bbr`` exists only here: the simulator has no BBR).
+            (the simulator's ``bbr`` is Linux's BBR v1, ``tcp_bbr.c``).
         rfc: switch off the Linux behaviours the RFCs (and the simulator) do not have
             (RACK, tail loss probes, F-RTO, linear SYN timeouts) where a sysctl can (RACK
             stays on from Linux 6.17, whatever the sysctl says).

@@ -29,6 +29,7 @@ impl Endpoint {
             self.state = State::Established; // the handshake's third segment
             self.count_handshake_as_unacked(p);
         }
+        let bbr_prior_in_flight = p.bbr().then(|| self.bbr_begin_ack(p));
         let sacked_before = if p.recovery.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
         let new_sack = p.sack() && self.read_sack_blocks(seg, ack);
         if new_sack || ack > self.snd_una {
@@ -66,6 +67,9 @@ impl Endpoint {
         if rack_marks.any && self.recovery.is_none() {
             // An ACK that was not a duplicate one marked it, or one after an RTO.
             self.rack_respond(now, p, out, rack_marks);
+        }
+        if let Some(prior_in_flight) = bbr_prior_in_flight {
+            self.bbr_end_ack(ack, seg, rack_marks.segments, prior_in_flight, now, p, out);
         }
     }
 
@@ -240,6 +244,9 @@ impl Endpoint {
     /// the initial slow start, else the congestion controller (`cc/`).
     #[inline]
     pub(super) fn grow_window(&mut self, ack: u64, acked_data: u64, rtt_sample: Option<Duration>, now: Instant, p: &TcpParams) {
+        if p.bbr() {
+            return; // BBR sets cwnd at the end of the ACK (`bbr_on_ack`)
+        }
         if let Some(h) = self.hystart.as_mut().filter(|_| self.cwnd < self.ssthresh) {
             let growth = h.on_ack(ack, self.snd_max, rtt_sample, acked_data, p.mss);
             self.cwnd += growth.bytes;

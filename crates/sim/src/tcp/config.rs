@@ -234,6 +234,10 @@ pub enum Congestion {
     Reno,
     /// RFC 9438: cubic growth in time since the last loss, ×0.7 on a loss (Linux's default).
     Cubic,
+    /// Linux's BBR v1 (net/ipv4/tcp_bbr.c): paces at its estimate of the bottleneck rate and
+    /// keeps about twice its bandwidth-delay product in flight, losses or not (`cc/bbr.rs`).
+    /// Needs Linux's pacing and SACK recovery with RACK (`stack = "linux"` has them).
+    Bbr,
 }
 
 /// How the window grows on an ACK of new data outside loss recovery (Reno congestion control).
@@ -725,6 +729,12 @@ impl TcpConfig {
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", match self.cwnd_growth { CwndGrowth::Linux => "linux", CwndGrowth::Ns2 => "ns2", _ => "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;
+        check(self.congestion != Congestion::Bbr
+            || (self.pacing == Pacing::Linux && self.recovery == Recovery::Sack && self.loss_detection == LossDetection::Rack
+                && !self.hystart),
+            "congestion", "bbr",
+            "\"reno\" or \"cubic\"; \"bbr\" only with pacing = \"linux\", recovery = \"sack\", loss_detection = \"rack\" \
+             and hystart = false (stack = \"linux\" sets the first three): BBR paces and reads RACK's losses")?;
         check((1..=100).contains(&self.abc_limit_pkts), "abc_limit_pkts", self.abc_limit_pkts, "1 to 100 segments")?;
         check(self.rwnd_bytes >= self.mss_bytes() as u64 && self.rwnd_bytes <= 1 << 30, "rwnd_bytes",
             self.rwnd_bytes, "at least one MSS and at most 2^30 bytes")?;

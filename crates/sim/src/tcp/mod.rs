@@ -19,6 +19,7 @@
 pub(crate) mod compact;
 pub mod config;
 mod ack;
+mod cong_control;
 mod params;
 mod receiver;
 mod recovery;
@@ -33,6 +34,7 @@ mod pacing;
 mod rtt;
 mod rtt_ns2;
 mod rtt_samples;
+pub mod rate;
 pub mod sack;
 
 pub use params::{AckPolicy, CcPolicy, Remedies, RecoveryPolicy, SendPolicy, TcpParams, TimerPolicy};
@@ -43,7 +45,7 @@ use config::{DisorderAck, DupackRule, FastRetransmitRto, PartialAck, Recovery, R
 use compact::{LazyVec, Opt64};
 use cc::hystart::HyStart;
 use cc::CongestionControl;
-use pacing::Pacer;
+use pacing::{Pacer, PacingRate};
 use recovery::prr::Prr;
 use recovery::rack::{LossMarks, Rack};
 use recovery::tlp::Tlp;
@@ -188,6 +190,12 @@ struct FeatureQueues {
     tlp: Tlp,
     /// `rto_undo`: what the last timeout may have to undo.
     undo: Undo,
+    /// Delivery-rate samples for BBR (`rate.rs`).
+    rate: rate::RateSampler,
+    /// BBR's state (`congestion = "bbr"`), from its first use.
+    bbr: Option<Box<cc::bbr::Bbr>>,
+    /// BBR: an ACK is being processed; its sends wait until BBR has set cwnd (`cong_control.rs`).
+    cong_control_pending: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -335,6 +343,9 @@ impl Endpoint {
 
     /// The application writes `bytes` more (for an interactive burst, `burst` records it).
     pub fn app_write(&mut self, bytes: u64, burst: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if p.bbr() {
+            self.bbr_on_write(p);
+        }
         let start = 1 + self.app_written;
         self.app_written += bytes;
         if burst {

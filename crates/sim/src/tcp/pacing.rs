@@ -10,13 +10,25 @@
 //! `tcp_write_xmit` cuts to min(cwnd − in flight, max(cwnd / 2, 1)) segments
 //! (`tcp_cwnd_test`, `tcp_mss_split_point`). Such a buffer leaves back to back and the next
 //! one waits for the whole buffer's length at the pacing rate.
+//!
+//! BBR (`cc/bbr.rs`) sets the pacing rate itself and sizes the buffers (`bbr_tso_segs`).
 
 use smallpipe_core::{Duration, Instant};
 
 /// Data segments sent before pacing starts (Linux: `tp->data_segs_out >= 10`).
 const UNPACED_SEGMENTS: u64 = 10;
 /// Segments of one socket buffer at these rates (Linux's `tcp_min_tso_segs`).
-const BUFFER_SEGMENTS: u64 = 2;
+pub(super) const BUFFER_SEGMENTS: u64 = 2;
+
+/// The pacing rate of a segment.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum PacingRate {
+    /// Linux's `tcp_update_pacing_rate`: 200% (in slow start, below half of ssthresh) or
+    /// 120% of `window` (max(cwnd, flight), bytes) per smoothed RTT; none before an RTT sample.
+    Window { window: u64, slow_start: bool, srtt: Option<Duration> },
+    /// Set by the congestion controller (BBR's `sk_pacing_rate`), payload bytes per second.
+    BytesPerSecond(u64),
+}
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct Pacer {
@@ -44,21 +56,24 @@ impl Pacer {
         }
     }
 
+    /// Earliest departure of the next data segment (Linux's `tcp_wstamp_ns`).
+    pub fn next_departure(&self) -> Option<Instant> {
+        self.next
+    }
+
     /// Whether the next data segment starts a buffer (and so `on_send` needs its size).
     pub fn starts_buffer(&self) -> bool {
         self.buffer_left == 0
     }
 
-    /// Records a data segment of `len` bytes sent at `now`. `window` is max(cwnd, flight)
-    /// in bytes and `slow_start` whether cwnd < ssthresh / 2. `buffer`, given when the
-    /// segment starts a buffer (`starts_buffer`), is cwnd less what is in flight before it,
-    /// and cwnd, in segments: they size that buffer.
-    pub fn on_send(&mut self, now: Instant, len: u64, window: u64, slow_start: bool, srtt: Option<Duration>,
-                   buffer: Option<(u64, u64)>) {
+    /// Records a data segment of `len` bytes sent at `now` at `rate`. `buffer`, given when
+    /// the segment starts a buffer (`starts_buffer`), is cwnd less what is in flight before
+    /// it, cwnd, and the segments a buffer may hold at most: they size that buffer.
+    pub fn on_send(&mut self, now: Instant, len: u64, rate: PacingRate, buffer: Option<(u64, u64, u64)>) {
         let starts_buffer = self.starts_buffer();
         if starts_buffer {
-            let (room_segments, cwnd_segments) = buffer.expect("the sizes of a buffer the segment starts");
-            let segments = BUFFER_SEGMENTS.min(room_segments).min((cwnd_segments / 2).max(1)).max(1);
+            let (room_segments, cwnd_segments, most) = buffer.expect("the sizes of a buffer the segment starts");
+            let segments = most.min(room_segments).min((cwnd_segments / 2).max(1)).max(1);
             self.buffer_left = segments;
             self.buffer_paced = self.data_segments + segments >= UNPACED_SEGMENTS;
         }
@@ -66,10 +81,16 @@ impl Pacer {
         self.data_segments += 1;
         let prior = self.next.unwrap_or(now);
         let start = if starts_buffer { prior.max(now) } else { prior };
-        let paced = match srtt {
-            Some(srtt) if self.buffer_paced && window > 0 => {
+        let len_ns = match rate {
+            PacingRate::Window { window, slow_start, srtt: Some(srtt) } if window > 0 => {
                 let ratio_pct: u128 = if slow_start { 200 } else { 120 };
-                let len_ns = (len as u128 * srtt.0 as u128 * 100 / (ratio_pct * window as u128)) as u64;
+                Some((len as u128 * srtt.0 as u128 * 100 / (ratio_pct * window as u128)) as u64)
+            }
+            PacingRate::BytesPerSecond(rate) if rate > 0 => Some((len as u128 * 1_000_000_000 / rate as u128) as u64),
+            _ => None,
+        };
+        let paced = match len_ns {
+            Some(len_ns) if self.buffer_paced => {
                 // Late on the schedule: up to half of the buffer's first interval back.
                 let late = if starts_buffer { now.saturating_since(prior).0 } else { 0 };
                 len_ns - (len_ns / 2).min(late)

@@ -194,6 +194,11 @@ impl TcpParams {
         }
     }
 
+    /// BBR is the controller (`congestion = "bbr"`, `tcp/cong_control.rs`).
+    pub(super) fn bbr(&self) -> bool {
+        self.cc.congestion == Congestion::Bbr
+    }
+
     pub(super) fn sack(&self) -> bool {
         self.recovery.algorithm == Recovery::Sack
     }

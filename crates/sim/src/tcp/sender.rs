@@ -18,11 +18,15 @@ impl Endpoint {
         if !self.can_send_data() {
             return;
         }
+        if self.bbr_holds_sends() {
+            return;
+        }
         if self.recovery.is_some() && p.sack() {
             self.sack_send(now, p, out);
             return;
         }
-        if p.send.slow_start_after_idle && self.snd_una == self.snd_max && self.snd_nxt < self.send_end()
+        // Linux skips the restart window for a `cong_control` controller (BBR).
+        if p.send.slow_start_after_idle && !p.bbr() && self.snd_una == self.snd_max && self.snd_nxt < self.send_end()
             && self.stats.segments_sent > 1 && now.saturating_since(self.last_data_sent) >= self.rtt.rto()
         {
             self.cwnd = self.cwnd.min(p.initial_window); // RFC 5681 §4.1 restart window
@@ -38,7 +42,7 @@ impl Endpoint {
     /// `window` (and rwnd). Going back after an RTO it skips what the receiver SACKed
     /// (RFC 6675 §5.1).
     pub(super) fn send_new(&mut self, window: u64, max_segments: usize, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        if !self.can_send_data() {
+        if !self.can_send_data() || self.bbr_holds_sends() {
             return;
         }
         let window = window.min(p.rwnd);
@@ -118,6 +122,9 @@ impl Endpoint {
     pub(super) fn send_segment(&mut self, off: u64, len: u64, fin: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let end = off + len.max((off == 0) as u64) + fin as u64;
         let retransmission = off < self.snd_max;
+        if p.bbr() && len > 0 && off > 0 {
+            self.bbr_on_send(off, end, retransmission, now, p); // before RACK counts it in flight
+        }
         if p.recovery.rack && off > 0 {
             self.queues_mut().rack.on_send(off, end, now, retransmission);
         }
@@ -127,10 +134,15 @@ impl Endpoint {
         if p.send.pacing && len > 0 {
             let window = self.cwnd.max(self.flight_size());
             let (slow_start, srtt) = (self.cwnd < self.ssthresh / 2, self.rtt.srtt());
+            // BBR sets the rate and the buffers' size (bbr_tso_segs); Linux's rule otherwise.
+            let (rate, buffer_segments) = match self.bbr_state() {
+                Some(bbr) => (PacingRate::BytesPerSecond(bbr.pacing_rate()), bbr.tso_segs_goal(p.mss)),
+                None => (PacingRate::Window { window, slow_start, srtt }, pacing::BUFFER_SEGMENTS),
+            };
             // Only a buffer's first segment sizes it; pipe() walks RACK's segments.
             let starts_buffer = self.queues.as_deref().is_none_or(|q| q.pacer.starts_buffer());
-            let buffer = starts_buffer.then(|| (self.cwnd.saturating_sub(self.pipe(p)) / p.mss, self.cwnd / p.mss));
-            self.queues_mut().pacer.on_send(now, len, window, slow_start, srtt, buffer);
+            let buffer = starts_buffer.then(|| (self.cwnd.saturating_sub(self.pipe(p)) / p.mss, self.cwnd / p.mss, buffer_segments));
+            self.queues_mut().pacer.on_send(now, len, rate, buffer);
         }
         if off < self.snd_max {
             if off > 0 {

@@ -108,7 +108,14 @@ impl Endpoint {
                         self.undo_on_rto();
                     }
                     let base = self.decrease_base(p);
-                    self.ssthresh = self.cc.ssthresh_on_timeout(self.cwnd, base, p.mss);
+                    if p.bbr() {
+                        self.bbr_save_cwnd(p); // bbr_ssthresh: ssthresh stays
+                    } else {
+                        self.ssthresh = self.cc.ssthresh_on_timeout(self.cwnd, base, p.mss);
+                    }
+                }
+                if let Some(bbr) = self.queues.as_deref_mut().and_then(|q| q.bbr.as_deref_mut()) {
+                    bbr.on_timeout(); // bbr_set_state(TCP_CA_Loss)
                 }
                 self.cc.on_timeout_reset(now, self.snd_max);
                 self.rto_una = Opt64::some(self.snd_una);

@@ -3,11 +3,15 @@
 //! smoltcp's `AnyController`). Reno (RFC 5681, with RFC 3465's and Linux's growth rules in
 //! `reno.rs`), CUBIC (RFC 9438, `cubic.rs`), and HyStart++ (RFC 9406, `hystart.rs`) in the
 //! initial slow start of either. Slow start's own rules, fast retransmit and recovery are
-//! loss recovery's (`tcp/recovery.rs`).
+//! loss recovery's (`tcp/recovery.rs`). BBR (`bbr.rs`) is Linux's other kind of controller
+//! (`cong_control`): it sets cwnd and the pacing rate itself on every ACK, recovery included,
+//! called from the endpoint (`tcp/cong_control.rs`) instead of through this enum.
 
+pub mod bbr;
 pub mod cubic;
 pub mod hystart;
 pub mod hystart_linux;
+mod minmax;
 mod reno;
 
 use super::config::{Congestion, CwndGrowth};
@@ -28,6 +32,9 @@ impl CongestionControl {
         match congestion {
             Congestion::Reno => CongestionControl::Reno,
             Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(fast_convergence, linux_hystart))),
+            // BBR sets cwnd and ssthresh from the endpoint (`tcp/cong_control.rs`, state
+            // boxed with the feature state so this enum stays one word); none of these hooks run.
+            Congestion::Bbr => CongestionControl::Reno,
         }
     }
 

@@ -229,6 +229,7 @@ impl CongestionControl {
         match p.congestion {
             Congestion::Reno => CongestionControl::Reno,
             Congestion::Cubic => CongestionControl::Cubic(Box::new(Cubic::new(p.cubic_fast_convergence))),
+            Congestion::Bbr => unreachable!("the frozen copy predates BBR"),
         }
     }
 }

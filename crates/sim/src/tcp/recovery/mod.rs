@@ -86,7 +86,7 @@ impl Endpoint {
     /// The ACK that reaches `recover` ends the episode.
     pub(in crate::tcp) fn on_full_ack(&mut self, p: &TcpParams) {
         match p.recovery.algorithm {
-            Recovery::Sack => self.sack_on_full_ack(),
+            Recovery::Sack => self.sack_on_full_ack(p),
             Recovery::Reno | Recovery::Newreno => self.reno_on_full_ack(p),
         }
         self.recovery = None;
@@ -112,7 +112,11 @@ impl Endpoint {
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
         let base = if p.recovery.rack && self.cong_state() == CongState::Loss { self.cwnd } else { self.decrease_base(p) };
         let prior_cwnd = self.cwnd;
-        self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
+        if p.bbr() {
+            self.bbr_save_cwnd(p); // bbr_ssthresh: ssthresh stays
+        } else {
+            self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
+        }
         self.recover_mark = self.snd_max;
         self.ca_acked = 0;
         self.recovery = Some(FastRecovery { high_rxt: self.snd_una, first_partial: true });

@@ -17,6 +17,8 @@ pub(in crate::tcp) struct LossMarks {
     pub any: bool,
     /// A retransmission believed in flight was marked (Linux's `FLAG_LOST_RETRANS`).
     pub retransmission: bool,
+    /// Segments marked (the growth of Linux's `tp->lost`).
+    pub segments: u64,
 }
 
 /// One sent data segment not yet cumulatively acknowledged.
@@ -152,6 +154,7 @@ impl Rack {
             if deadline <= now {
                 s.lost = true;
                 marks.any = true;
+                marks.segments += 1;
                 marks.retransmission |= s.rexmit_out;
                 s.rexmit_out = false; // a lost retransmission leaves the pipe
             } else {

@@ -15,6 +15,12 @@ impl Endpoint {
     /// §5 (4.2)-(4.4): cwnd = ssthresh (or PRR's), retransmit the first lost segment, then
     /// send by pipe.
     pub(super) fn sack_enter(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        if p.bbr() {
+            // BBR sets cwnd itself (packet conservation) on this ACK, before the ACK's
+            // sends, which go by the pipe, the lost segment first (`bbr.rs` in tcp/).
+            self.sack_send(now, p, out);
+            return;
+        }
         if p.recovery.prr {
             let prior_cwnd = self.cwnd;
             let q = self.queues_mut();
@@ -43,8 +49,10 @@ impl Endpoint {
     }
 
     /// §5.1: the ACK that reaches the RecoveryPoint sets cwnd = ssthresh.
-    pub(super) fn sack_on_full_ack(&mut self) {
-        self.cwnd = self.ssthresh;
+    pub(super) fn sack_on_full_ack(&mut self, p: &TcpParams) {
+        if !p.bbr() {
+            self.cwnd = self.ssthresh; // BBR restores its window itself
+        }
     }
 
     /// The fast retransmit: the first segment RACK marked lost, or the one at `snd_una`.
@@ -138,7 +146,10 @@ impl Endpoint {
     }
 
     pub(in crate::tcp) fn sack_send(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        if p.recovery.prr {
+        if self.bbr_holds_sends() {
+            return;
+        }
+        if p.recovery.prr && !p.bbr() {
             self.prr_set_cwnd(p);
         }
         while self.cwnd >= self.pipe(p) + p.mss && !self.paced_out(now, p) {

@@ -94,8 +94,15 @@ impl Endpoint {
         q.tlp.high_seq = None;
         q.tlp.recoveries += 1;
         let base = self.decrease_base(p);
-        self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
-        self.cwnd = self.ssthresh;
+        if p.bbr() {
+            self.bbr_save_cwnd(p); // bbr_ssthresh: ssthresh stays
+        } else {
+            self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd, base, p.mss);
+        }
+        // BBR: Linux's tcp_end_cwnd_reduction leaves cwnd to a `cong_control` controller.
+        if !p.bbr() {
+            self.cwnd = self.ssthresh;
+        }
         true
     }
 

@@ -52,8 +52,12 @@ impl Endpoint {
         }
         q.undo = Undo { undone: q.undo.undone + 1, ..Undo::default() };
         q.rack.undo_loss_marks();
-        // tcp_undo_cwnd_reduction: Reno's and CUBIC's undo_cwnd is max(cwnd, prior_cwnd).
-        self.cwnd = self.cwnd.max(prior_cwnd);
+        // tcp_undo_cwnd_reduction: Reno's and CUBIC's undo_cwnd is max(cwnd, prior_cwnd);
+        // BBR's keeps cwnd and restarts its full-pipe test (bbr_undo_cwnd).
+        match self.queues.as_deref_mut().and_then(|q| q.bbr.as_deref_mut()) {
+            Some(bbr) => bbr.undo(),
+            None => self.cwnd = self.cwnd.max(prior_cwnd),
+        }
         self.ssthresh = self.ssthresh.max(prior_ssthresh);
         self.recover_mark = self.snd_una; // CA_Open
         self.rto_una = crate::tcp::Opt64::NONE;
