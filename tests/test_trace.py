@@ -94,7 +94,8 @@ def test_time_series_respect_the_queue(traced_run: Path) -> None:
         link = links.filter(pl.col("name") == name).row(0, named=True)
         assert rows.get_column("dropped_pkts").sum() == link["dropped_pkts"]
         assert rows.get_column("drop_link_loss").sum() == link["drop_link_loss"]
-        change = (rows["enqueued_pkts"] - rows["dequeued_pkts"] - rows["dropped_pkts"]).cum_sum()
+        in_queue = rows["dropped_pkts"] - rows["drop_link_loss"]
+        change = (rows["enqueued_pkts"] - rows["dequeued_pkts"] - in_queue).cum_sum()
         assert change.to_list() == rows["backlog_pkts"].to_list()
     forward = links.filter(pl.col("name") == "bottleneck").row(0, named=True)
     assert forward["drop_overlimit"] > 0 and forward["drop_link_loss"] > 0

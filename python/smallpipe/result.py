@@ -205,7 +205,8 @@ LINK_SERIES_SCHEMA = pl.Schema(
 offered to the queue, sent from it and dropped (by reason) in the interval that ends at
 ``time_ns``, and the backlog at that time; the packets ECN-marked in the interval, and the sum of
 the queueing delays of the packets dequeued in it (over ``dequeued_pkts``: their mean delay).
-Per interval, enqueued − dequeued − dropped is the backlog's change; the intervals' drops add
+Per interval, enqueued − dequeued − dropped in the queue (every drop but ``drop_link_loss``, a
+loss on the wire after the packet left the queue) is the backlog's change; the intervals' drops add
 up to the ``links`` table's."""
 
 FLOW_DELAYS_SCHEMA = pl.Schema(
