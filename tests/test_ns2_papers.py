@@ -3,26 +3,13 @@ ns-2 runs checked against numbers that follow from the set-up: a 10-packet conne
 slow-start rounds, FullTcp's delayed-ACK tick, a marked packet's round trip. Skipped when
 Debian's `ns` is not installed."""
 
-import importlib.util
 import math
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
+from ns2_drivers import load, requires_ns
 
-ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(shutil.which("ns") is None,
-                                reason="ns-2 is not installed (`apt-get install ns2`; scripts/test.sh does it)")
+pytestmark = requires_ns
 
-
-def load(name):
-    sys.path.insert(0, str(ROOT / "benches" / "ns2"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benches" / "ns2" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_back_to_back_ten_packet_connections_take_four_round_trips_each():

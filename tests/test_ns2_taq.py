@@ -3,25 +3,8 @@ arithmetic on hand-made inputs, and one small ns-2 run each for the two that rea
 driver output (per-slice packets sent), checked against what follows from the set-up.
 The ns-2 runs are skipped when Debian's `ns` is not installed."""
 
-import importlib.util
-import shutil
-import sys
-from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-NS = pytest.mark.skipif(shutil.which("ns") is None,
-                        reason="ns-2 is not installed (`apt-get install ns2`; scripts/test.sh does it)")
-
-
-def load(name):
-    sys.path.insert(0, str(ROOT / "benches" / "ns2"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benches" / "ns2" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from ns2_drivers import load, requires_ns
 
 
 def test_a_users_hang_is_its_longest_run_of_slices_with_no_connection_served():
@@ -50,7 +33,7 @@ def test_flow_evolution_classes_each_flow_once_per_pair_of_epochs():
     assert fig9.evolution(slices, 2) == [{"maintained": 2, "dropped": 0, "arriving": 0, "stalled": 1}]
 
 
-@NS
+@requires_ns
 def test_figure_6_counts_every_flow_epoch_and_its_sent_packets_add_up():
     fig6 = load("taq_fig6")
     row = fig6.row(250_000, 40_000, 30.0, 1, "Sack1")
@@ -64,7 +47,7 @@ def test_figure_6_counts_every_flow_epoch_and_its_sent_packets_add_up():
     assert 0 < row["loss_rate"] < 0.5
 
 
-@NS
+@requires_ns
 def test_figure_9_sees_at_most_as_many_active_flows_as_the_link_sends_packets():
     fig9 = load("taq_fig9")
     rows = fig9.rows("DropTail", 40.0, 1)

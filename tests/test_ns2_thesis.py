@@ -2,26 +2,13 @@
 2.35, held to slow start's arithmetic and to smallpipe's ``"ns2"`` stack on the same seed.
 Seconds; skipped when Debian's `ns` is not installed."""
 
-import importlib.util
 import random
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
+from ns2_drivers import load, requires_ns
 
-ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(shutil.which("ns") is None,
-                                reason="ns-2 is not installed (`apt-get install ns2`; scripts/test.sh does it)")
+pytestmark = requires_ns
 
-
-def load(name):
-    path = ROOT / "benches" / "ns2" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def measuring_flow(protocol, tmp_path, seed=100_000):
