@@ -1,0 +1,99 @@
+"""The reproduction index's headlines hold the numbers of the CSVs they summarize.
+
+Each page of docs/reproductions/README.md has a claims file,
+docs/reproductions/headlines/<page stem>.toml, that says where every number of its headline
+comes from. A claim is a piece of the headline's text and a SQL query over the page's CSVs
+(polars SQL; the CSVs are the query's tables); the numbers of the text, in order, must be the
+query's values, row by row, rounded to the digits the text shows. Every other number of the
+headline (figure numbers, the set-up, the paper's own numbers) is listed as not measured, and
+a measured number that no committed CSV holds yet is listed as unbacked, with where it comes
+from. So a rerun that moves a number, or a headline edited without its claim, fails here.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "reproductions"
+CLAIMS = DOCS / "headlines"
+# A number as the pages write it: digits, thousands grouped by a space ("165 061"), decimals.
+# "ns-2" and "ns-3" are names, not numbers.
+NUMBER = re.compile(r"(?<![\w.])(?<!ns-)(?:\d{1,3}(?: \d{3})+(?![\d])|\d+)(?:\.\d+)?")
+
+
+def numbers(text: str) -> list[str]:
+    return [m.group(0) for m in NUMBER.finditer(text)]
+
+
+def headlines() -> dict[str, str]:
+    """The index's headline column, by page file name."""
+    rows = {}
+    for line in (DOCS / "README.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        link = re.fullmatch(r"\[([\w.-]+\.md)\]\([\w.-]+\.md\)", cells[0]) if len(cells) == 4 else None
+        if link:
+            rows[link.group(1)] = cells[3]
+    return rows
+
+
+def agrees(value: float, written: str) -> bool:
+    """`written` is `value` rounded to the digits it shows (either way at a tie)."""
+    shown = float(written.replace(" ", ""))
+    decimals = len(written.partition(".")[2])
+    return abs(abs(value) - shown) <= 0.5 * 10.0**-decimals * (1 + 1e-9) + 1e-12
+
+
+def query(claim: dict, where: str) -> list[float]:
+    tables = {name: pl.read_csv(DOCS / path, infer_schema_length=None) for name, path in claim["tables"].items()}
+    result = pl.SQLContext(tables).execute(claim["sql"], eager=True)
+    assert result.height > 0, f"{where}: the query returned no row"
+    return [float(v) for row in result.iter_rows() for v in row]
+
+
+PAGES = sorted(p.stem for p in CLAIMS.glob("*.toml"))
+
+
+def test_every_headline_has_a_claims_file() -> None:
+    assert sorted(Path(page).stem for page in headlines()) == PAGES
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_claim_is_its_csvs_number(page: str) -> None:
+    spec = tomllib.loads((CLAIMS / f"{page}.toml").read_text())
+    headline = headlines()[f"{page}.md"]
+    for i, claim in enumerate(spec["claim"]):
+        where = f"{page}.toml claim {i + 1} ({claim['text']!r})"
+        assert claim["text"] in headline, f"{where}: not in the headline any more"
+        written, values = numbers(claim["text"]), query(claim, where)
+        assert len(written) == len(values), f"{where}: {len(written)} numbers in the text, {len(values)} from the query"
+        wrong = [(w, round(v, 6)) for w, v in zip(written, values, strict=True) if not agrees(v, w)]
+        assert not wrong, f"{where}: the CSVs give {wrong} (headline, CSV)"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_number_of_a_headline_is_claimed_or_not_measured(page: str) -> None:
+    spec = tomllib.loads((CLAIMS / f"{page}.toml").read_text())
+    claimed = {n for claim in spec["claim"] for n in numbers(claim["text"])}
+    known = set(spec["not_measured"]) | set(spec.get("unbacked", {}))
+    unclaimed = sorted(set(numbers(headlines()[f"{page}.md"])) - claimed - known)
+    assert not unclaimed, f"{page}: numbers with neither a claim nor a place in not_measured: {unclaimed}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_csvs_behind_a_headline_come_from_a_clean_tree(page: str) -> None:
+    spec = tomllib.loads((CLAIMS / f"{page}.toml").read_text())
+    paths = sorted({path for claim in spec["claim"] for path in claim["tables"].values()})
+    excused = spec.get("provenance_excused", {})
+    for path in paths:
+        columns = pl.read_csv(DOCS / path, n_rows=1).columns
+        if path in excused:
+            continue
+        assert "smallpipe_commit" in columns, f"{path}: no provenance columns"
+        commits = set(pl.read_csv(DOCS / path, columns=["smallpipe_commit"])["smallpipe_commit"])
+        dirty = sorted(c for c in commits if c.endswith("+dirty") or c == "unknown")
+        assert not dirty, f"{path}: made from a tree with uncommitted changes ({dirty})"
