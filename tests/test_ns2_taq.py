@@ -4,6 +4,7 @@ driver output (per-slice packets sent), checked against what follows from the se
 The ns-2 runs are skipped when Debian's `ns` is not installed."""
 
 
+import pytest
 from ns2_drivers import load, requires_ns
 
 
@@ -34,9 +35,11 @@ def test_flow_evolution_classes_each_flow_once_per_pair_of_epochs():
 
 
 @requires_ns
-def test_figure_6_counts_every_flow_epoch_and_its_sent_packets_add_up():
+@pytest.mark.parametrize("queue", ["DropTail", "RED", "SFQ"])
+def test_figure_6_counts_every_flow_epoch_and_its_sent_packets_add_up(queue):
     fig6 = load("taq_fig6")
-    row = fig6.row(250_000, 40_000, 30.0, 1, "Sack1")
+    row = fig6.row(250_000, 40_000, 30.0, 1, "Sack1", queue)
+    assert row["queue"] == queue
     flows, epochs = row["flows"], round((30.0 - fig6.WARMUP_S) / fig6.EPOCH_S)
     assert row["flow_epochs"] == flows * epochs
     shares = [row[f"sim_sent_{k}"] for k in range(3)]
