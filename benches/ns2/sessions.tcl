@@ -3,11 +3,13 @@
 # `ns sessions.tcl PARAMS.tcl SESSIONS`; PARAMS.tcl (written by size_aware_ns2.py) sets the
 # array p, SESSIONS has a line "PAIR FIRST_START_S SIZE_PKTS THINK_S SIZE_PKTS THINK_S ..."
 # per user: its transfers in order, each followed by the think time after it. A user whose
-# list runs out stays idle.
+# list runs out stays idle. With p(rtt_by_user) 1 each line has the user's propagation RTT
+# after PAIR ("PAIR RTT_MS FIRST_START_S ..."), which sets its sender's access delay; else
+# every user has p(rtt_ms).
 #
 # p(queue): the bottleneck's class, p(queue_config) a list "VAR VALUE ..." set on it.
-# Writes p(fct_out), a line "START_S SIZE_PKTS FCT_S" per transfer (FCT_S -1: not done at
-# the end), from `advance` to `done` (the last ACK back at the sender).
+# Writes p(fct_out), a line "START_S SIZE_PKTS FCT_S PAIR" per transfer (FCT_S -1: not done
+# at the end), from `advance` to `done` (the last ACK back at the sender).
 # Prints on stdout:
 #   queue ARRIVED DEPARTED DROPPED QUEUED   bottleneck, whole run (packets)
 #   wall RUN_S
@@ -39,7 +41,11 @@ set qmon [$ns monitor-queue $r1 $r2 ""]
 Agent/TCP/$p(variant) set packetSize_ [expr {$p(packet_bytes) - [Agent/TCP set tcpip_base_hdr_size_]}]
 foreach {var value} $p(tcp_config) { Agent/TCP/$p(variant) set $var $value }
 
-set sender_s [expr {($p(rtt_ms) / 2.0 - $p(bottleneck_delay_ms) - $p(receiver_delay_ms)) / 1000.0}]
+proc sender_delay_s {rtt_ms} {
+    global p
+    return [expr {($rtt_ms / 2.0 - $p(bottleneck_delay_ms) - $p(receiver_delay_ms)) / 1000.0}]
+}
+if {![info exists p(rtt_by_user)]} { set p(rtt_by_user) 0 }
 set fct_file [open $p(fct_out) w]
 
 # A transfer ends when its agent calls `done` (tcp.cc: all of curseq_ acknowledged); agent
@@ -47,7 +53,7 @@ set fct_file [open $p(fct_out) w]
 Agent/TCP instproc done {} {
     global ns fct_file todo
     $self instvar pair_ started_at_ sink_ size_
-    puts $fct_file "$started_at_ $size_ [expr {[$ns now] - $started_at_}]"
+    puts $fct_file "$started_at_ $size_ [expr {[$ns now] - $started_at_}] $pair_"
     set started_at_ -1
     $self reset
     $sink_ reset
@@ -67,7 +73,13 @@ proc start_transfer {tcp size} {
 
 set users {}
 while {[gets $sessions line] >= 0} {
-    set first [lassign $line pair start size]
+    if {$p(rtt_by_user)} {
+        set first [lassign $line pair rtt_ms start size]
+    } else {
+        set first [lassign $line pair start size]
+        set rtt_ms $p(rtt_ms)
+    }
+    set sender_s [sender_delay_s $rtt_ms]
     set s($pair) [$ns node]
     set d($pair) [$ns node]
     $ns duplex-link $s($pair) $r1 $p(access_rate_bps) $sender_s DropTail
@@ -93,7 +105,7 @@ while {[gets $sessions line] >= 0} {
 proc finish {} {
     global qmon fct_file users run_started
     foreach tcp $users {
-        if {[$tcp set started_at_] >= 0} { puts $fct_file "[$tcp set started_at_] [$tcp set size_] -1" }
+        if {[$tcp set started_at_] >= 0} { puts $fct_file "[$tcp set started_at_] [$tcp set size_] -1 [$tcp set pair_]" }
     }
     close $fct_file
     puts "queue [$qmon set parrivals_] [$qmon set pdepartures_] [$qmon set pdrops_] [$qmon set pkts_]"

@@ -5,6 +5,12 @@ and with its defaults. The size-aware method is not in ns-2. Writes a CSV with t
 of size-aware-table4.csv and a ``side`` column.
 
     python3 benches/ns2/size_aware_ns2.py --taus-ms 1 10 100 --duration-s 300 --out table4.csv
+    python3 benches/ns2/size_aware_ns2.py --figure12 --out fig12.csv
+
+``--figure12`` runs Figure 12's baselines instead (Section 6.1: τ = 5 ms, the users split over
+access delays 10-105 ms, RTTs 40-230 ms, all in one run, `size_aware_fig12`'s set-up): in ns-2
+every user keeps its own RTT (sessions.tcl's ``rtt_by_user``), and each side's index per
+access delay is taken at the committed size-aware-fig12.csv's common targets, as there.
 
 smallpipe's default run of ``size_aware_table4.scenario`` (1350 users, 30 Mbit/s, τ, a
 100-packet buffer, 512-byte packets, Reno, IW 1, 1 s minimum and initial RTO, no receiver
@@ -32,6 +38,7 @@ from pathlib import Path
 
 import polars as pl
 from smallpipe import metrics
+from smallpipe.experiments import size_aware_fig12 as fig12
 from smallpipe.experiments import size_aware_table4 as t4
 from smallpipe.experiments.provenance import write_csv
 from smallpipe.result import simulate
@@ -39,18 +46,21 @@ from smallpipe.result import simulate
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 COMMITTED = ROOT / "docs" / "reproductions" / "size-aware" / "size-aware-table4.csv"
+COMMITTED_FIG12 = ROOT / "docs" / "reproductions" / "size-aware" / "size-aware-fig12.csv"
 NS2_QUEUE = {"droptail": ("DropTail", ""), "red": (
     "RED", "thresh_ 25 maxthresh_ 75 q_weight_ 0.002 linterm_ 10 gentle_ false bytes_ false queue_in_bytes_ false")}
 NS2_TCP = "windowInit_ 1 window_ 100000 minrto_ 1.0 rtxcur_init_ 1.0"
 
 
-def sessions_file(flows: pl.DataFrame, path: Path) -> None:
-    """A line per user: its first start, then each transfer's size and the think time after it."""
+def sessions_file(flows: pl.DataFrame, path: Path, rtt_by_user: bool) -> None:
+    """A line per user: (with ``rtt_by_user``, its RTT,) its first start, then each transfer's
+    size and the think time after it."""
     with path.open("w") as f:
         for (unit,), user in flows.sort("start_ns").group_by("unit_id", maintain_order=True):
             starts, ends = user["start_ns"].to_list(), user["end_ns"].to_list()
             sizes = [-(-b // t4.MSS_BYTES) for b in user["size_bytes"].to_list()]
-            fields = [str(unit), f"{starts[0] / 1e9:.9f}", str(sizes[0])]
+            rtt = [f"{user['rtt_ms'][0]:g}"] if rtt_by_user else []
+            fields = [str(unit), *rtt, f"{starts[0] / 1e9:.9f}", str(sizes[0])]
             for k in range(1, len(starts)):
                 if ends[k - 1] is None:
                     break
@@ -59,16 +69,20 @@ def sessions_file(flows: pl.DataFrame, path: Path) -> None:
 
 
 def ns2_run(flows: pl.DataFrame, method: str, config: dict, duration_s: float, tmp: Path) -> tuple[pl.DataFrame, dict]:
+    """ns-2's transfers (each with its user's RTT) and its bottleneck's utilization and loss.
+    Users of several RTTs (several flow groups) each keep their own."""
     link, group = config["link"], config["flows"][0]
+    rtt_by_user = len(config["flows"]) > 1
     queue, queue_config = NS2_QUEUE[method]
     sessions, fct_out, params = tmp / "sessions.txt", tmp / "fct.txt", tmp / "params.tcl"
-    sessions_file(flows, sessions)
+    sessions_file(flows, sessions, rtt_by_user)
     p = {
         "seed": 2, "rate_bps": float(link["rate_bps"]), "access_rate_bps": float(link["access_rate_bps"]),
         "bottleneck_delay_ms": float(link["delay_ms"]), "receiver_delay_ms": float(link["receiver_delay_ms"]),
         "rtt_ms": float(group["rtt_ms"]), "queue_pkts": int(link["queue"]["limit_pkts"]),
         "packet_bytes": t4.PACKET_BYTES, "variant": "Reno", "sink": "TCPSink", "duration_s": duration_s,
         "queue": queue, "queue_config": f"{{{queue_config}}}", "tcp_config": f"{{{NS2_TCP}}}", "fct_out": str(fct_out),
+        "rtt_by_user": int(rtt_by_user),
     }
     params.write_text("".join(f"set p({k}) {v}\n" for k, v in p.items()))
     done = subprocess.run(["ns", str(HERE / "sessions.tcl"), str(params), str(sessions)],
@@ -79,13 +93,15 @@ def ns2_run(flows: pl.DataFrame, method: str, config: dict, duration_s: float, t
     arrived, departed, dropped, queued = (int(x) for x in out["queue"])
     if arrived != departed + dropped + queued:
         raise SystemExit(f"ns-2's bottleneck counts do not add up: {out['queue']}")
-    rows = pl.read_csv(fct_out, separator=" ", has_header=False, new_columns=["start_s", "packets", "fct_s"])
-    rtt_s = float(group["rtt_ms"]) / 1000
+    rows = pl.read_csv(fct_out, separator=" ", has_header=False, new_columns=["start_s", "packets", "fct_s", "unit_id"])
+    users = flows.group_by("unit_id").agg(pl.col("rtt_ms").first(), pl.col("group").first())
+    rows = rows.join(users, on="unit_id", how="left")
+    rtt_s = pl.col("rtt_ms") / 1000
     # From the first data packet (one round trip after the header-only first packet) to done.
     transfers = rows.filter(pl.col("fct_s") >= 0).select(
         start_ns=((pl.col("start_s") + rtt_s) * 1e9).cast(pl.Int64),
         end_ns=((pl.col("start_s") + pl.col("fct_s")) * 1e9).cast(pl.Int64),
-        size_bytes=pl.col("packets") * t4.MSS_BYTES, rtt_ms=pl.lit(float(group["rtt_ms"])))
+        size_bytes=pl.col("packets") * t4.MSS_BYTES, rtt_ms=pl.col("rtt_ms"), group=pl.col("group"))
     link_stats = {"utilization": departed * t4.PACKET_BYTES * 8 / (float(link["rate_bps"]) * duration_s),
                   "loss_rate": dropped / arrived, "unfinished": rows.filter(pl.col("fct_s") < 0).height,
                   "wall_s": float(out["wall"][0])}
@@ -105,6 +121,48 @@ def row(side: str, method: str, tau: float, flows: pl.DataFrame, stats: dict, ta
             "low_th_target_pkts_per_rtt": low}
 
 
+def ns2_side(sc):
+    """The scenario with ns-2's agents and queues: the ``"ns2"`` stack, the scenario's Reno, IW,
+    RTOs and window set again after it, and each discipline's ns-2 variant."""
+    tcp = sc.to_dict()["tcp"]
+    return sc.with_overrides({"tcp.stack": "ns2", **{f"tcp.{k}": tcp[k] for k in (
+        "recovery", "initial_window_pkts", "min_rto_ms", "initial_rto_ms", "rwnd_bytes")},
+        "link.queue.variant": "ns2"})
+
+
+def figure12(duration_s: float, seed: int, out: Path) -> None:
+    """Figure 12's TailDrop and RED on all three sides, the index per access delay."""
+    committed = pl.read_csv(COMMITTED_FIG12)
+    targets = {column: committed[f"{column}_target_pkts_per_rtt"][0] for column in fig12.TARGETS}
+    rtts = [fig12.rtt_of_access_ms(a) for a in fig12.ACCESS_DELAYS_MS]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ns2-size-aware-fig12-") as tmp:
+        for method in NS2_QUEUE:
+            sc = t4.scenario(method, fig12.TAU_MS, quick=False, seed=seed, rtts_ms=rtts).with_overrides(
+                {"duration_s": duration_s})
+            ours, theirs_sp = simulate(sc), simulate(ns2_side(sc))
+            transfers, stats = ns2_run(ours.flows, method, sc.to_dict(), duration_s, Path(tmp))
+            for side, flows, side_stats in (("smallpipe default", t4.data_flows(ours), smallpipe_stats(ours)),
+                                            ("smallpipe ns2", t4.data_flows(theirs_sp), smallpipe_stats(theirs_sp)),
+                                            ("ns-2", transfers, stats)):
+                for g, (access, rtt) in enumerate(zip(fig12.ACCESS_DELAYS_MS, rtts, strict=True)):
+                    group = flows.filter(pl.col("group") == g)
+                    rows.append({"side": side, "method": method, "access_ms": access, "rtt_ms": rtt,
+                                 "connections": group.height,
+                                 **{column: metrics.modified_fairness_index(group, mss_bytes=t4.MSS_BYTES, iw_pkts=1,
+                                                                            target_pkts_per_rtt=target)
+                                    for column, target in targets.items()},
+                                 **{f"{column}_target_pkts_per_rtt": t for column, t in targets.items()},
+                                 "utilization": side_stats["utilization"], "loss_rate": side_stats["loss_rate"]})
+                print(side, method, side_stats, flush=True)
+    table = pl.DataFrame(rows).with_columns(duration_s=pl.lit(duration_s), seed=pl.lit(seed))
+    write_csv(table, out)  # with the smallpipe commit that made it
+    with pl.Config(tbl_rows=100):
+        print(table.group_by("side", "method", maintain_order=True).agg(
+            pl.col("fairness").mean(), pl.col("fairness").min().alias("lowest"), pl.col("fairness").max().alias("highest"),
+            pl.col("fairness_low_th_target").mean(), pl.col("utilization").first()))
+
+
 def smallpipe_stats(result) -> dict:
     b = result.links.filter(pl.col("name") == "bottleneck")
     return {"utilization": b["utilization"][0], "loss_rate": b["loss_rate"][0]}
@@ -117,8 +175,12 @@ def main() -> None:
     parser.add_argument("--duration-s", type=float, default=300.0, help="[300; the reproduction's full run is 600]")
     parser.add_argument("--users", type=int, default=t4.USERS, help=f"[{t4.USERS}]")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--figure12", action="store_true", help="Figure 12's baselines instead of Table 4's")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    if args.figure12:
+        figure12(args.duration_s, args.seed, args.out)
+        return
     committed = pl.read_csv(COMMITTED).filter(pl.col("method") == "size_aware")
     targets = {tau: (committed.filter(pl.col("tau_ms") == tau)["target_pkts_per_rtt"][0],
                      committed.filter(pl.col("tau_ms") == tau)["low_th_target_pkts_per_rtt"][0])
@@ -132,11 +194,7 @@ def main() -> None:
                 config = sc.to_dict()
                 ours = simulate(sc)
                 rows.append(row("smallpipe default", method, tau, t4.data_flows(ours), smallpipe_stats(ours), targets))
-                tcp = config["tcp"]
-                ns2_sc = sc.with_overrides({"tcp.stack": "ns2", **{f"tcp.{k}": tcp[k] for k in (
-                    "recovery", "initial_window_pkts", "min_rto_ms", "initial_rto_ms", "rwnd_bytes")},
-                    "link.queue.variant": "ns2"})
-                theirs_sp = simulate(ns2_sc)
+                theirs_sp = simulate(ns2_side(sc))
                 rows.append(row("smallpipe ns2", method, tau, t4.data_flows(theirs_sp), smallpipe_stats(theirs_sp),
                                 targets))
                 transfers, stats = ns2_run(ours.flows, method, config, args.duration_s, Path(tmp))
