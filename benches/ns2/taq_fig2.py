@@ -16,10 +16,12 @@ a slice's share of a flow is its ACKed packets in that slice.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from pathlib import Path
+
+import polars as pl
+from smallpipe.experiments.provenance import write_csv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dumbbell import spec as bench_spec
@@ -92,10 +94,7 @@ def main() -> None:
                         rows.append(row(rate, share, args.duration_s, variant, sink, args.seed, queue,
                                         args.window_pkts, args.overhead_s))
                         print(rows[-1], flush=True)
-    with args.out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(pl.DataFrame(rows), args.out)  # with the smallpipe commit that made it
 
 
 if __name__ == "__main__":
