@@ -1021,6 +1021,7 @@ def fig11_knobs(args):
     simulator with each set of FIG11_KNOBS: one CSV row per point and set."""
     import polars as pl
     from smallpipe.experiments import taq_testbed_fig11 as fig11
+    from smallpipe.experiments.provenance import write_csv
 
     page = Path(__file__).resolve().parents[2] / "docs" / "reproductions" / "taq-testbed"
     keys = ["discipline", "congestion_control", "rate_bps", "fair_share_bps"]
@@ -1038,7 +1039,7 @@ def fig11_knobs(args):
             (pl.col("sim_loss_rate") / pl.col("loss_rate")).median().alias("loss_ratio")).sort(
             "discipline", "congestion_control")
         print(name, gaps, flush=True)
-    pl.concat(out).write_csv(args.out)
+    write_csv(pl.concat(out), args.out)  # with the smallpipe commit that made it
     print(f"wrote {args.out}")
 
 
