@@ -44,3 +44,25 @@ def test_a_variant_applies_to_every_run_and_is_recorded(tmp_path):
     assert plain.scenario == base, "outside the block nothing is overridden"
     recorded = json.loads(pl.read_csv(tmp_path / "v.csv")["overrides"][0])
     assert recorded == {"link.rate_bps": 123_000, "seed": 7}
+
+
+def test_a_changed_result_under_docs_is_not_changed_code(tmp_path):
+    from smallpipe.provenance import commit_of
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "fig.csv").write_text("x\n1\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    head = git("rev-parse", "HEAD")
+    assert commit_of(tmp_path) == head
+    (tmp_path / "docs" / "fig.csv").write_text("x\n2\n")
+    assert commit_of(tmp_path / "docs") == head, "a regenerated result is not a code change"
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert commit_of(tmp_path / "docs") == head + "+dirty"
+    assert commit_of(tmp_path.parent / "not-a-checkout-anywhere") == "unknown"

@@ -10,17 +10,21 @@
     python3 benches/diagnosis/taq.py fig8-30k     # Figure 8 at 30 kbit/s: where TAQ's queueing delay comes from
     python3 benches/diagnosis/taq.py reclassify   # Figure 8's quick points with reclassify_waiting off and on
 
+`--out CSV` writes hangs-bulk's and fig3-slices' rows (with the commit that made them).
+
 Every run is seed 1 unless ``--seed`` says otherwise; lengths are in the docstring of each.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from smallpipe import metrics
 from smallpipe.experiments import taq_aqm, taq_fig3, taq_fig8, taq_fig9, taq_hangs
+from smallpipe.experiments.provenance import write_csv
 from smallpipe.presets import NS2_TCP, taq_dumbbell
 from smallpipe.result import overriding, simulate
 from smallpipe.scenario import Scenario
@@ -92,12 +96,16 @@ def _bulk_user_hangs(users: int, seed: int) -> np.ndarray:
     return np.array(longest)
 
 
-def hangs_bulk(seed: int) -> None:
+def hangs_bulk(seed: int) -> list[dict]:
+    rows = []
     for name, override in TCP_CAUSES[:2]:
         with overriding(override):
             over_20 = (_bulk_user_hangs(200, seed) > 20).mean()
             over_60 = (_bulk_user_hangs(400, seed) > 60).mean()
         print(f"{name:18s} 200 users > 20 s: {over_20:.3f}   400 users > 60 s: {over_60:.3f}", flush=True)
+        rows.append({"cause": name, "share_200_users_over_20_s": over_20, "share_400_users_over_60_s": over_60,
+                     "seed": seed})
+    return rows
 
 
 def fig3(seed: int) -> None:
@@ -109,8 +117,9 @@ def fig3(seed: int) -> None:
                                        for row in table.iter_rows(named=True)), flush=True)
 
 
-def fig3_slices(seed: int) -> None:
+def fig3_slices(seed: int) -> list[dict]:
     """Every buffer of the figure at 400 and 800 flows, 1500 s, index over 20 s and 60 s slices."""
+    rows = []
     for flows in (400, 800):
         for per_flow in taq_fig3.PER_FLOW_BUFFER_PKTS:
             buffer_pkts = max(1, round(flows * per_flow))
@@ -121,6 +130,9 @@ def fig3_slices(seed: int) -> None:
                 per_slice = metrics.jain_per_slice(result.slices, slice_ns=slice_s * 10**9, flows=result.flows)
                 jain[slice_s] = per_slice.filter(pl.col("start_ns") >= taq_fig3.WARMUP_S * 1e9)["jain"].mean()
             print(f"{flows} flows, {buffer_pkts} pkts: 20 s {jain[20]:.3f}  60 s {jain[60]:.3f}", flush=True)
+            rows.append({"flows": flows, "buffer_pkts": buffer_pkts, "jain_20_s": jain[20], "jain_60_s": jain[60],
+                         "seed": seed})
+    return rows
 
 
 def fig9(seed: int) -> None:
@@ -240,14 +252,23 @@ def reclassify(seed: int) -> None:
             print(f"{rate_bps / 1e6:g} Mbit/s, {fair_share_bps / 1e3:g} kbit/s per flow: " + "; ".join(cells), flush=True)
 
 
+TABLES = ("hangs-bulk", "fig3-slices")
+"""The runs whose numbers the page's headline quotes, so they can be written as CSV."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     runs = {"hangs": hangs, "hangs-web": hangs_web, "hangs-bulk": hangs_bulk, "fig3": fig3,
             "fig3-slices": fig3_slices, "fig9": fig9, "fig8-30k": fig8_30k, "reclassify": reclassify}
     parser.add_argument("what", choices=sorted(runs))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, help=f"write the rows as CSV (only {', '.join(sorted(TABLES))})")
     args = parser.parse_args()
-    runs[args.what](args.seed)
+    if args.out and args.what not in TABLES:
+        parser.error(f"--out: {args.what!r} prints only; a CSV is written by {sorted(TABLES)}")
+    rows = runs[args.what](args.seed)
+    if args.out:
+        write_csv(pl.DataFrame(rows), args.out)  # with the smallpipe commit that made it
 
 
 if __name__ == "__main__":

@@ -20,18 +20,26 @@ __all__ = ["run_provenance", "source_commit"]
 @functools.cache
 def source_commit() -> str:
     """The commit of the checkout smallpipe runs from, with ``+dirty`` when the tree has
-    uncommitted changes to tracked files; ``unknown`` outside a git checkout."""
-    here = Path(__file__).resolve().parent
+    uncommitted changes to tracked files outside ``docs/``; ``unknown`` outside a git
+    checkout."""
+    return commit_of(Path(__file__).resolve().parent)
+
+
+def commit_of(checkout: Path) -> str:
+    """``source_commit`` of the git checkout holding ``checkout``. Changes under ``docs/``
+    are left out: that is where the results themselves are written, so regenerating one
+    figure's CSV must not mark the next figure's as made by changed code."""
     try:
         head = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
             timeout=10,
         ).stdout.strip()
         changes = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no",
+             "--", ":(top)", ":(top,exclude)docs"],
             capture_output=True,
             text=True,
             check=True,
