@@ -269,17 +269,29 @@ def main_linux(args):
     with open(out / "linux_runs.jsonl", "w") as f:
         for a, b in results.values():
             f.writelines(json.dumps(r) + "\n" for r in (a, b))
-    rows = compare_linux(results, spec_list)
+    rows = stamped(compare_linux(results, spec_list))
     with open(out / "linux_summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    meta = {"runs": len(spec_list), "wall_s": round(wall, 1), "args": dict(vars(args))}
+    meta = {"runs": len(spec_list), "wall_s": round(wall, 1), "args": dict(vars(args)), **provenance()}
     (out / "linux_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     render.render(out, Path(args.doc))
     failed = [r for r in rows if r["verdict"] != "pass"]
     print(f"Linux: {len(rows) - len(failed)} passed, {len(failed)} failed")
     return 0
+
+
+def provenance() -> dict:
+    """The columns every reproduction CSV ends with: the code that made the rows."""
+    from smallpipe import __version__
+    from smallpipe.provenance import source_commit
+
+    return {"smallpipe_version": __version__, "smallpipe_commit": source_commit()}
+
+
+def stamped(rows: list[dict]) -> list[dict]:
+    return [row | provenance() for row in rows]
 
 
 def main(argv=None):
@@ -323,20 +335,21 @@ def main(argv=None):
         for r in results.get(name, ()):
             with open(out / f"{name}_{r['simulator']}.csv", "w", newline="") as f:
                 w = csv.writer(f)
-                w.writerow(["time_s", "kind", "seq", "payload_bytes", "cwnd_bytes", "ssthresh_bytes"])
+                stamp = list(provenance().values())
+                w.writerow(["time_s", "kind", "seq", "payload_bytes", "cwnd_bytes", "ssthresh_bytes", *provenance()])
                 for t, s, n, _ in r["trace"]["tx"]:
-                    w.writerow([f"{t:.9f}", "send", s, n, "", ""])
+                    w.writerow([f"{t:.9f}", "send", s, n, "", "", *stamp])
                 for t, v in r["trace"]["cwnd"]:
-                    w.writerow([f"{t:.9f}", "cwnd", "", "", v, ""])
+                    w.writerow([f"{t:.9f}", "cwnd", "", "", v, "", *stamp])
                 for t, v in r["trace"]["ssthresh"]:
-                    w.writerow([f"{t:.9f}", "ssthresh", "", "", "", v])
-    rows = compare(results, spec_list)
+                    w.writerow([f"{t:.9f}", "ssthresh", "", "", "", v, *stamp])
+    rows = stamped(compare(results, spec_list))
     with open(out / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     meta = {"runs": len(spec_list), "smallpipe_wall_s": round(sp_wall, 1), "ns3_process_wall_s": round(ns3_wall, 1),
-            "args": {k: v for k, v in vars(args).items()}}
+            "args": {k: v for k, v in vars(args).items()}, **provenance()}
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     render.render(out, Path(args.doc))
     failed = [r for r in rows if r["verdict"] != "pass"]
