@@ -160,8 +160,8 @@ def render_run_report(run_dir: str | PathLike[str]) -> str:
         sampled = result.flows.filter(pl.col("rtt_samples").is_not_null())
         parts.append(
             f'<p class="muted">{sampled.height} sampled connection{"s" if sampled.height != 1 else ""}. '
-            "RTT samples are timed from outside the sender; queueing delay and jitter (FlowMonitor's mean |Δ delay| of consecutive packets) "
-            "are at the bottleneck; loss: packets lost there over packets offered.</p>"
+            "RTT samples are timed from outside the sender; queueing delay and jitter (FlowMonitor's "
+            "mean |Δ delay| of consecutive packets) are at the bottleneck; loss: packets lost there over packets offered.</p>"
         )
         parts += _table(sampled, FLOW_COLUMNS)
         parts.append(plot_img(delay_histograms_figure(result), "per-flow RTT and queueing-delay histograms", dpi=100))
