@@ -268,16 +268,22 @@ def _categorical(axes: Any) -> bool:
 
 
 def figure_axes(figure: Figure) -> list[dict[str, Any]]:
-    """Per visible panel of ``figure``: its ``title``, ``xlabel``, ``ylabel``, the x axis'
-    kind (``categorical`` when its ticks are labelled with names) and whether a series is
+    """Per visible panel of ``figure`` (a right-hand axis counts as one, titled after its
+    host): its ``title``, ``xlabel``, ``ylabel``, the x axis' kind (``categorical`` when its ticks are labelled with names) and whether a series is
     drawn as a line (``connected``), read from the matplotlib objects."""
     panels = []
     for axes in figure.get_axes():
         if not axes.get_visible() or not axes.axison:
             continue
+        title, xlabel = axes.get_title(), axes.get_xlabel()
+        # A right-hand axis (twinx) shares its host's panel, title and x axis.
+        host = next((h for h in axes.get_shared_x_axes().get_siblings(axes)
+                     if h is not axes and h.get_position().bounds == axes.get_position().bounds and h.get_title()), None)
+        if not title and host is not None:
+            title, xlabel = f"{host.get_title()} (right axis)", host.get_xlabel()
         panels.append({
-            "title": axes.get_title(),
-            "xlabel": axes.get_xlabel(),
+            "title": title,
+            "xlabel": xlabel,
             "ylabel": axes.get_ylabel(),
             "x": "categorical" if _categorical(axes) else "numeric",
             "connected": _drawn_connected(axes),
