@@ -460,3 +460,23 @@ def test_reproduce_table_shows_a_dash_not_none(tmp_path):
     table = result.output[result.output.index("┏"):]
     assert "None" not in table and "nan" not in table
     assert "—" in table
+
+
+def test_replications_leave_out_what_the_keys_decide_and_round_to_the_interval():
+    from smallpipe.report import _replications
+
+    # Two flow counts over three seeds: the flow count follows the key (a setting), the
+    # utilization varies with the seed (an outcome).
+    ok = pl.DataFrame({
+        "flows.0.count": [2, 2, 2, 4, 4, 4],
+        "seed": [1, 2, 3, 1, 2, 3],
+        "flows": [2, 2, 2, 4, 4, 4],
+        "utilization": [0.90, 0.92, 0.94, 0.97, 0.97, 0.97],
+    })
+    sweep = {"types": {"flows.0.count": "BIGINT", "seed": "BIGINT"}, "keys": {"flows.0.count": [2, 4], "seed": [1, 2, 3]}}
+    page = "\n".join(_replications(ok, sweep, ["flows", "utilization"], ["flows.0.count"]))
+    assert 'data-metric="flows"' not in page and 'id="determined"' in page
+    shown = cells(page)
+    # Seeds 0.90, 0.92, 0.94: mean 92%, s = 2 points, half-width t(0.975, 2) · 2 / √3 =
+    # 4.303 · 1.1547 = 4.97 points, to two digits 5.0, and the mean to the same place.
+    assert shown == ["2", "3", "92.0 ± 5.0", "4", "3", "97"]

@@ -425,13 +425,26 @@ def _th(metric: str, values: Sequence[Any] = ()) -> str:
     return f'<th data-metric="{_e(metric)}">{_e(_quantity(metric, values).label)}</th>'
 
 
+def _with_ci(mean: float, half: float) -> str:
+    """``mean ± half`` with the half-width to 2 significant digits and the mean to the same
+    decimal place (the digits past it are noise): ``0.9987 ± 0.0015``, ``785.7 ± 1.0``."""
+    if half <= 0:
+        return _format(mean)
+    decimals = min(8, max(0, 1 - math.floor(math.log10(half))))
+    return f"{mean:.{decimals}f} ± {half:.{decimals}f}"
+
+
 def _replications(ok: pl.DataFrame, sweep: dict[str, Any], metrics: list[str], keys: list[str]) -> list[str]:
     """The HTML of the replications table: per combination of ``keys`` (the swept keys
     other than ``seed`` with several values), the number of ok seeds and each metric's mean
     ± 95% Student-t half-width (also in ``data-mean`` / ``data-ci95``, at full precision, in
     the database's units); a metric whose seeds all agree shows its value alone (± 0 says
-    nothing)."""
+    nothing), and one whose seeds agree in every combination is left out."""
     types = sweep["types"]
+    # A metric no seed changes (the flow count when the grid sets it) is a setting: no column.
+    determined = [m for m in metrics if keys and ok.group_by(keys).agg(pl.col(m).drop_nulls().n_unique().alias("n"))
+                  .get_column("n").max() == 1]
+    metrics = [m for m in metrics if m not in determined]
     if keys:
         groups = ok.group_by(keys).agg(pl.len().alias("_seeds"), *(pl.col(m) for m in metrics)).sort(keys)
     else:  # only seeds vary: one row
@@ -446,6 +459,9 @@ def _replications(ok: pl.DataFrame, sweep: dict[str, Any], metrics: list[str], k
         *(_th(m, ok.get_column(m).drop_nulls().to_list()) for m in metrics),
         "</tr>",
     ]
+    if determined:
+        parts.insert(2, f'<p class="muted" id="determined">The same over the seeds of every combination, so '
+                        f"not averaged: {_e(', '.join(_quantity(m).title for m in determined))} (see the points).</p>")
     quantities = {m: _quantity(m, ok.get_column(m).drop_nulls().to_list()) for m in metrics}
     for row in groups.iter_rows(named=True):
         cells = [f'<td class="text">{_e(_format(_decode(row[k], types[k])))}</td>' for k in keys]
@@ -453,9 +469,9 @@ def _replications(ok: pl.DataFrame, sweep: dict[str, Any], metrics: list[str], k
         for metric in metrics:
             values = [v for v in row[metric] if v is not None]
             mean, half = mean_ci(values)
-            show = quantities[metric].show
+            scale = quantities[metric].scale
             agree = len(set(values)) <= 1
-            shown = show(mean) if math.isnan(half) or agree else f"{show(mean)} ± {show(half)}"
+            shown = quantities[metric].show(mean) if math.isnan(half) or agree else _with_ci(mean * scale, half * scale)
             cells.append(f'<td data-metric="{_e(metric)}" data-mean="{mean!r}" data-ci95="{half!r}">{_e(shown)}</td>')
         parts.append(f"<tr>{''.join(cells)}</tr>")
     parts.append("</table></div>")
