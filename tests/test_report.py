@@ -480,3 +480,27 @@ def test_replications_leave_out_what_the_keys_decide_and_round_to_the_interval()
     # Seeds 0.90, 0.92, 0.94: mean 92%, s = 2 points, half-width t(0.975, 2) · 2 / √3 =
     # 4.303 · 1.1547 = 4.97 points, to two digits 5.0, and the mean to the same place.
     assert shown == ["2", "3", "92.0 ± 5.0", "4", "3", "97"]
+
+
+def test_overlaid_runs_share_axes_that_span_every_run(run_dirs, tmp_path):
+    import matplotlib.pyplot as plt
+    from smallpipe.plots import runs_figure
+    from smallpipe.result import Result
+
+    bigger = tmp_path / "buffer100"
+    result = runner.invoke(app, ["run", str(EXAMPLES / "dumbbell.toml"), "--set", "duration_s=20",
+                                 "--set", "flows.0.count=12", "--set", "link.queue.limit_pkts=100",
+                                 "--out", str(bigger)])
+    assert result.exit_code == 0, result.output
+    # The 50-packet buffer first, the 100-packet one second: the queue axis must reach the
+    # second run's 100 packets, not stop at the first run's range.
+    figure = runs_figure([("b50", Result.read(run_dirs[12])), ("b100", Result.read(bigger))])
+    try:
+        for axes in figure.get_axes()[:3]:
+            highest = max(np.nanmax(np.asarray(line.get_ydata(), dtype=float)) for line in axes.get_lines())
+            bottom, top = axes.get_ylim()
+            assert bottom == 0 and top >= highest, (axes.get_title(), top, highest)
+        assert figure.get_axes()[0].get_ylim()[1] > 50
+        legends_clear_of_panels(figure)
+    finally:
+        plt.close(figure)

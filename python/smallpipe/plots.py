@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
@@ -27,6 +28,7 @@ __all__ = [
     "plot_run",
     "plot_runs",
     "run_figure",
+    "runs_figure",
     "stamping_figures",
 ]
 
@@ -100,8 +102,18 @@ def _draw_series(axes: Any, result: Result, label: str | None = None, drops: boo
     delay_axes.set(xlabel="time (s)", ylabel="queueing delay (ms)",
                    title=f"Queueing delay (mean per {interval_s * 1e3:g} ms)")
     rate_axes.set(xlabel="time (s)", ylabel="throughput (Mbit/s)", title="Bottleneck throughput")
+
+
+def _series_limits(axes: Any) -> None:
+    """The series panels' y axes from 0, once every run is drawn (a limit set earlier would
+    stop the axes growing to a later run's data). An empty queue gets an axis of whole
+    packets, not of 0.05 of one; a run without queueing delay an axis of 0 to 1 ms."""
+    queue_axes, delay_axes, _ = axes
     for a in axes:
         a.set_ylim(bottom=0)
+    queue_axes.set_ylim(top=max(1.0, queue_axes.get_ylim()[1]))
+    if not any((np.nan_to_num(np.asarray(line.get_ydata(), dtype=float)) > 0).any() for line in delay_axes.get_lines()):
+        delay_axes.set_ylim(top=1.0)
 
 
 def _interval_s(result: Result) -> float:
@@ -167,6 +179,7 @@ def run_figure(result: Result, *, name: str = "run") -> Figure:
                                 squeeze=False)
     if series:
         _draw_series(grid[0][:3], result)
+        _series_limits(grid[0][:3])
         for unused in grid[0][3:]:
             unused.set_axis_off()
     axes = grid[-1] if panels else []
@@ -201,14 +214,29 @@ def run_figure(result: Result, *, name: str = "run") -> Figure:
 
 
 def plot_runs(results: list[tuple[str, Result]], path: str | PathLike[str]) -> Path:
+    """:func:`runs_figure` written as a PNG to ``path``; returns ``path``.
+
+    Raises:
+        ValueError: a run has no time series (see :func:`runs_figure`).
+    """
+    path = Path(path)
+    figure = runs_figure(results)
+    try:
+        figure.savefig(path, dpi=120)
+    finally:
+        plt.close(figure)
+    return path
+
+
+def runs_figure(results: list[tuple[str, Result]]) -> Figure:
     """Several runs' bottleneck series overlaid, one colour per run (labelled with its
-    name): queue length, queueing delay and throughput over time. Writes a PNG to ``path``.
+    name): queue length, queueing delay and throughput over time, each axis spanning
+    every run's data.
 
     Raises:
         ValueError: a run has no time series (run before they were recorded by default,
             or with ``--series-flows 0``).
     """
-    path = Path(path)
     missing = [name for name, r in results if r.link_series.filter(pl.col("link") == BOTTLENECK).is_empty()]
     if missing:
         raise ValueError(f"no bottleneck time series in {', '.join(missing)} (link_series.parquet); "
@@ -216,11 +244,10 @@ def plot_runs(results: list[tuple[str, Result]], path: str | PathLike[str]) -> P
     figure, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")
     for name, result in results:
         _draw_series(axes, result, label=f"{name} · {discipline(result.scenario)}", drops=False)
+    _series_limits(axes)
     axes[2].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     figure.suptitle(" vs ".join(name for name, _ in results))
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return figure
 
 
 def plot_fairness_vs_fair_share(
