@@ -54,6 +54,7 @@ __all__ = [
     "figure_axes",
     "key_figure",
     "key_label",
+    "plot_img",
     "plot_key",
     "render_report",
     "write_report",
@@ -414,11 +415,15 @@ def plot_img(figure: Figure, alt: str, dpi: int = 90) -> str:
 
 
 def _constants_note(constant: dict[str, Any]) -> list[str]:
+    """The line that names the metrics with one value in every point, with that value."""
     if not constant:
         return []
-    shown = "; ".join(f"{_quantity(m).title} {_quantity(m).show(v)}{' ' + u if (u := _quantity(m).unit) else ''}"
-                      for m, v in constant.items())
-    return [f'<p class="muted" id="constants">The same in every point, so not plotted or tabled: {_e(shown)}.</p>']
+    named = []
+    for metric, value in constant.items():
+        quantity = _quantity(metric, [value])
+        named.append(" ".join(filter(None, (quantity.title, quantity.show(value), quantity.unit))))
+    note = f"The same in every point, so not plotted or tabled: {'; '.join(named)}."
+    return [f'<p class="muted" id="constants">{_e(note)}</p>']
 
 
 def _th(metric: str, values: Sequence[Any] = ()) -> str:
