@@ -55,7 +55,6 @@ __all__ = [
     "key_figure",
     "key_label",
     "plot_img",
-    "plot_key",
     "render_report",
     "write_report",
 ]
@@ -392,15 +391,6 @@ def key_figure(points: pl.DataFrame, key: str, sweep: dict[str, Any], metrics: l
         fontsize=11,
     )
     return figure
-
-
-def plot_key(points: pl.DataFrame, key: str, sweep: dict[str, Any], metrics: list[str]) -> bytes:
-    """:func:`key_figure` as a PNG."""
-    figure = key_figure(points, key, sweep, metrics)
-    try:
-        return _png(figure)
-    finally:
-        plt.close(figure)
 
 
 def plot_img(figure: Figure, alt: str, dpi: int = 90) -> str:

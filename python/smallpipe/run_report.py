@@ -8,7 +8,6 @@ RTT and queueing-delay histograms. Table columns are titled with their units."""
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 from os import PathLike
 from pathlib import Path
@@ -30,7 +29,7 @@ from smallpipe.result import FLOW_DELAY_COLUMNS, Result
 from smallpipe.rundir import replace_atomically
 from smallpipe.summary import discipline
 
-__all__ = ["delay_histograms_figure", "plot_delay_histograms", "render_run_report", "write_run_report"]
+__all__ = ["delay_histograms_figure", "render_run_report", "write_run_report"]
 
 LINK_COLUMNS = ("name", "rate_bps", "utilization", "loss_rate", "mean_queue_delay_ms", "queue_delay_p99_ms",
                 "mean_backlog_pkts", "dropped_pkts")
@@ -88,17 +87,6 @@ def delay_histograms_figure(result: Result) -> Figure:
     if hist.height:
         axes[1].legend(fontsize="x-small", ncols=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return figure
-
-
-def plot_delay_histograms(result: Result) -> bytes:
-    """:func:`delay_histograms_figure` as a PNG."""
-    figure = delay_histograms_figure(result)
-    try:
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=110)
-        return buffer.getvalue()
-    finally:
-        plt.close(figure)
 
 
 def _table(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[str]:
