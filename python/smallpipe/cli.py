@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+import textwrap
 import time
 import tomllib
 from collections.abc import Callable
@@ -588,6 +589,46 @@ def bench(
     console.print(table)
 
 
+def _cell(value: Any) -> str:
+    """A table cell: a float to 3 significant digits, "—" where there is no value (a
+    figure's column that does not apply to a row), never "None" or "nan"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _durations(low_s: float, high_s: float) -> str:
+    """A measured range in one unit: ``45–66 s``, ``3–18 min``, ``5 h 22 min–5 h 50 min``."""
+    if high_s < 600:
+        low, high = f"{low_s:.0f}", f"{high_s:.0f} s"
+    elif high_s < 2 * 3600:
+        low, high = f"{low_s / 60:.0f}", f"{high_s / 60:.0f} min"
+    else:
+        low, high = (f"{s // 3600:.0f} h {s % 3600 / 60:.0f} min" for s in (low_s, high_s))
+    return high if low == high.split()[0] or f"{low} " + " ".join(high.split()[1:]) == high else f"{low}–{high}"
+
+
+def _list_reproductions() -> None:
+    """`reproduce list`: per figure its name, the wall time of a full run (class and the
+    pages' measured range), whether it needs root, and what it reproduces in full."""
+    from smallpipe.experiments import (
+        REPRODUCTIONS,
+        WALL_TIMES_S,
+        description,
+        needs_root,
+        time_class,
+    )
+
+    width = max(60, min(console.width, 110))
+    typer.echo("Wall time of a full run (--quick is shorter), as measured on a 2-core machine, quiet to "
+               "shared; root: the testbed's network namespaces need it.\n")
+    for name in REPRODUCTIONS:
+        low, high = WALL_TIMES_S[name]
+        root = "root: yes (network namespaces)" if needs_root(name) else "root: no"
+        typer.echo(f"{name} · {time_class(high)} ({_durations(low, high)}) · {root}")
+        typer.echo(textwrap.fill(description(name), width=width, initial_indent="    ", subsequent_indent="    "))
+
+
 @app.command()
 def reproduce(
     figure: Annotated[str, typer.Argument(help="A figure name; `smallpipe reproduce list` lists them.")],
@@ -619,8 +660,7 @@ def reproduce(
     from smallpipe.experiments import REPRODUCTIONS
 
     if figure == "list":
-        for name, module in REPRODUCTIONS.items():
-            typer.echo(f"{name}: {(module.__doc__ or '').strip().splitlines()[0]}")
+        _list_reproductions()
         return
     if not 0 <= seed < 2**64:
         fail("invalid option", f"--seed {seed} is not allowed; expected a whole number from 0 to {2**64 - 1}")
@@ -697,7 +737,7 @@ def reproduce(
     for column in table.columns:
         shown.add_column(column, justify="right", no_wrap=True)
     for row in table.iter_rows():
-        shown.add_row(*(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
+        shown.add_row(*(_cell(v) for v in row))
     print_unwrapped(shown)
     console.print(f"written to [bold]{out}[/]")
 

@@ -410,7 +410,9 @@ BAND_MIN_VALUES = 10
 with fewer (one interactive flow per run, say) the seeds' values are pooled into one CDF."""
 
 
-def _cdf_panel(axes: Any, runs: dict[str, list[npt.NDArray[np.float64]]], *, log_x: bool, xlabel: str) -> None:
+def _cdf_panel(
+    axes: Any, runs: dict[str, list[npt.NDArray[np.float64]]], *, log_x: bool, xlabel: str, ylabel: str
+) -> None:
     """One CDF per discipline on a common grid of x values: the mean over seeds of each
     seed's empirical CDF with its 95% band, or the pooled CDF when seeds have too few
     values for a per-seed CDF to mean much."""
@@ -429,7 +431,7 @@ def _cdf_panel(axes: Any, runs: dict[str, list[npt.NDArray[np.float64]]], *, log
         else:
             pooled_kind = np.concatenate(seeds) if seeds else np.array([])
             axes.plot(xs, _ecdf_at(pooled_kind, xs), label=f"{kind} (seeds pooled)")
-    axes.set(xlabel=xlabel, ylabel="fraction", ylim=(0.0, 1.02))
+    axes.set(xlabel=xlabel, ylabel=ylabel, ylim=(0.0, 1.02))
     if log_x:
         axes.set_xscale("log")
 
@@ -448,7 +450,7 @@ def plot_comparison(curves: dict[str, list[Curves]], scenario: Scenario, name: s
         panels.append("fct")
     if "interactive" in apps:
         panels.append("response")
-    figure, axes_row = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.0), layout="constrained", squeeze=False)
+    figure, axes_row = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.4), layout="constrained", squeeze=False)
     for axes, panel in zip(axes_row[0], panels, strict=True):
         if panel == "jain":
             for kind, runs in curves.items():
@@ -461,22 +463,27 @@ def plot_comparison(curves: dict[str, list[Curves]], scenario: Scenario, name: s
                 starts = max((run.jain_start_s for run in runs), key=len)
                 ends = np.append(starts[1:], scenario["duration_s"])
                 _plot_band(axes, (starts + ends) / 2, matrix, label=kind, marker="o", markersize=3)
-            axes.set(xlabel="time (s), slice centres", ylabel="Jain index", ylim=(0.0, 1.05),
-                     title=f"per-slice Jain ({scenario['slice_s']:g} s slices)")
+            axes.set(xlabel="time (s), slice centres", ylabel="Jain index per slice", ylim=(0.0, 1.05),
+                     title=f"Per-slice Jain index ({scenario['slice_s']:g} s slices)")
         elif panel == "goodput":
             _cdf_panel(axes, {k: [r.goodput_bps / 1e3 for r in rs] for k, rs in curves.items()},
-                       log_x=False, xlabel="per-flow goodput (kbit/s)")
-            axes.set_title("goodput CDF")
+                       log_x=False, xlabel="per-flow goodput (kbit/s)", ylabel="fraction of flows")
+            axes.set_title("Per-flow goodput, CDF")
         elif panel == "fct":
             _cdf_panel(axes, {k: [r.fct_s for r in rs] for k, rs in curves.items()},
-                       log_x=True, xlabel="flow completion time (s)")
-            axes.set_title("FCT CDF (finished flows)")
+                       log_x=True, xlabel="flow completion time (s)", ylabel="fraction of finished flows")
+            axes.set_title("Flow completion time, CDF")
         else:
             _cdf_panel(axes, {k: [r.response_ms for r in rs] for k, rs in curves.items()},
-                       log_x=True, xlabel="response time (ms)")
-            axes.set_title("response-time CDF")
+                       log_x=True, xlabel="response time (ms)", ylabel="fraction of responses")
+            axes.set_title("Response time, CDF")
         axes.grid(alpha=0.3)
-        axes.legend(fontsize="small")
+    # One legend for every panel, below them: inside a panel it would sit on a curve.
+    labelled = {label: handle for axes in axes_row[0] for handle, label in zip(*axes.get_legend_handles_labels(),
+                                                                                strict=True)}
+    if labelled:
+        figure.legend(list(labelled.values()), list(labelled), loc="outside lower center", fontsize="small",
+                      ncols=min(len(labelled), 4))
     seeds = max((len(runs) for runs in curves.values()), default=0)
     figure.suptitle(f"{name}: {', '.join(curves)}, {seeds} seeds (mean, 95% CI band)")
     figure.savefig(path, dpi=110, format="png")  # path may be a temporary name

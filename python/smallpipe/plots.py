@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
@@ -26,6 +27,8 @@ __all__ = [
     "plot_fairness_vs_fair_share",
     "plot_run",
     "plot_runs",
+    "run_figure",
+    "runs_figure",
     "stamping_figures",
 ]
 
@@ -85,19 +88,32 @@ def _draw_series(axes: Any, result: Result, label: str | None = None, drops: boo
         counts = queue_axes.twinx()
         counts.plot(time_s, link.get_column("dropped_pkts").to_numpy(), color="firebrick", linewidth=0.6,
                     alpha=0.7, label="drops")
+        per = f"per {interval_s * 1e3:g} ms"
         if link.get_column("marked_pkts").sum() > 0:
             counts.plot(time_s, link.get_column("marked_pkts").to_numpy(), color="darkorange", linewidth=0.6,
                         alpha=0.7, label="ECN marks")
-        counts.set_ylabel(f"drops, marks (packets per {interval_s * 1e3:g} ms)", color="firebrick")
+            # The axis title names the colours: a legend would sit on the data.
+            counts.set_ylabel(f"drops (red), ECN marks (orange) (packets {per})", color="firebrick")
+        else:
+            counts.set_ylabel(f"drops (red; packets {per})", color="firebrick")
         most = link.select(pl.max_horizontal(pl.col("dropped_pkts").max(), pl.col("marked_pkts").max())).item()
         counts.set_ylim(0, max(1, most or 0) * 1.05)  # no drops: an axis of whole packets, not of 0.05
-        counts.legend(fontsize="x-small", loc="lower right")
     queue_axes.set(xlabel="time (s)", ylabel="queue length (packets)", title="Bottleneck queue")
     delay_axes.set(xlabel="time (s)", ylabel="queueing delay (ms)",
                    title=f"Queueing delay (mean per {interval_s * 1e3:g} ms)")
     rate_axes.set(xlabel="time (s)", ylabel="throughput (Mbit/s)", title="Bottleneck throughput")
+
+
+def _series_limits(axes: Any) -> None:
+    """The series panels' y axes from 0, once every run is drawn (a limit set earlier would
+    stop the axes growing to a later run's data). An empty queue gets an axis of whole
+    packets, not of 0.05 of one; a run without queueing delay an axis of 0 to 1 ms."""
+    queue_axes, delay_axes, _ = axes
     for a in axes:
         a.set_ylim(bottom=0)
+    queue_axes.set_ylim(top=max(1.0, queue_axes.get_ylim()[1]))
+    if not any((np.nan_to_num(np.asarray(line.get_ydata(), dtype=float)) > 0).any() for line in delay_axes.get_lines()):
+        delay_axes.set_ylim(top=1.0)
 
 
 def _interval_s(result: Result) -> float:
@@ -119,16 +135,25 @@ def _draw_flow_goodput(axes: Any, result: Result) -> None:
 
 
 def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") -> Path:
+    """:func:`run_figure` written as a PNG to ``path``; returns ``path``."""
+    path = Path(path)
+    figure = run_figure(result, name=name)
+    try:
+        figure.savefig(path, dpi=120)
+    finally:
+        plt.close(figure)
+    return path
+
+
+def run_figure(result: Result, *, name: str = "run") -> Figure:
     """With time series (``link_series``, recorded by `smallpipe run` by default) a first
     row of the bottleneck's queue length, queueing delay and throughput over time, with
     each sampled connection's goodput. Then per-slice Jain index over time and the CDF of
     per-flow goodput, and for interactive flows the CDF of response times, for sized
     transfers their completion time against size and the CDF of each user's longest hang.
-    Titled with ``name`` (the scenario) and the discipline.
-
-    Writes a PNG to ``path`` and returns it.
+    Titled with ``name`` (the scenario) and the discipline. A run of one flow has no
+    fairness or goodput-spread panel (its Jain index is 1 by definition).
     """
-    path = Path(path)
     per_slice = metrics.jain_per_slice(result.slices, flows=result.flows)
     goodput = (
         metrics.goodput_bps(result.flows, result.meta["duration_ns"]).get_column("goodput_bps").drop_nulls()
@@ -139,25 +164,42 @@ def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") ->
         pl.col("app").is_in(SIZED_APPS), pl.col("size_bytes").is_not_null(), pl.col("end_ns").is_not_null()
     )
     hangs_s = result.units.filter(pl.col("app").is_in(SIZED_APPS)).get_column("longest_hang_ns").to_numpy() / 1e9
-    extra = [panel for panel, data in (("response", response_s.size), ("fct", sized.height), ("hang", hangs_s.size)) if data]
+    panels = [panel for panel, data in (("response", response_s.size), ("fct", sized.height), ("hang", hangs_s.size)) if data]
     series = not result.link_series.filter(pl.col("link") == BOTTLENECK).is_empty()
     if not result.flow_series.is_empty():
-        extra.insert(0, "flow_goodput")
-    columns = max(2 + len(extra), 3 if series else 0)
-    figure, grid = plt.subplots(1 + series, columns, figsize=(5 * columns, 4 * (1 + series)), layout="constrained",
+        panels.insert(0, "flow_goodput")
+    # Fairness across flows and the spread of their goodput need two flows: with one, the
+    # Jain index is 1 by definition and the CDF a single step.
+    several = result.flows.height > 1
+    if several or not (series or panels):
+        panels[:0] = ["fairness", "goodput"]
+    columns = max(len(panels), 3 if series else 0)
+    rows = int(series) + int(bool(panels))
+    figure, grid = plt.subplots(rows, columns, figsize=(5 * columns, 4 * rows), layout="constrained",
                                 squeeze=False)
     if series:
         _draw_series(grid[0][:3], result)
+        _series_limits(grid[0][:3])
         for unused in grid[0][3:]:
             unused.set_axis_off()
-    axes = grid[-1]
-    for unused in axes[2 + len(extra):]:
+    axes = grid[-1] if panels else []
+    for unused in axes[len(panels):]:
         unused.set_axis_off()
-    fairness_axes, goodput_axes = axes[0], axes[1]
-    figure.suptitle(f"{name} · {discipline(result.scenario)}")
-    for panel, panel_axes in zip(extra, axes[2:2 + len(extra)], strict=True):
+    one_flow = "" if several else " · one flow: no fairness or goodput-spread panels"
+    figure.suptitle(f"{name} · {discipline(result.scenario)}{one_flow}")
+    for panel, panel_axes in zip(panels, axes, strict=False):
         if panel == "flow_goodput":
             _draw_flow_goodput(panel_axes, result)
+        elif panel == "fairness":
+            starts_s = per_slice.get_column("start_ns").to_numpy() / 1e9
+            run_end_s = result.meta["duration_ns"] / 1e9
+            panel_axes.stairs(per_slice.get_column("jain").to_numpy(), [*starts_s, run_end_s], baseline=None)
+            panel_axes.set(xlabel="time (s)", ylabel="Jain index per slice", ylim=(0.0, 1.05),
+                           title="Short-term fairness")
+        elif panel == "goodput":
+            if goodput.len() > 0:
+                panel_axes.ecdf(goodput.to_numpy() / 1e3)
+            panel_axes.set(xlabel="goodput (kbit/s)", ylabel="fraction of flows", title="Per-flow goodput")
         elif panel == "response":
             panel_axes.ecdf(response_s)
             panel_axes.set(xlabel="response time (s)", ylabel="fraction of bursts", title="Interactive response")
@@ -168,29 +210,33 @@ def plot_run(result: Result, path: str | PathLike[str], *, name: str = "run") ->
             fct_s = (sized.get_column("end_ns") - sized.get_column("start_ns")).to_numpy() / 1e9
             panel_axes.scatter(sized.get_column("size_bytes").to_numpy(), fct_s, s=6)
             panel_axes.set(xscale="log", yscale="log", xlabel="size (bytes)", ylabel="FCT (s)", title="Completion time")
-    starts_s = per_slice.get_column("start_ns").to_numpy() / 1e9
-    run_end_s = result.meta["duration_ns"] / 1e9
-    fairness_axes.stairs(per_slice.get_column("jain").to_numpy(), [*starts_s, run_end_s], baseline=None)
-    fairness_axes.set(
-        xlabel="time (s)", ylabel="Jain index per slice", ylim=(0.0, 1.05), title="Short-term fairness"
-    )
-    if goodput.len() > 0:
-        goodput_axes.ecdf(goodput.to_numpy() / 1e3)
-    goodput_axes.set(xlabel="goodput (kbit/s)", ylabel="fraction of flows", title="Per-flow goodput")
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return figure
 
 
 def plot_runs(results: list[tuple[str, Result]], path: str | PathLike[str]) -> Path:
+    """:func:`runs_figure` written as a PNG to ``path``; returns ``path``.
+
+    Raises:
+        ValueError: a run has no time series (see :func:`runs_figure`).
+    """
+    path = Path(path)
+    figure = runs_figure(results)
+    try:
+        figure.savefig(path, dpi=120)
+    finally:
+        plt.close(figure)
+    return path
+
+
+def runs_figure(results: list[tuple[str, Result]]) -> Figure:
     """Several runs' bottleneck series overlaid, one colour per run (labelled with its
-    name): queue length, queueing delay and throughput over time. Writes a PNG to ``path``.
+    name): queue length, queueing delay and throughput over time, each axis spanning
+    every run's data.
 
     Raises:
         ValueError: a run has no time series (run before they were recorded by default,
             or with ``--series-flows 0``).
     """
-    path = Path(path)
     missing = [name for name, r in results if r.link_series.filter(pl.col("link") == BOTTLENECK).is_empty()]
     if missing:
         raise ValueError(f"no bottleneck time series in {', '.join(missing)} (link_series.parquet); "
@@ -198,11 +244,10 @@ def plot_runs(results: list[tuple[str, Result]], path: str | PathLike[str]) -> P
     figure, axes = plt.subplots(1, 3, figsize=(15, 4), layout="constrained")
     for name, result in results:
         _draw_series(axes, result, label=f"{name} · {discipline(result.scenario)}", drops=False)
+    _series_limits(axes)
     axes[2].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     figure.suptitle(" vs ".join(name for name, _ in results))
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return figure
 
 
 def plot_fairness_vs_fair_share(
