@@ -107,7 +107,7 @@ def test_tcpsink_segments_match_ns2(variant, recovery, drops, timeouts):
     assert our_timeouts == ns2_timeouts
 
 
-@pytest.mark.parametrize("drops, timeouts", [([], 0), ([20], 0), ([60, 61, 62, 63, 64, 65], 1)])
+@pytest.mark.parametrize("drops, timeouts", [([], 0), ([20], 0), ([20, 22, 25], 1), ([60, 61, 62, 63, 64, 65], 1)])
 def test_delack_segments_match_ns2(drops, timeouts):
     ns2, ns2_timeouts = ns2_segments("Newreno", "TCPSink/DelAck", drops)
     assert ns2_timeouts == timeouts

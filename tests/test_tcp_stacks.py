@@ -34,7 +34,7 @@ NS3 = {
 NS2 = {
     "tcp.recovery": "newreno", "tcp.initial_window_pkts": 2, "tcp.ssthresh_from": "ns2", "tcp.fast_recovery": "ns2",
     "tcp.cwnd_growth": "ns2", "tcp.min_rto_ms": 200.0, "tcp.initial_rto_ms": 3000.0, "tcp.clock_granularity_ms": 10.0,
-    "tcp.rto_rule": "ns2", "tcp.timestamps": False, "tcp.overhead_max_ms": 0.0, "tcp.delayed_ack": False,
+    "tcp.rto_rule": "ns2", "tcp.ack_rule": "ns2", "tcp.timestamps": False, "tcp.overhead_max_ms": 0.0, "tcp.delayed_ack": False,
     "tcp.delayed_ack_ms": 100.0, "tcp.rwnd_bytes": 20 * 460,
 }
 NS2_SACK = {**{k: v for k, v in NS2.items() if k != "tcp.fast_recovery"}, "tcp.recovery": "sack"}

@@ -109,6 +109,7 @@ impl Stack {
             (Stack::Ns2, "initial_rto_ms") => 3000.0.into(), // rtxcur_init_
             (Stack::Ns2, "clock_granularity_ms") => 10.0.into(), // tcpTick_
             (Stack::Ns2, "rto_rule") => "ns2".into(),
+            (Stack::Ns2, "ack_rule") => "ns2".into(), // tcp-sink.cc:429 (DelAckSink::recv)
             (Stack::Ns2, "timestamps") => false.into(), // timestamps_
             (Stack::Ns2, "overhead_max_ms") => 0.0.into(), // overhead_
             // TCPSink ACKs every packet; TCPSink/DelAck's interval_ is 100 ms.
@@ -307,6 +308,10 @@ pub enum AckRule {
     /// one, and an old (duplicate) segment each make the next min(16, rwnd / 2 MSS) ACKs
     /// immediate.
     Linux,
+    /// ns-2 2.35's `TCPSink/DelAck` (tcp-sink.cc:429): as `rfc5681`, but a duplicate of the
+    /// highest in-order segment, arriving with no ACK held and nothing out of order, is held
+    /// like new data (its `seqno == acker_->Seqno()` test), not acknowledged at once.
+    Ns2,
 }
 
 /// The retransmission timeout's bound on SRTT and RTTVAR.

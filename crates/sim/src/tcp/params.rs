@@ -94,6 +94,8 @@ pub struct AckPolicy {
     pub ack_first_data: bool,
     /// Linux's quick-ACK mode: this many immediate ACKs when it starts (0: `ack_rule = "rfc5681"`).
     pub quick_acks: u8,
+    /// ns-2's DelAck sink holds a duplicate of the highest in-order segment (`ack_rule = "ns2"`).
+    pub hold_last_duplicate: bool,
 }
 
 /// When data may leave (`sender.rs`, `pacing.rs`).
@@ -178,9 +180,10 @@ impl TcpParams {
                 ack_first_data: c.ack_first_data,
                 // Linux tcp_incr_quickack: rcv_wnd / (2 rcv_mss), at least 2, at most TCP_MAX_QUICKACKS = 16.
                 quick_acks: match c.ack_rule {
-                    AckRule::Rfc5681 => 0,
+                    AckRule::Rfc5681 | AckRule::Ns2 => 0,
                     AckRule::Linux => (c.rwnd_bytes / (2 * mss)).clamp(2, 16) as u8,
                 },
+                hold_last_duplicate: c.ack_rule == AckRule::Ns2,
             },
             send: SendPolicy { pacing: c.pacing == Pacing::Linux, slow_start_after_idle: c.slow_start_after_idle },
             remedies: Remedies {

@@ -11,6 +11,16 @@ impl Endpoint {
             self.fin_offset = Opt64::some(end - 1);
         }
         if end <= self.rcv_nxt {
+            if let Some(delay) = p.acks.delayed_ack.filter(|_| {
+                p.acks.hold_last_duplicate && end == self.rcv_nxt && self.delack_at.get().is_none() && self.ooo.is_none()
+            }) {
+                // ns-2's DelAckSink (tcp-sink.cc:429) delays any packet whose seqno is the
+                // highest in order, so a copy of the last in-order segment is held like new
+                // data: the next segment or the timer acknowledges it.
+                self.unacked_segs += 1;
+                self.delack_at = Opt64::some(now + delay);
+                return;
+            }
             // A duplicate: tell the sender where we are (Linux also enters quick-ACK mode).
             self.quick_acks = self.quick_acks.max(p.acks.quick_acks);
             self.send_ack(now, p, out);
