@@ -24,13 +24,7 @@ if {$p(scheduler) != "Calendar"} { $ns use-scheduler $p(scheduler) }
 global defaultRNG
 $defaultRNG seed $p(seed)
 $ns rtproto Manual
-proc route {from to {default ""}} {
-    if {$default != ""} {
-        [$from get-module Manual] add-route-to-adj-node -default $to
-    } else {
-        [$from get-module Manual] add-route-to-adj-node $to
-    }
-}
+source [file join [file dirname [info script]] common.tcl]
 
 set r1 [$ns node]
 set r2 [$ns node]

@@ -19,14 +19,7 @@ global defaultRNG
 $defaultRNG seed $p(seed)
 # Manual routes: ns-2's static routing computes all pairs, which takes minutes at 1000 pairs.
 $ns rtproto Manual
-
-proc route {from to {default ""}} {
-    if {$default != ""} {
-        [$from get-module Manual] add-route-to-adj-node -default $to
-    } else {
-        [$from get-module Manual] add-route-to-adj-node $to
-    }
-}
+source [file join [file dirname [info script]] common.tcl]
 
 set r1 [$ns node]
 set r2 [$ns node]

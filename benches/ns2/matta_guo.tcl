@@ -25,13 +25,7 @@ $defaultRNG seed $p(seed)
 set path_rng [new RNG]
 $path_rng seed [expr {$p(seed) + 7}]
 $ns rtproto Manual
-proc route {from to {default ""}} {
-    if {$default != ""} {
-        [$from get-module Manual] add-route-to-adj-node -default $to
-    } else {
-        [$from get-module Manual] add-route-to-adj-node $to
-    }
-}
+source [file join [file dirname [info script]] common.tcl]
 
 # The TCP of every connection: p(variant) is "" for ns-2's Tahoe (Agent/TCP), else Reno or
 # Newreno. ns-2 of 2000 had no header-only first packet (syn_) and grew the window on the

@@ -25,13 +25,7 @@ set ns [new Simulator]
 global defaultRNG
 $defaultRNG seed $p(seed)
 $ns rtproto Manual
-proc route {from to {default ""}} {
-    if {$default != ""} {
-        [$from get-module Manual] add-route-to-adj-node -default $to
-    } else {
-        [$from get-module Manual] add-route-to-adj-node $to
-    }
-}
+source [file join [file dirname [info script]] common.tcl]
 
 if {$p(queue) == "DRR"} {
     Queue/DRR set buckets_ $p(drr_buckets)
