@@ -63,7 +63,7 @@ def test_every_link_has_its_marks_and_the_tables_their_schemas(fq_codel: Result)
 
 def test_fq_codel_counters_match_the_links_table(fq_codel: Result) -> None:
     c, link = _counters(fq_codel), _link(fq_codel)
-    assert set(name for name, _ in c) == {
+    assert {name for name, _ in c} == {
         "maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark", "drop_overmemory",
         "new_flows_len", "old_flows_len", "memory_used",
     }
