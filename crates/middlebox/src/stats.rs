@@ -486,6 +486,32 @@ mod tests {
     }
 
     #[test]
+    fn the_exit_tables_carry_marks_and_one_line_per_counter() {
+        let cfg = crate::config::BoxConfig::parse(r#"{"seed": 1,
+            "a_to_b": {"rate_bps": 10000000, "delay_ns": 0, "queue": {"kind": "cake", "diffserv": "besteffort"}},
+            "b_to_a": {"rate_bps": 10000000, "delay_ns": 0, "queue": {"kind": "droptail"}}}"#, "t").unwrap();
+        let mut links = cfg.build_links().unwrap();
+        for port in 0..3 {
+            links[0].queue.enqueue(pkt(port), Instant(0));
+        }
+        let rows = [LinkRow::of(DIRECTIONS[0], &mut links[0], Instant(0)), LinkRow::of(DIRECTIONS[1], &mut links[1], Instant(0))];
+        let links_csv = links_csv(&rows, 1);
+        let header: Vec<&str> = links_csv.lines().next().unwrap().split(',').collect();
+        let marked = header.iter().position(|c| *c == "marked_pkts").expect("a marked_pkts column");
+        assert!(links_csv.lines().skip(1).all(|l| l.split(',').nth(marked) == Some("0")), "{links_csv}");
+        // CAKE's one tin: 13 counters with their class; DropTail has none.
+        let counters = link_counters_csv(&rows);
+        let lines: Vec<&str> = counters.lines().collect();
+        assert_eq!(lines[0], "direction,counter,class,kind,value");
+        assert_eq!(lines.len(), 1 + 13);
+        assert!(lines[1..].iter().all(|l| l.starts_with("a_to_b,") && l.contains(",best_effort,")));
+        // Three 100-byte packets of three flows wait: 300 bytes, three sparse flows.
+        assert!(lines.contains(&"a_to_b,backlog,best_effort,level,300"), "{counters}");
+        assert!(lines.contains(&"a_to_b,sp_flows,best_effort,level,3"), "{counters}");
+        assert!(lines.contains(&"a_to_b,pkts,best_effort,total,0"), "{counters}");
+    }
+
+    #[test]
     fn idle_flows_expire() {
         let mut t = FlowTable::default();
         t.arrived(0, &pkt(1), &[], 0);
