@@ -116,3 +116,25 @@ def test_a_droptail_run_has_an_empty_typed_table_and_it_survives_a_write(tmp_pat
     back = Result.read(fq.write(tmp_path / "run"))
     assert back.link_counters.equals(fq.link_counters)
     assert _counters(back)[("perturbations", None)] == 0  # SFQ redraws its hash every 10 s: not in 8 s
+
+
+def test_the_testbed_reads_the_boxs_link_counters_under_the_simulators_link_names(tmp_path: Path) -> None:
+    from smallpipe.testbed.tables import _box_table
+
+    # As the box's link_counters_csv writes it: an empty class is the whole discipline.
+    (tmp_path / "link_counters.csv").write_text(
+        "direction,counter,class,kind,value\n"
+        "b_to_a,ecn_mark,,total,2\n"
+        "b_to_a,pkts,best_effort,total,5\n"
+        "a_to_b,memory_used,,level,3000\n"
+    )
+    table = _box_table(tmp_path / "link_counters.csv", LINK_COUNTERS_SCHEMA, "link")
+    assert table.schema == LINK_COUNTERS_SCHEMA
+    assert table.rows() == [
+        ("bottleneck", "ecn_mark", None, "total", 2),
+        ("bottleneck", "pkts", "best_effort", "total", 5),
+        ("bottleneck_reverse", "memory_used", None, "level", 3000),
+    ]
+    # A box whose directions are both DropTail writes the header alone.
+    (tmp_path / "empty.csv").write_text("direction,counter,class,kind,value\n")
+    assert _box_table(tmp_path / "empty.csv", LINK_COUNTERS_SCHEMA, "link").height == 0
