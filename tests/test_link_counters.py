@@ -138,3 +138,45 @@ def test_the_testbed_reads_the_boxs_link_counters_under_the_simulators_link_name
     # A box whose directions are both DropTail writes the header alone.
     (tmp_path / "empty.csv").write_text("direction,counter,class,kind,value\n")
     assert _box_table(tmp_path / "empty.csv", LINK_COUNTERS_SCHEMA, "link").height == 0
+
+
+SWEEP = """
+[base]
+seed = 1
+duration_s = 5.0
+slice_s = 1.0
+
+[base.link]
+rate_bps = 1_000_000
+delay_ms = 1.0
+queue = { kind = "fq_codel", limit_pkts = 20 }
+
+[base.tcp]
+packet_size_bytes = 500
+
+[[base.flows]]
+count = 6
+app = "bulk"
+rtt_ms = 100.0
+
+[grid]
+seed = [1, 2]
+"""
+
+
+def test_a_sweeps_store_has_a_link_counters_view_that_agrees_with_its_links_view(tmp_path: Path) -> None:
+    import duckdb
+    from smallpipe.sweep import load_grid, run_sweep
+
+    (tmp_path / "grid.toml").write_text(SWEEP)
+    db = tmp_path / "s.duckdb"
+    outcome = run_sweep(load_grid(tmp_path / "grid.toml"), db, run_root=tmp_path / "runs", workers=0)
+    assert (outcome.ok, outcome.error) == (2, 0)
+    with duckdb.connect(str(db), read_only=True) as connection:
+        joined = connection.sql(
+            "SELECT c.point_id, c.value AS drop_overlimit, l.drop_flow_limit FROM link_counters c "
+            "JOIN links l ON l.point_id = c.point_id AND l.name = c.link "
+            "WHERE c.counter = 'drop_overlimit'"
+        ).pl()
+    assert joined.height == 2
+    assert (joined.get_column("drop_overlimit") == joined.get_column("drop_flow_limit")).all()
