@@ -76,7 +76,8 @@ def simulate(
             the returned tables.
 
     Returns:
-        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "queue_states", "trace",
+        ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "link_counters",
+        "queue_states", "trace",
         "flow_series", "link_series", "events"}``, each a dict of equal-length column lists,
         ``"pcap"`` (bytes, or None), and ``"meta"``, a dict of scalars:
 
@@ -98,9 +99,14 @@ def simulate(
         - links: ``name``, ``rate_bps``, ``tx_pkts``, ``tx_bytes``, ``utilization``,
           ``arrived_pkts``, ``dropped_pkts``, ``drop_overlimit``, ``drop_early``,
           ``drop_flow_limit``, ``drop_admission``, ``drop_size_policy``,
-          ``drop_link_loss``, ``drop_ack_filter``, ``loss_rate``, ``mean_backlog_pkts``,
+          ``drop_link_loss``, ``drop_ack_filter``, ``marked_pkts`` (CE marks),
+          ``loss_rate``, ``mean_backlog_pkts``,
           ``mean_queue_delay_ms``, ``size_aware_mean_target_pkts_per_rtt`` (the
           size-aware discipline's target averaged over the run; None for others).
+        - link_counters (each link's discipline's own counters at the end, ``tc -s``
+          style): ``link``, ``counter``, ``class`` (CAKE's tin, TAQ's queue, ...; None for
+          the whole discipline), ``kind`` (``"total"`` since the start or ``"level"``
+          now), ``value``.
         - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,
           ``response_ns`` (None when not acknowledged before the end).
         - progress (flows with ``record_progress``): ``flow_id``, ``packets``,

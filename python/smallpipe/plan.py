@@ -26,7 +26,7 @@ __all__ = ["PILOT_WALL_S", "Pilot", "PilotInterrupted", "RunPlan", "WorkEstimate
 PILOT_WALL_S = 1.0
 """Wall time the pilot simulates for before it is stopped."""
 
-PER_RUN_TABLES = frozenset({"units", "links", "queue_delays"})
+PER_RUN_TABLES = frozenset({"units", "links", "queue_delays", "link_counters"})
 """Tables whose size does not grow with the simulated time (one row per unit, link or
 delay bucket); the others are extrapolated in proportion to it."""
 

@@ -35,6 +35,7 @@ __all__ = [
     "FLOW_DELAY_HIST_SCHEMA",
     "FLOW_SERIES_SCHEMA",
     "LINKS_SCHEMA",
+    "LINK_COUNTERS_SCHEMA",
     "LINK_SERIES_SCHEMA",
     "PROGRESS_SCHEMA",
     "QUEUE_STATES_SCHEMA",
@@ -114,6 +115,7 @@ LINKS_SCHEMA = pl.Schema(
         "drop_size_policy": pl.Int64,
         "drop_link_loss": pl.Int64,
         "drop_ack_filter": pl.Int64,
+        "marked_pkts": pl.Int64,
         "loss_rate": pl.Float64,
         "mean_backlog_pkts": pl.Float64,
         "mean_queue_delay_ms": pl.Float64,
@@ -124,7 +126,17 @@ LINKS_SCHEMA = pl.Schema(
     }
 )
 """One row per link direction (``"bottleneck"``, ``"bottleneck_reverse"``, ...). Queueing
-delays are those of departed packets, quantiles to 1%."""
+delays are those of departed packets, quantiles to 1%. ``marked_pkts``: packets the
+discipline marked CE instead of dropping (0 for a discipline without ECN)."""
+
+LINK_COUNTERS_SCHEMA = pl.Schema(
+    {"link": pl.String, "counter": pl.String, "class": pl.String, "kind": pl.String, "value": pl.Int64}
+)
+"""Each link's discipline's own counters at the run's end, as ``tc -s qdisc`` prints them
+(FQ-CoDel's ``new_flow_count``, ``ecn_mark``; RED's ``early``, ``pdrop``, ``marked``; CAKE's per
+tin ``pkts``, ``drops``, ``marks``; ...): one row per link and counter, ``class`` the tin or
+queue it belongs to (null: the whole discipline), ``kind`` ``"total"`` (a count since the
+start) or ``"level"`` (a value now). Names and meanings: each discipline's page in docs/ (its "Counters" list)."""
 
 QUEUE_DELAYS_SCHEMA = pl.Schema({"link": pl.String, "delay_ns": pl.Int64, "packets": pl.Int64})
 """The queueing-delay distribution per link: packets whose delay fell in a bucket whose
@@ -273,6 +285,7 @@ _TABLES = {
     "bursts": BURSTS_SCHEMA,
     "progress": PROGRESS_SCHEMA,
     "queue_delays": QUEUE_DELAYS_SCHEMA,
+    "link_counters": LINK_COUNTERS_SCHEMA,
     "queue_states": QUEUE_STATES_SCHEMA,
     "trace": TRACE_SCHEMA,
     "sender_epochs": SENDER_EPOCHS_SCHEMA,
@@ -290,7 +303,7 @@ PCAP_FILE = "bottleneck.pcap"
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: ten tables, run metadata and the scenario that made it, and
+    """The output of one run: eleven tables, run metadata and the scenario that made it, and
     with the scenario's ``[trace]`` table up to five more and a pcap (docs/scenario.md); with
     ``trace.flow_delays`` the ``flows`` table also has the ``FLOW_DELAY_COLUMNS``.
 
@@ -330,6 +343,8 @@ class Result:
     events: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EVENTS_SCHEMA))
     flow_delays: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_DELAYS_SCHEMA))
     flow_delay_hist: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_DELAY_HIST_SCHEMA))
+    link_counters: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LINK_COUNTERS_SCHEMA))
+    """Each link's discipline's own counters (:data:`LINK_COUNTERS_SCHEMA`)."""
     pcap: bytes | None = None
     """A pcap (nanosecond timestamps, Ethernet) of both bottleneck directions, with ``trace.pcap``."""
     stream_dir: Path | None = None
@@ -367,7 +382,8 @@ class Result:
         """Write the run to ``directory`` (created if needed) and return its path.
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
-        ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``queue_states.parquet``,
+        ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``link_counters.parquet``,
+        ``queue_states.parquet``,
         ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` (with ``scenario``, the
         canonical scenario as simulated) and ``scenario.json`` (the same, from which
         :meth:`read` rebuilds the :class:`Scenario`); with a

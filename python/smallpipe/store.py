@@ -44,7 +44,7 @@ __all__ = [
     "record_points",
 ]
 
-RESULT_TABLES = ("flows", "slices", "links", "bursts", "queue_delays")
+RESULT_TABLES = ("flows", "slices", "links", "bursts", "queue_delays", "link_counters")
 """Per-point tables written as Parquet and exposed as views."""
 
 SUMMARY_COLUMNS: dict[str, tuple[str, str]] = {

@@ -17,7 +17,7 @@ pub mod time;
 
 pub use error::ConfigError;
 pub use packet::{FlowKey, Packet, SackBlock, TcpFlags};
-pub use qdisc::{Accounted, AnyQdisc, Cx, Qdisc, QdiscConfig};
+pub use qdisc::{Accounted, AnyQdisc, CounterKind, Cx, Qdisc, QdiscConfig, QdiscCounter};
 pub use rng::Rng;
 pub use stats::{DropReason, MarkReason, QdiscStats};
 pub use time::{Duration, Instant};

@@ -288,6 +288,7 @@ fn write_replay(out: &std::path::Path, r: &mut Replay, end: Instant, inputs: &[s
     let no_lateness = hdrhistogram::Histogram::new(3).expect("constant precision is valid");
     let snap = Snapshot::take(end, &mut r.links, &r.stats, &r.flows, &no_lateness, 0, &r.queue_states);
     std::fs::write(out.join("links.csv"), stats::links_csv(&snap.links, end.as_nanos()))?;
+    std::fs::write(out.join("link_counters.csv"), stats::link_counters_csv(&snap.links))?;
     std::fs::write(out.join("queue_states.csv"), stats::queue_states_csv(&r.queue_states))?;
     std::fs::write(out.join("link_slices.csv"), stats::link_slices_csv(&r.link_slices))?;
     let flow = |k: &smallpipe_core::FlowKey| format!("{},{},{},{}", std::net::Ipv4Addr::from(k.src_ip), k.src_port,
@@ -331,6 +332,7 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
     std::fs::create_dir_all(out)?;
     let snap = dp.snapshot(end);
     std::fs::write(out.join("links.csv"), stats::links_csv(&snap.links, end.as_nanos()))?;
+    std::fs::write(out.join("link_counters.csv"), stats::link_counters_csv(&snap.links))?;
     std::fs::write(out.join("queue_states.csv"), stats::queue_states_csv(&dp.queue_states))?;
     std::fs::write(out.join("lateness.csv"), stats::lateness_csv(&dp.lateness_ns))?;
     std::fs::write(out.join("link_slices.csv"), stats::link_slices_csv(&dp.link_slices))?;

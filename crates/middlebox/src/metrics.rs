@@ -10,7 +10,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
-use smallpipe_core::DropReason;
+use smallpipe_core::{CounterKind, DropReason, MarkReason};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,6 +35,9 @@ pub fn render(s: &Snapshot) -> String {
     let q_pkts = counter_family(&mut reg, "queue_packets", "Packets by queue event (arrived, departed) per direction");
     let q_bytes = counter_family(&mut reg, "queue_bytes", "IP bytes by queue event (arrived, departed) per direction");
     let q_drops = counter_family(&mut reg, "queue_dropped_packets", "Packets dropped by the discipline or the link, by reason");
+    let q_marks = counter_family(&mut reg, "queue_marked_packets", "Packets the discipline marked CE instead of dropping, by reason");
+    let qdisc_totals = counter_family(&mut reg, "qdisc", "The discipline's own counts since the start (tc -s names), by counter and class");
+    let qdisc_levels = gauge_family(&mut reg, "qdisc_level", "The discipline's own values now (tc -s names), by counter and class");
     let q_gauge = gauge_family(&mut reg, "queue", "Queue state now: backlog, in-flight packets, tracked flows, delay quantiles");
     let flow_pkts = counter_family(&mut reg, "flow_packets", "Per-flow packets by event (arrived, delivered, dropped)");
     let flow_bytes = counter_family(&mut reg, "flow_bytes", "Per-flow IP bytes by event (arrived, delivered)");
@@ -62,6 +65,23 @@ pub fn render(s: &Snapshot) -> String {
         q_bytes.get_or_create(&with("event", "departed")).inc_by(l.stats.departed_bytes);
         for r in DropReason::ALL {
             q_drops.get_or_create(&with("reason", r.name())).inc_by(l.stats.dropped(r));
+        }
+        for r in MarkReason::ALL {
+            q_marks.get_or_create(&with("reason", r.name())).inc_by(l.stats.marked(r));
+        }
+        for c in &l.counters {
+            let mut labels = with("counter", c.name);
+            if let Some(class) = c.class {
+                labels.push(("class", class.to_string()));
+            }
+            match c.kind {
+                CounterKind::Total => {
+                    qdisc_totals.get_or_create(&labels).inc_by(c.value);
+                }
+                CounterKind::Level => {
+                    qdisc_levels.get_or_create(&labels).set(c.value as f64);
+                }
+            }
         }
         for (what, v) in [
             ("backlog_pkts", l.backlog_pkts as f64),
@@ -271,6 +291,56 @@ mod tests {
         let a_to_b: Vec<f64> = l.iter().filter(|l| l.contains("a_to_b")).map(|l| l.rsplit(' ').next().unwrap().parse().unwrap()).collect();
         assert_eq!(a_to_b.len(), 4);
         assert!(a_to_b.iter().all(|v| (v - 2.0).abs() <= 0.02), "{a_to_b:?}");
+    }
+
+    /// The value of the one line of `text` that starts with `series` (name and labels).
+    fn value_of(text: &str, series: &str) -> f64 {
+        let hits: Vec<&str> = text.lines().filter(|l| l.starts_with(series) && l[series.len()..].starts_with(' ')).collect();
+        assert_eq!(hits.len(), 1, "{series}: {hits:?}");
+        hits[0].rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn the_disciplines_own_counters_and_ecn_marks_are_exported() {
+        let cfg = BoxConfig::parse(r#"{"seed": 1,
+            "a_to_b": {"rate_bps": 10000000, "delay_ns": 10000000, "queue": {"kind": "fq_codel"}},
+            "b_to_a": {"rate_bps": 10000000, "delay_ns": 10000000, "queue": {"kind": "taq"}}}"#, "t").unwrap();
+        let mut links = cfg.build_links().unwrap();
+        // One ECN-capable flow, two 1000-byte arrivals and one departure per ms for 250 ms:
+        // the sojourn of the packet sent at t ms is about t/2 ms, above CoDel's 5 ms target
+        // from t = 9 ms, so CoDel (interval 100 ms) first acts at 109 ms and next at 209 ms
+        // (interval/√1 after it leaves its dropping state, as RFC 8289): two CE marks. The
+        // queue never empties, so its flow became active once; 250 packets are left.
+        let ms = 1_000_000;
+        let q = &mut links[0].queue;
+        for t in 0..250u64 {
+            for _ in 0..2 {
+                let flow = FlowKey { src_ip: 1, dst_ip: 2, src_port: 3, dst_port: 4, proto: 6 };
+                q.enqueue(Packet { flow, ip_len_bytes: 1000, ecn: smallpipe_core::packet::Ecn::Ect, ..Default::default() }, Instant(t * ms));
+            }
+            q.dequeue(Instant(t * ms));
+        }
+        let t = FlowTable::with_config(&MetricsConfig::default());
+        let lateness = hdrhistogram::Histogram::new(3).unwrap();
+        let snap = Snapshot::take(Instant(250 * ms), &mut links, &Default::default(), &t, &lateness, 0, &[]);
+        let text = render(&snap);
+        let a = |name: &str, counter: &str| format!("smallpipe_box_{name}{{direction=\"a_to_b\",counter=\"{counter}\"}}");
+        assert_eq!(value_of(&text, "smallpipe_box_queue_marked_packets_total{direction=\"a_to_b\",reason=\"early\"}"), 2.0);
+        assert_eq!(value_of(&text, "smallpipe_box_queue_marked_packets_total{direction=\"b_to_a\",reason=\"early\"}"), 0.0);
+        assert_eq!(value_of(&text, &a("qdisc_total", "ecn_mark")), 2.0);
+        assert_eq!(value_of(&text, &a("qdisc_total", "new_flow_count")), 1.0);
+        assert_eq!(value_of(&text, &a("qdisc_total", "drop_overlimit")), 0.0);
+        assert_eq!(value_of(&text, &a("qdisc_level", "maxpacket")), 1000.0);
+        assert_eq!(value_of(&text, &a("qdisc_level", "memory_used")), 250_000.0);
+        assert_eq!(value_of(&text, &a("qdisc_level", "new_flows_len")) + value_of(&text, &a("qdisc_level", "old_flows_len")), 1.0);
+        // Totals are Prometheus counters, levels gauges: FQ-CoDel's 4 and 4.
+        let series = |name: &str, dir: &str| text.lines().filter(|l| l.starts_with(name) && l.contains(&format!("direction=\"{dir}\""))).count();
+        assert_eq!((series("smallpipe_box_qdisc_total{", "a_to_b"), series("smallpipe_box_qdisc_level{", "a_to_b")), (4, 4));
+        assert!(text.contains("# TYPE smallpipe_box_qdisc counter") && text.contains("# TYPE smallpipe_box_qdisc_level gauge"));
+        // A class-wise counter carries its class: TAQ's queues (7 queues × 3 totals + 4
+        // predictions + 8 totals; 7 queue levels + 4 levels), all zero with nothing sent.
+        assert_eq!(value_of(&text, "smallpipe_box_qdisc_level{direction=\"b_to_a\",counter=\"queued\",class=\"new_flow\"}"), 0.0);
+        assert_eq!((series("smallpipe_box_qdisc_total{", "b_to_a"), series("smallpipe_box_qdisc_level{", "b_to_a")), (7 * 3 + 4 + 8, 7 + 4));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::delay_window::DelayWindow;
 use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 use smallpipe_core::qdisc::taq::{TaqQueue, TaqState};
-use smallpipe_core::{AnyQdisc, DropReason, FlowKey, Instant, Packet, QdiscStats};
+use smallpipe_core::{AnyQdisc, DropReason, FlowKey, Instant, Packet, QdiscCounter, QdiscStats};
 use std::fmt::Write as _;
 
 pub const DIRECTIONS: [&str; 2] = ["a_to_b", "b_to_a"];
@@ -273,6 +273,8 @@ pub struct LinkRow {
     pub queue_delay_p50_ms: f64,
     pub queue_delay_p99_ms: f64,
     pub queue_delay_max_ms: f64,
+    /// The discipline's own counters (`tc -s`'s extra statistics).
+    pub counters: Vec<QdiscCounter>,
 }
 
 impl LinkRow {
@@ -296,6 +298,7 @@ impl LinkRow {
             queue_delay_p50_ms: q_ms(0.5),
             queue_delay_p99_ms: q_ms(0.99),
             queue_delay_max_ms: hist.map_or(0.0, |h| h.max() as f64 / 1e6),
+            counters: l.queue.counters(),
         }
     }
 }
@@ -378,7 +381,7 @@ pub fn links_csv(rows: &[LinkRow], duration_ns: u64) -> String {
     for r in DropReason::ALL {
         write!(s, ",drop_{}", r.name()).unwrap();
     }
-    s.push_str(",loss_rate,mean_backlog_pkts,mean_queue_delay_ms,queue_delay_p50_ms,queue_delay_p99_ms,queue_delay_max_ms\n");
+    s.push_str(",marked_pkts,loss_rate,mean_backlog_pkts,mean_queue_delay_ms,queue_delay_p50_ms,queue_delay_p99_ms,queue_delay_max_ms\n");
     for l in rows {
         let st = &l.stats;
         let util = if duration_ns == 0 { 0.0 } else { (l.tx_bytes * 8) as f64 / (l.rate_bps as f64 * duration_ns as f64 * 1e-9) };
@@ -389,8 +392,20 @@ pub fn links_csv(rows: &[LinkRow], duration_ns: u64) -> String {
         for r in DropReason::ALL {
             write!(s, ",{}", st.dropped(r)).unwrap();
         }
-        writeln!(s, ",{loss},{},{},{},{},{}", l.mean_backlog_pkts, l.mean_queue_delay_ms, l.queue_delay_p50_ms,
+        writeln!(s, ",{},{loss},{},{},{},{},{}", st.marked.total_pkts(), l.mean_backlog_pkts, l.mean_queue_delay_ms, l.queue_delay_p50_ms,
                  l.queue_delay_p99_ms, l.queue_delay_max_ms).unwrap();
+    }
+    s
+}
+
+/// Each direction's discipline counters: one line per counter (`class` empty for the whole
+/// discipline), the simulator's `link_counters` table with `direction` for its link.
+pub fn link_counters_csv(rows: &[LinkRow]) -> String {
+    let mut s = String::from("direction,counter,class,kind,value\n");
+    for l in rows {
+        for c in &l.counters {
+            writeln!(s, "{},{},{},{},{}", l.direction, c.name, c.class.unwrap_or(""), c.kind.name(), c.value).unwrap();
+        }
     }
     s
 }
@@ -468,6 +483,32 @@ mod tests {
         // All of them came from one client host: one host entry carries all the arrivals.
         assert_eq!(t.hosts.len(), 1);
         assert_eq!(t.hosts.values().next().unwrap().counters.arrived_pkts, 66);
+    }
+
+    #[test]
+    fn the_exit_tables_carry_marks_and_one_line_per_counter() {
+        let cfg = crate::config::BoxConfig::parse(r#"{"seed": 1,
+            "a_to_b": {"rate_bps": 10000000, "delay_ns": 0, "queue": {"kind": "cake", "diffserv": "besteffort"}},
+            "b_to_a": {"rate_bps": 10000000, "delay_ns": 0, "queue": {"kind": "droptail"}}}"#, "t").unwrap();
+        let mut links = cfg.build_links().unwrap();
+        for port in 0..3 {
+            links[0].queue.enqueue(pkt(port), Instant(0));
+        }
+        let rows = [LinkRow::of(DIRECTIONS[0], &mut links[0], Instant(0)), LinkRow::of(DIRECTIONS[1], &mut links[1], Instant(0))];
+        let links_csv = links_csv(&rows, 1);
+        let header: Vec<&str> = links_csv.lines().next().unwrap().split(',').collect();
+        let marked = header.iter().position(|c| *c == "marked_pkts").expect("a marked_pkts column");
+        assert!(links_csv.lines().skip(1).all(|l| l.split(',').nth(marked) == Some("0")), "{links_csv}");
+        // CAKE's one tin: 13 counters with their class; DropTail has none.
+        let counters = link_counters_csv(&rows);
+        let lines: Vec<&str> = counters.lines().collect();
+        assert_eq!(lines[0], "direction,counter,class,kind,value");
+        assert_eq!(lines.len(), 1 + 13);
+        assert!(lines[1..].iter().all(|l| l.starts_with("a_to_b,") && l.contains(",best_effort,")));
+        // Three 100-byte packets of three flows wait: 300 bytes, three sparse flows.
+        assert!(lines.contains(&"a_to_b,backlog,best_effort,level,300"), "{counters}");
+        assert!(lines.contains(&"a_to_b,sp_flows,best_effort,level,3"), "{counters}");
+        assert!(lines.contains(&"a_to_b,pkts,best_effort,total,0"), "{counters}");
     }
 
     #[test]

@@ -83,6 +83,7 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
         let col = format!("drop_{}", reason.name());
         links.set_item(col, l.iter().map(|x| x.drops_by_reason[reason as usize]).collect::<Vec<_>>())?;
     }
+    links.set_item("marked_pkts", l.iter().map(|x| x.marked_pkts).collect::<Vec<_>>())?;
     links.set_item("loss_rate", l.iter().map(|x| x.loss_rate).collect::<Vec<_>>())?;
     links.set_item("mean_backlog_pkts", l.iter().map(|x| x.mean_backlog_pkts).collect::<Vec<_>>())?;
     links.set_item("mean_queue_delay_ms", l.iter().map(|x| x.mean_queue_delay_ms).collect::<Vec<_>>())?;
@@ -102,6 +103,15 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     delays.set_item("delay_ns", delay_ns)?;
     delays.set_item("packets", counts)?;
     out.set_item("queue_delays", delays)?;
+
+    let counters = PyDict::new(py);
+    let rows: Vec<_> = l.iter().flat_map(|x| x.counters.iter().map(move |c| (x.name.as_str(), c))).collect();
+    counters.set_item("link", rows.iter().map(|(name, _)| *name).collect::<Vec<_>>())?;
+    counters.set_item("counter", rows.iter().map(|(_, c)| c.name).collect::<Vec<_>>())?;
+    counters.set_item("class", rows.iter().map(|(_, c)| c.class).collect::<Vec<_>>())?;
+    counters.set_item("kind", rows.iter().map(|(_, c)| c.kind.name()).collect::<Vec<_>>())?;
+    counters.set_item("value", rows.iter().map(|(_, c)| c.value).collect::<Vec<_>>())?;
+    out.set_item("link_counters", counters)?;
 
     let states = PyDict::new(py);
     let q = &r.queue_states;

@@ -3,7 +3,7 @@
 
 use crate::config::AppKind;
 use crate::link::Link;
-use smallpipe_core::{AnyQdisc, DropReason, Instant};
+use smallpipe_core::{AnyQdisc, DropReason, Instant, QdiscCounter};
 use smallvec::SmallVec;
 
 /// A flow's delivered bytes per slice. Most flows span one or two slices, and those need no
@@ -79,6 +79,8 @@ pub struct LinkRow {
     pub arrived_pkts: u64,
     pub dropped_pkts: u64,
     pub drops_by_reason: [u64; DropReason::COUNT],
+    /// Packets the discipline marked CE instead of dropping (every discipline; 0 without ECN).
+    pub marked_pkts: u64,
     pub loss_rate: f64,
     pub mean_backlog_pkts: f64,
     pub mean_queue_delay_ms: f64,
@@ -91,6 +93,8 @@ pub struct LinkRow {
     /// Size-aware dropping: its target throughput (packets per RTT_an) averaged over the
     /// run's update instants; `None` for other disciplines.
     pub size_aware_mean_target_pkts_per_rtt: Option<f64>,
+    /// The discipline's own counters at the run's end (`tc -s`'s extra statistics).
+    pub counters: Vec<QdiscCounter>,
 }
 
 impl LinkRow {
@@ -109,6 +113,7 @@ impl LinkRow {
             arrived_pkts: stats.arrived_pkts,
             dropped_pkts: dropped,
             drops_by_reason: stats.dropped_pkts,
+            marked_pkts: stats.marked.total_pkts(),
             loss_rate: if stats.arrived_pkts == 0 { 0.0 } else { dropped as f64 / stats.arrived_pkts as f64 },
             mean_backlog_pkts,
             mean_queue_delay_ms: l.queue.mean_sojourn_ns() / 1e6,
@@ -122,6 +127,7 @@ impl LinkRow {
                 AnyQdisc::SizeAware(q) => Some(q.mean_target_pkts_per_rtt()),
                 _ => None,
             },
+            counters: l.queue.counters(),
         }
     }
 }

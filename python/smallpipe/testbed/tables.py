@@ -20,6 +20,7 @@ import polars as pl
 from smallpipe.result import (
     BURSTS_SCHEMA,
     FLOWS_SCHEMA,
+    LINK_COUNTERS_SCHEMA,
     LINKS_SCHEMA,
     PROGRESS_SCHEMA,
     QUEUE_DELAYS_SCHEMA,
@@ -172,6 +173,7 @@ def to_result(scenario: Scenario, units: list[dict[str, Any]], workdir: Path, me
         trace=pl.DataFrame(schema=TRACE_SCHEMA),
         sender_epochs=pl.DataFrame(schema=SENDER_EPOCHS_SCHEMA),
         queue_states=_box_table(workdir / "box" / "queue_states.csv", QUEUE_STATES_SCHEMA, "link"),
+        link_counters=_box_table(workdir / "box" / "link_counters.csv", LINK_COUNTERS_SCHEMA, "link"),
         meta=meta,
         scenario=scenario,
     )

@@ -3,7 +3,7 @@
 //! distribution of queueing delays, and (in debug builds) asserts
 //! `arrived = departed + dropped + backlog` after every call.
 
-use super::{Cx, Qdisc};
+use super::{Cx, Qdisc, QdiscCounter};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::stats::{DropReason, QdiscStats};
@@ -158,6 +158,12 @@ impl<Q: Qdisc> Accounted<Q> {
     }
     pub fn inner(&self) -> &Q {
         &self.inner
+    }
+    /// The discipline's own counters ([`Qdisc::counters`]).
+    pub fn counters(&self) -> Vec<QdiscCounter> {
+        let mut out = Vec::new();
+        self.inner.counters(&mut out);
+        out
     }
     pub fn len_pkts(&self) -> usize {
         self.inner.len_pkts()

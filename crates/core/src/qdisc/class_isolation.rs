@@ -33,6 +33,9 @@
 //! Drops: each class's own reasons (`overlimit` when its buffer is full, `early` for RED).
 //! [`ClassIsolation::class_stats`] counts arrivals, drops and service per class.
 //!
+//! Counters ([`Qdisc::counters`]), per class (`short`, `long`): `arrived`, `dropped`,
+//! `served_pkts`, `served_bytes` (totals) and `queued` (packets now, a level).
+//!
 //! Trade-offs and limits: a flow reclassified from short to long mid-transfer (`lifetime`)
 //! may have packets in both queues, and the long queue may send its later packets first
 //! (reordering), as the paper's lifetime-based routing also would. Under a flood of new
@@ -40,7 +43,7 @@
 //! as short. The weights are fixed (the paper leaves dynamic allocation to future work).
 
 use super::parts::{ShortBy, ShortClassifier};
-use super::{Cx, DropTail, DropTailConfig, Qdisc, Red, RedConfig};
+use super::{Cx, DropTail, DropTailConfig, Qdisc, QdiscCounter, Red, RedConfig};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use serde::{Deserialize, Serialize};
@@ -289,6 +292,21 @@ impl Qdisc for ClassIsolation {
     fn flow_table_len(&self) -> usize {
         self.classifier.table_len()
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        for (c, class) in [(SHORT, "short"), (LONG, "long")] {
+            let s = &self.stats[c];
+            out.extend(
+                [
+                    QdiscCounter::total("arrived", s.arrived_pkts),
+                    QdiscCounter::total("dropped", s.dropped_pkts),
+                    QdiscCounter::total("served_pkts", s.served_pkts),
+                    QdiscCounter::total("served_bytes", s.served_bytes),
+                    QdiscCounter::level("queued", self.classes[c].len_pkts() as u64),
+                ]
+                .map(|x| x.of(class)),
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -466,6 +484,12 @@ mod tests {
             prop_assert_eq!(arrived, q.stats().arrived_pkts);
             prop_assert_eq!(st[SHORT].dropped_pkts + st[LONG].dropped_pkts, q.stats().total_dropped_pkts());
             prop_assert_eq!(st[SHORT].served_pkts + st[LONG].served_pkts, q.stats().departed_pkts);
+            let counters = q.counters();
+            let sum = |name: &str| counters.iter().filter(|c| c.name == name).map(|c| c.value).sum::<u64>();
+            prop_assert_eq!(sum("arrived"), q.stats().arrived_pkts);
+            prop_assert_eq!(sum("dropped"), q.stats().total_dropped_pkts());
+            prop_assert_eq!(sum("served_bytes"), q.stats().departed_bytes);
+            prop_assert_eq!(sum("queued"), q.len_pkts() as u64);
         }
     }
 }

@@ -41,6 +41,9 @@
 //! Drops: all are `flow_limit` (longest-queue push-out); FQ never refuses an arrival for
 //! any other reason.
 //!
+//! Counters ([`Qdisc::counters`]): `flows` (queues in the round now, a level) and
+//! `flow_evictions` (idle entries evicted from the exact table, a total; 0 when hashed).
+//!
 //! Trade-offs and limits: longest is measured in packets, consistent with a packet limit;
 //! a flow of small packets (ACKs) can be "longest" while holding few bytes. No AQM within
 //! queues (see FQ-CoDel for that). `flow_table_len` is the number of queues in use
@@ -49,7 +52,7 @@
 use super::parts::hash::{bucket, flow_hash};
 use super::parts::{BoundedTable, DrrRound, FlowQueues};
 use super::ns2::{Ns2DrrKnobs, QueueVariant};
-use super::{only_with_ns2, AnyQdisc, Cx, Qdisc};
+use super::{only_with_ns2, AnyQdisc, Cx, Qdisc, QdiscCounter};
 use crate::error::ConfigError;
 use crate::packet::{FlowKey, Packet};
 use crate::stats::DropReason;
@@ -214,6 +217,12 @@ impl Qdisc for Fq {
     fn flow_table_len(&self) -> usize {
         self.table.as_ref().map_or(self.cfg.buckets as usize, |t| t.len())
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        out.extend([
+            QdiscCounter::level("flows", self.drr.scheduled_len() as u64),
+            QdiscCounter::total("flow_evictions", self.evictions()),
+        ]);
+    }
 }
 
 #[cfg(test)]
@@ -283,6 +292,9 @@ mod tests {
             assert!(q.inner().flow_table_len() <= 16);
         }
         assert_eq!(q.inner().evictions(), 5000 - 16);
+        // Each packet left at once, and a queue that a dequeue empties leaves the round.
+        let counters: Vec<(&str, u64)> = q.counters().iter().map(|c| (c.name, c.value)).collect();
+        assert_eq!(counters, [("flows", 0), ("flow_evictions", 5000 - 16)]);
     }
 
     #[test]

@@ -43,13 +43,23 @@
 //! lists are the shared part `parts::drr`; the per-queue CoDel state and the batch head
 //! drop are FQ-CoDel's.
 //!
+//! Counters ([`Qdisc::counters`], as Linux `tc -s qdisc` prints `tc_fq_codel_qd_stats`):
+//! `maxpacket` (largest packet CoDel has dequeued, bytes; a level), `drop_overlimit`
+//! (packets dropped from the fattest queue because the buffer exceeded `limit_pkts` or
+//! `memory_limit_bytes`), `drop_overmemory` (of those, the ones dropped while the byte limit
+//! was exceeded), `new_flow_count` (times a queue became active and joined the new list),
+//! `ecn_mark` (packets CoDel marked CE instead of dropping), `new_flows_len` and
+//! `old_flows_len` (queues on each list now) and `memory_used` (bytes queued now; IP
+//! bytes, where Linux counts buffer truesize). CoDel's own drops are the `early` drops of
+//! the common counters.
+//!
 //! Trade-offs and limits: hashing means colliding flows share a queue (1024 queues, so
 //! with a few hundred flows some collide); the new-flow boost is a heuristic any flow can
 //! earn by pausing; the CE-threshold option of Linux is not implemented.
 
 use super::parts::hash::{bucket, flow_hash};
 use super::parts::{DrrRound, FlowQueues};
-use super::{Cx, Qdisc};
+use super::{Cx, Qdisc, QdiscCounter};
 use crate::aqm::codel::{codel_dequeue, CodelParams, CodelQueue, CodelStats, CodelVars};
 use crate::error::ConfigError;
 use crate::packet::Packet;
@@ -134,6 +144,7 @@ impl FqCodelConfig {
             salt: None,
             codel_stats: CodelStats::default(),
             overflow_drops: 0,
+            overmemory_drops: 0,
             new_flow_count: 0,
         })
     }
@@ -152,6 +163,8 @@ pub struct FqCodel {
     salt: Option<u64>,
     codel_stats: CodelStats,
     overflow_drops: u64,
+    /// Of `overflow_drops`, those made while the byte limit was exceeded.
+    overmemory_drops: u64,
     new_flow_count: u64,
 }
 
@@ -192,6 +205,7 @@ impl FqCodel {
     /// once half its backlog is gone, and add the number dropped to its CoDel count
     /// (Linux `fq_codel_drop`: "tell codel to increase its signal strength").
     fn drop_from_fattest(&mut self, cx: &mut Cx) {
+        let over_memory = self.queues.backlog_bytes() > self.cfg.memory_limit_bytes;
         let fat = self.queues.fattest().expect("the byte scan always names a queue");
         let threshold = self.queues.bytes(fat) / 2;
         let (mut dropped_bytes, mut n) = (0u64, 0u32);
@@ -203,6 +217,9 @@ impl FqCodel {
             if n >= self.cfg.drop_batch_size || dropped_bytes >= threshold {
                 break;
             }
+        }
+        if over_memory {
+            self.overmemory_drops += n as u64;
         }
         let codel = &mut self.codel[fat as usize];
         codel.count = codel.count.saturating_add(n);
@@ -255,6 +272,18 @@ impl Qdisc for FqCodel {
     }
     fn flow_table_len(&self) -> usize {
         self.codel.len()
+    }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        out.extend([
+            QdiscCounter::level("maxpacket", self.codel_stats.maxpacket),
+            QdiscCounter::total("drop_overlimit", self.overflow_drops),
+            QdiscCounter::total("new_flow_count", self.new_flow_count),
+            QdiscCounter::total("ecn_mark", self.codel_stats.ecn_mark),
+            QdiscCounter::total("drop_overmemory", self.overmemory_drops),
+            QdiscCounter::level("new_flows_len", self.drr.new_len() as u64),
+            QdiscCounter::level("old_flows_len", self.drr.old_len() as u64),
+            QdiscCounter::level("memory_used", self.queues.backlog_bytes()),
+        ]);
     }
 }
 
@@ -390,6 +419,7 @@ mod tests {
         }
         assert_eq!(q.stats().dropped(DropReason::Early), 0);
         assert_eq!(q.stats().marked(MarkReason::Early), 2); // at 109 and 209 ms
+        assert_eq!(counter(&q, "ecn_mark"), 2);
     }
 
     #[test]
@@ -442,6 +472,67 @@ mod tests {
         assert!(max_window_unfairness(&served, 5) < 1514 + 2 * 1500);
     }
 
+    fn counter(q: &Accounted<FqCodel>, name: &str) -> u64 {
+        q.counters().iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no counter {name}")).value
+    }
+
+    #[test]
+    fn counters_follow_a_scripted_sequence() {
+        let mut q = fq_codel(FqCodelConfig::default());
+        let srcs = distinct_srcs(&mut q, 4);
+        while q.dequeue(Instant(0)).is_some() {}
+        // The probe's queue has left both lists; it was the one activation so far.
+        assert_eq!(q.dequeue(Instant(0)), None);
+        let names: Vec<&str> = q.counters().iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            ["maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark", "drop_overmemory", "new_flows_len", "old_flows_len", "memory_used"]
+        );
+        assert_eq!((counter(&q, "new_flow_count"), counter(&q, "new_flows_len"), counter(&q, "old_flows_len")), (1, 0, 0));
+        // Three flows become active (two packets each), a fourth stays idle.
+        let sizes = [[100u16, 1400], [60, 900], [1200, 40]];
+        for (s, lens) in srcs.iter().zip(sizes) {
+            for len in lens {
+                q.enqueue(pkt(*s, 9, 1, len), Instant(MS));
+            }
+        }
+        let offered: u64 = sizes.iter().flatten().map(|&l| l as u64).sum();
+        assert_eq!(counter(&q, "new_flow_count"), 1 + 3);
+        assert_eq!((counter(&q, "new_flows_len"), counter(&q, "old_flows_len")), (3, 0));
+        assert_eq!(counter(&q, "memory_used"), offered);
+        // Drain at the arrival time (sojourn 0: CoDel neither drops nor marks).
+        let mut largest = 0;
+        while let Some(p) = q.dequeue(Instant(MS)) {
+            largest = largest.max(p.len_bytes());
+        }
+        assert_eq!(counter(&q, "maxpacket"), largest);
+        assert_eq!(largest, 1400);
+        assert_eq!((counter(&q, "new_flows_len"), counter(&q, "old_flows_len"), counter(&q, "memory_used")), (0, 0, 0));
+        // An emptied queue that left the lists becomes active again: one more new flow.
+        q.enqueue(pkt(srcs[0], 9, 1, 100), Instant(2 * MS));
+        q.enqueue(pkt(srcs[3], 9, 1, 100), Instant(2 * MS));
+        assert_eq!(counter(&q, "new_flow_count"), 1 + 3 + 2);
+        assert_eq!((counter(&q, "drop_overlimit"), counter(&q, "drop_overmemory"), counter(&q, "ecn_mark")), (0, 0, 0));
+    }
+
+    #[test]
+    fn overflow_counters_split_the_packet_and_byte_limits() {
+        // 20 packets of 1000 bytes, limit 19 packets: half the fattest backlog, 10 packets,
+        // all over the packet limit (the byte limit is 32 MiB).
+        let mut q = fq_codel(FqCodelConfig { limit_pkts: 19, ..FqCodelConfig::default() });
+        for _ in 0..20 {
+            q.enqueue(pkt(1, 9, 1, 1000), Instant(MS));
+        }
+        assert_eq!((counter(&q, "drop_overlimit"), counter(&q, "drop_overmemory")), (10, 0));
+        // 6 packets of 1000 bytes over a 5000-byte limit: 3 dropped, all over memory.
+        let mut q = fq_codel(FqCodelConfig { memory_limit_bytes: 5000, ..FqCodelConfig::default() });
+        for _ in 0..6 {
+            q.enqueue(pkt(1, 9, 1, 1000), Instant(0));
+        }
+        assert_eq!((counter(&q, "drop_overlimit"), counter(&q, "drop_overmemory")), (3, 3));
+        assert_eq!(counter(&q, "memory_used"), 3000);
+    }
+
     #[test]
     fn rejects_bad_values_naming_the_field() {
         let bad = |c: FqCodelConfig| c.build().unwrap_err().field;
@@ -477,6 +568,11 @@ mod tests {
             let mut q = Accounted::new(cfg.build().unwrap(), Rng::new(3, 0));
             testkit::run_ops(&mut q, &ops, limit as usize, flows as usize)?;
             prop_assert!(q.backlog_bytes() <= mem);
+            // Every fattest-flow drop is a flow_limit drop, every CoDel mark a CE mark.
+            prop_assert_eq!(counter(&q, "drop_overlimit"), q.stats().dropped(DropReason::FlowLimit));
+            prop_assert!(counter(&q, "drop_overmemory") <= counter(&q, "drop_overlimit"));
+            prop_assert_eq!(counter(&q, "ecn_mark"), q.stats().marked(MarkReason::Early));
+            prop_assert_eq!(counter(&q, "memory_used"), q.backlog_bytes());
         }
     }
 }

@@ -45,13 +45,19 @@
 //! hosts are the shared part `parts::drr`; the per-host flow rounds (whose quantum varies
 //! in `both` mode) are HostFQ's own.
 //!
+//! Counters ([`Qdisc::counters`]): `hosts` (hosts in the round now; 1 in `both` mode, where
+//! the round is over flows), `flows_tracked` (flow-table entries now), `bulk_flows` (flows
+//! that used up a quantum with packets left, now: the sum of the host loads; 0 unless
+//! `both`), levels; `flow_evictions` and `host_evictions` (entries evicted from the flow
+//! table and the host tables), totals.
+//!
 //! Trade-offs and limits: no AQM inside the flow queues (a backlogged flow holds its share
 //! of the buffer); triple-isolate is CAKE's approximation: it balances the heavier side of
 //! each flow, not a joint optimum. Host identity is the IP address (no NAT lookup).
 
 use super::parts::hash::{flow_hash, host_hash};
 use super::parts::{BoundedTable, DepthIndex, DrrRound, FlowQueues, Slot};
-use super::{Cx, Qdisc};
+use super::{Cx, Qdisc, QdiscCounter};
 use crate::error::ConfigError;
 use crate::packet::{FlowKey, Packet};
 use crate::stats::DropReason;
@@ -366,6 +372,18 @@ impl Qdisc for HostFq {
     fn backlog_bytes(&self) -> u64 {
         self.queues.backlog_bytes()
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        let bulk = self.loads.as_ref().map_or(0, |[src, _]| src.bulk.iter().map(|&b| b as u64).sum());
+        let host_evictions = self.host_table.as_ref().map_or(0, |t| t.evictions())
+            + self.loads.as_ref().map_or(0, |l| l[0].table.evictions() + l[1].table.evictions());
+        out.extend([
+            QdiscCounter::level("hosts", self.host_round.scheduled_len() as u64),
+            QdiscCounter::level("flows_tracked", self.flow_table.len() as u64),
+            QdiscCounter::level("bulk_flows", bulk),
+            QdiscCounter::total("flow_evictions", self.flow_table.evictions()),
+            QdiscCounter::total("host_evictions", host_evictions),
+        ]);
+    }
     fn flow_table_len(&self) -> usize {
         self.flow_table.len()
             + self.host_table.as_ref().map_or(0, |t| t.len())
@@ -472,6 +490,9 @@ mod tests {
         let (src, dst) = (&q.inner().loads.as_ref().unwrap()[0], &q.inner().loads.as_ref().unwrap()[1]);
         assert_eq!(src.bulk.iter().sum::<u32>(), 2);
         assert_eq!(dst.bulk.iter().sum::<u32>(), 2);
+        // a1 and b1 are bulk; a2..a4 have left (6 flows were tracked, none evicted).
+        let c = |name: &str| q.counters().iter().find(|c| c.name == name).unwrap().value;
+        assert_eq!((c("bulk_flows"), c("hosts"), c("flow_evictions"), c("host_evictions")), (2, 1, 0, 0));
     }
 
     #[test]
@@ -489,6 +510,9 @@ mod tests {
         q.enqueue(pkt(3, 9, 1, 500), Instant(0));
         let (v, r) = q.last_drops()[0];
         assert_eq!((v.flow.src_ip, r), (1, DropReason::FlowLimit));
+        // Hosts A, B, C all hold packets; four flows (a1, a2, b1, c1) are tracked.
+        let c = |name: &str| q.counters().iter().find(|c| c.name == name).unwrap().value;
+        assert_eq!((c("hosts"), c("flows_tracked"), c("bulk_flows")), (3, 4, 0));
         // In both mode the fattest flow overall (b1) loses its last packet.
         let mut q = host_fq(HostKey::Both, 7, 1500);
         for _ in 0..2 {

@@ -69,6 +69,55 @@ impl Cx<'_> {
     }
 }
 
+/// Whether a discipline's counter only grows (a count since the start, a Prometheus
+/// counter) or is a level now (queue lengths, flows active, the largest packet so far: a
+/// gauge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterKind {
+    Total,
+    Level,
+}
+
+impl CounterKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CounterKind::Total => "total",
+            CounterKind::Level => "level",
+        }
+    }
+}
+
+/// One of a discipline's own counters, the extra statistics `tc -s qdisc show` prints after
+/// the common ones (which are [`crate::stats::QdiscStats`], kept by [`Accounted`]). Named
+/// as `tc -s` (or the kernel's `tc_*_xstats` struct) names it where Linux has an
+/// equivalent, else in the same style; each discipline's module documentation lists its
+/// own. Exact (integers kept by the discipline, not estimates), and a discipline reports
+/// a fixed number of them, so reading them costs bounded memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QdiscCounter {
+    pub name: &'static str,
+    /// The class the counter belongs to (CAKE's tin, TAQ's queue, RIO's in/out), or `None`
+    /// for the whole discipline.
+    pub class: Option<&'static str>,
+    pub value: u64,
+    pub kind: CounterKind,
+}
+
+impl QdiscCounter {
+    /// A count since the start.
+    pub fn total(name: &'static str, value: u64) -> Self {
+        QdiscCounter { name, class: None, value, kind: CounterKind::Total }
+    }
+    /// A level now.
+    pub fn level(name: &'static str, value: u64) -> Self {
+        QdiscCounter { name, class: None, value, kind: CounterKind::Level }
+    }
+    /// The same counter, of one class.
+    pub fn of(self, class: &'static str) -> Self {
+        QdiscCounter { class: Some(class), ..self }
+    }
+}
+
 pub trait Qdisc {
     /// Admit `pkt`, or drop it (or others already queued) into `cx.drops`.
     fn enqueue(&mut self, pkt: Packet, cx: &mut Cx);
@@ -102,6 +151,10 @@ pub trait Qdisc {
     fn passes_through(&self, _pkt: &Packet) -> bool {
         false
     }
+    /// Append the discipline's own counters ([`QdiscCounter`]) to `out`, always the same
+    /// names in the same order. Observation only: reading them changes nothing. None
+    /// unless the discipline has internal state worth counting.
+    fn counters(&self, _out: &mut Vec<QdiscCounter>) {}
 }
 
 /// Selects and parameterises a discipline; `kind` is the tag in TOML/JSON.
@@ -273,6 +326,9 @@ impl Qdisc for AnyQdisc {
     }
     fn passes_through(&self, pkt: &Packet) -> bool {
         dispatch!(self, q => q.passes_through(pkt))
+    }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        dispatch!(self, q => q.counters(out))
     }
 }
 

@@ -22,12 +22,14 @@
 //! Trade-offs: RCP's routers average the RTT field senders write into every packet; here
 //! `d` is configured (every flow of the thesis's set-ups shares one RTT), so the packet
 //! view needs no RTT field. R is kept between one 1500-byte packet per `d` and `C`.
+//! Counters ([`Qdisc::counters`]): `rate_bps` (the rate R advertised now, bit/s rounded
+//! down, a level).
 //! Limits: no per-flow state; the rate is stamped at enqueue in whole kbit/s (rounded down).
 //! Between calls nothing happens, so on the first call after `k` silent intervals the
 //! router catches up: the first of them sees the bytes that arrived, the rest see none
 //! (exactly what a router updating on a timer would have seen).
 
-use super::{Cx, DropTail, DropTailConfig, Qdisc};
+use super::{Cx, DropTail, DropTailConfig, Qdisc, QdiscCounter};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::time::{Duration, Instant};
@@ -195,6 +197,9 @@ impl Qdisc for Rcp {
     fn backlog_bytes(&self) -> u64 {
         self.fifo.backlog_bytes()
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        out.push(QdiscCounter::level("rate_bps", self.rate_bps as u64));
+    }
 }
 
 #[cfg(test)]
@@ -290,6 +295,8 @@ mod tests {
         q.dequeue(Instant(10 * MS));
         let mut r = expected_next(10e6, 10e6, 200.0 * 8000.0 / 0.01, 0.0);
         assert_eq!(q.inner().rate_bps(), r);
+        assert_eq!(r, 120_000.0, "the floor: one 1500-byte packet per 100 ms");
+        assert_eq!(q.counters(), [QdiscCounter::level("rate_bps", 120_000)]);
         // Nothing until 45 ms: the updates at 20, 30 and 40 ms each see y = 0, q = 0.
         q.dequeue(Instant(45 * MS));
         for _ in 0..3 {

@@ -39,6 +39,14 @@
 //! buffer is full); a full buffer gives `overlimit`. ECN marks are counted as `early` marks.
 //! [`Red::red_stats`] splits them further (Linux `red_stats`).
 //!
+//! Counters ([`Qdisc::counters`], as `tc -s qdisc` prints `tc_red_xstats`, all totals):
+//! `early` (probabilistic and forced drops, the `early` drops of the common counters),
+//! `pdrop` (arrivals refused by a full buffer), `marked` (probabilistic decisions turned
+//! into CE marks; as in Linux, counted when RED decides, so a marked arrival that then
+//! finds the buffer full is in both `marked` and `pdrop`), and Linux's breakdown of
+//! `early`: `prob_drop` (between the thresholds or in the gentle ramp) and `forced_drop`
+//! (the average above the forced-drop threshold; ns-3's "forced" drops).
+//!
 //! Idle periods: the queue is idle from the moment its last packet has finished
 //! transmission, which the queue computes as dequeue time plus the packet's serialization
 //! time at `link_rate_bps` (ns-2 starts it when the link asks for a packet and finds none:
@@ -50,7 +58,7 @@
 //! implemented.
 
 use super::ns2::QueueVariant;
-use super::{AnyQdisc, Cx, Qdisc};
+use super::{AnyQdisc, Cx, Qdisc, QdiscCounter};
 use crate::aqm::red::{red_on_arrival, RedParams, RedStats, RedVars, RedVerdict};
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
@@ -255,6 +263,17 @@ impl Red {
     }
 }
 
+/// RED's counters from its core's statistics (see the module documentation).
+pub(crate) fn red_counters(s: &RedStats) -> [QdiscCounter; 5] {
+    [
+        QdiscCounter::total("early", s.prob_drop + s.forced_drop),
+        QdiscCounter::total("pdrop", s.pdrop),
+        QdiscCounter::total("marked", s.prob_mark),
+        QdiscCounter::total("prob_drop", s.prob_drop),
+        QdiscCounter::total("forced_drop", s.forced_drop),
+    ]
+}
+
 impl Qdisc for Red {
     fn enqueue(&mut self, mut pkt: Packet, cx: &mut Cx) {
         let qlen = if self.params.byte_mode { self.backlog_bytes as f64 } else { self.queue.len() as f64 };
@@ -301,6 +320,9 @@ impl Qdisc for Red {
     }
     fn backlog_bytes(&self) -> u64 {
         self.backlog_bytes
+    }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        out.extend(red_counters(&self.stats));
     }
 }
 
@@ -357,6 +379,14 @@ mod tests {
         assert!(q.len_pkts() <= 15);
         assert_eq!(q.stats().dropped(DropReason::Overlimit), 0);
         assert_eq!(q.stats().dropped(DropReason::Early), 40 - q.len_pkts() as u64);
+        let c = |q: &Accounted<Red>, name: &str| q.counters().iter().find(|c| c.name == name).unwrap().value;
+        // Linux's `early` is the sum of its two causes, and is the common `early` drops.
+        assert_eq!(c(&q, "early"), q.stats().dropped(DropReason::Early));
+        assert_eq!(c(&q, "early"), c(&q, "prob_drop") + c(&q, "forced_drop"));
+        // Arrivals that saw the average at ≥ max_th = 15 were forced: every arrival after
+        // the queue first reached 15 (w_q = 1, nothing dequeued).
+        assert!(c(&q, "forced_drop") > 0);
+        assert_eq!((c(&q, "pdrop"), c(&q, "marked")), (0, 0));
         // Thresholds above the buffer: only the buffer limit drops.
         let mut q = Accounted::new(packet_mode(20.0, 40.0, 10).build().unwrap(), Rng::new(1, 0));
         for i in 0..12u16 {
@@ -366,6 +396,8 @@ mod tests {
         assert_eq!(q.stats().dropped(DropReason::Overlimit), 2);
         assert_eq!(q.stats().dropped(DropReason::Early), 0);
         assert_eq!(q.inner().red_stats().pdrop, 2);
+        let names: Vec<(&str, u64)> = q.counters().iter().map(|c| (c.name, c.value)).collect();
+        assert_eq!(names, [("early", 0), ("pdrop", 2), ("marked", 0), ("prob_drop", 0), ("forced_drop", 0)]);
     }
 
     #[test]
@@ -449,6 +481,8 @@ mod tests {
         assert_eq!(q.stats().dropped(DropReason::Early), 0);
         assert!(q.stats().marked(MarkReason::Early) > 0);
         assert_eq!(q.stats().marked(MarkReason::Early), q.inner().red_stats().prob_mark);
+        let marked = q.counters().iter().find(|c| c.name == "marked").unwrap().value;
+        assert_eq!(marked, q.stats().marked(MarkReason::Early), "no marked arrival met a full buffer");
         let mut n_ce = 0;
         while let Some(p) = q.dequeue(Instant(10_000_000_000)) {
             n_ce += (p.ecn == Ecn::Ce) as u64;

@@ -34,11 +34,17 @@
 //! theirs are `size_policy` (the class policy chose them); a full buffer is `overlimit`.
 //! [`Rio::rio_stats`] splits them by in/out.
 //!
+//! Counters ([`Qdisc::counters`]): per class (`in`, `out`) `arrivals` and RED's (`early`,
+//! `pdrop`, `marked`, `prob_drop`, `forced_drop`, see [`super::red`]), all totals. The
+//! in-class `early` drops are the common `early` drops, the out-class ones the
+//! `size_policy` drops.
+//!
 //! Limits: a flow whose entry is evicted from the `lifetime` table is counted again from
 //! zero (its next packets are in again).
 
 use super::parts::{ShortBy, ShortClassifier};
-use super::{Cx, Qdisc, RedConfig, RedMode};
+use super::red::red_counters;
+use super::{Cx, Qdisc, QdiscCounter, RedConfig, RedMode};
 use crate::aqm::red::{red_on_arrival, red_update_avg, RedParams, RedStats, RedVars, RedVerdict};
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
@@ -284,6 +290,13 @@ impl Qdisc for Rio {
     fn flow_table_len(&self) -> usize {
         self.classifier.table_len()
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        let s = &self.stats;
+        for (class, arrivals, red) in [("in", s.in_arrivals, &s.in_red), ("out", s.out_arrivals, &s.out_red)] {
+            out.push(QdiscCounter::total("arrivals", arrivals).of(class));
+            out.extend(red_counters(red).map(|c| c.of(class)));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -439,6 +452,11 @@ mod tests {
             testkit::run_ops(&mut q, &ops, 60, 64)?;
             let s = q.inner().rio_stats();
             prop_assert_eq!(s.in_arrivals + s.out_arrivals, q.stats().arrived_pkts);
+            let c = |class: &str, name: &str| q.counters().iter().find(|c| c.class == Some(class) && c.name == name).unwrap().value;
+            prop_assert_eq!(c("in", "arrivals") + c("out", "arrivals"), q.stats().arrived_pkts);
+            prop_assert_eq!(c("in", "early"), q.stats().dropped(DropReason::Early));
+            prop_assert_eq!(c("out", "early"), q.stats().dropped(DropReason::SizePolicy));
+            prop_assert_eq!(c("in", "pdrop") + c("out", "pdrop"), q.stats().dropped(DropReason::Overlimit));
         }
     }
 }

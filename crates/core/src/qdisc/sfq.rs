@@ -35,6 +35,10 @@
 //! The slot queues, the longest-slot index and the round (the deficit is Linux's `allot`)
 //! are the shared part `parts::drr`; the hashing, slot binding and perturbation are SFQ's.
 //!
+//! Counters ([`Qdisc::counters`]; Linux `tc -s` prints none of its own for SFQ):
+//! `perturbations` (times the hash salt was redrawn, a total) and `flows` (slots active
+//! now, a level).
+//!
 //! Trade-offs and limits: hashing makes fairness stochastic (collisions share a slot until
 //! the next perturbation); a DRR round costs one `quantum` per slot so small packets are
 //! not favoured; no AQM within a slot.
@@ -42,7 +46,7 @@
 use super::parts::hash::{bucket, flow_hash};
 use super::parts::{DrrRound, FlowQueues, NIL};
 use super::ns2::{Ns2SfqKnobs, QueueVariant};
-use super::{only_with_ns2, AnyQdisc, Cx, Qdisc};
+use super::{only_with_ns2, AnyQdisc, Cx, Qdisc, QdiscCounter};
 use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::stats::DropReason;
@@ -253,6 +257,12 @@ impl Qdisc for Sfq {
     fn flow_table_len(&self) -> usize {
         self.ring.scheduled_len()
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        out.extend([
+            QdiscCounter::total("perturbations", self.perturbations),
+            QdiscCounter::level("flows", self.ring.scheduled_len() as u64),
+        ]);
+    }
 }
 
 #[cfg(test)]
@@ -392,6 +402,11 @@ mod tests {
         // bucket with probability 1/1024, so check several flows.
         q.dequeue(Instant(1_000_000_000));
         assert_eq!(q.inner().perturbations(), 1);
+        // 50 ports in up to 50 slots; 199 packets left in them, so every flow's slot is
+        // still active (a slot is active exactly while it holds packets).
+        let slots: std::collections::HashSet<u32> = (0..50u16).map(|p| q.inner().bucket_of(&pkt(1, 2, p, 1)).unwrap()).collect();
+        let counters: Vec<(&str, u64)> = q.counters().iter().map(|c| (c.name, c.value)).collect();
+        assert_eq!(counters, [("perturbations", 1), ("flows", slots.len() as u64)]);
         let moved = (0..50u16).filter(|&p| q.inner().bucket_of(&pkt(1, 2, p, 1)).unwrap() != before).count();
         assert!(moved > 40);
         // Nothing lost (no slot exhaustion with 50 flows in 128 slots... unless two of the

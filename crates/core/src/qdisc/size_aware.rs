@@ -65,12 +65,18 @@
 //! analysis work (the per-packet form solves M one-dimensional problems), amortised by the
 //! cache. Memory: the table (capacity × ~40 bytes) and at most 256 curves of M `f32`.
 //!
+//! Counters ([`Qdisc::counters`]): `target_increases`, `target_decreases` (updates of the
+//! target that raised or lowered it), `curve_builds` (curves computed), `counter_resets`
+//! (connections whose count restarted after `t_update_ns` of silence), `evictions`
+//! (connections forgotten to make room), totals; `conns_tracked` (table entries now) and
+//! `curves_cached`, levels.
+//!
 //! Limits: RTT_an is one value for all connections (Section 6.1 shows the method is not
 //! sensitive to it); a connection idle for more than `t_update_ns` restarts its count
 //! (Section 5 notes this with long RTTs); no ECN.
 
 use super::parts::{BoundedTable, Slot};
-use super::{Cx, Qdisc};
+use super::{Cx, Qdisc, QdiscCounter};
 use crate::aqm::red::{red_update_avg, RedParams, RedVars};
 use crate::error::ConfigError;
 use crate::models::size_aware_analysis::{
@@ -515,6 +521,18 @@ impl Qdisc for SizeAware {
     fn flow_table_len(&self) -> usize {
         self.table.len()
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        let s = &self.stats;
+        out.extend([
+            QdiscCounter::total("target_increases", s.target_increases),
+            QdiscCounter::total("target_decreases", s.target_decreases),
+            QdiscCounter::total("curve_builds", s.curve_builds),
+            QdiscCounter::total("counter_resets", s.counter_resets),
+            QdiscCounter::total("evictions", s.evictions),
+            QdiscCounter::level("conns_tracked", self.table.len() as u64),
+            QdiscCounter::level("curves_cached", self.curves.len() as u64),
+        ]);
+    }
 }
 
 #[cfg(test)]
@@ -617,6 +635,10 @@ mod tests {
         assert!((q.inner().target_pkts_per_rtt() - 4.2 * 0.95).abs() < 1e-12);
         let s = q.inner().size_aware_stats();
         assert_eq!((s.target_increases, s.target_decreases), (1, 1));
+        // Each source port is a connection: 10 + 7 + 3 + 10 of them, none silent for
+        // t_update, none evicted (the table holds more).
+        let c = |name: &str| q.counters().iter().find(|c| c.name == name).unwrap().value;
+        assert_eq!((c("target_increases"), c("target_decreases"), c("counter_resets"), c("evictions"), c("conns_tracked")), (1, 1, 0, 0, 30));
     }
 
     #[test]

@@ -40,6 +40,15 @@
 //! `limit_pkts` MTUs; IP bytes here, Linux counts buffer truesize), `limit_pkts` 10240,
 //! `mtu_bytes` 1514, `ecn` true; `link_rate_bps` is set by the runtime (0: unknown).
 //!
+//! Counters ([`Qdisc::counters`]), per tin (the class: `best_effort`, `bulk`, `voice`), named
+//! as `tc -s qdisc` prints CAKE's per-tin table: `pkts` and `bytes` (sent), `drops` (dropped
+//! by COBALT or from the fattest queue on overflow; not the ACK filter's, as Linux),
+//! `marks` (CE marks), `ack_drop` (the ACK filter's drops), `way_inds`, `way_miss`,
+//! `way_cols` (set-associative hashing: found in another way, took a free way, shared a
+//! busy way), all totals; `backlog` (bytes queued), `sp_flows`, `bk_flows`, `un_flows`
+//! (sparse, bulk and unresponsive flows), `max_len` (largest packet seen, bytes), levels.
+//! Linux's `pk_delay`, `av_delay` and `sp_delay` (EWMAs of the sojourn time) are not kept.
+//!
 //! Complexity: enqueue O(1) (two set lookups of 8 ways) plus, with the ACK filter, a scan of
 //! the arriving packet's queue; dequeue O(1) amortised per packet plus O(tins); overflow
 //! scans the per-queue byte counts (3 × 1024 in `diffserv3`), as FQ-CoDel. Memory: fixed
@@ -61,7 +70,7 @@ use self::chain::{Chain, FlowChains};
 use self::tins::{tin_params, TinParams};
 use super::parts::hash::{flow_hash, host_hash};
 use super::parts::FlowQueues;
-use super::{Cx, Qdisc};
+use super::{Cx, Qdisc, QdiscCounter};
 use crate::aqm::cobalt::{cobalt_queue_empty, cobalt_queue_full, cobalt_should_drop, CobaltVars, CobaltVerdict};
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
@@ -704,6 +713,29 @@ impl Qdisc for Cake {
     }
     fn flow_table_len(&self) -> usize {
         self.flows.len()
+    }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        for (i, t) in self.tins.iter().enumerate() {
+            let (s, tin) = (&t.stats, self.cfg.diffserv.tin_name(i));
+            out.extend(
+                [
+                    QdiscCounter::total("pkts", s.sent_pkts),
+                    QdiscCounter::total("bytes", s.sent_bytes),
+                    QdiscCounter::total("drops", s.drop_overlimit + s.drop_aqm),
+                    QdiscCounter::total("marks", s.ecn_marked),
+                    QdiscCounter::total("ack_drop", s.ack_drops),
+                    QdiscCounter::total("way_inds", s.way_hits),
+                    QdiscCounter::total("way_miss", s.way_misses),
+                    QdiscCounter::total("way_cols", s.way_collisions),
+                    QdiscCounter::level("backlog", t.backlog_bytes),
+                    QdiscCounter::level("sp_flows", t.sparse_flow_count as u64),
+                    QdiscCounter::level("bk_flows", t.bulk_flow_count as u64),
+                    QdiscCounter::level("un_flows", t.unresponsive_flow_count as u64),
+                    QdiscCounter::level("max_len", s.max_skblen),
+                ]
+                .map(|c| c.of(tin)),
+            );
+        }
     }
     fn empty_dequeue_is_noop(&self) -> bool {
         true

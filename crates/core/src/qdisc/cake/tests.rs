@@ -191,6 +191,8 @@ fn the_ack_filter_drops_redundant_acks_and_counts_them() {
         }
         assert_eq!(q.stats().dropped(DropReason::AckFilter), expect, "{mode:?}");
         assert_eq!(q.inner().tins()[0].stats.ack_drops, expect);
+        let ack_drop = q.counters().iter().find(|c| c.name == "ack_drop" && c.class == Some("best_effort")).unwrap().value;
+        assert_eq!(ack_drop, expect);
         // The newest ACK always survives, and what is left is in order.
         let left: Vec<u32> = std::iter::from_fn(|| q.dequeue(Instant(0))).map(|p| p.ack).collect();
         assert_eq!(*left.last().unwrap(), 4000);
@@ -274,6 +276,17 @@ proptest! {
         prop_assert_eq!(cap, cfg.diffserv.tin_count() * CAKE_QUEUES as usize);
         testkit::run_ops(&mut q, &ops, limit as usize, cap)?;
         prop_assert!(q.backlog_bytes() <= cfg.buffer_limit_bytes());
+        // The per-tin counters add up to the common ones.
+        let counters = q.counters();
+        prop_assert_eq!(counters.len(), 13 * cfg.diffserv.tin_count());
+        let sum = |name: &str| counters.iter().filter(|c| c.name == name).map(|c| c.value).sum::<u64>();
+        let s = q.stats();
+        prop_assert_eq!(sum("pkts"), s.departed_pkts);
+        prop_assert_eq!(sum("bytes"), s.departed_bytes);
+        prop_assert_eq!(sum("drops"), s.dropped(DropReason::Overlimit) + s.dropped(DropReason::Early));
+        prop_assert_eq!(sum("marks"), s.marked(MarkReason::Early));
+        prop_assert_eq!(sum("ack_drop"), s.dropped(DropReason::AckFilter));
+        prop_assert_eq!(sum("backlog"), q.backlog_bytes());
     }
 }
 

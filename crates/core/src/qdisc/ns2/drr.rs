@@ -17,13 +17,15 @@
 //!   emptied by a drop keeps its turn flag (l. 206-209), so if it had started its turn it
 //!   gets no quantum at its next one until that turn has passed.
 //!
+//! Counters: `flows` (buckets in the round now, a level).
+//!
 //! Knobs: the table `ns2`: `buckets` (10), `blimit_bytes` (25 000), `quantum_bytes` (250),
 //! `mask` (false). Drops: all `flow_limit` (longest-bucket push-out).
 
 use super::ns2_bucket;
 use crate::error::ConfigError;
 use crate::packet::Packet;
-use crate::qdisc::{Cx, Qdisc};
+use crate::qdisc::{Cx, Qdisc, QdiscCounter};
 use crate::stats::DropReason;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -184,6 +186,9 @@ impl Qdisc for Ns2Drr {
     fn empty_dequeue_is_noop(&self) -> bool {
         true
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        out.push(QdiscCounter::level("flows", self.round.len() as u64));
+    }
 }
 
 #[cfg(test)]
@@ -227,8 +232,15 @@ mod tests {
         for _ in 0..20 {
             q.enqueue(pkt(2, 9, 1, 250), Instant(0));
         }
+        assert_eq!(q.counters(), [QdiscCounter::level("flows", 2)]);
         let first: Vec<u32> = (0..10).map(|_| q.dequeue(Instant(0)).unwrap().flow.src_ip).collect();
         assert_eq!(first, [2, 2, 2, 1, 2, 2, 2, 2, 1, 2]);
+        // The round holds exactly the buckets with packets: none once drained, then the one
+        // host that sends again.
+        while q.dequeue(Instant(0)).is_some() {}
+        assert_eq!(q.counters(), [QdiscCounter::level("flows", 0)]);
+        q.enqueue(pkt(2, 9, 1, 250), Instant(0));
+        assert_eq!(q.counters(), [QdiscCounter::level("flows", 1)]);
     }
 
     proptest! {

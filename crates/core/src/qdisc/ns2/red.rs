@@ -16,6 +16,8 @@
 //! - ECN (`setbit_`, our `ecn`): a chosen ECN-capable packet is marked while the
 //!   unmodified probability is at most `mark_p_` = 0.1 (l. 561-562), a constant of
 //!   ns-default.tcl, not `max_p`.
+//! - Counters: RED's (`early`, `pdrop`, `marked`, `prob_drop`, `forced_drop`, see
+//!   [`crate::qdisc::red`]); `forced_drop` stays 0, as there is no forced drop here.
 //! - Buffer: `limit_` packets waiting (`qlen >= qlim` refuses, l. 714), or in byte mode
 //!   `limit_·mean_pktsize_` bytes; ns-2 has no separate byte limit (`limit_bytes` must be
 //!   unset).
@@ -27,7 +29,8 @@
 use crate::aqm::red::{red_update_avg, RedParams, RedStats, RedVars};
 use crate::error::ConfigError;
 use crate::packet::{Ecn, Packet};
-use crate::qdisc::{Cx, Qdisc, RedConfig};
+use crate::qdisc::red::red_counters;
+use crate::qdisc::{Cx, Qdisc, QdiscCounter, RedConfig};
 use crate::stats::{DropReason, MarkReason};
 use crate::time::Instant;
 use std::collections::VecDeque;
@@ -151,6 +154,9 @@ impl Qdisc for Ns2Red {
     fn backlog_bytes(&self) -> u64 {
         self.backlog_bytes
     }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        out.extend(red_counters(&self.stats));
+    }
 }
 
 #[cfg(test)]
@@ -217,6 +223,10 @@ mod tests {
         assert_eq!(drops.len(), 1);
         assert_eq!(drops[0].1, DropReason::Early);
         assert_eq!((q.stats.prob_drop, q.stats.forced_drop), (1, 0));
+        let mut counters = Vec::new();
+        q.counters(&mut counters);
+        let counters: Vec<(&str, u64)> = counters.iter().map(|c| (c.name, c.value)).collect();
+        assert_eq!(counters, [("early", 1), ("pdrop", 0), ("marked", 0), ("prob_drop", 1), ("forced_drop", 0)]);
     }
 
     #[test]

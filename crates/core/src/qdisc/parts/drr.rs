@@ -184,6 +184,14 @@ impl DrrRound {
     pub fn is_scheduled(&self, q: u32) -> bool {
         self.state[q as usize].on != On::None
     }
+    /// Queues on the new list (RFC 8290's `new_flows`).
+    pub fn new_len(&self) -> usize {
+        self.new.len()
+    }
+    /// Queues on the old list.
+    pub fn old_len(&self) -> usize {
+        self.old.len()
+    }
     /// Queues on either list.
     pub fn scheduled_len(&self) -> usize {
         self.new.len() + self.old.len()

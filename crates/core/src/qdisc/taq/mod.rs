@@ -55,6 +55,17 @@
 //! Drops: buffer overflow drops are `overlimit` (whichever packet TAQ chose); refused
 //! SYNs are `admission` (in proxy mode: a retry of a held SYN, or a full hold FIFO).
 //!
+//! Counters ([`Qdisc::counters`], O(1) to read, unlike the snapshot): per queue (the class:
+//! [`TaqQueue::name`]) `enqueued`, `dequeued`, `dropped` (totals; a packet promoted while
+//! it waits leaves from another queue than it entered, so only the sums over queues
+//! balance) and `queued` (packets now, a level); per predicted next state of the dropped
+//! packet's flow (the class: [`NextState::name`]) `dropped_predicted`; and
+//! `retransmissions_seen`, `promoted_pkts`, `syns_refused` (admission refusals, held ones
+//! included), `pools_admitted`, `pools_admitted_after_wait`, `syns_released`,
+//! `syns_hold_full`, `flow_evictions` (totals), `syns_held`, `new_flow_conns`,
+//! `flows_tracked`, `pools_tracked` (levels). The flow model's per-state counts need every
+//! flow rolled to a time: they are the `queue_states` table's, from the snapshot.
+//!
 //! Limits: flows are keyed by exact 5-tuple in a table that must be larger than the buffer
 //! (so a flow with packets queued is never evicted); evicted idle flows lose their
 //! history (their next packet starts them in Normal). Connections opened from the reverse
@@ -72,7 +83,7 @@ pub use scheduler::TaqQueue;
 
 use super::parts::hash::flow_hash;
 use super::parts::{BoundedTable, Slot, NIL};
-use super::{Cx, Qdisc};
+use super::{Cx, Qdisc, QdiscCounter};
 use crate::error::ConfigError;
 use crate::packet::{FlowKey, Packet};
 use crate::stats::DropReason;
@@ -844,6 +855,37 @@ impl Qdisc for Taq {
     }
     fn flow_table_len(&self) -> usize {
         self.table.len()
+    }
+    fn counters(&self, out: &mut Vec<QdiscCounter>) {
+        for q in TaqQueue::ALL {
+            let i = q as usize;
+            out.extend(
+                [
+                    QdiscCounter::total("enqueued", self.enqueued_by_queue[i]),
+                    QdiscCounter::total("dequeued", self.dequeued_by_queue[i]),
+                    QdiscCounter::total("dropped", self.dropped_by_queue[i]),
+                    QdiscCounter::level("queued", self.sched.queue_len(q) as u64),
+                ]
+                .map(|c| c.of(q.name())),
+            );
+        }
+        for s in [NextState::Unaffected, NextState::ExplicitRecovery, NextState::Timeout, NextState::RepeatedTimeout] {
+            out.push(QdiscCounter::total("dropped_predicted", self.drops_by_prediction[s as usize]).of(s.name()));
+        }
+        out.extend([
+            QdiscCounter::total("retransmissions_seen", self.retx_seen),
+            QdiscCounter::total("promoted_pkts", self.promoted_pkts),
+            QdiscCounter::total("syns_refused", self.admission.syns_refused),
+            QdiscCounter::total("pools_admitted", self.admission.pools_admitted),
+            QdiscCounter::total("pools_admitted_after_wait", self.admission.pools_admitted_after_wait),
+            QdiscCounter::total("syns_released", self.syns_released),
+            QdiscCounter::total("syns_hold_full", self.syns_hold_full),
+            QdiscCounter::total("flow_evictions", self.table.evictions()),
+            QdiscCounter::level("syns_held", self.held.len() as u64),
+            QdiscCounter::level("new_flow_conns", self.new_flows as u64),
+            QdiscCounter::level("flows_tracked", self.table.len() as u64),
+            QdiscCounter::level("pools_tracked", self.admission.len() as u64),
+        ]);
     }
 }
 

@@ -669,6 +669,17 @@ proptest! {
             }
             check_invariants(&q, limit as usize, flow_cap as usize, pool_cap as usize)?;
         }
+        // The counters balance against the common ones: every departure left one of the 7
+        // queues, every overflow drop was taken from one and had a predicted next state,
+        // and what entered a queue left it, was dropped from one or waits.
+        let counters = q.counters();
+        let sum = |name: &str| counters.iter().filter(|c| c.name == name).map(|c| c.value).sum::<u64>();
+        prop_assert_eq!(sum("dequeued"), q.stats().departed_pkts);
+        prop_assert_eq!(sum("dropped"), q.stats().dropped(DropReason::Overlimit));
+        prop_assert_eq!(sum("dropped_predicted"), sum("dropped"));
+        prop_assert_eq!(sum("enqueued"), sum("dequeued") + sum("dropped") + sum("queued"));
+        prop_assert_eq!(sum("queued") + sum("syns_held"), q.len_pkts() as u64);
+        prop_assert!(sum("syns_hold_full") <= q.stats().dropped(DropReason::Admission));
         // A snapshot accounts for every flow; draining returns every packet.
         let s = q.inner().taq_snapshot(Instant(now + 60_000 * MS));
         prop_assert_eq!(s.flows_by_state.iter().sum::<u32>() as usize, q.inner().flow_table_len());
