@@ -43,7 +43,7 @@ pub struct RecoveryPolicy {
     pub exit: RecoveryExit,
     /// RFC 8985 §7 tail loss probes (`recovery/tlp.rs`).
     pub tail_loss_probe: bool,
-    /// Undo of a spurious timeout by timestamps (`recovery/undo.rs`).
+    /// Undo of a spurious timeout by timestamps or D-SACKs (`recovery/undo.rs`).
     pub rto_undo: bool,
     /// RFC 2883 D-SACK blocks sent and read (`dsack`).
     pub dsack: bool,
