@@ -140,11 +140,14 @@ impl Stack {
         Some((NS2_WINDOW_PKTS * packet.checked_sub(header)?).into())
     }
 
-    /// `value`, for a table whose recovery is SACK if `sack`: ns-2's Sack1 recovers by its
-    /// scoreboard, not by Reno's window, so `fast_recovery` keeps its own default there.
-    fn value_with(self, key: &str, congestion: Congestion, sack: bool) -> Option<Value> {
+    /// `value`, for a table whose recovery is SACK if `sack` and whose loss detection is RACK
+    /// if `rack`: ns-2's Sack1 recovers by its scoreboard, not by Reno's window, so
+    /// `fast_recovery` keeps its own default there; Linux's F-RTO and D-SACK reordering
+    /// window are RACK's here, so they keep theirs with `loss_detection = "dupthresh"`.
+    fn value_with(self, key: &str, congestion: Congestion, sack: bool, rack: bool) -> Option<Value> {
         match (self, key) {
             (Stack::Ns2, "fast_recovery") if sack => None,
+            (Stack::Linux, "frto" | "rack_dsack_reo_wnd") if !rack => None,
             _ => self.value(key, congestion),
         }
     }
@@ -166,7 +169,12 @@ impl Stack {
             if !table.contains_key(key) {
                 let v = match (stack, key) {
                     (Stack::Ns2, "rwnd_bytes") => Stack::ns2_rwnd(table),
-                    _ => stack.value_with(key, congestion, table.get("recovery").and_then(Value::as_str) == Some("sack")),
+                    _ => {
+                        let sack = table.get("recovery").and_then(Value::as_str) == Some("sack");
+                        // `loss_detection` comes before the knobs that depend on it in STACK_KNOBS.
+                        let rack = table.get("loss_detection").and_then(Value::as_str) == Some("rack");
+                        stack.value_with(key, congestion, sack, rack)
+                    }
                 };
                 if let Some(v) = v {
                     table.insert(key.to_string(), v);
@@ -192,7 +200,8 @@ impl TcpConfig {
         for key in ADDED_KNOBS {
             // Left out only where reading it back gives it again: at the RFC default, which
             // is also this stack's value.
-            let stack_value = self.stack.value_with(key, self.congestion, self.recovery == Recovery::Sack)
+            let rack = self.loss_detection == LossDetection::Rack;
+            let stack_value = self.stack.value_with(key, self.congestion, self.recovery == Recovery::Sack, rack)
                 .or_else(|| defaults.get(*key).cloned());
             if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
