@@ -152,7 +152,7 @@ impl Endpoint {
             if off > 0 {
                 self.stats.retransmits += 1;
                 if p.recovery.rto_undo || p.recovery.recovery_undo || p.recovery.frto {
-                    self.undo_note_retransmission(1, now);
+                    self.undo_note_retransmission(now);
                 }
                 // Outside a timeout episode: there the RTO handler arms the timer itself.
                 if p.recovery.head_retransmit_rto && off == self.snd_una && self.backoff_since.get().is_none() {

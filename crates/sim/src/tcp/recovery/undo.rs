@@ -111,13 +111,13 @@ impl Endpoint {
         *undo = undo.begin(una, Some((prior_cwnd, prior_ssthresh.max(prior_cwnd / 4 * 3))));
     }
 
-    /// A data retransmission of `segments` went out at `now` (`tcp_retransmit_skb`): counted
-    /// in `undo_retrans`, the first one's timestamp kept (`retrans_stamp`).
-    pub(in crate::tcp) fn undo_note_retransmission(&mut self, segments: u64, now: Instant) {
+    /// A data segment was retransmitted at `now` (`tcp_retransmit_skb`): counted in
+    /// `undo_retrans`, the first one's timestamp kept (`retrans_stamp`).
+    pub(in crate::tcp) fn undo_note_retransmission(&mut self, now: Instant) {
         let Some(q) = self.queues.as_deref_mut() else { return };
         let undo = &mut q.undo;
         if undo.marker.is_some() {
-            undo.retrans = Some(undo.retrans.unwrap_or(0).saturating_add(segments as u32));
+            undo.retrans = Some(undo.retrans.unwrap_or(0).saturating_add(1));
             undo.retrans_stamp.get_or_insert(ts_now(now));
         }
     }
@@ -140,7 +140,6 @@ impl Endpoint {
         let segments = (end - start).div_ceil(p.mss);
         let tlp_dsack = end - start <= p.mss && self.tlp_high_seq() == Some(end);
         let retransmits = self.stats.retransmits;
-        let una = self.snd_una;
         let q = self.queues_mut();
         q.undo.dsack_dups += segments;
         if q.undo.dsack_dups > retransmits {
@@ -151,12 +150,12 @@ impl Endpoint {
         if p.recovery.rack_dsack_reo_wnd && q.rack.reordering_seen() && !tlp_dsack {
             q.rack.dsack_seen = true;
         }
-        // Below `snd_una` ("already forgotten data") or a retransmitted segment above it.
-        let undo = &mut q.undo;
-        if undo.marker.is_some_and(|m| end > m) && (end <= una || undo.retrans.is_some()) {
-            if let Some(r) = undo.retrans.as_mut().filter(|r| **r > 0) {
-                *r = r.saturating_sub(segments as u32);
-            }
+        // Linux counts a D-SACK below `snd_una` ("already forgotten data") and one of a
+        // segment above it that was retransmitted; here any past the episode's start while
+        // some of its retransmissions are not yet D-SACKed (docs/tcp.md).
+        let in_episode = q.undo.marker.is_some_and(|m| end > m);
+        if let Some(r) = q.undo.retrans.as_mut().filter(|r| **r > 0 && in_episode) {
+            *r = r.saturating_sub(segments as u32);
         }
         true
     }
