@@ -21,6 +21,7 @@ LINUX = {
     "tcp.rtt_samples": "every_ack", "tcp.loss_detection": "rack", "tcp.recovery_pacing": "prr",
     "tcp.recovery_rto": "linux", "tcp.ack_rule": "linux", "tcp.pacing": "linux", "tcp.tail_loss_probe": True,
     "tcp.cubic_hystart": True, "tcp.rto_undo": True, "tcp.timestamps": True,
+    "tcp.dsack": True, "tcp.recovery_undo": True, "tcp.frto": True, "tcp.rack_dsack_reo_wnd": True,
 }
 LINUX_RENO = {**LINUX, "tcp.congestion": "reno", "tcp.cwnd_growth": "linux", "tcp.cubic_hystart": False}
 NS3 = {

@@ -72,6 +72,9 @@ FLOWS_SCHEMA = pl.Schema(
         "fast_retransmits": pl.Int64,
         "loss_probes": pl.Int64,
         "rto_undos": pl.Int64,
+        "spurious_rtos": pl.Int64,
+        "recovery_undos": pl.Int64,
+        "dsacks_received": pl.Int64,
         "backoff_ns": pl.Int64,
         "longest_silence_ns": pl.Int64,
     }

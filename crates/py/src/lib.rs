@@ -192,6 +192,9 @@ fn rows_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, f: &[FlowRow], b
     flows.set_item("fast_retransmits", f.iter().map(|x| x.fast_retransmits).collect::<Vec<_>>())?;
     flows.set_item("loss_probes", f.iter().map(|x| x.loss_probes).collect::<Vec<_>>())?;
     flows.set_item("rto_undos", f.iter().map(|x| x.rto_undos).collect::<Vec<_>>())?;
+    flows.set_item("spurious_rtos", f.iter().map(|x| x.spurious_rtos).collect::<Vec<_>>())?;
+    flows.set_item("recovery_undos", f.iter().map(|x| x.recovery_undos).collect::<Vec<_>>())?;
+    flows.set_item("dsacks_received", f.iter().map(|x| x.dsacks_received).collect::<Vec<_>>())?;
     flows.set_item("backoff_ns", f.iter().map(|x| x.backoff_ns).collect::<Vec<_>>())?;
     flows.set_item("longest_silence_ns", f.iter().map(|x| x.longest_silence_ns).collect::<Vec<_>>())?;
     out.set_item("flows", flows)?;

@@ -1182,6 +1182,7 @@ mod tests {
         let linux = tcp_of(r#"{"tcp":{"stack":"linux"},"flows":[{"app":"bulk"}]}"#);
         assert_eq!((linux.congestion, linux.recovery, linux.loss_detection), (Congestion::Cubic, Recovery::Sack, LossDetection::Rack));
         assert_eq!((linux.min_rto_ms, linux.initial_window_pkts, linux.rto_rule), (200.0, 10, RtoRule::Linux));
+        assert_eq!((linux.dsack, linux.recovery_undo, linux.frto, linux.rack_dsack_reo_wnd), (true, true, true, true));
         // CUBIC grows the window itself: Linux's Reno growth only under Reno.
         assert_eq!(linux.cwnd_growth, CwndGrowth::PerAck);
         let reno = tcp_of(r#"{"tcp":{"stack":"linux","congestion":"reno","min_rto_ms":300},"flows":[{"app":"bulk"}]}"#);
@@ -1214,6 +1215,8 @@ mod tests {
         let again = Scenario::from_json(&s.to_json()).unwrap();
         assert_eq!(again, s);
         assert_eq!((again.tcp.stack, again.tcp.pacing, again.tcp.rtt_samples), (Stack::Linux, Pacing::None, RttSamples::Timed));
+        // F-RTO and the D-SACK reordering window are RACK's: without it the stack leaves them off.
+        assert_eq!((again.tcp.dsack, again.tcp.frto, again.tcp.rack_dsack_reo_wnd), (true, false, false));
     }
 
     #[test]

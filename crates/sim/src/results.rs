@@ -41,6 +41,14 @@ pub struct FlowRow {
     pub loss_probes: u64,
     /// Timeouts the sender undid as spurious (`tcp.rto_undo`; Linux's TcpExtTCPLossUndo).
     pub rto_undos: u64,
+    /// Of `rto_undos`, those F-RTO found spurious (`tcp.frto`; Linux's TcpExtTCPSpuriousRTOs).
+    pub spurious_rtos: u64,
+    /// Fast recoveries the sender undid, by D-SACKs or timestamps (`tcp.recovery_undo`;
+    /// Linux's TcpExtTCPFullUndo + TcpExtTCPDSACKUndo).
+    pub recovery_undos: u64,
+    /// ACKs with a D-SACK block the sender accepted (`tcp.dsack`; Linux's TcpExtTCPDSACKRecv
+    /// + TcpExtTCPDSACKOfoRecv, less the dubious ones).
+    pub dsacks_received: u64,
     /// Time the sender spent in retransmission-timeout episodes (see `EndpointStats::backoff_ns`);
     /// an episode still open at the end counts up to the end of the run.
     pub backoff_ns: u64,

@@ -187,7 +187,8 @@ def _tcp_sysctls(tcp: dict[str, Any], rfc: bool) -> dict[str, str]:
             "net.ipv4.tcp_recovery": "1" if rack else "0",
             # tail loss probes: 3 is Linux's default, TLP on (left out of the canonical dict when off)
             "net.ipv4.tcp_early_retrans": "3" if tcp.get("tail_loss_probe", False) else "0",
-            "net.ipv4.tcp_frto": "0",  # F-RTO spurious-timeout detection
+            # F-RTO spurious-timeout detection, SACK-enhanced as the simulator's `frto`
+            "net.ipv4.tcp_frto": "2" if tcp.get("frto", False) else "0",
             "net.ipv4.tcp_syn_linear_timeouts": "0",  # SYN retries back off exponentially from the first
             "net.ipv4.tcp_autocorking": "0",
         }

@@ -1,8 +1,9 @@
 """The generator's and the box's records as the simulator's tables.
 
 Columns a real run cannot know are null (documented in docs/testbed.md):
-``flows.fast_retransmits``, ``flows.loss_probes`` and ``flows.rto_undos`` (Linux counts them per
-namespace, not per socket), and
+``flows.fast_retransmits``, ``flows.loss_probes``, ``flows.rto_undos``, ``flows.spurious_rtos``,
+``flows.recovery_undos`` and ``flows.dsacks_received`` (Linux counts them per namespace, not per
+socket), and
 ``timeouts``/``backoff_ns`` on kernels before 6.7 (no ``tcpi_total_rto``). ``queue_delays``
 is empty (the box reports quantiles, not the histogram). Where the testbed measures a
 column differently, docs/testbed.md says how (``backoff_ns`` is Linux's time in RTO
@@ -68,6 +69,9 @@ def _flows(client: dict[str, Any], server: dict[str, Any], units: list[dict[str,
             "fast_retransmits": None,
             "loss_probes": None,
             "rto_undos": None,
+            "spurious_rtos": None,
+            "recovery_undos": None,
+            "dsacks_received": None,
             "backoff_ns": None if rto_time_ms is None else rto_time_ms * 1_000_000,
             "longest_silence_ns": flow["longest_silence_ns"],
         })

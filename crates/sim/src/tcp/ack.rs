@@ -2,6 +2,16 @@
 //! the cumulative ACK (recovery's exit, window growth, the timer) and duplicate ACKs.
 
 use super::*;
+use recovery::rack::Delivery;
+
+/// F-RTO's view of an ACK that advances `snd_una` (`recovery/undo.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Frto {
+    /// It delivered data sent before the timeout and never retransmitted.
+    original_acked: bool,
+    /// It SACKed new data.
+    data_sacked: bool,
+}
 
 /// What an ACK is, decided before its cumulative part moves `snd_una`.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +41,8 @@ impl Endpoint {
         }
         let bbr_prior_in_flight = p.bbr().then(|| self.bbr_begin_ack(p));
         let sacked_before = if p.recovery.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
+        let in_loss = self.cong_state() == CongState::Loss;
+        let dsack = p.recovery.dsack && self.check_dsack(seg, ack, p);
         let new_sack = p.sack() && self.read_sack_blocks(seg, ack);
         if new_sack || ack > self.snd_una {
             self.note_covered_bursts(ack, now);
@@ -42,11 +54,20 @@ impl Endpoint {
         if p.recovery.prr {
             self.prr_count_delivered(ack, sacked_before, p);
         }
-        let rack_marks = if p.recovery.rack && self.queues.get_or_insert_default().rack.on_ack(ack, &self.scoreboard, now) {
-            self.rack_detect_loss(now, p)
+        let delivery = if p.recovery.rack {
+            let rack = &mut self.queues.get_or_insert_default().rack;
+            let delivery = rack.on_ack(ack, &self.scoreboard, now);
+            if p.recovery.rack_dsack_reo_wnd {
+                rack.update_reo_wnd(delivery.prior_delivered);
+            }
+            delivery
         } else {
-            LossMarks::default()
+            Delivery::default()
         };
+        let rack_marks = if delivery.rtt_updated { self.rack_detect_loss(now, p) } else { LossMarks::default() };
+        // F-RTO's FLAG_ORIG_SACK_ACKED: data sent before the timeout (at most `recover`),
+        // never retransmitted, now delivered.
+        let original_acked = delivery.original_end.is_some_and(|end| end <= self.recover_mark);
         if p.recovery.prr {
             let safe_ack = !p.recovery.rack || (ack > self.snd_una && !rack_marks.any);
             self.queues_mut().prr.safe_ack = safe_ack;
@@ -57,9 +78,23 @@ impl Endpoint {
             // of the fast retransmit (tcp_ack runs tcp_fastretrans_alert first).
             let loss_first = p.recovery.rack && self.rack_starts_recovery(rack_marks, ack);
             let tlp_cut = p.recovery.tail_loss_probe && self.tlp_on_ack(ack, false, p);
-            self.on_new_ack(ack, seg, ack_rtt, kind.ns3_disorder, !loss_first && !tlp_cut, !loss_first, now, p, out);
-        } else if p.recovery.tail_loss_probe {
-            self.tlp_on_ack(ack, !new_sack && seg.seq_len() == 0, p);
+            let frto = p.recovery.frto.then_some(Frto { original_acked, data_sacked: new_sack });
+            self.on_new_ack(ack, seg, ack_rtt, kind.ns3_disorder, frto, !loss_first && !tlp_cut, !loss_first, now, p, out);
+        } else {
+            if p.recovery.tail_loss_probe {
+                self.tlp_on_ack(ack, !new_sack && seg.seq_len() == 0, p);
+            }
+            if p.recovery.frto && in_loss {
+                let dupack = !new_sack && !dsack && seg.seq_len() == 0;
+                let go_back = self.snd_nxt;
+                self.frto_on_ack(false, original_acked, new_sack, dupack, p);
+                if self.snd_nxt != go_back {
+                    self.try_send(now, p, out); // F-RTO gave up: resend what the timeout marked lost
+                }
+            }
+        }
+        if dsack && p.recovery.recovery_undo {
+            self.undo_dsack(p);
         }
         if kind.duplicate && ack == self.snd_una && self.snd_max > self.snd_una {
             self.count_dupack(kind, now, p, out);
@@ -73,7 +108,8 @@ impl Endpoint {
         }
     }
 
-    /// Adds the ACK's SACK blocks above `ack` to the scoreboard; whether any was new.
+    /// Adds the ACK's SACK blocks above `ack` to the scoreboard; whether any was new. A
+    /// D-SACK block below `ack` adds nothing; one inside the next block adds nothing new.
     fn read_sack_blocks(&mut self, seg: &Packet, ack: u64) -> bool {
         let mut new_sack = false;
         for b in seg.sack_blocks() {
@@ -135,7 +171,7 @@ impl Endpoint {
     /// way); `grow` also when a tail loss probe's ACK just cut the window (Linux's CWR).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_new_ack(&mut self, ack: u64, seg: &Packet, ack_rtt: Option<Duration>, ns3_disorder: Option<DisorderAck>,
-        grow: bool, send: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
+        frto: Option<Frto>, grow: bool, send: bool, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         let acked = ack - self.snd_una;
         let in_loss = self.cong_state() == CongState::Loss;
         self.end_backoff(now);
@@ -171,8 +207,12 @@ impl Endpoint {
             };
         }
         let acked_data = acked - syn_acked as u64;
-        if p.recovery.rto_undo {
-            self.undo_spurious_rto(seg, in_loss, p);
+        let undone = p.recovery.rto_undo && self.undo_spurious_rto(seg, in_loss, p);
+        if let Some(f) = frto.filter(|_| in_loss && !undone) {
+            self.frto_on_ack(true, f.original_acked, f.data_sacked, false, p);
+        }
+        if p.recovery.rack_dsack_reo_wnd && in_loss && !undone && self.cong_state() != CongState::Loss {
+            self.queues_mut().rack.recovery_without_undo(); // tcp_try_undo_recovery from CA_Loss
         }
         if let Some(rtt) = rtt_sample.filter(|_| p.cc.cubic_hystart) {
             self.linux_hystart(ack, rtt, now, p);
@@ -184,6 +224,9 @@ impl Endpoint {
             }
             Some(_) if ack >= self.recover_mark => {
                 self.on_full_ack(p);
+                if p.recovery.recovery_undo {
+                    self.undo_at_recovery_end(seg, p);
+                }
                 if p.recovery.exit == RecoveryExit::Ns3 && acked_data > 0 && grow {
                     self.grow_window(ack, acked_data, rtt_sample, now, p);
                 }

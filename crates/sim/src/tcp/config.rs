@@ -45,6 +45,7 @@ pub const STACK_KNOBS: &[&str] = &[
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
     "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "timestamps",
+    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd",
 ];
 
 /// The `[tcp]` keys only the ns2 stack decides besides `STACK_KNOBS`: they are a stack's
@@ -59,7 +60,8 @@ pub const NS2_STACK_KNOBS: &[&str] = &[
 /// they hold their RFC default and the stack's value is that default too, so adding one
 /// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
 /// new knob is added here.
-const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery"];
+const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery",
+    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -99,6 +101,10 @@ impl Stack {
             (Stack::Linux, "tail_loss_probe") => true.into(), // net.ipv4.tcp_early_retrans = 3
             (Stack::Linux, "rto_undo") => true.into(), // tcp_try_undo_loss
             (Stack::Linux, "timestamps") => true.into(), // net.ipv4.tcp_timestamps = 1
+            (Stack::Linux, "dsack") => true.into(), // net.ipv4.tcp_dsack = 1
+            (Stack::Linux, "recovery_undo") => true.into(), // tcp_try_undo_recovery, tcp_try_undo_dsack
+            (Stack::Linux, "frto") => true.into(), // net.ipv4.tcp_frto = 2
+            (Stack::Linux, "rack_dsack_reo_wnd") => true.into(), // tcp_rack_update_reo_wnd (no TCP_RACK_STATIC_REO_WND)
             // ns-2 2.35, tcl/lib/ns-default.tcl and tcp/*.cc (docs/tcp.md has each line).
             (Stack::Ns2, "recovery") => "newreno".into(),
             (Stack::Ns2, "initial_window_pkts") => 2.into(), // windowInit_
@@ -135,11 +141,14 @@ impl Stack {
         Some((NS2_WINDOW_PKTS * packet.checked_sub(header)?).into())
     }
 
-    /// `value`, for a table whose recovery is SACK if `sack`: ns-2's Sack1 recovers by its
-    /// scoreboard, not by Reno's window, so `fast_recovery` keeps its own default there.
-    fn value_with(self, key: &str, congestion: Congestion, sack: bool) -> Option<Value> {
+    /// `value`, for a table whose recovery is SACK if `sack` and whose loss detection is RACK
+    /// if `rack`: ns-2's Sack1 recovers by its scoreboard, not by Reno's window, so
+    /// `fast_recovery` keeps its own default there; Linux's F-RTO and D-SACK reordering
+    /// window are RACK's here, so they keep theirs with `loss_detection = "dupthresh"`.
+    fn value_with(self, key: &str, congestion: Congestion, sack: bool, rack: bool) -> Option<Value> {
         match (self, key) {
             (Stack::Ns2, "fast_recovery") if sack => None,
+            (Stack::Linux, "frto" | "rack_dsack_reo_wnd") if !rack => None,
             _ => self.value(key, congestion),
         }
     }
@@ -161,7 +170,12 @@ impl Stack {
             if !table.contains_key(key) {
                 let v = match (stack, key) {
                     (Stack::Ns2, "rwnd_bytes") => Stack::ns2_rwnd(table),
-                    _ => stack.value_with(key, congestion, table.get("recovery").and_then(Value::as_str) == Some("sack")),
+                    _ => {
+                        let sack = table.get("recovery").and_then(Value::as_str) == Some("sack");
+                        // `loss_detection` comes before the knobs that depend on it in STACK_KNOBS.
+                        let rack = table.get("loss_detection").and_then(Value::as_str) == Some("rack");
+                        stack.value_with(key, congestion, sack, rack)
+                    }
                 };
                 if let Some(v) = v {
                     table.insert(key.to_string(), v);
@@ -187,7 +201,8 @@ impl TcpConfig {
         for key in ADDED_KNOBS {
             // Left out only where reading it back gives it again: at the RFC default, which
             // is also this stack's value.
-            let stack_value = self.stack.value_with(key, self.congestion, self.recovery == Recovery::Sack)
+            let rack = self.loss_detection == LossDetection::Rack;
+            let stack_value = self.stack.value_with(key, self.congestion, self.recovery == Recovery::Sack, rack)
                 .or_else(|| defaults.get(*key).cloned());
             if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
@@ -602,6 +617,24 @@ pub struct TcpConfig {
     /// at its RFC default (`ADDED_KNOBS`).
     #[serde(default)]
     pub tail_loss_probe: bool,
+    /// RFC 2883 D-SACK: the receiver reports a duplicate segment in a first SACK block, and
+    /// the sender recognizes it (Linux `tcp_dsack_set`, `tcp_check_dsack`). SACK only. Left
+    /// out of the canonical JSON at its RFC default (`ADDED_KNOBS`), as are the three below.
+    #[serde(default)]
+    pub dsack: bool,
+    /// Linux's undo of a fast recovery whose retransmissions were all D-SACKed, or whose
+    /// ACKs' timestamps show the originals arrived (`tcp_try_undo_dsack`,
+    /// `tcp_try_undo_recovery`; `recovery/undo.rs`). SACK only; needs `dsack` or `timestamps`.
+    #[serde(default)]
+    pub recovery_undo: bool,
+    /// RFC 5682 F-RTO, SACK-enhanced, as Linux's `tcp_frto = 2` (`tcp_enter_loss`,
+    /// `tcp_process_loss`; `recovery/undo.rs`). Needs `loss_detection = "rack"`.
+    #[serde(default)]
+    pub frto: bool,
+    /// RACK's reordering window grows by min_RTT/4 per round with a D-SACK (Linux
+    /// `tcp_rack_update_reo_wnd`; `recovery/rack.rs`). Needs RACK and `dsack`.
+    #[serde(default)]
+    pub rack_dsack_reo_wnd: bool,
     /// Linux's `tcp_thin_linear_timeouts`: while fewer than 4 segments are in flight, the
     /// first 6 consecutive RTOs do not double the timer (TCP_THIN_LINEAR_RETRIES).
     #[serde(default)]
@@ -731,6 +764,15 @@ impl TcpConfig {
             "false, or true only with timestamps = true (the undo reads the echoed timestamp)")?;
         check(!self.tail_loss_probe || self.recovery == Recovery::Sack, "tail_loss_probe", true,
             "false, or true only with recovery = \"sack\" (Linux probes SACK connections only)")?;
+        check(!self.dsack || self.recovery == Recovery::Sack, "dsack", true,
+            "false, or true only with recovery = \"sack\" (a D-SACK is a SACK block)")?;
+        check(!self.recovery_undo || (self.recovery == Recovery::Sack && (self.dsack || self.timestamps)),
+            "recovery_undo", true,
+            "false, or true only with recovery = \"sack\" and dsack = true or timestamps = true (the undo reads one of them)")?;
+        check(!self.frto || self.loss_detection == LossDetection::Rack, "frto", true,
+            "false, or true only with loss_detection = \"rack\" (F-RTO counts in flight as Linux does once a timeout marked everything lost)")?;
+        check(!self.rack_dsack_reo_wnd || (self.loss_detection == LossDetection::Rack && self.dsack),
+            "rack_dsack_reo_wnd", true, "false, or true only with loss_detection = \"rack\" and dsack = true")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),
             "cwnd_growth", match self.cwnd_growth { CwndGrowth::Linux => "linux", CwndGrowth::Ns2 => "ns2", _ => "byte_counting" },
             "\"per_ack\", or another rule only with congestion = \"reno\" and hystart off (they grow the window themselves)")?;

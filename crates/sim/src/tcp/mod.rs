@@ -188,8 +188,10 @@ struct FeatureQueues {
     pacer: Pacer,
     /// `tail_loss_probe`: the probe timer and episode.
     tlp: Tlp,
-    /// `rto_undo`: what the last timeout may have to undo.
+    /// `rto_undo`, `recovery_undo`, `frto`: what the last episode may have to undo.
     undo: Undo,
+    /// The receiver's D-SACK block for its next ACK, offsets (`dsack`; Linux `tcp_dsack_set`).
+    dsack: Option<(u64, u64)>,
     /// Delivery-rate samples for BBR (`rate.rs`).
     rate: rate::RateSampler,
     /// BBR's state (`congestion = "bbr"`), from its first use.

@@ -43,8 +43,16 @@ pub struct RecoveryPolicy {
     pub exit: RecoveryExit,
     /// RFC 8985 §7 tail loss probes (`recovery/tlp.rs`).
     pub tail_loss_probe: bool,
-    /// Undo of a spurious timeout by timestamps (`recovery/undo.rs`).
+    /// Undo of a spurious timeout by timestamps or D-SACKs (`recovery/undo.rs`).
     pub rto_undo: bool,
+    /// RFC 2883 D-SACK blocks sent and read (`dsack`).
+    pub dsack: bool,
+    /// Undo of a fast recovery by D-SACKs or timestamps (`recovery/undo.rs`).
+    pub recovery_undo: bool,
+    /// RFC 5682 F-RTO as Linux's `tcp_frto = 2` (`recovery/undo.rs`).
+    pub frto: bool,
+    /// RACK's reordering window grows with D-SACKs (`recovery/rack.rs`).
+    pub rack_dsack_reo_wnd: bool,
     pub fast_retransmit_rto: FastRetransmitRto,
     /// The timer restarts on the first partial ACK of a recovery only (NewReno, or SACK as ns-3).
     pub first_partial_rto: bool,
@@ -148,6 +156,10 @@ impl TcpParams {
                 exit: c.recovery_exit,
                 tail_loss_probe: c.tail_loss_probe,
                 rto_undo: c.rto_undo,
+                dsack: c.dsack,
+                recovery_undo: c.recovery_undo,
+                frto: c.frto,
+                rack_dsack_reo_wnd: c.rack_dsack_reo_wnd,
                 fast_retransmit_rto: c.fast_retransmit_rto,
                 first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
                 head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,

@@ -1,5 +1,6 @@
 //! The receive half: in-order and out-of-order data, delayed and quick ACKs (RFC 5681
-//! §4.2, Linux's quick-ACK mode), SACK blocks (RFC 2018) and TS.Recent (RFC 7323 §4.3).
+//! §4.2, Linux's quick-ACK mode), SACK blocks (RFC 2018), D-SACK blocks (RFC 2883, with
+//! `dsack`) and TS.Recent (RFC 7323 §4.3).
 
 use super::*;
 
@@ -21,16 +22,27 @@ impl Endpoint {
                 self.delack_at = Opt64::some(now + delay);
                 return;
             }
-            // A duplicate: tell the sender where we are (Linux also enters quick-ACK mode).
+            // A duplicate: tell the sender where we are (Linux also enters quick-ACK mode),
+            // and with D-SACK what came twice (`tcp_send_dupack`).
+            if p.recovery.dsack {
+                self.queues_mut().dsack = Some((start, end));
+            }
             self.quick_acks = self.quick_acks.max(p.acks.quick_acks);
             self.send_ack(now, p, out);
             return;
         }
         if start > self.rcv_nxt {
-            // Out of order: remember it and send a duplicate ACK at once (RFC 5681 §4.2).
+            // Out of order: remember it and send a duplicate ACK at once (RFC 5681 §4.2). With
+            // D-SACK, the first part already held is reported (`tcp_data_queue_ofo`).
+            if let Some(held) = self.ooo.as_ref().and_then(|o| o.ranges.first_overlap(start, end)).filter(|_| p.recovery.dsack) {
+                self.queues_mut().dsack = Some(held);
+            }
             self.ooo.get_or_insert_default().insert(start, end);
             self.send_ack(now, p, out);
             return;
+        }
+        if start < self.rcv_nxt && p.recovery.dsack {
+            self.queues_mut().dsack = Some((start, self.rcv_nxt)); // partly old (`tcp_data_queue`)
         }
         let before = self.rcv_nxt;
         self.rcv_nxt = end;

@@ -74,6 +74,13 @@ impl RangeSet {
         ranges.get(i).copied().filter(|&(s, _)| s <= offset)
     }
 
+    /// The first part of `[start, end)` the set holds, if any.
+    pub fn first_overlap(&self, start: u64, end: u64) -> Option<(u64, u64)> {
+        let ranges = self.ranges();
+        let i = ranges.partition_point(|&(_, e)| e <= start);
+        ranges.get(i).filter(|&&(s, _)| s < end).map(|&(s, e)| (s.max(start), e.min(end)))
+    }
+
     /// One range holds all of `[start, end)`.
     pub fn covers(&self, start: u64, end: u64) -> bool {
         self.range_of(start).is_some_and(|(_, e)| e >= end)

@@ -25,6 +25,10 @@ impl Endpoint {
             self.sack_send(now, p, out);
             return;
         }
+        if p.recovery.frto && self.frto_sends_new(p) {
+            self.frto_send_new(now, p, out);
+            return;
+        }
         // Linux skips the restart window for a `cong_control` controller (BBR).
         if p.send.slow_start_after_idle && !p.bbr() && self.snd_una == self.snd_max && self.snd_nxt < self.send_end()
             && self.stats.segments_sent > 1 && now.saturating_since(self.last_data_sent) >= self.rtt.rto()
@@ -147,6 +151,9 @@ impl Endpoint {
         if off < self.snd_max {
             if off > 0 {
                 self.stats.retransmits += 1;
+                if p.recovery.rto_undo || p.recovery.recovery_undo || p.recovery.frto {
+                    self.undo_note_retransmission(now);
+                }
                 // Outside a timeout episode: there the RTO handler arms the timer itself.
                 if p.recovery.head_retransmit_rto && off == self.snd_una && self.backoff_since.get().is_none() {
                     self.arm_rto(now, p);
@@ -230,6 +237,14 @@ impl Endpoint {
             pkt.ts_ecr = self.ts_recent;
         }
         let mut option_bytes = 0;
+        // RFC 2883: a D-SACK block goes first, once (Linux clears it as the option is written).
+        let dsack = if p.recovery.dsack && flags.ack() { self.queues.as_deref_mut().and_then(|q| q.dsack.take()) } else { None };
+        if let Some((s, e)) = dsack {
+            pkt.sack[0] = SackBlock { start: self.irs.wrapping_add(s as u32), end: self.irs.wrapping_add(e as u32) };
+            pkt.sack_count = 1;
+            option_bytes = 4 + 8;
+        }
+        let first_ooo = pkt.sack_count as usize;
         if let Some(o) = self.ooo.as_deref().filter(|o| p.sack() && flags.ack() && !o.ranges.is_empty()) {
             for &s in &o.recent {
                 if pkt.sack_count as usize == MAX_SACK_BLOCKS {
@@ -237,7 +252,7 @@ impl Endpoint {
                 }
                 if let Some((rs, re)) = o.ranges.range_of(s) {
                     let block = SackBlock { start: self.irs.wrapping_add(rs as u32), end: self.irs.wrapping_add(re as u32) };
-                    if !pkt.sack_blocks().contains(&block) {
+                    if !pkt.sack_blocks()[first_ooo..].contains(&block) {
                         pkt.sack[pkt.sack_count as usize] = block;
                         pkt.sack_count += 1;
                     }

@@ -2370,3 +2370,238 @@ fn an_ack_echoing_the_original_timestamp_undoes_a_spurious_timeout() {
         assert_eq!(c.rto_undos(), undo as u64);
     }
 }
+
+/// The SACK blocks of `ack` as (start, end) pairs.
+fn blocks(ack: &Packet) -> Vec<(u32, u32)> {
+    ack.sack_blocks().iter().map(|b| (b.start, b.end)).collect()
+}
+
+#[test]
+fn a_duplicate_segment_is_reported_once_in_a_first_dsack_block() {
+    // RFC 2883 §4: the first block of the ACK for a duplicate is the duplicate (D-SACK); for
+    // one above the cumulative ACK the next block is the block that holds it (§4.2, example
+    // 3); the D-SACK is sent once (Linux clears rx_opt.dsack when the option is written).
+    // Each block is 8 bytes on the wire after 4 of kind, length and padding (RFC 2018).
+    for dsack in [true, false] {
+        let p = params(|c| {
+            c.recovery = Recovery::Sack;
+            c.dsack = dsack;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut out = Vec::new();
+        c.app_write(3000, false, t(100), &p, &mut out);
+        let segs: Vec<_> = out.drain(..).collect();
+        let mut acks = Vec::new();
+        s.on_segment(&segs[0], t(150), &p, &mut acks);
+        s.on_segment(&segs[2], t(151), &p, &mut acks);
+        assert_eq!(blocks(&acks[1]), [(2001, 3001)]);
+        s.on_segment(&segs[2], t(152), &p, &mut acks); // a copy of the out-of-order one
+        s.on_segment(&segs[0], t(153), &p, &mut acks); // a copy of one already acknowledged
+        s.on_segment(&segs[1], t(154), &p, &mut acks); // fills the hole
+        let (above, below, filled) = (&acks[2], &acks[3], &acks[4]);
+        if dsack {
+            assert_eq!(blocks(above), [(2001, 3001), (2001, 3001)], "D-SACK, then the block holding it");
+            assert_eq!(blocks(below), [(1, 1001), (2001, 3001)], "D-SACK below the cumulative ACK 1001");
+            assert_eq!(below.ack, 1001);
+            assert_eq!(below.ip_len_bytes as u32, p.header_bytes + 4 + 2 * 8);
+        } else {
+            assert_eq!((blocks(above), blocks(below)), (vec![(2001, 3001)], vec![(2001, 3001)]));
+        }
+        assert_eq!((filled.ack, filled.sack_count), (3001, 0), "no D-SACK twice");
+        // tcp_dsack_seen: D-SACKs of segments the sender never retransmitted are the
+        // network's copies, not its own: not counted.
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut out);
+        }
+        assert_eq!(c.dsacks_received(), 0);
+    }
+}
+
+/// Ten segments at 100 ms with RACK; segment 0 is delayed: 1..9 arrive at 150 ms, their
+/// SACKs at 200 ms make RACK mark 0 lost (DupThresh SACKed, no reordering seen: reo_wnd 0,
+/// due at 100 + 100 ms), a spurious fast retransmit. The original arrives at 210 ms; its
+/// cumulative ACK ends recovery at 260 ms; the retransmission arrives at 250 ms as a
+/// duplicate, whose ACK reaches the sender at 300 ms. Returns the sender after each of those
+/// two ACKs (cwnd, ssthresh) and the sender.
+fn spurious_fast_retransmit(edit: impl FnOnce(&mut TcpConfig)) -> ((u64, u64), (u64, u64), Endpoint) {
+    let (p, mut c, mut s, out) = one_window_with(|c| {
+        c.loss_detection = LossDetection::Rack;
+        edit(c);
+    }, 20);
+    assert_eq!((c.cwnd_bytes(), c.ssthresh_bytes()), (10_000, 65_535));
+    let resent = deliver(&p, &mut c, &mut s, &out, &(1..10).collect::<Vec<_>>());
+    let retransmission = *resent.iter().find(|x| x.seq == 1).expect("the fast retransmit of segment 0");
+    assert_eq!((c.stats.fast_retransmits, c.ssthresh_bytes()), (1, 5_000), "FlightSize / 2");
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(210), &p, &mut acks);
+    s.on_segment(&retransmission, t(250), &p, &mut acks);
+    let (full, duplicate) = (acks[0], acks[1]);
+    assert_eq!((full.ack, duplicate.ack), (10_001, 10_001));
+    let mut sent = Vec::new();
+    c.on_segment(&full, t(260), &p, &mut sent);
+    assert_eq!(c.cong_state(), CongState::Open);
+    let after_full = (c.cwnd_bytes(), c.ssthresh_bytes());
+    c.on_segment(&duplicate, t(300), &p, &mut sent);
+    (after_full, (c.cwnd_bytes(), c.ssthresh_bytes()), c)
+}
+
+#[test]
+fn a_dsack_of_every_retransmission_undoes_a_spurious_fast_retransmit() {
+    // Linux's tcp_check_dsack counts the D-SACK of the one retransmission off undo_retrans;
+    // at 0, tcp_try_undo_dsack (Open: the recovery ended at the cumulative ACK, whose
+    // undo_retrans was still 1) runs tcp_undo_cwnd_reduction: cwnd = max(cwnd, prior_cwnd),
+    // the 10 segments before the recovery, and ssthresh = prior_ssthresh, max(65535, 3/4 cwnd).
+    // No timestamps here, so the cumulative ACK cannot tell. Without the undo cwnd stays at
+    // ssthresh = FlightSize / 2 (RFC 6675 §5.1).
+    for undo in [true, false] {
+        let (at_full, at_dsack, c) = spurious_fast_retransmit(|c| {
+            c.timestamps = false;
+            c.packet_size_bytes = 1040; // MSS 1000 without timestamps
+            c.dsack = true;
+            c.recovery_undo = undo;
+        });
+        assert_eq!(at_full, (5_000, 5_000), "undo {undo}: the recovery ends at ssthresh");
+        assert_eq!(c.dsacks_received(), 1);
+        if undo {
+            assert_eq!(at_dsack, (10_000, 65_535));
+            assert_eq!(c.recovery_undos(), 1);
+        } else {
+            assert_eq!(at_dsack, (5_000, 5_000));
+            assert_eq!(c.recovery_undos(), 0);
+        }
+    }
+}
+
+#[test]
+fn a_full_ack_echoing_the_original_timestamp_undoes_a_spurious_fast_retransmit() {
+    // The original fills the hole: TS.Recent takes its TSval (sent at 100 ms), which the
+    // cumulative ACK echoes, older than the retransmission's (200 ms): tcp_packet_delayed.
+    // tcp_try_undo_recovery then restores cwnd and ssthresh at that ACK, no D-SACK needed.
+    let (at_full, _, c) = spurious_fast_retransmit(|c| c.recovery_undo = true);
+    assert_eq!(at_full, (10_000, 65_535));
+    assert_eq!((c.recovery_undos(), c.dsacks_received()), (1, 0));
+}
+
+#[test]
+fn frto_sends_new_data_after_a_timeout_and_undoes_it_when_never_resent_data_is_acked() {
+    // RFC 5682 §3.1 as Linux's tcp_process_loss with tcp_frto = 2. Ten segments out at 100 ms,
+    // every one delayed past the RTO (1 s minimum); the timeout resends segment 0 only
+    // (cwnd 1). Then the originals' ACKs arrive one by one, no timestamps to tell them apart.
+    // The first (of segment 0, which was resent) advances snd_una: step 2.b sends new data,
+    // as many as cwnd (2 after slow start's growth) allows over what is in flight (nothing:
+    // the timeout marked the window lost), 10001 and 11001, not the go-back-N 1001 and 2001.
+    // The second acknowledges segment 1, never resent: step 3.b, spurious, and
+    // tcp_try_undo_loss(frto_undo) restores cwnd (10 segments, and slow start's one more for
+    // this ACK) and the sender goes on with new data. One retransmission in all.
+    for frto in [true, false] {
+        let (p, mut c, mut s, out) = one_window_with(|c| {
+            c.loss_detection = LossDetection::Rack;
+            c.timestamps = false;
+            c.packet_size_bytes = 1040;
+            c.frto = frto;
+        }, 20);
+        let rto = c.next_deadline().unwrap();
+        let mut resent = Vec::new();
+        c.on_timer(rto, &p, &mut resent);
+        assert_eq!((resent.len(), resent[0].seq, c.cwnd_bytes()), (1, 1, 1_000));
+        let mut acks = Vec::new();
+        s.on_segment(&out[0], rto + Duration::from_millis(5), &p, &mut acks);
+        s.on_segment(&out[1], rto + Duration::from_millis(6), &p, &mut acks);
+        let mut sent = Vec::new();
+        c.on_segment(&acks[0], rto + Duration::from_millis(10), &p, &mut sent);
+        let seqs: Vec<u32> = sent.iter().map(|x| x.seq).collect();
+        if !frto {
+            assert_eq!(seqs, [1001, 2001], "go-back-N");
+            continue;
+        }
+        assert_eq!(seqs, [10_001, 11_001], "F-RTO step 2.b: new data");
+        assert_eq!(c.cong_state(), CongState::Loss);
+        sent.clear();
+        c.on_segment(&acks[1], rto + Duration::from_millis(11), &p, &mut sent);
+        assert_eq!(c.cong_state(), CongState::Open);
+        assert_eq!(c.cwnd_bytes(), 11_000);
+        assert_eq!(sent.first().map(|x| x.seq), Some(12_001), "new data, no resend");
+        assert_eq!((c.stats.retransmits, c.spurious_rtos(), c.rto_undos()), (1, 1, 1));
+    }
+}
+
+#[test]
+fn frto_goes_back_to_snd_una_when_the_new_data_is_sacked_first() {
+    // Step 3.a: the timeout was real (segments 1..9 lost). After step 2.b sent 10001 and
+    // 11001, their SACK arrives without any never-resent data below them being acknowledged:
+    // the loss was real, F-RTO ends and the sender resends from snd_una (1001), as without it.
+    let (p, mut c, mut s, out) = one_window_with(|c| {
+        c.loss_detection = LossDetection::Rack;
+        c.timestamps = false;
+        c.packet_size_bytes = 1040;
+        c.frto = true;
+    }, 20);
+    let rto = c.next_deadline().unwrap();
+    let mut resent = Vec::new();
+    c.on_timer(rto, &p, &mut resent);
+    let mut acks = Vec::new();
+    s.on_segment(&resent[0], rto + Duration::from_millis(50), &p, &mut acks);
+    assert!(out[1..].iter().all(|x| !holds(&s, x)), "the rest of the window is lost");
+    let mut sent = Vec::new();
+    c.on_segment(&acks[0], rto + Duration::from_millis(100), &p, &mut sent);
+    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), [10_001, 11_001]);
+    acks.clear();
+    s.on_segment(&sent[0], rto + Duration::from_millis(150), &p, &mut acks);
+    let mut again = Vec::new();
+    c.on_segment(&acks[0], rto + Duration::from_millis(200), &p, &mut again);
+    assert_eq!(again.first().map(|x| x.seq), Some(1001), "go-back-N from snd_una");
+    assert_eq!((c.spurious_rtos(), c.rto_undos()), (0, 0));
+}
+
+#[test]
+fn a_dsack_after_reordering_widens_racks_window_to_two_quarters_of_min_rtt() {
+    // Linux's tcp_rack_update_reo_wnd and tcp_rack_reo_wnd, min_RTT 100 ms. Three rounds of
+    // two segments. 1: the second arrives 10 ms before the first (reordering seen, nothing
+    // resent). 2: the first is 30 ms late, beyond reo_wnd = min_RTT/4 = 25 ms: RACK's timer
+    // (300 + 100 + 25 = 425 ms) resends it, the original's ACK comes at 430 ms and the
+    // retransmission's D-SACK at 525 ms. 3: the first is 30 ms late again. With the D-SACK
+    // window the next ACK that delivers data grows reo_wnd_steps to 2: reo_wnd = 50 ms, its
+    // deadline 600 + 100 + 50 = 750 ms comes after its ACK at 730 ms, nothing resent. Without
+    // it, the deadline is 725 ms and it is resent spuriously again.
+    for adapt in [true, false] {
+        let p = rack(|c| {
+            c.initial_window_pkts = 4;
+            c.dsack = true;
+            c.rack_dsack_reo_wnd = adapt;
+        });
+        let (mut c, mut s) = established(&p, 0, 0);
+        let mut rounds = Vec::new();
+        for (sent_ms, first_late_ms) in [(100, 10), (300, 30), (600, 30)] {
+            let mut out = Vec::new();
+            c.app_write(2000, false, t(sent_ms), &p, &mut out);
+            assert_eq!(out.len(), 2, "round at {sent_ms} ms");
+            let mut acks = Vec::new();
+            s.on_segment(&out[1], t(sent_ms + 50), &p, &mut acks);
+            let mut resent = Vec::new();
+            c.on_segment(&acks[0], t(sent_ms + 100), &p, &mut resent);
+            let deadline = c.next_deadline().unwrap();
+            let original_ack_at = t(sent_ms + 100 + first_late_ms);
+            if deadline <= original_ack_at {
+                c.on_timer(deadline, &p, &mut resent);
+            }
+            s.on_segment(&out[0], t(sent_ms + 50 + first_late_ms), &p, &mut acks);
+            c.on_segment(&acks[1], original_ack_at, &p, &mut resent);
+            for x in resent.iter().filter(|x| x.seq == out[0].seq) {
+                // The retransmission arrives 50 ms after it left, and its D-SACK 50 ms later.
+                let mut dup = Vec::new();
+                let left = deadline;
+                s.on_segment(x, left + Duration::from_millis(50), &p, &mut dup);
+                c.on_segment(&dup[0], left + Duration::from_millis(100), &p, &mut Vec::new());
+            }
+            rounds.push((deadline, c.stats.retransmits));
+        }
+        assert_eq!(rounds[0], (t(225), 0), "round 1: timer at 100 + 100 + 25 ms, not needed");
+        assert_eq!(rounds[1], (t(425), 1), "round 2: resent at 300 + 100 + 25 ms");
+        assert_eq!(c.dsacks_received(), if adapt { 1 } else { 2 }, "one per spurious retransmission");
+        if adapt {
+            assert_eq!(rounds[2], (t(750), 1), "round 3: reo_wnd = 2 x 25 ms");
+        } else {
+            assert_eq!(rounds[2], (t(725), 2), "round 3: reo_wnd = 25 ms");
+        }
+    }
+}

@@ -103,9 +103,10 @@ impl Endpoint {
                     self.stats.timeouts_after_dupacks += 1;
                 }
                 // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
+                let new_recovery = self.recovery.is_none() && self.snd_una >= self.recover_mark;
                 if self.rto_una.get() != Some(self.snd_una) {
-                    if p.recovery.rto_undo {
-                        self.undo_on_rto();
+                    if p.recovery.rto_undo || p.recovery.frto {
+                        self.undo_on_rto(p);
                     }
                     let base = self.decrease_base(p);
                     if p.bbr() {
@@ -132,10 +133,10 @@ impl Endpoint {
                 self.tlp_on_rto();
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
-                self.try_send(now, p, out);
-                if p.recovery.rto_undo {
-                    self.undo_note_retransmission(now);
+                if p.recovery.frto {
+                    self.frto_on_rto(new_recovery, p);
                 }
+                self.try_send(now, p, out);
                 self.rto_at = Opt64::some(now + self.data_rto(p));
             }
         }

@@ -112,6 +112,9 @@ impl Endpoint {
         // halve cwnd instead, as Linux's tcp_init_cwnd_reduction always does.
         let base = if p.recovery.rack && self.cong_state() == CongState::Loss { self.cwnd } else { self.decrease_base(p) };
         let prior_cwnd = self.cwnd;
+        if p.recovery.recovery_undo {
+            self.undo_on_recovery(self.cwnd, self.ssthresh);
+        }
         if p.bbr() {
             self.bbr_save_cwnd(p); // bbr_ssthresh: ssthresh stays
         } else {

@@ -2,8 +2,8 @@
 //! (net/ipv4/tcp_recovery.c; always on since Linux 6.17): a segment is lost once a segment
 //! sent after it has been delivered and an RTT plus a reordering window has passed since
 //! it was sent. No duplicate-ACK count is needed, and a lost retransmission is found the
-//! same way as a lost first transmission. No tail loss probe and no DSACK adaptation of
-//! the window (docs/tcp.md).
+//! same way as a lost first transmission. With `rack_dsack_reo_wnd` the reordering window
+//! grows with D-SACKs as Linux's `tcp_rack_update_reo_wnd` does (docs/tcp.md).
 
 use crate::tcp::sack::RangeSet;
 use crate::tcp::recovery::CongState;
@@ -37,6 +37,9 @@ struct Sent {
     lost: bool,
     /// Cumulatively acknowledged or wholly SACKed.
     delivered: bool,
+    /// Segments delivered when it was last sent (Linux's `tx.delivered`, a rate sample's
+    /// `prior_delivered`).
+    prior_delivered: u64,
 }
 
 impl Sent {
@@ -64,6 +67,38 @@ pub(in crate::tcp) struct Rack {
     reordering_seen: bool,
     /// The reordering timer.
     pub timer: Option<Instant>,
+    /// Segments delivered so far (Linux's `tp->delivered`).
+    delivered: u64,
+    /// Linux's `rack.reo_wnd_steps`: reo_wnd is this many min_RTT/4 (`rack_dsack_reo_wnd`).
+    reo_wnd_steps: ReoWndSteps,
+    /// Recoveries a grown window still persists for (`rack.reo_wnd_persist`).
+    reo_wnd_persist: u8,
+    /// A D-SACK that reordering may explain arrived (`rack.dsack_seen`).
+    pub dsack_seen: bool,
+    /// `delivered` when the window last grew (`rack.last_delivered`): once per round.
+    last_delivered: u64,
+}
+
+/// reo_wnd in steps of min_RTT/4: 1 until a D-SACK grows it, at most 0xFF (a `u8`, as Linux).
+#[derive(Debug, Clone, Copy)]
+struct ReoWndSteps(u8);
+
+impl Default for ReoWndSteps {
+    fn default() -> Self {
+        ReoWndSteps(1)
+    }
+}
+
+/// What one ACK newly delivered, as RACK saw it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(in crate::tcp) struct Delivery {
+    /// RACK.rtt was updated (RFC 8985 §6.2 step 2).
+    pub rtt_updated: bool,
+    /// `prior_delivered` of the most recently sent segment it delivered (Linux's rate sample).
+    pub prior_delivered: Option<u64>,
+    /// The least end of a never-retransmitted segment it delivered (for F-RTO's
+    /// `FLAG_ORIG_SACK_ACKED`).
+    pub original_end: Option<u64>,
 }
 
 // RFC 8985's RACK_sent_after compares send times and, for equal times, sequence numbers.
@@ -78,7 +113,7 @@ impl Rack {
         let order = self.sends;
         if !retransmission {
             let s = Sent { start, end, xmit: now, order, retransmitted: false, rexmit_out: false, lost: false,
-                delivered: false };
+                delivered: false, prior_delivered: self.delivered };
             self.segs.push_back(s);
             return;
         }
@@ -87,18 +122,29 @@ impl Rack {
             s.order = order;
             s.retransmitted = true;
             s.rexmit_out = true;
+            s.prior_delivered = self.delivered;
         }
     }
 
     /// RFC 8985 §6.2 steps 2 and 3 for what the cumulative `ack` and the scoreboard newly
-    /// deliver; forgets what `ack` passed. Returns whether RACK.rtt was updated.
-    pub fn on_ack(&mut self, ack: u64, scoreboard: &RangeSet, now: Instant) -> bool {
+    /// deliver; forgets what `ack` passed.
+    pub fn on_ack(&mut self, ack: u64, scoreboard: &RangeSet, now: Instant) -> Delivery {
         let mut newest: Option<(u64, Duration)> = None;
+        let mut delivery = Delivery::default();
+        let mut newest_sent = 0;
         for s in self.segs.iter_mut().filter(|s| !s.delivered) {
             if !(s.end <= ack || scoreboard.covers(s.start, s.end)) {
                 continue;
             }
             s.delivered = true;
+            self.delivered += 1;
+            if s.order > newest_sent {
+                newest_sent = s.order;
+                delivery.prior_delivered = Some(s.prior_delivered);
+            }
+            if !s.retransmitted {
+                delivery.original_end = Some(delivery.original_end.map_or(s.end, |e| e.min(s.end)));
+            }
             if s.end > self.fack {
                 self.fack = s.end;
             } else if !s.retransmitted {
@@ -121,21 +167,58 @@ impl Rack {
         while self.segs.front().is_some_and(|s| s.end <= ack) {
             self.segs.pop_front();
         }
-        let Some((order, rtt)) = newest else { return false };
-        self.rtt = Some(rtt);
-        self.newest = self.newest.max(Some(order));
-        true
+        if let Some((order, rtt)) = newest {
+            self.rtt = Some(rtt);
+            self.newest = self.newest.max(Some(order));
+            delivery.rtt_updated = true;
+        }
+        delivery
+    }
+
+    /// A never-retransmitted segment was delivered below a later one (Linux's `reord_seen`).
+    pub fn reordering_seen(&self) -> bool {
+        self.reordering_seen
+    }
+
+    /// Linux's `tcp_rack_update_reo_wnd`, on an ACK that delivered the segments of
+    /// `prior_delivered` (`None`: nothing): a D-SACK seen since the window last grew, and
+    /// a round after that growth, grows it by a step; once 16 recoveries passed without
+    /// one (`reo_wnd_persist`), it is back at one step.
+    pub fn update_reo_wnd(&mut self, prior_delivered: Option<u64>) {
+        let Some(prior_delivered) = prior_delivered else { return };
+        if prior_delivered < self.last_delivered {
+            self.dsack_seen = false; // sent before the last growth: not a round later
+        }
+        if self.dsack_seen {
+            self.reo_wnd_steps.0 = self.reo_wnd_steps.0.saturating_add(1);
+            self.dsack_seen = false;
+            self.last_delivered = self.delivered;
+            self.reo_wnd_persist = crate::tcp::recovery::undo::RACK_RECOVERY_THRESH;
+        } else if self.reo_wnd_persist == 0 {
+            self.reo_wnd_steps = ReoWndSteps::default();
+        }
+    }
+
+    /// A recovery ended without an undo (`tcp_try_undo_recovery`): one fewer to persist.
+    pub fn recovery_without_undo(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+    }
+
+    /// A recovery was undone by D-SACKs (`tcp_try_undo_dsack`): one more to persist.
+    pub fn dsack_undo(&mut self) {
+        self.reo_wnd_persist = (self.reo_wnd_persist + 1).min(crate::tcp::recovery::undo::RACK_RECOVERY_THRESH);
     }
 
     /// RFC 8985 §6.2 step 4 as Linux's `tcp_rack_reo_wnd`: none while no reordering was seen
-    /// and recovery is on or DupThresh segments are SACKed; else min_RTT/4, at most SRTT.
+    /// and recovery is on or DupThresh segments are SACKed; else min_RTT/4 times the steps
+    /// D-SACKs grew it to (one without `rack_dsack_reo_wnd`), at most SRTT.
     fn reo_wnd(&self, in_recovery: bool, dupthresh: u32, srtt: Option<Duration>) -> Duration {
         let sacked = self.segs.iter().filter(|s| s.delivered).count() as u64;
         if !self.reordering_seen && (in_recovery || sacked >= dupthresh as u64) {
             return Duration::ZERO;
         }
-        let quarter = Duration(self.min_rtt.unwrap_or(Duration::ZERO).0 / 4);
-        srtt.map_or(quarter, |s| quarter.min(s))
+        let window = Duration(self.min_rtt.unwrap_or(Duration::ZERO).0 / 4 * self.reo_wnd_steps.0 as u64);
+        srtt.map_or(window, |s| window.min(s))
     }
 
     /// RFC 8985 §6.2 step 5 (RACK_detect_loss): marks lost each segment sent before RACK's

@@ -106,6 +106,11 @@ impl Endpoint {
         true
     }
 
+    /// `snd_nxt` when the unanswered probe went out (Linux's `tlp_high_seq`).
+    pub(in crate::tcp) fn tlp_high_seq(&self) -> Option<u64> {
+        self.queues.as_deref().and_then(|q| q.tlp.high_seq)
+    }
+
     /// An RTO ends the probe episode.
     pub(in crate::tcp) fn tlp_on_rto(&mut self) {
         if let Some(q) = self.queues.as_deref_mut() {
