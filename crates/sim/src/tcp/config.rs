@@ -134,15 +134,6 @@ impl Stack {
         Some((NS2_WINDOW_PKTS * packet.checked_sub(header)?).into())
     }
 
-    /// `value`, for a table whose recovery is SACK if `sack`: ns-2's Sack1 recovers by its
-    /// scoreboard, not by Reno's window, so `fast_recovery` keeps its own default there.
-    fn value_with(self, key: &str, congestion: Congestion, sack: bool) -> Option<Value> {
-        match (self, key) {
-            (Stack::Ns2, "fast_recovery") if sack => None,
-            _ => self.value(key, congestion),
-        }
-    }
-
     /// Fills the knobs `table` leaves out with the values of the stack it names; a stack
     /// name that is not one is left for deserialization to report.
     pub(crate) fn fill_defaults(table: &mut Map<String, Value>) {
@@ -160,7 +151,7 @@ impl Stack {
             if !table.contains_key(key) {
                 let v = match (stack, key) {
                     (Stack::Ns2, "rwnd_bytes") => Stack::ns2_rwnd(table),
-                    _ => stack.value_with(key, congestion, table.get("recovery").and_then(Value::as_str) == Some("sack")),
+                    _ => stack.value(key, congestion),
                 };
                 if let Some(v) = v {
                     table.insert(key.to_string(), v);
@@ -186,8 +177,7 @@ impl TcpConfig {
         for key in ADDED_KNOBS {
             // Left out only where reading it back gives it again: at the RFC default, which
             // is also this stack's value.
-            let stack_value = self.stack.value_with(key, self.congestion, self.recovery == Recovery::Sack)
-                .or_else(|| defaults.get(*key).cloned());
+            let stack_value = self.stack.value(key, self.congestion).or_else(|| defaults.get(*key).cloned());
             if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
             }
@@ -423,7 +413,7 @@ pub enum RecoveryExit {
     Ns3,
 }
 
-/// Reno and NewReno fast recovery: when it starts, its window, and the window it leaves.
+/// Fast recovery as the RFCs or as ns-2: when it starts, its window, and the window it leaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FastRecoveryRule {
@@ -436,6 +426,8 @@ pub enum FastRecoveryRule {
     /// (the last fast retransmit's or timeout's highest sent), Reno too; the window halved
     /// without rounding, inflation counted apart, and on the exit the halved window less
     /// what partial ACKs took, grown by that ACK; no FlightSize bound, so the exit may burst.
+    /// With `recovery = "sack"`, ns-2's `Agent/TCP/Sack1` and its sink's SACK blocks
+    /// (`recovery/ns2_sack1.rs`).
     Ns2,
 }
 
@@ -716,8 +708,19 @@ impl TcpConfig {
             "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
         check(self.recovery_partial_ack == PartialAck::Rfc6675 || self.recovery == Recovery::Sack,
             "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
-        check(self.fast_recovery == FastRecoveryRule::Rfc || self.recovery != Recovery::Sack, "fast_recovery", "ns2",
-            "\"rfc\", or \"ns2\" only with recovery = \"reno\" or \"newreno\" (SACK recovery sends by the pipe)")?;
+        // ns-2's Sack1 (`recovery/ns2_sack1.rs`) has its own count, pipe, timer and sends.
+        let sack1 = self.fast_recovery == FastRecoveryRule::Ns2 && self.recovery == Recovery::Sack;
+        check(!sack1 || (self.dupack_rule == DupackRule::Rfc && self.recovery_pacing == RecoveryPacing::Rfc6675
+                && self.loss_detection == LossDetection::Dupthresh && self.recovery_rto == RecoveryRto::Rfc6298
+                && self.disorder_ack == DisorderAck::Rfc && self.recovery_partial_ack == PartialAck::Rfc6675
+                && self.recovery_pipe == RecoveryPipe::Rfc6675 && self.fast_retransmit_rto == FastRetransmitRto::Restart
+                && self.recovery_exit == RecoveryExit::Rfc && !self.tail_loss_probe && !self.rto_undo
+                && self.diversity_copies == 1 && !self.fully_backlogged && !self.smart_framing),
+            "fast_recovery", "ns2",
+            "\"rfc\", or \"ns2\" with recovery = \"sack\" (ns-2's Sack1) only with the SACK rules at their RFC \
+             defaults (dupack_rule, recovery_pacing, loss_detection, recovery_rto, disorder_ack, recovery_partial_ack, \
+             recovery_pipe, fast_retransmit_rto, recovery_exit; no tail_loss_probe, rto_undo, diversity_copies, \
+             fully_backlogged or smart_framing): Sack1 counts, sends and times by its own rules")?;
         check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
         check(!self.cubic_hystart || (self.congestion == Congestion::Cubic && !self.hystart), "cubic_hystart", true,

@@ -177,6 +177,8 @@ struct FeatureQueues {
     ns2_rtt: rtt_ns2::Ns2Rtt,
     /// ns-2's `dupwnd_`, bytes: the inflation within `cwnd` in fast recovery (`fast_recovery = "ns2"`).
     ns2_dupwnd: u64,
+    /// ns-2's Sack1 agent (`fast_recovery = "ns2"` with `recovery = "sack"`).
+    ns2_sack1: recovery::ns2_sack1::Sack1,
     /// Arrival of the last in-order data segment (`ack_rule = "linux"`: a longer silence than
     /// the RTO restarts quick-ACK mode).
     last_data_rcv: Option<Instant>,

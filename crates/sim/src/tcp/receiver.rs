@@ -18,7 +18,13 @@ impl Endpoint {
         }
         if start > self.rcv_nxt {
             // Out of order: remember it and send a duplicate ACK at once (RFC 5681 §4.2).
-            self.ooo.get_or_insert_default().insert(start, end);
+            let o = self.ooo.get_or_insert_default();
+            o.insert(start, end);
+            if p.ns2_sack1() {
+                // ns-2's Sack1 sink remembers only the blocks it last reported, maxSackBlocks_
+                // 3 of them (tcp-sink.cc:571 SackStack, :772 push).
+                o.recent.truncate(MAX_SACK_BLOCKS);
+            }
             self.send_ack(now, p, out);
             return;
         }

@@ -102,8 +102,10 @@ impl Endpoint {
                 } else if self.dupacks > 0 {
                     self.stats.timeouts_after_dupacks += 1;
                 }
-                // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
-                if self.rto_una.get() != Some(self.snd_una) {
+                // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh. ns-2's
+                // Sack1 halves the one-packet window again, to ssthresh_ 2 (TcpAgent::timeout,
+                // tcp.cc:1913 slowdown, :1296 halfwin, :1329 floor 2).
+                if self.rto_una.get() != Some(self.snd_una) || p.ns2_sack1() {
                     if p.recovery.rto_undo {
                         self.undo_on_rto();
                     }
@@ -132,6 +134,9 @@ impl Endpoint {
                 self.tlp_on_rto();
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
+                if p.ns2_sack1() {
+                    self.sack1_on_rto();
+                }
                 self.try_send(now, p, out);
                 if p.recovery.rto_undo {
                     self.undo_note_retransmission(now);
