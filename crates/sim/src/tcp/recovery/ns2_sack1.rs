@@ -272,6 +272,66 @@ fn next_hole_below_a_block(blocks: &[(u64, u64)], from: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::next_hole_below_a_block;
+    use crate::tcp::config::{CwndGrowth, FastRecoveryRule, Recovery, SsthreshFrom, TcpConfig};
+    use crate::tcp::{Endpoint, Instant, Packet, State, TcpParams};
+    use smallpipe_core::FlowKey;
+
+    const KEY: FlowKey = FlowKey { src_ip: 1, dst_ip: 2, src_port: 1000, dst_port: 80, proto: 6 };
+    const MSS: u64 = 1000;
+
+    fn t(ms: u64) -> Instant {
+        Instant(ms * 1_000_000)
+    }
+
+    /// Sack1 (`fast_recovery = "ns2"`, SACK) or RFC 6675 (`"rfc"`), MSS 1000, IW 10,
+    /// window_ 20 packets, no limited transmit (so each duplicate ACK's sends are pipe_'s).
+    fn params(rule: FastRecoveryRule) -> TcpParams {
+        let mut c = TcpConfig::default();
+        c.packet_size_bytes = 1040;
+        c.timestamps = false;
+        c.delayed_ack = false;
+        c.recovery = Recovery::Sack;
+        c.fast_recovery = rule;
+        c.initial_window_pkts = 10;
+        c.limited_transmit = false;
+        c.rwnd_bytes = 20 * MSS;
+        c.ssthresh_from = SsthreshFrom::Ns2;
+        c.cwnd_growth = CwndGrowth::Ns2;
+        TcpParams::try_from(&c).expect("a valid [tcp] table")
+    }
+
+    /// Client and server after a handshake at 0..100 ms; the client has written `segments`
+    /// full segments at 100 ms, the first ten of which are returned.
+    fn sent_window(p: &TcpParams, segments: u64) -> (Endpoint, Endpoint, Vec<Packet>) {
+        let (mut c, mut s) = (Endpoint::client(KEY, 0, p), Endpoint::listener(KEY.reversed(), 0, p));
+        let mut out = Vec::new();
+        c.connect(t(0), p, &mut out);
+        let syn = out.pop().unwrap();
+        s.on_segment(&syn, t(50), p, &mut out);
+        let syn_ack = out.pop().unwrap();
+        c.on_segment(&syn_ack, t(100), p, &mut out);
+        let ack = out.pop().unwrap();
+        s.on_segment(&ack, t(150), p, &mut out);
+        assert_eq!((c.state, s.state), (State::Established, State::Established));
+        c.app_write(segments * MSS, false, t(100), p, &mut out);
+        assert_eq!(out.len(), 10);
+        (c, s, out)
+    }
+
+    /// Packet numbers (0-based) of data segments.
+    fn pkts(segs: &[Packet]) -> Vec<u64> {
+        segs.iter().filter(|x| x.payload_len > 0).map(|x| (x.seq as u64 - 1) / MSS).collect()
+    }
+
+    /// The ACKs the server sends for the data packets `arrive` (0-based), in that order.
+    fn acks_for(s: &mut Endpoint, p: &TcpParams, data: &[Packet], arrive: &[u64], at: Instant) -> Vec<Packet> {
+        let mut acks = Vec::new();
+        for &k in arrive {
+            let seg = data.iter().find(|x| x.payload_len > 0 && (x.seq as u64 - 1) / MSS == k).unwrap();
+            s.on_segment(seg, at, p, &mut acks);
+        }
+        acks
+    }
 
     #[test]
     fn next_hole_is_the_first_unsacked_offset_with_a_block_above_it() {
@@ -285,5 +345,121 @@ mod tests {
         assert_eq!(next_hole_below_a_block(&blocks, 23), None);
         assert_eq!(next_hole_below_a_block(&blocks, 25), None);
         assert_eq!(next_hole_below_a_block(&[], 1), None);
+    }
+
+    #[test]
+    fn pipe_starts_at_the_packets_out_less_three_and_each_dupack_takes_one() {
+        // Ten packets out, packet 0 lost, 1-9 SACKed one by one. tcp-sack1.cc:336 at the
+        // third duplicate ACK: pipe_ = maxseq_ - highest_ack_ - 3 = 10 - 0 - 3 = 7 and
+        // cwnd_ = 10 / 2 = 5 (slowdown). Each later ACK takes one (:191) and send_much sends
+        // while pipe_ < 5 (:435), one packet a send: ACKs 4 and 5 leave 6 and 5 (nothing
+        // sent), ACKs 6-9 leave 4 and send one new packet each (10, 11, 12, 13).
+        let p = params(FastRecoveryRule::Ns2);
+        let (mut c, mut s, data) = sent_window(&p, 30);
+        let acks = acks_for(&mut s, &p, &data, &[1, 2, 3, 4, 5, 6, 7, 8, 9], t(150));
+        let mut sent = Vec::new();
+        for a in &acks[..3] {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!(pkts(&sent), vec![0], "the third duplicate ACK retransmits packet 0");
+        assert_eq!((c.sack1_pipe(), c.cwnd, c.ssthresh), (7, 5 * MSS, 5 * MSS));
+        let mut pipes = Vec::new();
+        sent.clear();
+        for a in &acks[3..] {
+            c.on_segment(a, t(200), &p, &mut sent);
+            pipes.push(c.sack1_pipe());
+        }
+        assert_eq!(pipes, vec![6, 5, 5, 5, 5, 5]);
+        assert_eq!(pkts(&sent), vec![10, 11, 12, 13]);
+    }
+
+    #[test]
+    fn a_duplicate_ack_counts_only_if_it_changes_the_scoreboard() {
+        // scoreboard-rq.cc:89 CheckUpdate: the same SACK block twice is one duplicate ACK.
+        let p = params(FastRecoveryRule::Ns2);
+        let (mut c, mut s, data) = sent_window(&p, 30);
+        let acks = acks_for(&mut s, &p, &data, &[1, 2], t(150));
+        let mut sent = Vec::new();
+        for a in [&acks[0], &acks[0], &acks[0], &acks[1]] {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!((c.dupacks, c.stats.fast_retransmits), (2, 0));
+        assert!(sent.is_empty(), "no sending while duplicate ACKs are counted (:187)");
+    }
+
+    #[test]
+    fn holes_are_resent_once_before_new_data_and_a_partial_ack_takes_two_from_pipe() {
+        // Packets 0 and 2 lost, 1 and 3-9 SACKed (eight duplicate ACKs). At the third:
+        // retransmit 0, pipe_ = 10 - 0 - 3 = 7, cwnd_ 5. ACK 4 → 6, 5 → 5, 6 → 4: send
+        // GetNextRetran's hole 2 (a block above it, no DupThresh per hole); 7 and 8 → 4:
+        // no hole left with a block above, new packets 10 and 11.
+        let p = params(FastRecoveryRule::Ns2);
+        let (mut c, mut s, data) = sent_window(&p, 30);
+        let acks = acks_for(&mut s, &p, &data, &[1, 3, 4, 5, 6, 7, 8, 9], t(150));
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert_eq!(pkts(&sent), vec![0, 2, 10, 11]);
+        assert_eq!(c.sack1_pipe(), 5);
+        // The retransmitted 0 arrives: a partial ACK up to 2. pipe_ loses one for the ACK
+        // (:191) and one for being partial (:223): 3, so two new packets (12, 13) at 300 ms;
+        // the timer restarts from this ACK (:224 newtimer).
+        let partial = acks_for(&mut s, &p, &sent, &[0], t(250));
+        let mut more = Vec::new();
+        c.on_segment(&partial[0], t(300), &p, &mut more);
+        assert_eq!(pkts(&more), vec![12, 13]);
+        assert_eq!(c.sack1_pipe(), 5);
+        assert_eq!(c.rto_at.get(), Some(t(300) + c.rtt.rto()));
+        // The retransmitted 2 and the new 10, 11 arrive: the ACK reaches recover_ (10
+        // packets) and ends recovery with cwnd_ still 5 (newack, no opencwnd: :196).
+        let full = acks_for(&mut s, &p, &sent, &[2, 10, 11], t(250));
+        let mut after = Vec::new();
+        c.on_segment(&full[0], t(300), &p, &mut after);
+        assert!(c.recovery.is_none());
+        assert_eq!((c.cwnd, c.recover_mark), (5 * MSS, 0), "recover_ = 0 (:194)");
+    }
+
+    #[test]
+    fn a_timeout_clears_the_scoreboard_and_ignores_duplicate_acks_until_a_new_ack() {
+        // tcp-sack1.cc:403-413: out of recovery, timeout_ on, ClearScoreBoard. Duplicate
+        // ACKs then neither count nor fill the scoreboard (:144), and go-back-N resends
+        // what the receiver holds.
+        let p = params(FastRecoveryRule::Ns2);
+        let (mut c, mut s, data) = sent_window(&p, 30);
+        let acks = acks_for(&mut s, &p, &data, &[1, 2], t(150));
+        let mut sent = Vec::new();
+        for a in &acks {
+            c.on_segment(a, t(200), &p, &mut sent);
+        }
+        assert!(!c.scoreboard.is_empty());
+        let rto = c.next_deadline().unwrap();
+        c.on_timer(rto, &p, &mut sent);
+        assert_eq!((c.stats.timeouts, c.dupacks), (1, 0));
+        assert!(c.scoreboard.is_empty());
+        let late = acks_for(&mut s, &p, &data, &[3, 4, 5], rto);
+        for a in &late {
+            c.on_segment(a, rto, &p, &mut sent);
+        }
+        assert_eq!(c.dupacks, 0);
+        assert!(c.scoreboard.is_empty());
+    }
+
+    #[test]
+    fn the_sack1_sink_reports_only_the_blocks_it_remembers_in_8_bytes_each() {
+        // Holes at packets 0, 2, 4, 6; 3, 1, 5, 7 arrive in that order, then 0. TCPSink/Sack1
+        // (tcp-sink.cc:605-719) keeps the last three blocks reported, newest first: [7], [5],
+        // [1] ([3] fell off at [7]'s push). Packet 0 brings the cumulative ACK past 1: no
+        // first block, [1] is covered and popped: [7], [5]. RFC 2018 remembers [3] too.
+        for (rule, want, option_bytes) in [(FastRecoveryRule::Ns2, vec![7, 5], 0), (FastRecoveryRule::Rfc, vec![7, 5, 3], 4)] {
+            let p = params(rule);
+            let (_, mut s, data) = sent_window(&p, 30);
+            let acks = acks_for(&mut s, &p, &data, &[3, 1, 5, 7, 0], t(150));
+            let last = acks.last().unwrap();
+            assert_eq!((last.ack as u64 - 1) / MSS, 2);
+            let firsts: Vec<u64> = last.sack_blocks().iter().map(|b| (b.start as u64 - 1) / MSS).collect();
+            assert_eq!(firsts, want, "{rule:?}");
+            assert_eq!(last.ip_len_bytes as u64, 40 + option_bytes + 8 * want.len() as u64, "{rule:?}");
+        }
     }
 }
