@@ -22,7 +22,7 @@ impl Endpoint {
             o.insert(start, end);
             if p.ns2_sack1() {
                 // ns-2's Sack1 sink remembers only the blocks it last reported, maxSackBlocks_
-                // 3 of them (tcp-sink.cc:571 SackStack, :772 push).
+                // 3 of them (tcp-sink.cc:571 SackStack, :738 push).
                 o.recent.truncate(MAX_SACK_BLOCKS);
             }
             self.send_ack(now, p, out);

@@ -248,7 +248,7 @@ impl Endpoint {
                 }
             }
             // Two NOPs, kind, length, the blocks; ns-2's Sack1 sink adds 8 bytes a block
-            // (tcp-sink.cc:717).
+            // (tcp-sink.cc:755).
             option_bytes = if p.ns2_sack1() { 0 } else { 4 } + 8 * pkt.sack_count as u32;
         }
         pkt.ip_len_bytes = (p.header_bytes + option_bytes + len as u32) as u16;

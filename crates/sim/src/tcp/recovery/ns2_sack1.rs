@@ -162,8 +162,8 @@ impl Endpoint {
                 None => {
                     let (off, len, _) = self.segment_at(self.snd_nxt, p);
                     let limit = if self.recovery.is_some() { p.rwnd } else { win };
-                    if len == 0 || off + len - self.snd_una > limit {
-                        break;
+                    if off >= self.send_end() || off + len - self.snd_una > limit {
+                        break; // nothing left to send (a FIN alone still goes), or beyond the window
                     }
                     off
                 }
@@ -183,10 +183,10 @@ impl Endpoint {
     /// while none is timed and never stops timing for a retransmission (only a timeout or a
     /// fast retransmit does, `reset_rtx_timer`), so a retransmission keeps the timed one.
     fn sack1_output(&mut self, off: u64, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
-        let timed = self.timed;
+        let (timed, retransmission) = (self.timed, off < self.snd_max);
         let seg = self.segment_at(off, p);
         self.send_next_seg(seg, now, p, out); // moves `snd_nxt` past it (:466)
-        if off < self.snd_max && off + seg.1 <= self.snd_max && timed.is_some() {
+        if retransmission {
             self.timed = timed;
         }
     }
@@ -448,7 +448,7 @@ mod tests {
     #[test]
     fn the_sack1_sink_reports_only_the_blocks_it_remembers_in_8_bytes_each() {
         // Holes at packets 0, 2, 4, 6; 3, 1, 5, 7 arrive in that order, then 0. TCPSink/Sack1
-        // (tcp-sink.cc:605-719) keeps the last three blocks reported, newest first: [7], [5],
+        // (tcp-sink.cc:605-758) keeps the last three blocks reported, newest first: [7], [5],
         // [1] ([3] fell off at [7]'s push). Packet 0 brings the cumulative ACK past 1: no
         // first block, [1] is covered and popped: [7], [5]. RFC 2018 remembers [3] too.
         for (rule, want, option_bytes) in [(FastRecoveryRule::Ns2, vec![7, 5], 0), (FastRecoveryRule::Rfc, vec![7, 5, 3], 4)] {
