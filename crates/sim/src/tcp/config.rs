@@ -681,7 +681,32 @@ impl TcpConfig {
     }
 }
 
+/// The knobs ns-2's Sack1 (`fast_recovery = "ns2"` with `recovery = "sack"`,
+/// `recovery/ns2_sack1.rs`) leaves at their RFC defaults: it counts duplicate ACKs, keeps its
+/// pipe, restarts the timer and sends by its own rules, and sends whole segments only.
+const SACK1_RFC_KNOBS: &[&str] = &[
+    "dupack_rule", "recovery_pacing", "loss_detection", "recovery_rto", "disorder_ack", "recovery_partial_ack",
+    "recovery_pipe", "fast_retransmit_rto", "recovery_exit", "tail_loss_probe", "rto_undo", "diversity_copies",
+    "fully_backlogged", "smart_framing",
+];
+
 impl TcpConfig {
+    /// Each of `SACK1_RFC_KNOBS` at its RFC default, or an error naming the first that is not.
+    fn check_sack1_knobs(&self) -> Result<(), ConfigError> {
+        let (Ok(Value::Object(mine)), Ok(Value::Object(rfc))) = (serde_json::to_value(self), serde_json::to_value(TcpConfig::default()))
+        else {
+            unreachable!("[tcp] serializes as a table")
+        };
+        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        for &key in SACK1_RFC_KNOBS {
+            let (value, default) = (&mine[key], &rfc[key]);
+            check(value == default, key, text(value), &format!(
+                "{} with ns-2's Sack1 (fast_recovery = \"ns2\" and recovery = \"sack\", as stack = \"ns2\" sets them); \
+                 fast_recovery = \"rfc\" gives RFC 6675 recovery, which takes it", text(default)))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         let hdr = self.header_bytes();
         check(self.packet_size_bytes > hdr && self.packet_size_bytes <= 65_535, "packet_size_bytes",
@@ -708,19 +733,9 @@ impl TcpConfig {
             "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
         check(self.recovery_partial_ack == PartialAck::Rfc6675 || self.recovery == Recovery::Sack,
             "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
-        // ns-2's Sack1 (`recovery/ns2_sack1.rs`) has its own count, pipe, timer and sends.
-        let sack1 = self.fast_recovery == FastRecoveryRule::Ns2 && self.recovery == Recovery::Sack;
-        check(!sack1 || (self.dupack_rule == DupackRule::Rfc && self.recovery_pacing == RecoveryPacing::Rfc6675
-                && self.loss_detection == LossDetection::Dupthresh && self.recovery_rto == RecoveryRto::Rfc6298
-                && self.disorder_ack == DisorderAck::Rfc && self.recovery_partial_ack == PartialAck::Rfc6675
-                && self.recovery_pipe == RecoveryPipe::Rfc6675 && self.fast_retransmit_rto == FastRetransmitRto::Restart
-                && self.recovery_exit == RecoveryExit::Rfc && !self.tail_loss_probe && !self.rto_undo
-                && self.diversity_copies == 1 && !self.fully_backlogged && !self.smart_framing),
-            "fast_recovery", "ns2",
-            "\"rfc\", or \"ns2\" with recovery = \"sack\" (ns-2's Sack1) only with the SACK rules at their RFC \
-             defaults (dupack_rule, recovery_pacing, loss_detection, recovery_rto, disorder_ack, recovery_partial_ack, \
-             recovery_pipe, fast_retransmit_rto, recovery_exit; no tail_loss_probe, rto_undo, diversity_copies, \
-             fully_backlogged or smart_framing): Sack1 counts, sends and times by its own rules")?;
+        if self.fast_recovery == FastRecoveryRule::Ns2 && self.recovery == Recovery::Sack {
+            self.check_sack1_knobs()?;
+        }
         check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
         check(!self.cubic_hystart || (self.congestion == Congestion::Cubic && !self.hystart), "cubic_hystart", true,
