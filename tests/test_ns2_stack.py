@@ -107,6 +107,28 @@ def test_tcpsink_segments_match_ns2(variant, recovery, drops, timeouts):
     assert our_timeouts == ns2_timeouts
 
 
+SACK1_CASES = [
+    # (1-based data packets lost, timeouts ns-2's Sack1 must take)
+    ([20], 0),
+    ([10, 30, 31, 50], 0),
+    ([20, 22, 25], 0),  # three holes in a window: Sack1 resends each once, no timeout
+    ([60, 61, 62, 63, 64, 65], 0),
+    ([20, 40], 1),  # the 40th data packet is 20's fast retransmission
+    ([20, 40, 41], 2),  # ... and the 41st the timeout's: a repeated timeout
+    (list(range(30, 46)), 1),  # sixteen in a row: pipe_ runs dry, then go-back-N
+]
+
+
+@pytest.mark.parametrize("drops, timeouts", SACK1_CASES)
+def test_sack1_segments_match_ns2(drops, timeouts):
+    # `recovery = "sack"` under the ns2 stack is Agent/TCP/Sack1 with a TCPSink/Sack1.
+    ns2, ns2_timeouts = ns2_segments("Sack1", "TCPSink/Sack1", drops)
+    assert ns2_timeouts == timeouts
+    ours, our_timeouts = smallpipe_segments("sack", False, drops)
+    assert_same_segments(ns2, ours)
+    assert our_timeouts == ns2_timeouts
+
+
 @pytest.mark.parametrize("drops, timeouts", [([], 0), ([20], 0), ([20, 22, 25], 1), ([60, 61, 62, 63, 64, 65], 1)])
 def test_delack_segments_match_ns2(drops, timeouts):
     ns2, ns2_timeouts = ns2_segments("Newreno", "TCPSink/DelAck", drops)

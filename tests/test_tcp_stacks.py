@@ -38,7 +38,7 @@ NS2 = {
     "tcp.rto_rule": "ns2", "tcp.ack_rule": "ns2", "tcp.timestamps": False, "tcp.overhead_max_ms": 0.0, "tcp.delayed_ack": False,
     "tcp.delayed_ack_ms": 100.0, "tcp.rwnd_bytes": 20 * 460,
 }
-NS2_SACK = {**{k: v for k, v in NS2.items() if k != "tcp.fast_recovery"}, "tcp.recovery": "sack"}
+NS2_SACK = {**NS2, "tcp.recovery": "sack"}  # fast_recovery = "ns2" with SACK: Agent/TCP/Sack1
 CASES = {
     "ns2": ({"tcp.stack": "ns2"}, NS2),
     "ns2+sack": ({"tcp.stack": "ns2", "tcp.recovery": "sack"}, NS2_SACK),

@@ -39,6 +39,9 @@ impl Endpoint {
             self.state = State::Established; // the handshake's third segment
             self.count_handshake_as_unacked(p);
         }
+        if p.ns2_sack1() {
+            return self.sack1_on_ack(seg, ack, now, p, out); // its own order, from the first step
+        }
         let bbr_prior_in_flight = p.bbr().then(|| self.bbr_begin_ack(p));
         let sacked_before = if p.recovery.prr { self.scoreboard.above(self.snd_una, p.mss).0 } else { 0 };
         let in_loss = self.cong_state() == CongState::Loss;

@@ -141,13 +141,11 @@ impl Stack {
         Some((NS2_WINDOW_PKTS * packet.checked_sub(header)?).into())
     }
 
-    /// `value`, for a table whose recovery is SACK if `sack` and whose loss detection is RACK
-    /// if `rack`: ns-2's Sack1 recovers by its scoreboard, not by Reno's window, so
-    /// `fast_recovery` keeps its own default there; Linux's F-RTO and D-SACK reordering
-    /// window are RACK's here, so they keep theirs with `loss_detection = "dupthresh"`.
-    fn value_with(self, key: &str, congestion: Congestion, sack: bool, rack: bool) -> Option<Value> {
+    /// `value`, for a table whose loss detection is RACK if `rack`: Linux's F-RTO and D-SACK
+    /// reordering window are RACK's here, so they keep their defaults with
+    /// `loss_detection = "dupthresh"`.
+    fn value_with(self, key: &str, congestion: Congestion, rack: bool) -> Option<Value> {
         match (self, key) {
-            (Stack::Ns2, "fast_recovery") if sack => None,
             (Stack::Linux, "frto" | "rack_dsack_reo_wnd") if !rack => None,
             _ => self.value(key, congestion),
         }
@@ -171,10 +169,9 @@ impl Stack {
                 let v = match (stack, key) {
                     (Stack::Ns2, "rwnd_bytes") => Stack::ns2_rwnd(table),
                     _ => {
-                        let sack = table.get("recovery").and_then(Value::as_str) == Some("sack");
                         // `loss_detection` comes before the knobs that depend on it in STACK_KNOBS.
                         let rack = table.get("loss_detection").and_then(Value::as_str) == Some("rack");
-                        stack.value_with(key, congestion, sack, rack)
+                        stack.value_with(key, congestion, rack)
                     }
                 };
                 if let Some(v) = v {
@@ -202,8 +199,7 @@ impl TcpConfig {
             // Left out only where reading it back gives it again: at the RFC default, which
             // is also this stack's value.
             let rack = self.loss_detection == LossDetection::Rack;
-            let stack_value = self.stack.value_with(key, self.congestion, self.recovery == Recovery::Sack, rack)
-                .or_else(|| defaults.get(*key).cloned());
+            let stack_value = self.stack.value_with(key, self.congestion, rack).or_else(|| defaults.get(*key).cloned());
             if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
             }
@@ -443,7 +439,7 @@ pub enum RecoveryExit {
     Ns3,
 }
 
-/// Reno and NewReno fast recovery: when it starts, its window, and the window it leaves.
+/// Fast recovery as the RFCs or as ns-2: when it starts, its window, and the window it leaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FastRecoveryRule {
@@ -456,6 +452,8 @@ pub enum FastRecoveryRule {
     /// (the last fast retransmit's or timeout's highest sent), Reno too; the window halved
     /// without rounding, inflation counted apart, and on the exit the halved window less
     /// what partial ACKs took, grown by that ACK; no FlightSize bound, so the exit may burst.
+    /// With `recovery = "sack"`, ns-2's `Agent/TCP/Sack1` and its sink's SACK blocks
+    /// (`recovery/ns2_sack1.rs`).
     Ns2,
 }
 
@@ -727,7 +725,32 @@ impl TcpConfig {
     }
 }
 
+/// The knobs ns-2's Sack1 (`fast_recovery = "ns2"` with `recovery = "sack"`,
+/// `recovery/ns2_sack1.rs`) leaves at their RFC defaults: it counts duplicate ACKs, keeps its
+/// pipe, restarts the timer and sends by its own rules, and sends whole segments only.
+const SACK1_RFC_KNOBS: &[&str] = &[
+    "dupack_rule", "recovery_pacing", "loss_detection", "recovery_rto", "disorder_ack", "recovery_partial_ack",
+    "recovery_pipe", "fast_retransmit_rto", "recovery_exit", "tail_loss_probe", "rto_undo", "diversity_copies",
+    "fully_backlogged", "smart_framing",
+];
+
 impl TcpConfig {
+    /// Each of `SACK1_RFC_KNOBS` at its RFC default, or an error naming the first that is not.
+    fn check_sack1_knobs(&self) -> Result<(), ConfigError> {
+        let (Ok(Value::Object(mine)), Ok(Value::Object(rfc))) = (serde_json::to_value(self), serde_json::to_value(TcpConfig::default()))
+        else {
+            unreachable!("[tcp] serializes as a table")
+        };
+        let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        for &key in SACK1_RFC_KNOBS {
+            let (value, default) = (&mine[key], &rfc[key]);
+            check(value == default, key, text(value), &format!(
+                "{} with ns-2's Sack1 (fast_recovery = \"ns2\" and recovery = \"sack\", as stack = \"ns2\" sets them); \
+                 fast_recovery = \"rfc\" gives RFC 6675 recovery, which takes it", text(default)))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         let hdr = self.header_bytes();
         check(self.packet_size_bytes > hdr && self.packet_size_bytes <= 65_535, "packet_size_bytes",
@@ -754,8 +777,9 @@ impl TcpConfig {
             "\"rfc\", or an ns-3 rule only with recovery = \"sack\" (it models ns-3's SACK-mode CA_DISORDER)")?;
         check(self.recovery_partial_ack == PartialAck::Rfc6675 || self.recovery == Recovery::Sack,
             "recovery_partial_ack", "ns3", "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (NewReno retransmits anyway)")?;
-        check(self.fast_recovery == FastRecoveryRule::Rfc || self.recovery != Recovery::Sack, "fast_recovery", "ns2",
-            "\"rfc\", or \"ns2\" only with recovery = \"reno\" or \"newreno\" (SACK recovery sends by the pipe)")?;
+        if self.fast_recovery == FastRecoveryRule::Ns2 && self.recovery == Recovery::Sack {
+            self.check_sack1_knobs()?;
+        }
         check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
         check(!self.cubic_hystart || (self.congestion == Congestion::Cubic && !self.hystart), "cubic_hystart", true,

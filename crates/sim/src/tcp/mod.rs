@@ -14,7 +14,8 @@
 //! Choices where the RFCs leave room (see docs/tcp.md): no Nagle (each write is sent at
 //! once); the listener retransmits its SYN-ACK on its own timer and also answers a
 //! retransmitted SYN at once; after an RTO the sender goes back to `snd_una` but keeps the
-//! SACK scoreboard and skips what it covers (RFC 6675 §5.1: our receivers never renege).
+//! SACK scoreboard and skips what it covers (RFC 6675 §5.1: our receivers never renege);
+//! ns-2's Sack1 (`recovery/ns2_sack1.rs`) clears it, as ns-2 does.
 
 pub(crate) mod compact;
 pub mod config;
@@ -177,6 +178,8 @@ struct FeatureQueues {
     ns2_rtt: rtt_ns2::Ns2Rtt,
     /// ns-2's `dupwnd_`, bytes: the inflation within `cwnd` in fast recovery (`fast_recovery = "ns2"`).
     ns2_dupwnd: u64,
+    /// ns-2's Sack1 agent (`fast_recovery = "ns2"` with `recovery = "sack"`).
+    ns2_sack1: recovery::ns2_sack1::Sack1,
     /// Arrival of the last in-order data segment (`ack_rule = "linux"`: a longer silence than
     /// the RTO restarts quick-ACK mode).
     last_data_rcv: Option<Instant>,

@@ -58,7 +58,8 @@ pub struct RecoveryPolicy {
     pub first_partial_rto: bool,
     /// Retransmitting the segment at `snd_una` restarts the timer (`recovery_rto = "linux"`).
     pub head_retransmit_rto: bool,
-    /// ns-2's Reno/NewReno recovery window (`fast_recovery = "ns2"`, `recovery/ns2.rs`).
+    /// ns-2's Reno/NewReno recovery window (`fast_recovery = "ns2"`, `recovery/ns2.rs`), or
+    /// with SACK its Sack1 agent (`recovery/ns2_sack1.rs`).
     pub ns2: bool,
 }
 
@@ -216,5 +217,10 @@ impl TcpParams {
 
     pub(super) fn sack(&self) -> bool {
         self.recovery.algorithm == Recovery::Sack
+    }
+
+    /// ns-2's `Agent/TCP/Sack1` with a `TCPSink/Sack1` (`recovery/ns2_sack1.rs`).
+    pub(super) fn ns2_sack1(&self) -> bool {
+        self.recovery.ns2 && self.sack()
     }
 }

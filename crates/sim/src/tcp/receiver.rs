@@ -37,7 +37,13 @@ impl Endpoint {
             if let Some(held) = self.ooo.as_ref().and_then(|o| o.ranges.first_overlap(start, end)).filter(|_| p.recovery.dsack) {
                 self.queues_mut().dsack = Some(held);
             }
-            self.ooo.get_or_insert_default().insert(start, end);
+            let o = self.ooo.get_or_insert_default();
+            o.insert(start, end);
+            if p.ns2_sack1() {
+                // ns-2's Sack1 sink remembers only the blocks it last reported, maxSackBlocks_
+                // 3 of them (tcp-sink.cc:571 SackStack, :738 push).
+                o.recent.truncate(MAX_SACK_BLOCKS);
+            }
             self.send_ack(now, p, out);
             return;
         }

@@ -134,6 +134,12 @@ impl RttEstimator {
         self.backoff += 1;
     }
 
+    /// ns-2's Sack1 on a partial ACK (tcp-sack1.cc:225 `t_backoff_ = 1`): the backoff
+    /// collapses without a sample.
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     /// RFC 6298 (5.7): a SYN timed out, so data starts with an RTO of 3 s (or the RTO in
     /// use, if larger), even when the handshake gave an RTT sample. SRTT and RTTVAR stay:
     /// the next sample recomputes the RTO by (2.3).

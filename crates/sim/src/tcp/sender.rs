@@ -21,6 +21,10 @@ impl Endpoint {
         if self.bbr_holds_sends() {
             return;
         }
+        if p.ns2_sack1() {
+            self.sack1_send_much(now, p, out);
+            return;
+        }
         if self.recovery.is_some() && p.sack() {
             self.sack_send(now, p, out);
             return;
@@ -258,7 +262,9 @@ impl Endpoint {
                     }
                 }
             }
-            option_bytes = 4 + 8 * pkt.sack_count as u32; // two NOPs, kind, length, blocks
+            // Two NOPs, kind, length, the blocks; ns-2's Sack1 sink adds 8 bytes a block
+            // (tcp-sink.cc:755).
+            option_bytes = if p.ns2_sack1() { 0 } else { 4 } + 8 * pkt.sack_count as u32;
         }
         pkt.ip_len_bytes = (p.header_bytes + option_bytes + len as u32) as u16;
         pkt

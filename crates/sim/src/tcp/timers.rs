@@ -102,9 +102,11 @@ impl Endpoint {
                 } else if self.dupacks > 0 {
                     self.stats.timeouts_after_dupacks += 1;
                 }
-                // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh.
+                // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh. ns-2's
+                // Sack1 halves the one-packet window again, to ssthresh_ 2 (TcpAgent::timeout,
+                // tcp.cc:1913 slowdown, :1296 halfwin, :1329 floor 2).
                 let new_recovery = self.recovery.is_none() && self.snd_una >= self.recover_mark;
-                if self.rto_una.get() != Some(self.snd_una) {
+                if self.rto_una.get() != Some(self.snd_una) || p.ns2_sack1() {
                     if p.recovery.rto_undo || p.recovery.frto {
                         self.undo_on_rto(p);
                     }
@@ -133,6 +135,9 @@ impl Endpoint {
                 self.tlp_on_rto();
                 self.recover_mark = self.snd_max; // RFC 6582 `recover`, RFC 6675 §5.1 RecoveryPoint
                 self.snd_nxt = self.snd_una;
+                if p.ns2_sack1() {
+                    self.sack1_on_rto();
+                }
                 if p.recovery.frto {
                     self.frto_on_rto(new_recovery, p);
                 }

@@ -2,10 +2,13 @@
 //! ACK in recovery, on a partial ACK, on the full ACK): RFC 5681 Reno (`reno.rs`), RFC 6582
 //! NewReno (`newreno.rs`), RFC 6675 SACK recovery with its pipe and NextSeg (`sack.rs`), and
 //! the parts SACK recovery may use, RFC 6937 PRR (`prr.rs`), RFC 8985 RACK's loss marks
-//! (`rack.rs`) and its tail loss probes (`tlp.rs`). This file holds the congestion state and the dispatch.
+//! (`rack.rs`) and its tail loss probes (`tlp.rs`); ns-2's Reno/NewReno window (`ns2.rs`) and
+//! its Sack1 agent (`ns2_sack1.rs`, which handles its ACKs itself). This file holds the
+//! congestion state and the dispatch.
 
 mod newreno;
 mod ns2;
+pub(super) mod ns2_sack1;
 pub(super) mod prr;
 pub(super) mod rack;
 mod reno;
