@@ -1,7 +1,7 @@
 //! Ethernet/IPv4/TCP frames built from the wire-visible packet view, and a bounded
 //! in-memory pcap of them (nanosecond timestamps), so Wireshark and tcptrace read what
-//! crossed the bottleneck. Payload is zeros, cut at the snap length; lengths and
-//! checksums are those of the whole packet.
+//! crossed the bottleneck or an end host's interface. Payload is zeros, cut at the snap
+//! length; lengths, the advertised window and checksums are those of the whole packet.
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
@@ -16,8 +16,6 @@ const MAX_TCP_OPTION_BYTES: usize = 40;
 const NOP: u8 = 1;
 const OPT_TIMESTAMPS: u8 = 8;
 const OPT_SACK: u8 = 5;
-/// The packet view has no receive window; every segment advertises the largest unscaled one.
-const WINDOW: u16 = 65_535;
 const TTL: u8 = 64;
 
 /// RFC 1071: the 16-bit one's-complement sum of `data` (an odd last byte padded with zero)
@@ -109,7 +107,7 @@ pub fn frame(pkt: &Packet) -> Vec<u8> {
     f.extend_from_slice(&pkt.ack.to_be_bytes());
     f.push(((tcp_header_len / 4) as u8) << 4);
     f.push(pkt.flags.0);
-    f.extend_from_slice(&WINDOW.to_be_bytes());
+    f.extend_from_slice(&pkt.window.to_be_bytes());
     f.extend_from_slice(&[0, 0, 0, 0]); // checksum (below), urgent pointer
     f.extend(tcp_options(pkt, option_room));
     f.resize(ETHERNET_HEADER_BYTES + ip_len, 0);
@@ -204,6 +202,7 @@ mod tests {
             ecn: Ecn::Ect,
             dscp: 10,
             payload_len: 1448,
+            window: 29_200,
             ts_val: 123_456,
             ts_ecr: 654_321,
             ..Packet::default()
@@ -221,6 +220,7 @@ mod tests {
             seq: 7,
             ack: 99,
             flags: TcpFlags(TcpFlags::ACK),
+            window: 8_000,
             ts_val: 5,
             ts_ecr: 6,
             sack_count: 2,
@@ -245,6 +245,7 @@ mod tests {
             assert_eq!(tcp.checksum, tcp.calc_checksum_ipv4(&ip, payload).unwrap());
             assert_eq!((tcp.source_port, tcp.destination_port), (pkt.flow.src_port, pkt.flow.dst_port));
             assert_eq!((tcp.sequence_number, tcp.acknowledgment_number), (pkt.seq, pkt.ack));
+            assert_eq!(tcp.window_size, pkt.window);
             assert_eq!((tcp.syn, tcp.ack, tcp.psh, tcp.fin), (pkt.flags.syn(), pkt.flags.ack(),
                 pkt.flags.has(TcpFlags::PSH), pkt.flags.fin()));
             let opts: Vec<_> = tcp.options_iterator().map(|o| o.unwrap()).collect();
