@@ -48,8 +48,13 @@ impl Simulator {
                 }
                 self.enqueue(link, pkt);
             }
-            Node::Host { .. } if pkt.runtime_handle & UDP_HANDLE != 0 => self.udp_deliver(&pkt),
             Node::Host { .. } => {
+                if let Some(r) = &mut self.recorder {
+                    r.on_host_receive(node, &pkt, self.now);
+                }
+                if pkt.runtime_handle & UDP_HANDLE != 0 {
+                    return self.udp_deliver(&pkt);
+                }
                 let Some(e) = addressee(&self.demux, &self.conns, &self.endpoints, &pkt) else {
                     self.packets_to_closed_flows += 1;
                     return;
@@ -92,6 +97,9 @@ impl Simulator {
     }
 
     pub(super) fn enqueue(&mut self, link: u32, pkt: Packet) {
+        if let Some(r) = &mut self.recorder {
+            r.on_host_send(link, &pkt, self.now);
+        }
         let l = &mut self.links[link as usize];
         if l.chained {
             return self.pass_chained(link, pkt);
