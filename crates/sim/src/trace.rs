@@ -196,7 +196,7 @@ impl Recorder {
             .collect();
     }
 
-    /// A host handed `pkt` to its access link `link` (any link: only hosts' egresses match).
+    /// A host handed `pkt` to its access link `link`.
     #[inline]
     pub fn on_host_send(&mut self, link: u32, pkt: &Packet, now: Instant) {
         for h in self.hosts.iter_mut().filter(|h| h.egress == link) {

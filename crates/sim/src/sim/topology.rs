@@ -96,10 +96,16 @@ impl Simulator {
         if long { *path2 } else { 0 }
     }
 
-    pub(super) fn enqueue(&mut self, link: u32, pkt: Packet) {
+    /// A host hands `pkt` to its access link `egress` (where a host's capture sees it).
+    #[inline]
+    pub(super) fn host_send(&mut self, egress: u32, pkt: Packet) {
         if let Some(r) = &mut self.recorder {
-            r.on_host_send(link, &pkt, self.now);
+            r.on_host_send(egress, &pkt, self.now);
         }
+        self.enqueue(egress, pkt);
+    }
+
+    pub(super) fn enqueue(&mut self, link: u32, pkt: Packet) {
         let l = &mut self.links[link as usize];
         if l.chained {
             return self.pass_chained(link, pkt);
