@@ -149,6 +149,20 @@ def test_a_pcap_cut_at_its_cap_and_flows_never_opened_are_said(tmp_path):
     assert (out / "bottleneck.pcap").stat().st_size <= 2000
 
 
+def test_a_host_pcap_cut_at_its_cap_is_said_by_its_name(tmp_path):
+    """Each host's pcap has its own cap: a 2000-byte cap cuts the sender's (it sends for
+    the whole run) and the note names its file."""
+    out = tmp_path / "cut"
+    result = invoke(["run", DUMBBELL, *SHORT, "--pcap-host", "sender0", "--set", "trace.max_pcap_bytes=2000",
+                     "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "sender0.pcap stopped at trace.max_pcap_bytes = 2000 bytes" in said
+    assert json.loads((out / "meta.json").read_text())["trace_truncated"] == ["sender0"]
+    assert 0 < (out / "sender0.pcap").stat().st_size <= 2000
+    assert not (out / "bottleneck.pcap").exists()
+
+
 # --- reproduce: variants by name, no silent replacing, Ctrl-C keeps the runs ---------------
 
 SMALL = {"duration_s": 2.0, "slice_s": 1.0, "link": {"rate_bps": 1_000_000},

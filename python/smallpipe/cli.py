@@ -180,7 +180,8 @@ def _load_scenario(scenario_path: Path, seed: int | None, overrides: list[str] |
 
 
 def _trace_overrides(
-    flows: str | None, links: bool, interval_s: float | None, events: bool, pcap: bool
+    flows: str | None, links: bool, interval_s: float | None, events: bool, pcap: bool,
+    pcap_hosts: list[str] | None = None,
 ) -> list[str]:
     """`run`'s trace flags as ``--set`` assignments into the scenario's ``[trace]`` table."""
     changes: list[str] = []
@@ -202,6 +203,8 @@ def _trace_overrides(
         changes.append("trace.events=true")
     if pcap:
         changes.append('trace.pcap="departures"')
+    if pcap_hosts:
+        changes.append(f"trace.pcap_hosts={json.dumps(pcap_hosts)}")
     return changes
 
 
@@ -342,6 +345,14 @@ def run(
     pcap: Annotated[
         bool, typer.Option(help="Capture both bottleneck directions as they leave the queue; writes bottleneck.pcap.")
     ] = False,
+    pcap_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="HOST",
+            help="Capture this end host as on its interface (sender<u> or receiver<u>, u a unit; "
+            "repeatable); writes HOST.pcap.",
+        ),
+    ] = None,
     series_flows: Annotated[
         int,
         typer.Option(
@@ -357,7 +368,7 @@ def run(
     partial (meta.json), and the exit code is 130."""
     if out is not None:
         check_output_dir(out)
-    trace = _trace_overrides(trace_flows, trace_links, trace_interval, events, pcap)
+    trace = _trace_overrides(trace_flows, trace_links, trace_interval, events, pcap, pcap_host)
     scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace])
     if series := _default_series(scenario, series_flows):
         scenario = _load_scenario(scenario_path, seed, [*(overrides or []), *trace, *series])

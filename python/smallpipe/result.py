@@ -313,7 +313,7 @@ class Result:
     ``meta`` holds ``seed``, ``duration_ns``, ``slice_ns``, ``events``, ``packets``
     (link transmissions on all links), ``wall_seconds``, ``skipped_log_lines``,
     ``trace_truncated`` (the ``[trace]`` tables that hit their cap: ``flow_series``,
-    ``link_series``, ``events``, ``pcap``), ``trace_flows_never_opened`` (``trace.flows``
+    ``link_series``, ``events``, ``pcap``, or a captured host's name for its pcap), ``trace_flows_never_opened`` (``trace.flows``
     ids past the connections the run opened, when there are any), ``provenance``
     (``version``, ``commit``, ``command_line``, ``host``, ``kernel``, ``python``; see
     :func:`smallpipe.provenance.run_provenance`) and
@@ -350,6 +350,8 @@ class Result:
     """Each link's discipline's own counters (:data:`LINK_COUNTERS_SCHEMA`)."""
     pcap: bytes | None = None
     """A pcap (nanosecond timestamps, Ethernet) of both bottleneck directions, with ``trace.pcap``."""
+    host_pcaps: dict[str, bytes] = field(default_factory=dict)
+    """With ``trace.pcap_hosts``: each captured end host's pcap (as on its interface), by its name."""
     stream_dir: Path | None = None
     """Where a streamed run's per-flow parts are (None: the frames hold every row)."""
 
@@ -379,7 +381,8 @@ class Result:
                 )
             frames[table] = pl.DataFrame(columns, schema=schema, strict=False)
         frames["flows"] = with_flow_delays(frames["flows"], frames["flow_delays"])
-        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"], stream_dir=None)
+        return cls(**frames, meta=dict(native["meta"]), scenario=scenario, pcap=native["pcap"],
+                   host_pcaps=dict(native["host_pcaps"]), stream_dir=None)
 
     def write(self, directory: str | PathLike[str]) -> Path:
         """Write the run to ``directory`` (created if needed) and return its path.
@@ -392,7 +395,8 @@ class Result:
         :meth:`read` rebuilds the :class:`Scenario`); with a
         ``[trace]`` table also ``flow_series.parquet``, ``link_series.parquet``,
         ``events.parquet``, ``flow_delays.parquet`` and ``flow_delay_hist.parquet`` when
-        recorded, and ``bottleneck.pcap``. Each file is written under
+        recorded, ``bottleneck.pcap`` and one ``NAME.pcap`` per captured host
+        (``sender0.pcap``, ...). Each file is written under
         a temporary name and renamed, ``meta.json`` last: a write that fails (a full disk)
         leaves no truncated file, and a folder without ``meta.json`` is one whose write did
         not finish (:meth:`read` says so). Raises OSError when a write fails.
@@ -409,6 +413,8 @@ class Result:
         if self.pcap is not None:
             pcap = self.pcap
             replace_atomically(directory / PCAP_FILE, lambda path: path.write_bytes(pcap))
+        for name, host_pcap in self.host_pcaps.items():
+            replace_atomically(directory / f"{name}.pcap", _bytes(host_pcap))
         scenario = self.scenario.to_dict()
         replace_atomically(directory / "scenario.json", _text(json.dumps(scenario, indent=2) + "\n"))
         # meta.json last: a folder without it is one whose write did not finish.
@@ -435,12 +441,19 @@ class Result:
         meta.pop("scenario", None)  # scenario.json has it, and it is `scenario` below
         scenario = Scenario.from_dict(json.loads((directory / "scenario.json").read_text()))
         pcap = pcap_path.read_bytes() if pcap_path.is_file() else None
+        hosts = (scenario.to_dict().get("trace") or {}).get("pcap_hosts", [])
+        host_pcaps = {name: (directory / f"{name}.pcap").read_bytes() for name in hosts
+                      if (directory / f"{name}.pcap").is_file()}
         stream_dir = directory if "streamed" in meta else None
-        return cls(**frames, meta=meta, scenario=scenario, pcap=pcap, stream_dir=stream_dir)
+        return cls(**frames, meta=meta, scenario=scenario, pcap=pcap, host_pcaps=host_pcaps, stream_dir=stream_dir)
 
 
 def _text(text: str) -> Callable[[Path], object]:
     return lambda path: path.write_text(text)
+
+
+def _bytes(data: bytes) -> Callable[[Path], object]:
+    return lambda path: path.write_bytes(data)
 
 
 def _read_table(path: Path, schema: pl.Schema) -> pl.DataFrame:

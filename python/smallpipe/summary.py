@@ -138,8 +138,9 @@ def cut_short_notes(result: Result) -> list[str]:
     meta, notes = result.meta, []
     trace = result.scenario.to_dict().get("trace") or {}
     for table in meta.get("trace_truncated", []):
-        if table == "pcap":
-            notes.append(f"the pcap stopped at trace.max_pcap_bytes = {trace.get('max_pcap_bytes')} bytes "
+        if table == "pcap" or table in trace.get("pcap_hosts", []):
+            name = "the pcap" if table == "pcap" else f"{table}.pcap"
+            notes.append(f"{name} stopped at trace.max_pcap_bytes = {trace.get('max_pcap_bytes')} bytes "
                          "(meta.json trace_truncated); raise it or shorten the run to capture it all")
         else:
             notes.append(f"{table} stopped at trace.max_rows = {trace.get('max_rows')} rows (meta.json trace_truncated)")

@@ -92,13 +92,17 @@ pub struct Packet {
     pub payload_len: u16,
     pub sack_count: u8,
     pub sack: [SackBlock; MAX_SACK_BLOCKS],
+    /// The TCP header's window field as sent: the receive window the sender of this segment
+    /// advertises, in bytes (no window scaling is modelled, so it is never scaled). Zero on a
+    /// reset and on non-TCP packets.
+    pub window: u16,
     /// Timestamps option (RFC 7323); zero when absent.
     pub ts_val: u32,
     pub ts_ecr: u32,
     /// RCP's rate field (Dukkipati et al.), kbit/s: a sender writes the rate it asks for,
     /// each RCP router lowers it to its own rate, the receiver echoes it on its ACKs. `None`:
-    /// no RCP header (every TCP packet). Kilobits in 32 bits (up to 4 Tbit/s) keep the view
-    /// at 80 bytes.
+    /// no RCP header (every TCP packet). Kilobits in 32 bits (up to 4 Tbit/s) keep the field
+    /// at 4 bytes.
     pub rcp_rate_kbps: Option<NonZeroU32>,
     /// When the packet reached the queue that holds it (set by [`crate::Accounted`]).
     pub arrival: Instant,

@@ -111,6 +111,7 @@ pub fn parse_frame(frame: &[u8]) -> Verdict {
             pkt.seq = tcp.sequence_number();
             pkt.ack = tcp.acknowledgment_number();
             pkt.flags = TcpFlags(raw[13]);
+            pkt.window = tcp.window_size(); // raw, as on the wire: the box does not track window scale options
             pkt.payload_len = tcp.payload().len() as u16;
             for opt in tcp.options_iterator() {
                 match opt {
@@ -204,7 +205,7 @@ mod tests {
     fn tcp_frame(payload: &[u8]) -> Vec<u8> {
         let b = PacketBuilder::ethernet2(MAC_A, MAC_B)
             .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
-            .tcp(40000, 5001, 1000, 65535)
+            .tcp(40000, 5001, 1000, 29_200)
             .ack(77)
             .psh()
             .options(&[
@@ -228,6 +229,7 @@ mod tests {
         assert_eq!(p.flow, FlowKey { src_ip: 0xc612_0001, dst_ip: 0xc612_0002, src_port: 40000, dst_port: 5001, proto: 6 });
         assert_eq!((p.seq, p.ack, p.payload_len), (1000, 77, 100));
         assert_eq!(p.flags.0, TcpFlags::ACK | TcpFlags::PSH);
+        assert_eq!(p.window, 29_200);
         assert_eq!((p.ts_val, p.ts_ecr), (11, 22));
         assert_eq!(p.sack_blocks(), &[SackBlock { start: 100, end: 200 }, SackBlock { start: 300, end: 400 }]);
     }

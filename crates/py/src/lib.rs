@@ -237,7 +237,8 @@ fn rows_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, f: &[FlowRow], b
     Ok(())
 }
 
-/// The `[trace]` tables (`flow_series`, `link_series`, `events`) and the pcap's bytes (or None).
+/// The `[trace]` tables (`flow_series`, `link_series`, `events`), the pcap's bytes (or None)
+/// and the captured hosts' pcaps (name → bytes).
 fn traces_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, t: &TraceOutput) -> PyResult<()> {
     let name = |link: u8| t.link_names[link as usize].clone();
     let series = PyDict::new(py);
@@ -315,6 +316,11 @@ fn traces_to_dict<'py>(py: Python<'py>, out: &Bound<'py, PyDict>, t: &TraceOutpu
     out.set_item("flow_delay_hist", hist)?;
 
     out.set_item("pcap", t.pcap.as_deref().map(|b| PyBytes::new(py, b)))?;
+    let hosts = PyDict::new(py);
+    for (name, pcap) in &t.host_pcaps {
+        hosts.set_item(name, PyBytes::new(py, pcap))?;
+    }
+    out.set_item("host_pcaps", hosts)?;
     Ok(())
 }
 

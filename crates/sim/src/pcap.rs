@@ -1,23 +1,23 @@
 //! Ethernet/IPv4/TCP frames built from the wire-visible packet view, and a bounded
 //! in-memory pcap of them (nanosecond timestamps), so Wireshark and tcptrace read what
-//! crossed the bottleneck. Payload is zeros, cut at the snap length; lengths and
-//! checksums are those of the whole packet.
+//! crossed the bottleneck or an end host's interface. Payload is zeros, cut at the snap
+//! length; lengths, the advertised window and checksums are those of the whole packet.
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
+use crate::udp::PROTO_UDP;
 use smallpipe_core::packet::Ecn;
 use smallpipe_core::Packet;
 
 pub const ETHERNET_HEADER_BYTES: usize = 14;
 const IPV4_HEADER_BYTES: usize = 20;
 const TCP_HEADER_BYTES: usize = 20;
+const UDP_HEADER_BYTES: usize = 8;
 /// The TCP data offset field counts 32-bit words: at most 15, so 40 bytes of options.
 const MAX_TCP_OPTION_BYTES: usize = 40;
 const NOP: u8 = 1;
 const OPT_TIMESTAMPS: u8 = 8;
 const OPT_SACK: u8 = 5;
-/// The packet view has no receive window; every segment advertises the largest unscaled one.
-const WINDOW: u16 = 65_535;
 const TTL: u8 = 64;
 
 /// RFC 1071: the 16-bit one's-complement sum of `data` (an odd last byte padded with zero)
@@ -70,15 +70,14 @@ fn tcp_options(pkt: &Packet, room: usize) -> Vec<u8> {
     opts
 }
 
-/// The whole Ethernet frame of `pkt` (payload as zeros) with correct IPv4 and TCP
+/// The whole Ethernet frame of `pkt` (payload as zeros) with correct IPv4 and TCP (or UDP)
 /// checksums. The TCP header takes the option bytes the packet's length leaves beside its
 /// payload (rounded down to 32-bit words, at most 40); any remainder counts as payload.
 pub fn frame(pkt: &Packet) -> Vec<u8> {
-    let ip_len = (pkt.ip_len_bytes as usize).max(IPV4_HEADER_BYTES + TCP_HEADER_BYTES);
-    let beside_payload = ip_len - IPV4_HEADER_BYTES - TCP_HEADER_BYTES;
-    let option_room = beside_payload.saturating_sub(pkt.payload_len as usize).min(MAX_TCP_OPTION_BYTES) / 4 * 4;
-    let tcp_header_len = TCP_HEADER_BYTES + option_room;
-    let tcp_len = ip_len - IPV4_HEADER_BYTES;
+    let udp = pkt.flow.proto == PROTO_UDP;
+    let transport_header = if udp { UDP_HEADER_BYTES } else { TCP_HEADER_BYTES };
+    let ip_len = (pkt.ip_len_bytes as usize).max(IPV4_HEADER_BYTES + transport_header);
+    let transport_len = ip_len - IPV4_HEADER_BYTES;
     let mut f = Vec::with_capacity(ETHERNET_HEADER_BYTES + ip_len);
     f.extend_from_slice(&mac(pkt.flow.dst_ip));
     f.extend_from_slice(&mac(pkt.flow.src_ip));
@@ -101,20 +100,37 @@ pub fn frame(pkt: &Packet) -> Vec<u8> {
     f.extend_from_slice(&pkt.flow.dst_ip.to_be_bytes());
     let ip_sum = internet_checksum(&f[ip_start..], 0);
     f[ip_start + 10..ip_start + 12].copy_from_slice(&ip_sum.to_be_bytes());
+    // Pseudo-header (RFC 793 §3.1, RFC 768): addresses, zero, protocol, transport length.
+    let pseudo = ones_complement_sum(&f[ip_start + 12..ip_start + 20], u32::from(pkt.flow.proto) + transport_len as u32);
 
     let tcp_start = f.len();
+    if udp {
+        f.extend_from_slice(&pkt.flow.src_port.to_be_bytes());
+        f.extend_from_slice(&pkt.flow.dst_port.to_be_bytes());
+        f.extend_from_slice(&(transport_len as u16).to_be_bytes());
+        f.extend_from_slice(&[0, 0]); // checksum, below
+        f.resize(ETHERNET_HEADER_BYTES + ip_len, 0);
+        // RFC 768: a computed zero is sent as all ones (zero means "no checksum").
+        let sum = match internet_checksum(&f[tcp_start..], pseudo) {
+            0 => 0xffff,
+            s => s,
+        };
+        f[tcp_start + 6..tcp_start + 8].copy_from_slice(&sum.to_be_bytes());
+        return f;
+    }
+    let beside_payload = transport_len - TCP_HEADER_BYTES;
+    let option_room = beside_payload.saturating_sub(pkt.payload_len as usize).min(MAX_TCP_OPTION_BYTES) / 4 * 4;
+    let tcp_header_len = TCP_HEADER_BYTES + option_room;
     f.extend_from_slice(&pkt.flow.src_port.to_be_bytes());
     f.extend_from_slice(&pkt.flow.dst_port.to_be_bytes());
     f.extend_from_slice(&pkt.seq.to_be_bytes());
     f.extend_from_slice(&pkt.ack.to_be_bytes());
     f.push(((tcp_header_len / 4) as u8) << 4);
     f.push(pkt.flags.0);
-    f.extend_from_slice(&WINDOW.to_be_bytes());
+    f.extend_from_slice(&pkt.window.to_be_bytes());
     f.extend_from_slice(&[0, 0, 0, 0]); // checksum (below), urgent pointer
     f.extend(tcp_options(pkt, option_room));
     f.resize(ETHERNET_HEADER_BYTES + ip_len, 0);
-    // Pseudo-header (RFC 793 §3.1): addresses, zero, protocol, TCP length.
-    let pseudo = ones_complement_sum(&f[ip_start + 12..ip_start + 20], u32::from(pkt.flow.proto) + tcp_len as u32);
     let tcp_sum = internet_checksum(&f[tcp_start..], pseudo);
     f[tcp_start + 16..tcp_start + 18].copy_from_slice(&tcp_sum.to_be_bytes());
     f
@@ -204,6 +220,7 @@ mod tests {
             ecn: Ecn::Ect,
             dscp: 10,
             payload_len: 1448,
+            window: 29_200,
             ts_val: 123_456,
             ts_ecr: 654_321,
             ..Packet::default()
@@ -221,6 +238,7 @@ mod tests {
             seq: 7,
             ack: 99,
             flags: TcpFlags(TcpFlags::ACK),
+            window: 8_000,
             ts_val: 5,
             ts_ecr: 6,
             sack_count: 2,
@@ -245,6 +263,7 @@ mod tests {
             assert_eq!(tcp.checksum, tcp.calc_checksum_ipv4(&ip, payload).unwrap());
             assert_eq!((tcp.source_port, tcp.destination_port), (pkt.flow.src_port, pkt.flow.dst_port));
             assert_eq!((tcp.sequence_number, tcp.acknowledgment_number), (pkt.seq, pkt.ack));
+            assert_eq!(tcp.window_size, pkt.window);
             assert_eq!((tcp.syn, tcp.ack, tcp.psh, tcp.fin), (pkt.flags.syn(), pkt.flags.ack(),
                 pkt.flags.has(TcpFlags::PSH), pkt.flags.fin()));
             let opts: Vec<_> = tcp.options_iterator().map(|o| o.unwrap()).collect();
@@ -259,6 +278,28 @@ mod tests {
                 let (first, rest) = blocks.expect("a SACK option");
                 assert_eq!((first, rest[0]), ((1000, 2000), Some((3000, 4000))));
             }
+        }
+    }
+
+    /// A UDP datagram (the `udp` apps' packets) is framed as UDP: etherparse reads its ports
+    /// and length back and recomputes the checksum over the zero payload; a datagram
+    /// shorter than a TCP header keeps its own length.
+    #[test]
+    fn udp_datagrams_are_framed_as_udp() {
+        use etherparse::UdpHeader;
+        for ip_len_bytes in [28u16, 36, 200, 1500] {
+            let pkt = Packet {
+                flow: FlowKey { src_ip: 0xC612_0001, dst_ip: 0xC613_0001, src_port: 5000, dst_port: 5001, proto: 17 },
+                ip_len_bytes,
+                ..Packet::default()
+            };
+            let f = frame(&pkt);
+            assert_eq!(f.len(), ETHERNET_HEADER_BYTES + ip_len_bytes as usize);
+            let (ip, rest) = Ipv4Header::from_slice(&f[ETHERNET_HEADER_BYTES..]).unwrap();
+            assert_eq!((ip.total_len, ip.header_checksum), (ip_len_bytes, ip.calc_header_checksum()));
+            let (udp, payload) = UdpHeader::from_slice(rest).unwrap();
+            assert_eq!((udp.source_port, udp.destination_port, udp.length), (5000, 5001, ip_len_bytes - 20));
+            assert_eq!(udp.checksum, udp.calc_checksum_ipv4(&ip, payload).unwrap());
         }
     }
 

@@ -18,7 +18,7 @@
 //! data starts at 1, the FIN follows the data.
 
 use crate::config::Transport;
-use crate::tcp::{earliest, EndpointStats, RttEstimator, TcpParams};
+use crate::tcp::{earliest, window_field, EndpointStats, RttEstimator, TcpParams};
 use smallpipe_core::{Duration, FlowKey, Instant, Packet, TcpFlags};
 use std::num::NonZeroU32;
 
@@ -275,6 +275,7 @@ impl RcpSender {
             ack: if off == 0 { 0 } else { self.irs.wrapping_add(1) },
             flags: TcpFlags(flags),
             payload_len: len as u16,
+            window: window_field(p.rwnd),
             rcp_rate_kbps: Some(REQUEST_KBPS),
             ..Packet::default()
         });
@@ -288,6 +289,7 @@ impl RcpSender {
             seq: self.iss.wrapping_add(self.snd_nxt.max(1) as u32),
             ack,
             flags: TcpFlags(TcpFlags::ACK),
+            window: window_field(p.rwnd),
             ..Packet::default()
         });
     }

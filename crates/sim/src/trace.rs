@@ -1,6 +1,6 @@
 //! Opt-in traces (the scenario's `[trace]` table): per-flow sender time series, per-link
 //! queue counters per interval (`tc -s` style), an event trace of the bottleneck queues and
-//! a pcap of the bottleneck. Off, the simulator holds `None` and each hook is one branch;
+//! a pcap of the bottleneck, and pcaps of chosen end hosts. Off, the simulator holds `None` and each hook is one branch;
 //! on, every table stops at `max_rows` rows (and the pcap at `max_pcap_bytes`) and says so
 //! in `TraceOutput::truncated`. Recording only reads simulator state, so a traced run
 //! delivers exactly what the untraced one does.
@@ -83,11 +83,14 @@ pub struct TraceOutput {
     pub link_series: Vec<LinkSampleRow>,
     pub events: Vec<EventRow>,
     pub pcap: Option<Vec<u8>>,
+    /// With `pcap_hosts`: each captured host's name and pcap, in `pcap_hosts`' order.
+    pub host_pcaps: Vec<(String, Vec<u8>)>,
     /// With `flow_delays`: one row per traced flow, and their histograms' non-empty buckets.
     pub flow_delays: Vec<crate::flow_delays::FlowDelayRow>,
     pub flow_delay_buckets: Vec<crate::flow_delays::FlowDelayBucket>,
-    /// Tables (`flow_series`, `link_series`, `events`, `pcap`) that hit their cap.
-    pub truncated: Vec<&'static str>,
+    /// Tables (`flow_series`, `link_series`, `events`, `pcap`, and a captured host's name)
+    /// that hit their cap.
+    pub truncated: Vec<String>,
 }
 
 /// A table that stops growing at its cap and remembers that it did.
@@ -123,11 +126,23 @@ pub(crate) struct Recorder {
     link_series: Capped<LinkSampleRow>,
     events: Capped<EventRow>,
     pcap: Option<PcapBuffer>,
+    /// `pcap_hosts`, once the hosts exist (`capture_hosts`).
+    hosts: Vec<HostCapture>,
     delays: Option<FlowDelays>,
     /// The connections sampled by name (`TraceConfig::named_flows`).
     named: Vec<u32>,
     /// Bit `l`: link `l` gets the per-packet hooks (`hooks`).
     hooked: u32,
+}
+
+/// An end host captured as on its interface (`pcap_hosts`): the packets it hands to its
+/// access link (`egress`), when it hands them over, and those delivered to it (`node`),
+/// when they arrive.
+struct HostCapture {
+    name: String,
+    node: u32,
+    egress: u32,
+    pcap: PcapBuffer,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -164,11 +179,36 @@ impl Recorder {
             link_series: Capped::new(config.max_rows),
             events: Capped::new(config.max_rows),
             pcap: config.pcap.map(|_| PcapBuffer::new(config.pcap_snaplen, config.max_pcap_bytes)),
+            hosts: Vec::new(),
             delays: config.flow_delays.then(|| FlowDelays::new(&config.named_flows(), config.all_flows)),
             named: config.named_flows(),
             hooked: (0..links.len().min(32) as u32)
                 .filter(|&l| config.events || config.pcap.is_some() || (config.flow_delays && l != 1))
                 .fold(0, |mask, l| mask | 1 << l),
+        }
+    }
+
+    /// Captures the end hosts `(name, node, egress link)` named by `pcap_hosts`.
+    pub fn capture_hosts(&mut self, hosts: impl IntoIterator<Item = (String, u32, u32)>) {
+        let (snaplen, max_bytes) = (self.config.pcap_snaplen, self.config.max_pcap_bytes);
+        self.hosts = hosts.into_iter()
+            .map(|(name, node, egress)| HostCapture { name, node, egress, pcap: PcapBuffer::new(snaplen, max_bytes) })
+            .collect();
+    }
+
+    /// A host handed `pkt` to its access link `link`.
+    #[inline]
+    pub fn on_host_send(&mut self, link: u32, pkt: &Packet, now: Instant) {
+        for h in self.hosts.iter_mut().filter(|h| h.egress == link) {
+            h.pcap.record(pkt, now.as_nanos());
+        }
+    }
+
+    /// `pkt` reached host `node` (any node: only captured hosts match).
+    #[inline]
+    pub fn on_host_receive(&mut self, node: u32, pkt: &Packet, now: Instant) {
+        for h in self.hosts.iter_mut().filter(|h| h.node == node) {
+            h.pcap.record(pkt, now.as_nanos());
         }
     }
 
@@ -377,9 +417,10 @@ impl Recorder {
         for (name, t) in [("flow_series", self.flow_series.truncated), ("link_series", self.link_series.truncated),
                           ("events", self.events.truncated), ("pcap", self.pcap.as_ref().is_some_and(|p| p.truncated))] {
             if t {
-                truncated.push(name);
+                truncated.push(name.to_string());
             }
         }
+        truncated.extend(self.hosts.iter().filter(|h| h.pcap.truncated).map(|h| h.name.clone()));
         let (flow_delays, flow_delay_buckets) = self.delays.map_or_else(Default::default, FlowDelays::finish);
         TraceOutput {
             flow_delays,
@@ -389,6 +430,7 @@ impl Recorder {
             link_series: self.link_series.rows,
             events: self.events.rows,
             pcap: self.pcap.map(PcapBuffer::into_bytes),
+            host_pcaps: self.hosts.into_iter().map(|h| (h.name, h.pcap.into_bytes())).collect(),
             truncated,
         }
     }
@@ -409,7 +451,7 @@ mod tests {
         .unwrap()
     }
 
-    const ALL: &str = r#","trace":{"interval_s":0.05,"all_flows":true,"links":true,"events":true,"pcap":"departures","flow_delays":true}"#;
+    const ALL: &str = r#","trace":{"interval_s":0.05,"all_flows":true,"links":true,"events":true,"pcap":"departures","flow_delays":true,"pcap_hosts":["sender0","receiver3"]}"#;
 
     #[test]
     fn tracing_does_not_change_the_run() {
@@ -417,6 +459,83 @@ mod tests {
         assert_eq!(plain.flows, traced.flows);
         assert_eq!(plain.links, traced.links);
         assert!(plain.traces.pcap.is_none() && plain.traces.flow_series.is_empty());
+        let hosts: Vec<&str> = traced.traces.host_pcaps.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(hosts, ["sender0", "receiver3"]);
+    }
+
+    /// Each record of a pcap as (time ns, TCP/IP headers as etherparse reads them, payload length).
+    fn read_pcap(bytes: &[u8]) -> Vec<(u64, etherparse::Ipv4Header, etherparse::TcpHeader, usize)> {
+        let mut reader = pcap_file::pcap::PcapReader::new(bytes).unwrap();
+        let mut out = Vec::new();
+        while let Some(p) = reader.next_packet() {
+            let p = p.unwrap();
+            let (ip, rest) = etherparse::Ipv4Header::from_slice(&p.data[crate::pcap::ETHERNET_HEADER_BYTES..]).unwrap();
+            let (tcp, _) = etherparse::TcpHeader::from_slice(rest).unwrap();
+            let payload = ip.total_len as usize - ip.header_len() - tcp.header_len();
+            out.push((p.timestamp.as_nanos() as u64, ip, tcp, payload));
+        }
+        out
+    }
+
+    /// One bulk flow, no loss, every segment ACKed at once (no delayed ACK), captured at its
+    /// two hosts. The SYN is in the receiver's capture one one-way delay after the sender's:
+    /// the sender's access link (100 ms / 2 − 10 − 5 = 35 ms), the bottleneck's 10 ms and the
+    /// receiver's 5 ms, plus the 52-byte SYN's serialization at 100, 1 and 100 Mbit/s (no
+    /// random send overhead, which comes after the capture: it sees what TCP sends). The
+    /// receiver's last ACK is the bytes it delivered past its ISN and the SYN. Every
+    /// segment advertises the configured 20 000-byte window.
+    #[test]
+    fn host_captures_show_each_host_sending_and_receiving() {
+        let sc = Scenario::from_json(r#"{"duration_s":3,"link":{"rate_bps":1000000,"delay_ms":10,"receiver_delay_ms":5},
+            "tcp":{"delayed_ack":false,"rwnd_bytes":20000,"overhead_max_ms":0},"flows":[{"app":"bulk","rtt_ms":100}],
+            "trace":{"pcap_hosts":["sender0","receiver0"]}}"#).unwrap();
+        let r = simulate(&sc).unwrap();
+        let [(_, sender), (_, receiver)] = &r.traces.host_pcaps[..] else { panic!("two captures") };
+        let (sender, receiver) = (read_pcap(sender), read_pcap(receiver));
+        let syn_tx_ns = |rate_bps: u64| 52 * 8 * 1_000_000_000 / rate_bps;
+        let one_way_ns = (35 + 10 + 5) * 1_000_000 + 2 * syn_tx_ns(100_000_000) + syn_tx_ns(1_000_000);
+        let (s0, r0) = (&sender[0], &receiver[0]);
+        assert!(s0.2.syn && !s0.2.ack && r0.2.syn && r0.2.sequence_number == s0.2.sequence_number);
+        assert_eq!(s0.0, r.flows[0].start_ns);
+        assert_eq!(r0.0 - s0.0, one_way_ns);
+        for (_, _, tcp, _) in sender.iter().chain(&receiver) {
+            assert_eq!(tcp.window_size, 20_000);
+        }
+        let receiver_ip = r0.1.destination;
+        let acks: Vec<_> = receiver.iter().filter(|(_, ip, _, _)| ip.source == receiver_ip).collect();
+        let isn = s0.2.sequence_number;
+        let last_ack = acks.last().unwrap().2.acknowledgment_number;
+        assert_eq!(u64::from(last_ack.wrapping_sub(isn)) - 1, r.flows[0].bytes_delivered);
+        // What the sender sent and what reached the receiver: the receiver's capture holds
+        // the sender's segments (none lost) less those still on the way at the end.
+        let sent = sender.iter().filter(|(_, ip, _, _)| ip.destination == receiver_ip).count();
+        let arrived = receiver.iter().filter(|(_, ip, _, _)| ip.destination == receiver_ip).count();
+        assert!(arrived <= sent && sent - arrived <= 20_000 / 1448 + 1, "{sent} sent, {arrived} arrived");
+    }
+
+    /// Every segment advertises its stack's receive window, and a window past 65 535 bytes
+    /// (no window scaling modelled) shows as 65 535. ns-2's is `window_` = 20 packets
+    /// (ns-default.tcl) of 1500 − 40 bytes; the others' default is 65 535.
+    #[test]
+    fn segments_advertise_the_stacks_receive_window() {
+        for (tcp, window) in [(r#"{}"#, 65_535), (r#"{"stack":"ns2"}"#, 20 * 1460), (r#"{"stack":"ns3"}"#, 65_535),
+                              (r#"{"stack":"linux"}"#, 65_535), (r#"{"rwnd_bytes":1000000}"#, 65_535),
+                              (r#"{"rwnd_bytes":9000}"#, 9_000)] {
+            let sc = Scenario::from_json(&format!(r#"{{"duration_s":2,"tcp":{tcp},"flows":[{{"app":"bulk","count":2}}],
+                "trace":{{"pcap":"departures"}}}}"#)).unwrap();
+            let r = simulate(&sc).unwrap();
+            let records = read_pcap(r.traces.pcap.as_ref().unwrap());
+            assert!(records.len() > 100, "{tcp}");
+            assert!(records.iter().all(|(_, _, t, _)| t.window_size == window), "{tcp}: a window other than {window}");
+        }
+    }
+
+    #[test]
+    fn a_host_past_the_runs_units_is_refused_by_name() {
+        let sc = scenario(r#","trace":{"pcap_hosts":["receiver4"]}"#);
+        let e = crate::Simulator::new(&sc).err().expect("4 units: 0 to 3");
+        assert_eq!(e.field, "trace.pcap_hosts", "{e}");
+        assert!(e.to_string().contains("[0, 4)"), "{e}");
     }
 
     /// The per-interval queue counters add up to the link's totals and conserve packets
@@ -541,10 +660,15 @@ mod tests {
 
     #[test]
     fn bad_trace_settings_name_the_field() {
+        let seventeen_hosts = format!(r#"{{"pcap_hosts":[{}]}}"#, (0..17).map(|u| format!(r#""sender{u}""#)).collect::<Vec<_>>().join(","));
         for (trace, field) in [(r#"{"interval_s":0}"#, "trace.interval_s"), (r#"{"interval_s":1e-9}"#, "trace.interval_s"),
                                (r#"{"pcap_snaplen":20}"#, "trace.pcap_snaplen"), (r#"{"max_rows":0}"#, "trace.max_rows"),
                                (r#"{"max_pcap_bytes":1e12}"#, "trace.max_pcap_bytes"), (r#"{"pcap":"both"}"#, "trace.pcap"),
-                               (r#"{"first_flows":20000}"#, "trace.first_flows")] {
+                               (r#"{"first_flows":20000}"#, "trace.first_flows"),
+                               (r#"{"pcap_hosts":["host0"]}"#, "trace.pcap_hosts"), (r#"{"pcap_hosts":["sender01"]}"#, "trace.pcap_hosts"),
+                               (r#"{"pcap_hosts":["sender"]}"#, "trace.pcap_hosts"),
+                               (r#"{"pcap_hosts":["sender1","sender1"]}"#, "trace.pcap_hosts"),
+                               (seventeen_hosts.as_str(), "trace.pcap_hosts")] {
             let json = format!(r#"{{"flows":[{{"app":"bulk"}}],"trace":{trace}}}"#);
             let e = Scenario::from_json(&json).unwrap_err();
             assert_eq!(e.field, field, "{trace}: {e}");

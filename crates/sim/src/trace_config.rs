@@ -46,13 +46,19 @@ pub struct TraceConfig {
     /// A pcap of both bottleneck directions (and the diamond's path 2), taken at this point.
     #[serde(default)]
     pub pcap: Option<PcapPoint>,
-    /// Bytes of each frame kept in the pcap (headers come first; payload is zeros).
+    /// End hosts (`sender<u>`, `receiver<u>`: unit `u`'s two hosts) each captured in a pcap of
+    /// its own, as on the host's interface: what it hands to its access link and what that
+    /// link delivers to it. Left out of the canonical scenario when empty, so a traced
+    /// scenario's id is what it was before the field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pcap_hosts: Vec<String>,
+    /// Bytes of each frame kept in the pcaps (headers come first; payload is zeros).
     #[serde(default = "d_snaplen")]
     pub pcap_snaplen: u32,
     /// Most rows of each table; later rows are not recorded and the table is flagged.
     #[serde(default = "d_max_rows")]
     pub max_rows: u64,
-    /// Largest pcap, bytes; later packets are not written and the pcap is flagged.
+    /// Largest pcap (each of them), bytes; later packets are not written and the pcap is flagged.
     #[serde(default = "d_max_pcap_bytes")]
     pub max_pcap_bytes: u64,
 }
@@ -74,6 +80,28 @@ const MAX_ROWS: u64 = 10_000_000;
 const MAX_PCAP_BYTES: u64 = 1 << 30;
 /// Ethernet, IPv4 and TCP headers without options: the least a frame must keep.
 const MIN_SNAPLEN: u32 = 54;
+/// Most end hosts captured (`pcap_hosts`): with `max_pcap_bytes` it bounds the memory.
+pub const MAX_PCAP_HOSTS: usize = 16;
+const PCAP_HOSTS_ALLOWED: &str = "at most 16 distinct host names, each sender<u> or receiver<u> (u: a unit, 0-based)";
+
+/// Which of a unit's two hosts a `pcap_hosts` name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostSide {
+    Sender,
+    Receiver,
+}
+
+/// `sender<u>` or `receiver<u>` (the names of the unit's access links, without `_up`/`_down`).
+pub fn parse_host(name: &str) -> Option<(HostSide, u32)> {
+    let (side, unit) = if let Some(u) = name.strip_prefix("sender") {
+        (HostSide::Sender, u)
+    } else {
+        (HostSide::Receiver, name.strip_prefix("receiver")?)
+    };
+    // Digits only, no sign or leading zero: one spelling per host, so one file name each.
+    let canonical = !unit.is_empty() && unit.bytes().all(|b| b.is_ascii_digit()) && (unit == "0" || !unit.starts_with('0'));
+    Some((side, unit.parse().ok().filter(|_| canonical)?))
+}
 const MAX_SAMPLES: f64 = 1e6;
 const MAX_FIRST_FLOWS: u32 = 10_000;
 
@@ -88,6 +116,14 @@ impl TraceConfig {
         }
         if !(MIN_SNAPLEN..=65_535).contains(&self.pcap_snaplen) {
             return bad("pcap_snaplen", &self.pcap_snaplen, "bytes in [54, 65535] (54: Ethernet, IPv4 and TCP headers)");
+        }
+        if self.pcap_hosts.len() > MAX_PCAP_HOSTS {
+            return bad("pcap_hosts", &format!("{} hosts", self.pcap_hosts.len()), PCAP_HOSTS_ALLOWED);
+        }
+        for (i, h) in self.pcap_hosts.iter().enumerate() {
+            if parse_host(h).is_none() || self.pcap_hosts[..i].contains(h) {
+                return bad("pcap_hosts", &format!("{h:?}"), PCAP_HOSTS_ALLOWED);
+            }
         }
         if self.first_flows > MAX_FIRST_FLOWS {
             return bad("first_flows", &self.first_flows, "a connection count in [0, 10000] (all_flows samples every one)");
@@ -113,6 +149,7 @@ impl TraceConfig {
     /// so connections may be recycled.
     pub(crate) fn reads_links_only(&self) -> bool {
         self.named_flows().is_empty() && !self.all_flows && !self.flow_delays && !self.events && self.pcap.is_none()
+            && self.pcap_hosts.is_empty()
     }
 
         pub(crate) fn samples(&self) -> bool {

@@ -115,7 +115,7 @@ impl Simulator {
             } else if let Some(r) = self.rcp.get(&(c as u32)) {
                 pkt.rcp_rate_kbps = r.echo_kbps;
             }
-            self.enqueue(egress, pkt);
+            self.host_send(egress, pkt);
         }
         self.scratch = out;
         let now = self.now;
@@ -184,7 +184,7 @@ impl Simulator {
         }
         for mut pkt in out.drain(..) {
             pkt.runtime_handle = 2 * c;
-            self.enqueue(egress, pkt);
+            self.host_send(egress, pkt);
         }
         self.scratch = out;
         let s = &mut self.rcp.get_mut(&c).expect("an RCP connection").sender;

@@ -30,6 +30,7 @@ use crate::rcp::RcpConn;
 use crate::results::{QueueStateRow, Results};
 use crate::tcp::{Endpoint, TcpParams};
 use crate::trace::Recorder;
+use crate::trace_config::{parse_host, HostSide};
 use rustc_hash::FxHashMap;
 use smallpipe_core::link::{DeliveryTrace, TraceServer};
 use std::sync::Arc;
@@ -191,6 +192,10 @@ impl Simulator {
                 }
             }
         }
+        if let Some(t) = sc.trace.as_ref().filter(|t| !t.pcap_hosts.is_empty()) {
+            let hosts = t.pcap_hosts.iter().map(|name| sim.host(name)).collect::<Result<Vec<_>, _>>()?;
+            sim.recorder.as_mut().expect("made with [trace]").capture_hosts(hosts);
+        }
         if sc.fifo_hops == FifoHops::Computed {
             for link in 0..sim.links.len() as u32 {
                 sim.links[link as usize].computed = sim.may_compute_hops(link);
@@ -202,6 +207,22 @@ impl Simulator {
             }
         }
         Ok(sim)
+    }
+
+    /// The end host `name` names (`trace.pcap_hosts`: `sender<u>` or `receiver<u>`), as
+    /// `(name, node, egress link)`.
+    fn host(&self, name: &str) -> Result<(String, u32, u32), ConfigError> {
+        let (side, u) = parse_host(name).expect("trace.pcap_hosts validated");
+        let Some(unit) = self.units.get(u as usize) else {
+            return Err(ConfigError::new("trace.pcap_hosts", format!("{name:?}"),
+                format!("the hosts of the run's units: sender<u> or receiver<u>, u in [0, {})", self.units.len())));
+        };
+        let node = match side {
+            HostSide::Sender => unit.sender_node,
+            HostSide::Receiver => unit.receiver_node,
+        };
+        let Node::Host { egress } = self.nodes[node as usize] else { unreachable!("units' nodes are hosts") };
+        Ok((name.to_string(), node, egress))
     }
 
     /// Whether `link` may run computed (`fifo_hops = "computed"`): its discipline is a FIFO

@@ -48,8 +48,13 @@ impl Simulator {
                 }
                 self.enqueue(link, pkt);
             }
-            Node::Host { .. } if pkt.runtime_handle & UDP_HANDLE != 0 => self.udp_deliver(&pkt),
             Node::Host { .. } => {
+                if let Some(r) = &mut self.recorder {
+                    r.on_host_receive(node, &pkt, self.now);
+                }
+                if pkt.runtime_handle & UDP_HANDLE != 0 {
+                    return self.udp_deliver(&pkt);
+                }
                 let Some(e) = addressee(&self.demux, &self.conns, &self.endpoints, &pkt) else {
                     self.packets_to_closed_flows += 1;
                     return;
@@ -89,6 +94,15 @@ impl Simulator {
             }
         };
         if long { *path2 } else { 0 }
+    }
+
+    /// A host hands `pkt` to its access link `egress` (where a host's capture sees it).
+    #[inline]
+    pub(super) fn host_send(&mut self, egress: u32, pkt: Packet) {
+        if let Some(r) = &mut self.recorder {
+            r.on_host_send(egress, &pkt, self.now);
+        }
+        self.enqueue(egress, pkt);
     }
 
     pub(super) fn enqueue(&mut self, link: u32, pkt: Packet) {

@@ -54,7 +54,7 @@ impl Simulator {
         flow.sent_bytes += u64::from(size);
         let gap = Duration::from_secs_f64(flow.schedule.next_gap_s());
         self.events.push(self.now + gap, Event::Unit { unit: flow.unit });
-        self.enqueue(egress, pkt);
+        self.host_send(egress, pkt);
     }
 
     /// A datagram reached its receiver host.

@@ -75,6 +75,13 @@ pub enum State {
 }
 
 /// The earlier of two optional deadlines; `None` only if both are.
+/// The window field an endpoint with receive window `rwnd_bytes` writes on each segment
+/// (RFC 793 SEG.WND). No window scale option is modelled (RFC 7323: no shift is negotiated),
+/// so a window past 65 535 bytes shows as 65 535, the most the field holds unscaled.
+pub(crate) fn window_field(rwnd_bytes: u64) -> u16 {
+    rwnd_bytes.min(u64::from(u16::MAX)) as u16
+}
+
 pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),

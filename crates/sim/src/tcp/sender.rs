@@ -234,6 +234,7 @@ impl Endpoint {
             ack: if flags.ack() { self.irs.wrapping_add(self.rcv_nxt as u32) } else { 0 },
             flags,
             payload_len: len,
+            window: super::window_field(p.rwnd),
             ..Packet::default()
         };
         if p.timers.timestamps {
