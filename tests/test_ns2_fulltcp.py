@@ -18,7 +18,7 @@ from smallpipe.result import simulate
 pytestmark = requires_ns
 
 RTT_S = 0.012
-INTERVAL_S = 0.1  # ns-default.tcl:1251, Agent/TCP/FullTcp interval_
+INTERVAL_S = 0.1  # ns-default.tcl:1225, Agent/TCP/FullTcp interval_
 # 1 Gbit/s links: a 540-byte packet takes 4.3 us per hop, so an ACK lands within 0.1 ms of
 # the tick plus half an RTT.
 TICK_TOLERANCE_S = 1e-4

@@ -313,7 +313,7 @@ pub enum AckRule {
     /// like new data (its `seqno == acker_->Seqno()` test), not acknowledged at once.
     Ns2,
     /// ns-2 2.35's `Agent/TCP/FullTcp` receiver (`segsperack_` 1, `spa_thresh_` 0, its
-    /// defaults, ns-default.tcl:1242–1243): in-order data is acknowledged at once when a full
+    /// defaults, ns-default.tcl:1216–1217): in-order data is acknowledged at once when a full
     /// segment's bytes are unacknowledged (`need_send`, tcp-full.cc:1439–1447), else at the
     /// next multiple of `delayed_ack_ms` on the simulation clock (tcp-full.cc:1566–1570,
     /// 2659–2665); out-of-order data, hole fills, duplicates and a FIN at once
