@@ -1,7 +1,8 @@
 """Figure 5(b) of the padding paper against ns-2: the points of ``padding.py fig5b``'s ns-2
 CSV (FullTcp) run in smallpipe with the ns-2 stack (one-way agents: ``tcp.stack = "ns2"``,
 Reno as FullTcp, 576-byte packets as FullTcp's ``segsize_`` 536, the paper's 1 s minimum
-RTO), beside the reproduction's own CSV (smallpipe's defaults), one CSV with ``side``.
+RTO), the same with FullTcp's receiver (``tcp.ack_rule = "ns2_full"``, ``delayed_ack``), beside
+the reproduction's own CSV (smallpipe's defaults), one CSV with ``side``.
 
     python3 benches/ns2/padding_verdict.py --ns2-csv fig5b.csv --default-csv padding-fig5.csv \\
         --default-send-csv padding-fig5-send-to-ack.csv --out v.csv
@@ -23,10 +24,14 @@ from smallpipe.experiments.provenance import write_csv
 from smallpipe.result import simulate
 
 NS2_STACK = {"tcp.stack": "ns2", "tcp.recovery": "reno", "tcp.min_rto_ms": 1000.0, "tcp.packet_size_bytes": 576}
+# The same with FullTcp's receiver: a segment's bytes ACKed at once, less at the next tick of
+# the 100 ms delayed-ACK timer (docs/tcp.md, `ack_rule = "ns2_full"`).
+NS2_FULL = {**NS2_STACK, "tcp.ack_rule": "ns2_full", "tcp.delayed_ack": True}
+SIDES = {"smallpipe ns2": NS2_STACK, "smallpipe ns2 FullTcp receiver": NS2_FULL}
 
 
-def smallpipe_ns2(approach: str, p: float, seed: int) -> dict[str, Any]:
-    sc = padding_fig5.scenario(approach, p, flows=10, duration_s=200.0, seed=seed).with_overrides(NS2_STACK)
+def smallpipe_ns2(approach: str, p: float, seed: int, overrides: dict[str, Any]) -> dict[str, Any]:
+    sc = padding_fig5.scenario(approach, p, flows=10, duration_s=200.0, seed=seed).with_overrides(overrides)
     return response_means_s(simulate(sc).bursts, warmup_s=padding_fig5.WARMUP_S)
 
 
@@ -43,15 +48,18 @@ def main() -> None:
         on=["p", "approach"], how="left")
     rows: list[dict[str, Any]] = []
     for p in sorted(set(ns2["p"].to_list())):
-        got = {a: smallpipe_ns2(a, p, 1) for a in ("interactive", "backlogged")}
+        got = {side: {a: smallpipe_ns2(a, p, 1, o) for a in ("interactive", "backlogged")}
+               for side, o in SIDES.items()}
         for approach in ("interactive", "backlogged", "min_rto_prime"):
             n = ns2.filter((pl.col("p") == p) & (pl.col("approach") == approach)).row(0, named=True)
             rows.append({"side": "ns-2 FullTcp", "p": p, "approach": approach, "mean_s": n["sim_s"],
                          "send_mean_s": n["send_sim_s"], "gain": n["gain_sim"], "gain_send": n["gain_send_sim"],
                          "gain_model": n["gain_model"]})
-            if approach in got:
-                g, base = got[approach], got["interactive"]
-                rows.append({"side": "smallpipe ns2", "p": p, "approach": approach, "mean_s": g["write_to_ack_s"],
+            for side, side_got in got.items():
+                if approach not in side_got:
+                    continue
+                g, base = side_got[approach], side_got["interactive"]
+                rows.append({"side": side, "p": p, "approach": approach, "mean_s": g["write_to_ack_s"],
                              "send_mean_s": g["send_to_ack_s"], "gain": base["write_to_ack_s"] / g["write_to_ack_s"],
                              "gain_send": base["send_to_ack_s"] / g["send_to_ack_s"], "gain_model": n["gain_model"]})
             d = default.filter((pl.col("p") == p) & (pl.col("approach") == approach))
@@ -61,7 +69,7 @@ def main() -> None:
                              "send_mean_s": d0["send_sim_s"], "gain": d0["gain_sim"],
                              "gain_send": d0["gain_send_sim"],
                              "gain_model": d0["gain_model"]})
-        print(rows[-8:], flush=True)
+        print(rows[-11:], flush=True)
     write_csv(pl.DataFrame(rows, infer_schema_length=None), args.out)
 
 

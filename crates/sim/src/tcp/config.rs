@@ -323,6 +323,14 @@ pub enum AckRule {
     /// highest in-order segment, arriving with no ACK held and nothing out of order, is held
     /// like new data (its `seqno == acker_->Seqno()` test), not acknowledged at once.
     Ns2,
+    /// ns-2 2.35's `Agent/TCP/FullTcp` receiver (`segsperack_` 1, `spa_thresh_` 0, its
+    /// defaults, ns-default.tcl:1216–1217): in-order data is acknowledged at once when a full
+    /// segment's bytes are unacknowledged (`need_send`, tcp-full.cc:1439–1447), else at the
+    /// next multiple of `delayed_ack_ms` on the simulation clock (tcp-full.cc:1566–1570,
+    /// 2659–2665); out-of-order data, hole fills, duplicates and a FIN at once
+    /// (`TF_ACKNOW`, tcp-full.cc:2423, 2449, 1982).
+    #[serde(rename = "ns2_full")]
+    Ns2Full,
 }
 
 /// The retransmission timeout's bound on SRTT and RTTVAR.
@@ -759,6 +767,9 @@ impl TcpConfig {
             self.initial_window_pkts, "1 to 100 segments")?;
         check(self.delayed_ack_ms.is_finite() && self.delayed_ack_ms > 0.0 && self.delayed_ack_ms <= 500.0,
             "delayed_ack_ms", self.delayed_ack_ms, "(0, 500] ms (RFC 5681 §4.2)")?;
+        check(self.ack_rule != AckRule::Ns2Full || self.delayed_ack, "ack_rule", "ns2_full",
+            "\"rfc5681\", \"linux\" or \"ns2\", or \"ns2_full\" only with delayed_ack = true (FullTcp's \
+             delayed-ACK timer, interval_ = delayed_ack_ms, is what acknowledges a short segment)")?;
         check((1..=100).contains(&self.dupack_threshold), "dupack_threshold", self.dupack_threshold, "1 to 100")?;
         check(self.dupack_rule == DupackRule::Rfc || self.recovery == Recovery::Sack, "dupack_rule", "ns3",
             "\"rfc\", or \"ns3\" only with recovery = \"sack\" (it models ns-3's SACK-mode count)")?;

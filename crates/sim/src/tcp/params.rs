@@ -105,6 +105,9 @@ pub struct AckPolicy {
     pub quick_acks: u8,
     /// ns-2's DelAck sink holds a duplicate of the highest in-order segment (`ack_rule = "ns2"`).
     pub hold_last_duplicate: bool,
+    /// ns-2 FullTcp's receiver (`ack_rule = "ns2_full"`): a full segment's bytes unacknowledged
+    /// make an ACK, anything less waits for the delayed-ACK timer's next tick on a fixed grid.
+    pub full_tcp: bool,
 }
 
 /// When data may leave (`sender.rs`, `pacing.rs`).
@@ -193,10 +196,11 @@ impl TcpParams {
                 ack_first_data: c.ack_first_data,
                 // Linux tcp_incr_quickack: rcv_wnd / (2 rcv_mss), at least 2, at most TCP_MAX_QUICKACKS = 16.
                 quick_acks: match c.ack_rule {
-                    AckRule::Rfc5681 | AckRule::Ns2 => 0,
+                    AckRule::Rfc5681 | AckRule::Ns2 | AckRule::Ns2Full => 0,
                     AckRule::Linux => (c.rwnd_bytes / (2 * mss)).clamp(2, 16) as u8,
                 },
                 hold_last_duplicate: c.ack_rule == AckRule::Ns2,
+                full_tcp: c.ack_rule == AckRule::Ns2Full,
             },
             send: SendPolicy { pacing: c.pacing == Pacing::Linux, slow_start_after_idle: c.slow_start_after_idle },
             remedies: Remedies {

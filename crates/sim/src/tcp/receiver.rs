@@ -84,9 +84,23 @@ impl Endpoint {
                 self.quick_acks = self.quick_acks.max(p.acks.quick_acks);
             }
         }
-        let ack_now = filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss
-            || self.quick_acks > 0;
+        let ack_now = if p.acks.full_tcp {
+            // ns-2 FullTcp's need_send (tcp-full.cc:1439-1447, segsperack_ 1): a segment's worth
+            // of bytes since the last ACK, whatever the segments' sizes; hole fills and a FIN
+            // set TF_ACKNOW (tcp-full.cc:2423, 2449).
+            filled_hole || fin_now || self.rcv_nxt - self.last_ack_sent >= p.mss
+        } else {
+            filled_hole || fin_now || self.unacked_segs >= 2 || seg.payload_len as u64 != p.mss
+                || self.quick_acks > 0
+        };
         match p.acks.delayed_ack {
+            Some(delay) if !ack_now && p.acks.full_tcp => {
+                // FullTcp's delayed-ACK timer fires at multiples of interval_ from time 0 and
+                // re-arms itself every interval_ (tcp-full.cc:1566-1570, 2659-2665): held data
+                // is acknowledged at the first tick after now, not `delay` after it.
+                let tick = delay.0.max(1);
+                self.delack_at.get_or_insert(Instant((now.0 / tick + 1) * tick));
+            }
             Some(delay) if !ack_now => {
                 self.delack_at.get_or_insert(now + delay);
             }

@@ -2604,4 +2604,53 @@ fn a_dsack_after_reordering_widens_racks_window_to_two_quarters_of_min_rtt() {
             assert_eq!(rounds[2], (t(725), 2), "round 3: reo_wnd = 25 ms");
         }
     }
+
+#[test]
+fn fulltcp_receiver_acks_a_segment_of_bytes_at_once_and_less_at_the_next_delayed_ack_tick() {
+    // ns-2 FullTcp (tcp-full.cc:1439-1447, segsperack_ 1): ACK once rcv_nxt - last_ack_sent
+    // reaches maxseg_ bytes, whatever the segments' sizes; else at the delayed-ACK timer,
+    // which fires on multiples of interval_ (100 ms here) from time 0 (tcp-full.cc:1566-1570).
+    let p = |rule| params(|c| {
+        c.delayed_ack = true;
+        c.delayed_ack_ms = 100.0;
+        c.ack_rule = rule;
+    });
+    let full = p(AckRule::Ns2Full);
+    let (mut c, mut s) = established(&full, 0, 0);
+    let mut segs = Vec::new();
+    c.app_write(1500, false, t(150), &full, &mut segs);
+    assert_eq!(segs.iter().map(|x| x.payload_len).collect::<Vec<_>>(), [1000, 500]);
+    let mut acks = Vec::new();
+    s.on_segment(&segs[0], t(160), &full, &mut acks);
+    assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), [1001], "a full segment: at once");
+    acks.clear();
+    s.on_segment(&segs[1], t(170), &full, &mut acks);
+    assert!(acks.is_empty(), "500 bytes < maxseg_: held");
+    assert_eq!(s.next_deadline(), Some(t(200)), "the next multiple of 100 ms, not 170 + 100");
+    s.on_timer(t(200), &full, &mut acks);
+    assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), [1501]);
+    // Two short segments: the second brings a segment's worth of bytes, ACKed at once; a
+    // segment arriving on a tick waits for the next one (int(now / interval_) + 1).
+    let mut segs = Vec::new();
+    c.app_write(500, false, t(300), &full, &mut segs);
+    c.app_write(500, false, t(300), &full, &mut segs);
+    c.app_write(500, false, t(300), &full, &mut segs);
+    assert_eq!(segs.len(), 3);
+    acks.clear();
+    s.on_segment(&segs[0], t(300), &full, &mut acks);
+    assert!(acks.is_empty());
+    assert_eq!(s.next_deadline(), Some(t(400)));
+    s.on_segment(&segs[1], t(301), &full, &mut acks);
+    assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), [2501]);
+    acks.clear();
+    s.on_segment(&segs[1], t(302), &full, &mut acks);
+    assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), [2501], "a duplicate: at once (TF_ACKNOW)");
+    // RFC 5681's receiver ACKs the same short segment at once (a partial segment).
+    let rfc = p(AckRule::Rfc5681);
+    let (mut c, mut s) = established(&rfc, 0, 0);
+    let mut segs = Vec::new();
+    c.app_write(500, false, t(150), &rfc, &mut segs);
+    acks.clear();
+    s.on_segment(&segs[0], t(170), &rfc, &mut acks);
+    assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), [501]);
 }

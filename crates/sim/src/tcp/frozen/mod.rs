@@ -140,7 +140,7 @@ impl TcpParams {
             // Linux tcp_incr_quickack: rcv_wnd / (2 rcv_mss), at least 2, at most TCP_MAX_QUICKACKS = 16.
             quick_acks: match c.ack_rule {
                 AckRule::Rfc5681 => 0,
-                AckRule::Ns2 => unreachable!("added after the freeze: never drawn for the frozen copy"),
+                AckRule::Ns2 | AckRule::Ns2Full => unreachable!("added after the freeze: never drawn for the frozen copy"),
                 AckRule::Linux => (c.rwnd_bytes / (2 * mss)).clamp(2, 16) as u8,
             },
             limited_transmit: c.limited_transmit,
