@@ -2604,6 +2604,7 @@ fn a_dsack_after_reordering_widens_racks_window_to_two_quarters_of_min_rtt() {
             assert_eq!(rounds[2], (t(725), 2), "round 3: reo_wnd = 25 ms");
         }
     }
+}
 
 #[test]
 fn fulltcp_receiver_acks_a_segment_of_bytes_at_once_and_less_at_the_next_delayed_ack_tick() {
