@@ -42,7 +42,8 @@ def headlines() -> dict[str, str]:
 
 
 def agrees(value: float, written: str) -> bool:
-    """`written` is `value` rounded to the digits it shows (either way at a tie)."""
+    """`written` is `value` rounded to the digits it shows (either way at a tie). Signs are
+    prose in the headlines ("+0.046", "−2%"), so the value's magnitude is compared."""
     shown = float(written.replace(" ", ""))
     decimals = len(written.partition(".")[2])
     return abs(abs(value) - shown) <= 0.5 * 10.0**-decimals * (1 + 1e-9) + 1e-12
@@ -56,6 +57,13 @@ def query(claim: dict, where: str) -> list[float]:
 
 
 PAGES = sorted(p.stem for p in CLAIMS.glob("*.toml"))
+
+
+def test_numbers_are_read_as_the_pages_write_them() -> None:
+    assert numbers("ns-2 gives 165 061 flows, 0.21-0.75 at §2.3 and p99 1.29 s (10^8)") == [
+        "165 061", "0.21", "0.75", "2.3", "1.29", "10", "8"]
+    assert agrees(0.0336, "0.034") and not agrees(0.0336, "0.033")
+    assert agrees(-0.046, "0.046") and agrees(0.125, "0.12") and agrees(0.125, "0.13")
 
 
 def test_every_headline_has_a_claims_file() -> None:
