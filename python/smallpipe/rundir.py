@@ -3,6 +3,7 @@ another's results without being asked to."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Callable
@@ -39,6 +40,14 @@ def claim_output_directory(out: Path, *, force: bool) -> Path:
     return out
 
 
+def _full(directory: Path) -> bool:
+    """No block left for an unprivileged writer on ``directory``'s file system."""
+    try:
+        return os.statvfs(directory).f_bavail == 0
+    except OSError:
+        return False
+
+
 def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
     """``write`` into a temporary name beside ``path``, then rename it over ``path``: a
     failed write (a full disk) leaves the old file or none, never a truncated one, and
@@ -50,8 +59,12 @@ def replace_atomically(path: Path, write: Callable[[Path], object]) -> None:
     except OSError:
         raise
     except Exception as error:  # Polars reports a failed write as its own error, naming the OS's
-        if (code := re.search(r"os error (\d+)", str(error))) is None:
-            raise
-        raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from error
+        if (code := re.search(r"os error (\d+)", str(error))) is not None:
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from error
+        if _full(path.parent):
+            # Its Parquet sink can also fail on a full disk without naming the OS's error
+            # ("Invalid thrift: transport error"); the file system says what happened.
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from error
+        raise
     finally:
         temporary.unlink(missing_ok=True)
