@@ -32,15 +32,7 @@ route $r2 $r1 -default
 # queue monitor is attached, so that the monitor counts a lost packet as arrived and
 # dropped (ns-link.tcl: add-to-head puts each new connector first).
 if {$p(loss) > 0} {
-    set em [new ErrorModel]
-    $em unit pkt
-    $em set rate_ $p(loss)
-    set lossrng [new RNG]
-    $lossrng seed [expr {$p(seed) + 1}]
-    set u [new RandomVariable/Uniform]
-    $u use-rng $lossrng
-    $em ranvar $u
-    $ns lossmodel $em $r1 $r2
+    bernoulli_loss $r1 $r2 $p(loss) [expr {$p(seed) + 1}]
 } elseif {[llength $p(drop_data)] > 0} {
     # ErrorModel/List counts the packets it sees from 0, the one-way agent's header-only
     # first packet (syn_, on by default) included; p(drop_data) counts data packets from 1.

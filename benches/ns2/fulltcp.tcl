@@ -30,13 +30,7 @@ $defaultRNG seed $p(seed)
 set gaps [new RNG]
 $gaps seed [expr {$p(seed) + 11}]
 $ns rtproto Manual
-proc route {from to {default ""}} {
-    if {$default != ""} {
-        [$from get-module Manual] add-route-to-adj-node -default $to
-    } else {
-        [$from get-module Manual] add-route-to-adj-node $to
-    }
-}
+source [file join [file dirname [info script]] common.tcl]
 
 Agent/TCP set minrto_ $p(minrto_s)
 Agent/TCP set window_ $p(window_pkts)
@@ -66,15 +60,7 @@ $ns queue-limit $r1 $r2 $p(queue_limit)
 route $r1 $r2 -default
 route $r2 $r1 -default
 if {$p(loss) > 0} {
-    set em [new ErrorModel]
-    $em unit pkt
-    $em set rate_ $p(loss)
-    set lossrng [new RNG]
-    $lossrng seed [expr {$p(seed) + 1}]
-    set u [new RandomVariable/Uniform]
-    $u use-rng $lossrng
-    $em ranvar $u
-    $ns lossmodel $em $r1 $r2
+    bernoulli_loss $r1 $r2 $p(loss) [expr {$p(seed) + 1}]
 }
 set qmon [$ns monitor-queue $r1 $r2 ""]
 
