@@ -41,15 +41,7 @@ set qmon [$ns monitor-queue $r1 $r2 ""]
 
 set sender_s [expr {($p(rtt_ms) / 2.0 - $p(bottleneck_delay_ms) - $p(receiver_delay_ms)) / 1000.0}]
 for {set i 0} {$i < $p(pairs)} {incr i} {
-    set s($i) [$ns node]
-    set d($i) [$ns node]
-    $ns duplex-link $s($i) $r1 $p(access_rate_bps) $sender_s DropTail
-    $ns duplex-link $d($i) $r2 $p(access_rate_bps) [expr {$p(receiver_delay_ms) / 1000.0}] DropTail
-    foreach {a b} [list $s($i) $r1 $r1 $s($i) $d($i) $r2 $r2 $d($i)] { $ns queue-limit $a $b 1000 }
-    route $s($i) $r1 -default
-    route $d($i) $r2 -default
-    route $r1 $s($i)
-    route $r2 $d($i)
+    lassign [host_pair $r1 $r2 $p(access_rate_bps) $sender_s [expr {$p(receiver_delay_ms) / 1000.0}] 1000] s($i) d($i)
     set pool($i) {}
 }
 

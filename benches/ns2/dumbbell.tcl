@@ -50,19 +50,9 @@ set pkts_int [$qmon get-pkts-integrator]
 set i 0
 foreach f $p(flows) {
     lassign $f start rtt_ms size_pkts
-    set s($i) [$ns node]
-    set d($i) [$ns node]
     set sender_ms [expr {$rtt_ms / 2.0 - $p(bottleneck_delay_ms) - $p(receiver_delay_ms)}]
-    $ns duplex-link $s($i) $r1 $p(access_rate_bps) [expr {$sender_ms / 1000.0}] DropTail
-    $ns duplex-link $d($i) $r2 $p(access_rate_bps) [expr {$p(receiver_delay_ms) / 1000.0}] DropTail
-    $ns queue-limit $s($i) $r1 1000
-    $ns queue-limit $r2 $d($i) 1000
-    $ns queue-limit $d($i) $r2 1000
-    $ns queue-limit $r1 $s($i) 1000
-    route $s($i) $r1 -default
-    route $d($i) $r2 -default
-    route $r1 $s($i)
-    route $r2 $d($i)
+    lassign [host_pair $r1 $r2 $p(access_rate_bps) [expr {$sender_ms / 1000.0}] \
+                 [expr {$p(receiver_delay_ms) / 1000.0}] 1000] s($i) d($i)
 
     set tcp($i) [new Agent/TCP/$p(variant)]
     $tcp($i) set packetSize_ [expr {$p(packet_bytes) - [$tcp($i) set tcpip_base_hdr_size_]}]

@@ -66,15 +66,8 @@ set qmon [$ns monitor-queue $r1 $r2 ""]
 
 proc connection {minrto} {
     global ns r1 r2 p
-    set s [$ns node]
-    set d [$ns node]
-    $ns duplex-link $s $r1 $p(access_rate_bps) [expr {$p(sender_delay_ms) / 1000.0}] DropTail
-    $ns duplex-link $d $r2 $p(access_rate_bps) [expr {$p(receiver_delay_ms) / 1000.0}] DropTail
-    foreach {a b} [list $s $r1 $r1 $s $d $r2 $r2 $d] { $ns queue-limit $a $b 10000 }
-    route $s $r1 -default
-    route $d $r2 -default
-    route $r1 $s
-    route $r2 $d
+    lassign [host_pair $r1 $r2 $p(access_rate_bps) [expr {$p(sender_delay_ms) / 1000.0}] \
+                 [expr {$p(receiver_delay_ms) / 1000.0}] 10000] s d
     set tcp [new Agent/TCP/FullTcp]
     set sink [new Agent/TCP/FullTcp]
     $tcp set minrto_ $minrto

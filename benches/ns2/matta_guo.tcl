@@ -74,23 +74,15 @@ foreach path $p(paths) {
 }
 
 # A sender and a receiver node on path j, with their access links.
-proc host_pair {j} {
-    global ns r1 r2 p
-    set s [$ns node]
-    set d [$ns node]
-    $ns duplex-link $s $r1($j) $p(access_rate_bps) [expr {$p(sender_delay_ms) / 1000.0}] DropTail
-    $ns duplex-link $d $r2($j) $p(access_rate_bps) [expr {$p(receiver_delay_ms) / 1000.0}] DropTail
-    foreach {a b} [list $s $r1($j) $r1($j) $s $d $r2($j) $r2($j) $d] { $ns queue-limit $a $b $p(access_queue_pkts) }
-    route $s $r1($j) -default
-    route $d $r2($j) -default
-    route $r1($j) $s
-    route $r2($j) $d
-    return [list $s $d]
+proc path_pair {j} {
+    global r1 r2 p
+    return [host_pair $r1($j) $r2($j) $p(access_rate_bps) [expr {$p(sender_delay_ms) / 1000.0}] \
+                [expr {$p(receiver_delay_ms) / 1000.0}] $p(access_queue_pkts)]
 }
 
 proc new_pair_agent {j} {
     global ns tcpclass
-    lassign [host_pair $j] s d
+    lassign [path_pair $j] s d
     set tcp [new $tcpclass]
     set sink [new Agent/TCPSink]
     $ns attach-agent $s $tcp

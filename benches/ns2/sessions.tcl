@@ -74,15 +74,7 @@ while {[gets $sessions line] >= 0} {
         set rtt_ms $p(rtt_ms)
     }
     set sender_s [sender_delay_s $rtt_ms]
-    set s($pair) [$ns node]
-    set d($pair) [$ns node]
-    $ns duplex-link $s($pair) $r1 $p(access_rate_bps) $sender_s DropTail
-    $ns duplex-link $d($pair) $r2 $p(access_rate_bps) [expr {$p(receiver_delay_ms) / 1000.0}] DropTail
-    foreach {a b} [list $s($pair) $r1 $r1 $s($pair) $d($pair) $r2 $r2 $d($pair)] { $ns queue-limit $a $b 1000 }
-    route $s($pair) $r1 -default
-    route $d($pair) $r2 -default
-    route $r1 $s($pair)
-    route $r2 $d($pair)
+    lassign [host_pair $r1 $r2 $p(access_rate_bps) $sender_s [expr {$p(receiver_delay_ms) / 1000.0}] 1000] s($pair) d($pair)
     set tcp [new Agent/TCP/$p(variant)]
     set sink [new Agent/$p(sink)]
     $ns attach-agent $s($pair) $tcp
