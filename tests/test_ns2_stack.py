@@ -85,6 +85,10 @@ CASES = [
     ("Reno", "reno", [20], 0),
     ("Reno", "reno", [20, 22, 25], 1),
     ("Reno", "reno", [60, 61, 62, 63, 64, 65], 1),
+    # The 40th data packet is 20's fast retransmission, the 41st the timeout's: a repeated
+    # timeout, after which ns-2 slows down again to ssthresh_ 2 (TcpAgent::timeout)
+    ("Reno", "reno", [20, 40, 41], 2),
+    ("Newreno", "newreno", [20, 40, 41], 2),
 ]
 
 

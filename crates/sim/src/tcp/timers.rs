@@ -102,11 +102,13 @@ impl Endpoint {
                 } else if self.dupacks > 0 {
                     self.stats.timeouts_after_dupacks += 1;
                 }
-                // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh. ns-2's
-                // Sack1 halves the one-packet window again, to ssthresh_ 2 (TcpAgent::timeout,
-                // tcp.cc:1913 slowdown, :1296 halfwin, :1329 floor 2).
+                // RFC 5681 (4); a repeated RTO of the same segment keeps ssthresh. Every ns-2
+                // agent (Reno, NewReno and Sack1 all end in TcpAgent::timeout) halves the
+                // one-packet window again, to ssthresh_ 2 (tcp.cc:1913 slowdown, :1296
+                // halfwin, :1329 floor 2): ns-2's ssthresh rule, on every timeout.
                 let new_recovery = self.recovery.is_none() && self.snd_una >= self.recover_mark;
-                if self.rto_una.get() != Some(self.snd_una) || p.ns2_sack1() {
+                let ns2_slowdown = p.cc.ssthresh_from == SsthreshFrom::Ns2 || p.ns2_sack1();
+                if self.rto_una.get() != Some(self.snd_una) || ns2_slowdown {
                     if p.recovery.rto_undo || p.recovery.frto {
                         self.undo_on_rto(p);
                     }
