@@ -7,7 +7,8 @@ comes from. A claim is a piece of the headline's text and a SQL query over the p
 query's values, row by row, rounded to the digits the text shows. Every other number of the
 headline (figure numbers, the set-up, the paper's own numbers) is listed as not measured, and
 a measured number that no committed CSV holds yet is listed as unbacked, with where it comes
-from. So a rerun that moves a number, or a headline edited without its claim, fails here.
+from. A tally ("16 of the page's 21 claims hold") counts the verdicts of the page's claim
+tables instead of querying a CSV. So a rerun that moves a number, or a headline edited without its claim, fails here.
 """
 
 from __future__ import annotations
@@ -83,10 +84,49 @@ def test_each_claim_is_its_csvs_number(page: str) -> None:
         assert not wrong, f"{where}: the CSVs give {wrong} (headline, CSV)"
 
 
+VERDICTS = ("yes", "partly", "no")
+
+
+def verdicts(page: str, text: str) -> list[str]:
+    """The verdict of every row of the page's claim tables (those whose last column is
+    `holds`): the cell's first word, which must be one of VERDICTS."""
+    found, in_table = [], False
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|"):
+            in_table = False
+        elif cells[-1] == "holds" and cells[0].startswith("claim"):
+            in_table = True
+        elif in_table and not set("".join(cells)) <= set("-: "):
+            word = re.match(r"[a-z]+", cells[-1])
+            assert word and word.group(0) in VERDICTS, f"{page}: a holds cell must start with {VERDICTS}: {cells[-1]!r}"
+            found.append(word.group(0))
+    return found
+
+
+def test_verdicts_are_read_from_claim_tables() -> None:
+    table = "| claim | paper | ours | holds |\n|---|---|---|---|\n| a | 1 | 1 | yes |\n| b | 1 | 2 | partly: the sign |\n"
+    assert verdicts("t.md", table + "\n| other | holds |\n|---|---|\n| c | maybe |\n") == ["yes", "partly"]
+    with pytest.raises(AssertionError, match="must start with"):
+        verdicts("t.md", table + "| c | 1 | 1 | roughly |\n")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_tally_counts_its_pages_verdicts(page: str) -> None:
+    """A tally claim ("16 of the page's 21 claims hold") counts the verdicts of a page's claim
+    tables: its numbers, in order, are the counts named in `counts` (a verdict, or `all`)."""
+    spec = tomllib.loads((CLAIMS / f"{page}.toml").read_text())
+    for tally in spec.get("tally", []):
+        assert tally["text"] in headlines()[f"{page}.md"], f"{page}: tally {tally['text']!r} not in the headline"
+        found = verdicts(tally["page"], (DOCS / tally["page"]).read_text())
+        counts = [len(found) if c == "all" else found.count(c) for c in tally["counts"]]
+        assert numbers(tally["text"]) == [str(c) for c in counts], f"{page}: {tally['text']!r} but the tables give {counts}"
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_every_number_of_a_headline_is_claimed_or_not_measured(page: str) -> None:
     spec = tomllib.loads((CLAIMS / f"{page}.toml").read_text())
-    claimed = {n for claim in spec["claim"] for n in numbers(claim["text"])}
+    claimed = {n for claim in spec["claim"] + spec.get("tally", []) for n in numbers(claim["text"])}
     known = set(spec["not_measured"]) | set(spec.get("unbacked", {}))
     unclaimed = sorted(set(numbers(headlines()[f"{page}.md"])) - claimed - known)
     assert not unclaimed, f"{page}: numbers with neither a claim nor a place in not_measured: {unclaimed}"
