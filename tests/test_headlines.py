@@ -89,7 +89,8 @@ VERDICTS = ("yes", "partly", "no")
 
 def verdicts(page: str, text: str) -> list[str]:
     """The verdict of every row of the page's claim tables (those whose last column is
-    `holds`): the cell's first word, which must be one of VERDICTS."""
+    `holds`): the cell's first word, which must be one of VERDICTS; a row marked "—" is not
+    a claim of the paper and is left out."""
     found, in_table = [], False
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -97,6 +98,8 @@ def verdicts(page: str, text: str) -> list[str]:
             in_table = False
         elif cells[-1] == "holds" and cells[0].startswith("claim"):
             in_table = True
+        elif in_table and cells[-1] == "—":
+            continue  # a row of our own, not a claim of the paper
         elif in_table and not set("".join(cells)) <= set("-: "):
             word = re.match(r"[a-z]+", cells[-1])
             assert word and word.group(0) in VERDICTS, f"{page}: a holds cell must start with {VERDICTS}: {cells[-1]!r}"
