@@ -1,17 +1,20 @@
-//! `smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s S]
+//! `smallpipe-box --iface-a IF_A --iface-b IF_B --config CONFIG [--duration-s S]
 //! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]`
 //!
-//! SIGHUP re-reads BOX.json and applies it without stopping (`DataPath::reload`); under
+//! CONFIG is TOML (`.toml`, the packaged `uplink.toml`) or JSON (`.json`, the testbed's
+//! `BOX.json`), by its extension (`config::Format`).
+//!
+//! SIGHUP re-reads CONFIG and applies it without stopping (`DataPath::reload`); under
 //! systemd (`$NOTIFY_SOCKET`) the box reports READY/RELOADING/STOPPING and pings the
 //! watchdog. One instance per interface (`service::InstanceLock`). At start it refuses
 //! interfaces with receive, segmentation or checksum offloads on, naming the `ethtool -K`
 //! command, unless `--fix-offloads` turns them off.`
 //!
-//! `smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN]
+//! `smallpipe-box --replay CAPTURE --config CONFIG --out DIR [--side-a PREFIX/LEN]
 //! [--slice-ms MS] [--duration-s S]`: offline, the capture's input frames through the same
 //! links (`replay.rs`).
 //!
-//! `smallpipe-box check BOX.json`: validate the config and print what the box would do.
+//! `smallpipe-box check CONFIG`: validate the config and print what the box would do.
 //!
 //! Exit codes: 0 on a clean stop (SIGINT, SIGTERM or the duration), 2 on a bad command line
 //! or config, 3 when another box holds one of the interfaces (or it is a bridge port), 1 on
@@ -32,10 +35,11 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s SECONDS] \
+const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config CONFIG [--duration-s SECONDS] \
 [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]
-   or: smallpipe-box check BOX.json
-   or: smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]";
+   or: smallpipe-box check CONFIG
+   or: smallpipe-box --replay CAPTURE --config CONFIG --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]
+CONFIG is TOML (a .toml file) or JSON (a .json file).";
 
 /// Real-time priority of the data path under SCHED_FIFO (below the kernel's own threads at 50).
 const FIFO_PRIORITY: i32 = 40;
