@@ -161,18 +161,22 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    for iface in [&args.iface_a, &args.iface_b] {
-        if let Err(e) = check_interface(iface, args.fix_offloads) {
-            eprintln!("smallpipe-box: refused: {e}");
-            return ExitCode::from(3);
+    let mut mtus = [0; 2];
+    for (mtu, iface) in mtus.iter_mut().zip([&args.iface_a, &args.iface_b]) {
+        match check_interface(iface, args.fix_offloads) {
+            Ok(m) => *mtu = m,
+            Err(e) => {
+                eprintln!("smallpipe-box: refused: {e}");
+                return ExitCode::from(3);
+            }
         }
     }
-    report(run(&args, &cfg))
+    let frame_bytes = frame_bytes([&args.iface_a, &args.iface_b], mtus);
+    report(run(&args, &cfg, frame_bytes))
 }
 
-/// Offloads off (or turned off with `--fix-offloads`), and a warning when the MTU admits
-/// frames larger than the box carries.
-fn check_interface(iface: &str, fix: bool) -> Result<(), String> {
+/// Offloads off (or turned off with `--fix-offloads`); returns the interface's MTU.
+fn check_interface(iface: &str, fix: bool) -> Result<u32, String> {
     let on = io::offloads_on(iface).map_err(|e| format!("interface {iface}: reading its offloads: {e}"))?;
     if !on.is_empty() {
         let command = format!("ethtool -K {iface} {}", on.iter().map(|o| format!("{o} off")).collect::<Vec<_>>().join(" "));
@@ -189,13 +193,27 @@ fn check_interface(iface: &str, fix: bool) -> Result<(), String> {
         }
         eprintln!("smallpipe-box: interface {iface}: turned offloads off (--fix-offloads, as `{command}`)");
     }
-    let mtu = io::mtu(iface).map_err(|e| format!("interface {iface}: reading its MTU: {e}"))?;
-    if mtu as usize + io::L2_OVERHEAD_BYTES > io::FRAME_CAP {
-        eprintln!("smallpipe-box: interface {iface} has MTU {mtu}: frames longer than {} bytes (IP packets over {} bytes) \
-                   are dropped, logged and counted as oversized; set `ip link set {iface} mtu {}` or lower to avoid it",
-                  io::FRAME_CAP, io::FRAME_CAP - io::L2_OVERHEAD_BYTES, io::FRAME_CAP - io::L2_OVERHEAD_BYTES);
+    io::mtu(iface).map_err(|e| format!("interface {iface}: reading its MTU: {e}"))
+}
+
+/// The frame size for the two interfaces' MTUs, saying on stderr what will not pass: frames
+/// beyond jumbo size, and frames the smaller MTU cannot send on.
+fn frame_bytes(ifaces: [&str; 2], mtus: [u32; 2]) -> usize {
+    let bytes = io::frame_bytes_for_mtus(mtus);
+    for (iface, mtu) in ifaces.iter().zip(mtus) {
+        if mtu as usize + io::L2_OVERHEAD_BYTES > bytes {
+            eprintln!("smallpipe-box: interface {iface} has MTU {mtu}: frames longer than {bytes} bytes (IP packets over {} bytes) \
+                       are dropped, logged and counted as oversized; set `ip link set {iface} mtu {}` or lower to avoid it",
+                      bytes - io::L2_OVERHEAD_BYTES, bytes - io::L2_OVERHEAD_BYTES);
+        }
     }
-    Ok(())
+    if mtus[0] != mtus[1] {
+        let (small, large) = if mtus[0] < mtus[1] { (0, 1) } else { (1, 0) };
+        eprintln!("smallpipe-box: interfaces {} (MTU {}) and {} (MTU {}): frames from {} too long for {} are dropped, \
+                   logged and counted as oversized, as a bridge drops them; give both the same MTU to avoid it",
+                  ifaces[small], mtus[small], ifaces[large], mtus[large], ifaces[large], ifaces[small]);
+    }
+    bytes
 }
 
 fn report(outcome: Result<(), String>) -> ExitCode {
@@ -208,7 +226,8 @@ fn report(outcome: Result<(), String>) -> ExitCode {
     }
 }
 
-fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
+/// Forward with receive buffers and slab slots of `frame_bytes`.
+fn run(args: &Args, cfg: &BoxConfig, frame_bytes: usize) -> Result<(), String> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| format!("signal handler: {e}"))?;
@@ -217,8 +236,8 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload)).map_err(|e| format!("signal handler: {e}"))?;
     let notifier = Notifier::from_env()?;
     let socks = [
-        PacketSocket::open(&args.iface_a).map_err(|e| format!("--iface-a {}: {e}", args.iface_a))?,
-        PacketSocket::open(&args.iface_b).map_err(|e| format!("--iface-b {}: {e}", args.iface_b))?,
+        PacketSocket::open_sized(&args.iface_a, frame_bytes).map_err(|e| format!("--iface-a {}: {e}", args.iface_a))?,
+        PacketSocket::open_sized(&args.iface_b, frame_bytes).map_err(|e| format!("--iface-b {}: {e}", args.iface_b))?,
     ];
     let capture = match &args.pcap {
         Some(p) => Some(Capture::create(p).map_err(|e| format!("--pcap {p}: {e}"))?),
@@ -247,11 +266,14 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
     let steal_start = timer::steal_ns();
     println!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
-    eprintln!("smallpipe-box: forwarding {} <-> {}, config {}, scheduling {sched}", args.iface_a, args.iface_b, args.config);
+    let (slot_bytes, memory_bytes) = dp.frame_memory();
+    eprintln!("smallpipe-box: forwarding {} <-> {}, config {}, scheduling {sched}, frames of up to {slot_bytes} bytes \
+               ({} slots: {:.1} MiB)", args.iface_a, args.iface_b, args.config, cfg.slab_frames, memory_bytes as f64 / (1 << 20) as f64);
     smallpipe_middlebox::log::emit("start", &[
         ("iface_a", args.iface_a.clone()), ("iface_b", args.iface_b.clone()), ("config", args.config.clone()),
         ("a_to_b_rate_bps", cfg.a_to_b.rate_bps.to_string()), ("b_to_a_rate_bps", cfg.b_to_a.rate_bps.to_string()),
         ("metrics_addr", args.metrics_addr.clone().unwrap_or_default()), ("scheduling", sched.clone()),
+        ("frame_bytes", slot_bytes.to_string()), ("slab_bytes", memory_bytes.to_string()),
         ("version", env!("CARGO_PKG_VERSION").into()),
     ]);
     notifier.notify("READY=1");
