@@ -58,8 +58,8 @@ server_ip() { ip -n $S addr flush dev eth0; [ "$1" = on ] && ip -n $S addr add 1
 # start_box CONFIG_JSON RUNDIR [ARGS...]: starts the box, waits for "ready".
 start_box() {
   local cfg=$1 dir=$2; shift 2
-  mkdir -p "$dir"; echo "$cfg" > "$dir/box.json.in"
-  ip netns exec $B "$BOX" --iface-a a0 --iface-b b0 --config "$dir/box.json.in" --out "$dir" \
+  mkdir -p "$dir"; echo "$cfg" > "$dir/box_config.json"
+  ip netns exec $B "$BOX" --iface-a a0 --iface-b b0 --config "$dir/box_config.json" --out "$dir" \
      --metrics-addr 127.0.0.1:9465 --duration-s 600 "$@" > "$dir/stdout" 2> "$dir/stderr" &
   BOXPID=$!
   for _ in $(seq 100); do grep -q ready "$dir/stdout" 2>/dev/null && return 0; sleep 0.1; done

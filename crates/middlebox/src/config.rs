@@ -1,6 +1,8 @@
-//! BOX.json: the two directions of the thin link and the per-host extra delays (the schema
-//! is in `BOX_CONTRACT.md` and `docs/middlebox.md`). Unknown fields are refused; bad values
-//! name their field, the value and what is allowed.
+//! The box's config, in TOML (the operator's format, as the simulator's scenarios) or JSON
+//! (what the testbed writes, `BOX.json`), told apart by the file's extension: the two
+//! directions of the thin link and the per-host extra delays (the schema is in
+//! `BOX_CONTRACT.md` and `docs/middlebox.md`). Unknown fields are refused; bad values name
+//! their field, the value and what is allowed (and, in TOML, the line).
 
 use crate::link::LinkEmu;
 use crate::parse::host_key;
@@ -118,31 +120,86 @@ pub struct DirectionConfig {
     pub delivery_trace: Option<Arc<DeliveryTrace>>,
 }
 
-/// A config that did not load: unreadable, not JSON, an unknown field, or a bad value.
+/// The config file's format, told by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Json,
+}
+
+impl Format {
+    /// `.toml` or `.json`; anything else is refused, naming the path.
+    pub fn of_path(path: &str) -> Result<Format, LoadError> {
+        match std::path::Path::new(path).extension().and_then(|e| e.to_str()) {
+            Some("toml") => Ok(Format::Toml),
+            Some("json") => Ok(Format::Json),
+            _ => Err(LoadError::Format { path: path.into() }),
+        }
+    }
+}
+
+/// A config that did not load: unreadable, of an unknown format, not TOML/JSON, an unknown
+/// field, or a bad value.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("cannot read {path}: {err}")]
     Read { path: String, err: std::io::Error },
-    #[error("{path}: at {field}: {err}")]
-    Parse { path: String, field: String, err: serde_json::Error },
+    #[error("{path}: the config's format is told by its extension: .toml (TOML) or .json (JSON)")]
+    Format { path: String },
+    /// Not well-formed TOML/JSON. `line` (1-based) when the parser gives it apart (TOML);
+    /// serde_json's `message` ends with it.
+    #[error("{path}: {}not {format}: {message}", .line.map_or(String::new(), |l| format!("line {l}: ")))]
+    Syntax { path: String, format: &'static str, line: Option<usize>, message: String },
+    /// `line` as for `Syntax`.
+    #[error("{path}: {}at {field}: {message}", .line.map_or(String::new(), |l| format!("line {l}: ")))]
+    Parse { path: String, field: String, line: Option<usize>, message: String },
     #[error("{path}: {}: {} is not allowed (allowed: {})", .err.field, .err.value, .err.allowed)]
     Invalid { path: String, err: ConfigError },
 }
 
 impl BoxConfig {
+    /// Reads the file at `path`, in the format its extension names.
     pub fn load(path: &str) -> Result<Self, LoadError> {
+        let format = Format::of_path(path)?;
         let text = std::fs::read_to_string(path).map_err(|err| LoadError::Read { path: path.into(), err })?;
-        Self::parse(&text, path)
+        Self::parse_as(&text, format, path)
     }
 
-    /// Parses and validates `text`; `origin` names it in errors (the file's path).
+    /// Parses and validates JSON `text`; `origin` names it in errors (the file's path).
     pub fn parse(text: &str, origin: &str) -> Result<Self, LoadError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let mut cfg: BoxConfig = serde_path_to_error::deserialize(de).map_err(|e| LoadError::Parse {
-            path: origin.into(),
-            field: e.path().to_string(),
-            err: e.into_inner(),
-        })?;
+        Self::parse_as(text, Format::Json, origin)
+    }
+
+    /// Parses and validates `text` in `format`; `origin` names it in errors.
+    pub fn parse_as(text: &str, format: Format, origin: &str) -> Result<Self, LoadError> {
+        let parse_error = |field: String, line: Option<usize>, message: String| {
+            // serde's path stops at a tagged enum (`a_to_b.queue`): name the knob inside.
+            let (field, message) = inside_queue(text, format, &field).unwrap_or((field, message));
+            LoadError::Parse { path: origin.into(), field, line, message }
+        };
+        let mut cfg: BoxConfig = match format {
+            Format::Json => {
+                let de = &mut serde_json::Deserializer::from_str(text);
+                serde_path_to_error::deserialize(de).map_err(|e| {
+                    let field = e.path().to_string();
+                    let inner = e.into_inner();
+                    if inner.is_syntax() || inner.is_eof() {
+                        return LoadError::Syntax { path: origin.into(), format: "JSON", line: None, message: inner.to_string() };
+                    }
+                    parse_error(field, None, inner.to_string())
+                })?
+            }
+            Format::Toml => {
+                let de = toml::de::Deserializer::parse(text)
+                    .map_err(|e| LoadError::Syntax { path: origin.into(), format: "TOML", line: line_of(text, e.span()),
+                                                     message: e.message().trim_end().to_string() })?;
+                serde_path_to_error::deserialize(de).map_err(|e| {
+                    let field = e.path().to_string();
+                    let inner = e.into_inner();
+                    parse_error(field, line_of(text, inner.span()), inner.message().to_string())
+                })?
+            }
+        };
         for (name, d) in [("a_to_b", &mut cfg.a_to_b), ("b_to_a", &mut cfg.b_to_a)] {
             d.read_trace().map_err(|err| LoadError::Invalid { path: origin.into(), err: err.within(name) })?;
         }
@@ -283,6 +340,42 @@ impl DirectionConfig {
     }
 }
 
+/// The 1-based line of byte offset `span.start` in `text`.
+fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
+    span.map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+}
+
+/// For an error serde places at a direction's `queue` table (its path stops at the tagged
+/// enum), the knob inside that table and the error there: the knobs are parsed again as
+/// their `kind`'s own (core's `QdiscConfig::locate_error`); when they parse, or the kind is
+/// unknown or missing, the error is the `kind`'s. `None` for any other field.
+fn inside_queue(text: &str, format: Format, field: &str) -> Option<(String, String)> {
+    if !matches!(field, "a_to_b.queue" | "b_to_a.queue") {
+        return None;
+    }
+    let doc: serde_json::Value = match format {
+        Format::Json => serde_json::from_str(text).ok()?,
+        Format::Toml => toml::from_str(text).ok()?,
+    };
+    let (direction, _) = field.split_once('.')?;
+    let mut knobs = doc.get(direction)?.get("queue")?.as_object()?.clone();
+    let kind = knobs.remove("kind");
+    match kind.as_ref().and_then(|k| k.as_str()).and_then(|k| QdiscConfig::locate_error(k, serde_json::Value::Object(knobs))) {
+        Some((inner, message)) if inner != "." => Some((format!("{field}.{inner}"), message)),
+        Some((_, message)) => Some((field.to_string(), message)),
+        None => {
+            let message = match kind {
+                None => "missing field `kind`".to_string(),
+                Some(k) => match serde_json::from_value::<QdiscConfig>(serde_json::json!({"kind": k})) {
+                    Err(e) => e.to_string(),
+                    Ok(_) => return None,
+                },
+            };
+            Some((format!("{field}.kind"), message))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,8 +410,135 @@ mod tests {
         let e = load_str(&OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"cake\", \"ack_filter\": \"sometimes\"}"))
             .unwrap_err()
             .to_string();
-        // serde's path stops at the tagged `queue`; the value and the allowed ones are named.
-        assert!(e.contains("a_to_b.queue") && e.contains("sometimes") && e.contains("aggressive"), "{e}");
+        // The knob inside the tagged `queue` table, the value and the allowed ones are named.
+        assert!(e.contains("at a_to_b.queue.ack_filter:") && e.contains("sometimes") && e.contains("aggressive"), "{e}");
+    }
+
+    /// A bad value of an enum knob names the knob's full path, whether the enum is the
+    /// queue's tag, a knob inside the tagged queue table, or a plain field.
+    #[test]
+    fn a_bad_enum_value_names_the_full_knob_path() {
+        let cases = [
+            (OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"fq_codle\"}"), "at a_to_b.queue.kind:", "fq_codle", "fq_codel"),
+            (OK.replace("{\"kind\": \"taq\"}", "{\"kind\": 7}"), "at a_to_b.queue.kind:", "7", "variant"),
+            (OK.replace("{\"kind\": \"taq\"}", "{\"limit_pkts\": 7}"), "at a_to_b.queue.kind:", "kind", "missing"),
+            (OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"cake\", \"flow_mode\": \"triple\"}"), "at a_to_b.queue.flow_mode:",
+             "triple", "triple_isolate"),
+            (OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"taq\", \"fairness\": \"host\"}"), "at a_to_b.queue.fairness:", "host",
+             "pool"),
+            (OK.replace("{\"kind\": \"taq\"}", "{\"kind\": \"taq\", \"protect_pure_acks\": \"yes\"}"),
+             "at a_to_b.queue.protect_pure_acks:", "yes", "boolean"),
+            (OK.replace("\"loss\": 0.01", "\"loss\": 0.01, \"framing\": \"atx\""), "at b_to_a.framing:", "atx", "ptm"),
+            (OK.replace("\"seed\": 1,", "\"seed\": 1, \"metrics\": {\"client_addresses\": \"mask\"},"), "at metrics.client_addresses:",
+             "mask", "omit"),
+        ];
+        for (json, field, value, allowed) in cases {
+            let e = load_str(&json).unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains(value) && e.contains(allowed), "{field}: {e}");
+        }
+    }
+
+    const PACKAGED_TOML: &str = include_str!("../packaging/uplink.toml");
+
+    /// The packaged config written in JSON: every key of `packaging/uplink.toml`.
+    const PACKAGED_AS_JSON: &str = r#"{"seed": 1, "slab_frames": 65536, "slice_ns": 1000000000,
+        "a_to_b": {"rate_bps": 9000000, "delay_ns": 0, "loss": 0.0, "overhead_bytes": 0, "mpu_bytes": 0, "framing": "none",
+                   "queue": {"kind": "fq_codel"}},
+        "b_to_a": {"rate_bps": 45000000, "delay_ns": 0, "loss": 0.0, "overhead_bytes": 0, "mpu_bytes": 0, "framing": "none",
+                   "queue": {"kind": "fq_codel"}},
+        "metrics": {"flow_table_capacity": 1024, "flow_idle_timeout_s": 60, "client_addresses": "hash", "delay_window_s": 10}}"#;
+
+    fn toml_str(text: &str) -> Result<BoxConfig, LoadError> {
+        BoxConfig::parse_as(text, Format::Toml, "uplink.toml")
+    }
+
+    #[test]
+    fn the_packaged_toml_loads_and_equals_its_json() {
+        let toml = toml_str(PACKAGED_TOML).unwrap();
+        assert_eq!(toml, load_str(PACKAGED_AS_JSON).unwrap());
+        // FQ-CoDel both ways at 9 / 45 Mbit/s, client addresses hashed: what the man page
+        // and docs/operator.md say the package installs.
+        assert!(matches!(toml.a_to_b.queue, QdiscConfig::FqCodel(_)) && matches!(toml.b_to_a.queue, QdiscConfig::FqCodel(_)));
+        assert_eq!((toml.a_to_b.rate_bps, toml.b_to_a.rate_bps, toml.metrics.client_addresses), (9_000_000, 45_000_000, ClientAddresses::Hash));
+        toml.build_links().unwrap();
+    }
+
+    /// The commented TAQ lines of the packaged file, uncommented, give TAQ with its pure
+    /// ACKs protected (issue 41: they were its first victims), in both directions.
+    #[test]
+    fn the_packaged_taq_example_protects_pure_acks() {
+        let mut text = String::new();
+        for line in PACKAGED_TOML.lines() {
+            match line {
+                "kind = \"fq_codel\"" => {}
+                "# kind = \"taq\"" | "# protect_pure_acks = true" => text += &line[2..],
+                _ => text += line,
+            }
+            text.push('\n');
+        }
+        let c = toml_str(&text).unwrap();
+        for q in [&c.a_to_b.queue, &c.b_to_a.queue] {
+            let QdiscConfig::Taq(t) = q else { panic!("not TAQ: {q:?}") };
+            assert!(t.protect_pure_acks);
+        }
+    }
+
+    #[test]
+    fn toml_errors_name_the_line_the_field_the_value_and_what_is_allowed() {
+        let line_of_key = |text: &str, key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+        // A type error inside a table: serde's value and expectation, with its line.
+        let text = PACKAGED_TOML.replace("rate_bps = 45_000_000", "rate_bps = \"45M\"");
+        let e = toml_str(&text).unwrap_err().to_string();
+        let line = line_of_key(&text, "rate_bps = \"45M\"");
+        assert!(e.contains(&format!("uplink.toml: line {line}: at b_to_a.rate_bps:")) && e.contains("45M") && e.contains("u64"), "{e}");
+        // A range error: field, value and the range.
+        let e = toml_str(&PACKAGED_TOML.replacen("loss = 0.0", "loss = 1.5", 1)).unwrap_err().to_string();
+        assert!(e.contains("uplink.toml: a_to_b.loss: 1.5 is not allowed (allowed: a probability in [0, 1))"), "{e}");
+        let e = toml_str(&PACKAGED_TOML.replace("delay_window_s = 10", "delay_window_s = 0")).unwrap_err().to_string();
+        assert!(e.contains("metrics.delay_window_s: 0 is not allowed (allowed: 1 to 300 s)"), "{e}");
+        // An enum knob inside the tagged queue table, named by its full path and line.
+        let text = PACKAGED_TOML.replacen("kind = \"fq_codel\"", "kind = \"cake\"\nack_filter = \"sometimes\"", 1);
+        let e = toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains("at a_to_b.queue.ack_filter:") && e.contains("sometimes") && e.contains("aggressive"), "{e}");
+        let e = toml_str(&PACKAGED_TOML.replacen("kind = \"fq_codel\"", "kind = \"fq_codle\"", 1)).unwrap_err().to_string();
+        assert!(e.contains("at a_to_b.queue.kind:") && e.contains("fq_codle") && e.contains("`fq_codel`"), "{e}");
+        let e = toml_str(&PACKAGED_TOML.replace("framing = \"none\"\n# A mahimahi", "framing = \"adsl\"\n# A mahimahi"))
+            .unwrap_err().to_string();
+        assert!(e.contains("at a_to_b.framing:") && e.contains("adsl") && e.contains("`atm`"), "{e}");
+        // Not TOML at all: the line of the fault.
+        let e = toml_str("seed = 1\n[a_to_b\n").unwrap_err().to_string();
+        assert!(e.contains("uplink.toml: line 2: not TOML:"), "{e}");
+        let e = load_str("{\"seed\": 1,\n").unwrap_err().to_string();
+        assert!(e.contains("box.json: not JSON:") && e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_toml_key_is_refused_naming_it() {
+        let text = PACKAGED_TOML.replacen("mpu_bytes = 0", "mpu_bytes = 0\nmtu_bytes = 9000", 1);
+        let e = toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains("a_to_b") && e.contains("unknown field `mtu_bytes`"), "{e}");
+        let e = toml_str(&PACKAGED_TOML.replace("[metrics]", "[metric]")).unwrap_err().to_string();
+        assert!(e.contains("unknown field `metric`"), "{e}");
+        let e = toml_str(&PACKAGED_TOML.replacen("kind = \"fq_codel\"", "kind = \"fq_codel\"\nbogus = 1", 1)).unwrap_err().to_string();
+        assert!(e.contains("at a_to_b.queue.bogus:") && e.contains("unknown field `bogus`"), "{e}");
+    }
+
+    #[test]
+    fn the_format_follows_the_extension() {
+        let dir = std::env::temp_dir().join(format!("smallpipe-box-format-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (toml, json, other) = (dir.join("uplink.toml"), dir.join("uplink.json"), dir.join("uplink.conf"));
+        std::fs::write(&toml, PACKAGED_TOML).unwrap();
+        std::fs::write(&json, PACKAGED_AS_JSON).unwrap();
+        std::fs::write(&other, PACKAGED_TOML).unwrap();
+        let load = |p: &std::path::Path| BoxConfig::load(p.to_str().unwrap());
+        assert_eq!(load(&toml).unwrap(), load(&json).unwrap());
+        let e = load(&other).unwrap_err().to_string();
+        assert!(e.contains("uplink.conf") && e.contains(".toml (TOML) or .json (JSON)"), "{e}");
+        // TOML text under a .json name is read as JSON, and refused as such.
+        std::fs::write(&json, PACKAGED_TOML).unwrap();
+        assert!(matches!(load(&json), Err(LoadError::Syntax { format: "JSON", .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! read on A go through link 0 (`a_to_b`) and leave on B; link 1 is the reverse.
 
 use crate::config::{BoxConfig, DirectionConfig};
-use crate::io::PacketSocket;
+use crate::io::{self, PacketSocket};
 use crate::link::{next_due, LinkCumulative, LinkEmu, LinkEvent};
 use crate::parse::{parse_frame, set_ce, DropCause, Verdict};
 use crate::pcap::{Capture, Point};
@@ -49,6 +49,9 @@ struct SideDown {
 pub struct DataPath {
     socks: [PacketSocket; 2],
     iface_names: [String; 2],
+    /// Each side's interface MTU, read at start and with the once-a-second look at the
+    /// interface: a frame leaves by a side only if it fits (`io::fits_mtu`).
+    mtus: [u32; 2],
     down: [Option<SideDown>; 2],
     /// When an up side's interface is next looked at.
     next_probe: [Instant; 2],
@@ -76,20 +79,27 @@ pub struct DataPath {
 }
 
 impl DataPath {
+    /// Slab slots are as long as the sockets' receive buffers (`PacketSocket::frame_bytes`).
     pub fn new(cfg: &BoxConfig, socks: [PacketSocket; 2], iface_names: [String; 2], capture: Option<Capture>)
                -> Result<Self, String> {
         let links = cfg.build_links().map_err(|e| format!("{}: {} is not allowed (allowed: {})", e.field, e.value, e.allowed))?;
+        let mut mtus = [0; 2];
+        for (m, name) in mtus.iter_mut().zip(&iface_names) {
+            *m = io::mtu(name).map_err(|e| format!("interface {name}: reading its MTU: {e}"))?;
+        }
+        let slot_bytes = socks[0].frame_bytes().max(socks[1].frame_bytes());
         let clock = Clock::start();
         let timer = Timer::new(clock).map_err(|e| format!("timerfd: {e}"))?;
         Ok(DataPath {
             socks,
             iface_names,
+            mtus,
             down: [None, None],
             next_probe: [Instant::ZERO; 2],
             iface_down_events: [0; 2],
             cfg: cfg.clone(),
             links,
-            slab: Slab::with_capacity(cfg.slab_frames),
+            slab: Slab::with_capacity(cfg.slab_frames, slot_bytes),
             stats: BoxStats::default(),
             flows: FlowTable::with_config(&cfg.metrics),
             lateness_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant bounds are valid"),
@@ -245,6 +255,8 @@ impl DataPath {
                 if matches!(interface_state(&self.iface_names[side]), InterfaceState::Down { .. } | InterfaceState::Gone) {
                     let e = std::io::Error::from_raw_os_error(libc::ENETDOWN);
                     let _ = self.side_failed(side, &e, now);
+                } else {
+                    self.reread_mtu(side);
                 }
             }
             return;
@@ -255,8 +267,9 @@ impl DataPath {
         let name = self.iface_names[side].clone();
         self.down[side] = Some(SideDown { next_check: now + IFACE_RETRY, ..d });
         let InterfaceState::Up { ifindex } = interface_state(&name) else { return };
+        self.reread_mtu(side);
         if ifindex != self.socks[side].ifindex() {
-            match PacketSocket::open(&name) {
+            match PacketSocket::open_sized(&name, self.slab.slot_bytes()) {
                 Ok(s) => {
                     // Its kernel counters start again; the sums so far stay in the stats.
                     self.stats.kernel[side] = self.socks[side].kernel_stats().unwrap_or(self.stats.kernel[side]);
@@ -271,6 +284,25 @@ impl DataPath {
         self.down[side] = None;
         eprintln!("smallpipe-box: interface {name} ({}) is up again after {:.1} s; forwarding resumed",
                   crate::stats::SIDES[side], now.saturating_since(d.since).as_nanos() as f64 / 1e9);
+    }
+
+    /// Take a changed MTU of `side`'s interface (`ip link set IF mtu N` leaves it up) into the
+    /// check of frames leaving by it; one larger than the frame size fixed at start is named.
+    fn reread_mtu(&mut self, side: usize) {
+        let Ok(mtu) = io::mtu(&self.iface_names[side]) else { return };
+        if mtu == self.mtus[side] {
+            return;
+        }
+        let carried = self.slab.slot_bytes();
+        let beyond = if mtu as usize + io::L2_OVERHEAD_BYTES > carried {
+            format!("; the box carries frames of up to {carried} bytes (set at start): longer ones are dropped as oversized \
+                     until a restart")
+        } else {
+            String::new()
+        };
+        eprintln!("smallpipe-box: interface {} ({}): MTU {} -> {mtu}{beyond}", self.iface_names[side],
+                  crate::stats::SIDES[side], self.mtus[side]);
+        self.mtus[side] = mtu;
     }
 
     /// Apply a reloaded config at `now`, saying in the log what changed. Rate, delays and
@@ -351,6 +383,11 @@ impl DataPath {
         if d == 0 { &self.cfg.a_to_b } else { &self.cfg.b_to_a }
     }
 
+    /// Bytes of frame memory (`slab_frames` × the frame size), for the start log.
+    pub fn frame_memory(&self) -> (usize, usize) {
+        (self.slab.slot_bytes(), self.slab.memory_bytes())
+    }
+
     /// Stop the capture thread (if any) and report frames written and dropped.
     pub fn finish_capture(&mut self) -> std::io::Result<Option<(u64, u64)>> {
         match &mut self.capture {
@@ -365,14 +402,20 @@ impl DataPath {
         if let Some(c) = &mut self.capture {
             c.record(if side == 0 { Point::AIn } else { Point::BIn }, now.as_nanos(), frame);
         }
-        let verdict = if self.socks[side].truncated(i) {
+        // Longer than the box reads whole, or than the far side's interface sends (the
+        // kernel would refuse it there with EMSGSIZE; a bridge drops it too).
+        let out_mtu = self.mtus[1 - side];
+        let verdict = if self.socks[side].truncated(i) || !io::fits_mtu(frame, out_mtu) {
             // Counted below like any refusal; logged at the 1st, 2nd, 4th, 8th, ... so a
             // steady stream of them cannot flood the log.
             let n = self.stats.parse_drops[side][DropCause::Oversized as usize] + 1;
             if n.is_power_of_two() {
-                eprintln!("smallpipe-box: interface {}: dropped a frame of {} bytes, longer than the {} the box carries \
-                           ({n} so far, counted as oversized; check the MTU and that GRO/LRO are off)",
-                          self.iface_names[side], self.socks[side].frame_len(i), crate::io::FRAME_CAP);
+                eprintln!("smallpipe-box: interface {}: dropped a frame of {} bytes: the box carries frames of up to {} bytes, \
+                           and {} (MTU {out_mtu}) sends up to {} ({} with an 802.1Q tag) ({n} so far, counted as oversized; \
+                           check the MTUs and that GRO/LRO are off)",
+                          self.iface_names[side], self.socks[side].frame_len(i), self.socks[side].frame_bytes(),
+                          self.iface_names[1 - side], out_mtu as usize + io::ETH_HEADER_BYTES,
+                          out_mtu as usize + io::L2_OVERHEAD_BYTES);
             }
             Verdict::Drop(DropCause::Oversized)
         } else {

@@ -14,11 +14,29 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// Frames handed to one `recvmmsg` / `sendmmsg` call.
 pub const BATCH: usize = 64;
-/// Largest frame the box carries: an Ethernet frame of MTU 1500 plus a VLAN tag fits, with
-/// room to tell a larger (oversized) one apart.
-pub const FRAME_CAP: usize = 2048;
-/// Ethernet header plus one VLAN tag: a frame is this much longer than its IP packet.
-pub const L2_OVERHEAD_BYTES: usize = 18;
+/// Largest frame the box ever carries: the 9216 bytes of the jumbo frames most switches
+/// take (an MTU of 9198 with its Ethernet header and one VLAN tag).
+pub const MAX_FRAME_BYTES: usize = 9216;
+/// Ethernet header (destination, source, EtherType).
+pub const ETH_HEADER_BYTES: usize = 14;
+/// Ethernet header plus one VLAN tag: a frame is at most this much longer than its MTU.
+pub const L2_OVERHEAD_BYTES: usize = ETH_HEADER_BYTES + VLAN_TAG_BYTES;
+
+/// The frame size the box reserves (receive buffers and slab slots) for two interfaces of
+/// these MTUs: a full packet of the larger one with its Ethernet header and a VLAN tag, at
+/// most [`MAX_FRAME_BYTES`]. Read at start: a later, larger MTU brings oversized drops.
+pub fn frame_bytes_for_mtus(mtus: [u32; 2]) -> usize {
+    (mtus[0].max(mtus[1]) as usize + L2_OVERHEAD_BYTES).min(MAX_FRAME_BYTES)
+}
+
+/// Whether the kernel sends `frame` on an interface of MTU `mtu`: at most the MTU plus the
+/// Ethernet header, and 4 bytes more when the frame carries an 802.1Q tag (af_packet's
+/// `packet_snd` with `packet_extra_vlan_len_allowed`, which looks for TPID 0x8100 only);
+/// anything longer fails with `EMSGSIZE`, as a bridge would drop it.
+pub fn fits_mtu(frame: &[u8], mtu: u32) -> bool {
+    let tagged = frame.get(12..14) == Some(&[0x81, 0x00][..]);
+    frame.len() <= mtu as usize + ETH_HEADER_BYTES + if tagged { VLAN_TAG_BYTES } else { 0 }
+}
 
 /// Kernel-side counters from `PACKET_STATISTICS` (which resets them on every read; these
 /// are the sums since the socket opened).
@@ -32,8 +50,10 @@ pub struct PacketSocket {
     fd: OwnedFd,
     ifindex: i32,
     stats: KernelStats,
-    /// Receive batch: buffers, their iovecs and the message headers, allocated once.
-    bufs: Vec<[u8; FRAME_CAP]>,
+    /// Bytes of each receive buffer: the longest frame read whole.
+    frame_bytes: usize,
+    /// Receive batch: [`BATCH`] buffers of `frame_bytes` back to back, allocated once.
+    bufs: Vec<u8>,
     lens: [usize; BATCH],
     /// Control-message space per receive slot (one `tpacket_auxdata`), as `u64`s for alignment.
     cmsgs: Vec<[u64; CMSG_WORDS]>,
@@ -67,8 +87,15 @@ fn setsockopt_int(fd: BorrowedFd, level: libc::c_int, name: libc::c_int, value: 
 }
 
 impl PacketSocket {
-    /// Open a raw socket bound to `iface`, receiving every protocol.
+    /// Open a raw socket bound to `iface`, receiving every protocol, frames of up to
+    /// [`MAX_FRAME_BYTES`] whole.
     pub fn open(iface: &str) -> io::Result<Self> {
+        Self::open_sized(iface, MAX_FRAME_BYTES)
+    }
+
+    /// [`Self::open`], reading frames of up to `frame_bytes` whole (longer ones are
+    /// [`Self::truncated`]).
+    pub fn open_sized(iface: &str, frame_bytes: usize) -> io::Result<Self> {
         let ifindex = nix::net::if_::if_nametoindex(iface)
             .map_err(|e| io::Error::new(io::ErrorKind::NotFound, format!("interface {iface:?}: {e}")))?
             as i32;
@@ -122,10 +149,16 @@ impl PacketSocket {
             fd,
             ifindex,
             stats: KernelStats::default(),
-            bufs: vec![[0; FRAME_CAP]; BATCH],
+            frame_bytes,
+            bufs: vec![0; BATCH * frame_bytes],
             lens: [0; BATCH],
             cmsgs: vec![[0; CMSG_WORDS]; BATCH],
         })
+    }
+
+    /// Bytes of the longest frame read whole.
+    pub fn frame_bytes(&self) -> usize {
+        self.frame_bytes
     }
 
     /// The interface index the socket is bound to.
@@ -139,14 +172,14 @@ impl PacketSocket {
 
     /// Read up to [`BATCH`] frames without blocking; returns how many. Frame `i` is
     /// [`Self::frame`]`(i)`, with its VLAN tag put back in place when the kernel had taken
-    /// it out; its true length may exceed [`FRAME_CAP`] (see [`Self::truncated`]).
+    /// it out; its true length may exceed [`Self::frame_bytes`] (see [`Self::truncated`]).
     pub fn recv_batch(&mut self) -> io::Result<usize> {
         // Frames are read with room left for the tag that may go back in.
         let mut iovs: [libc::iovec; BATCH] =
             std::array::from_fn(|_| libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 });
-        for (iov, buf) in iovs.iter_mut().zip(self.bufs.iter_mut()) {
+        for (iov, buf) in iovs.iter_mut().zip(self.bufs.chunks_exact_mut(self.frame_bytes)) {
             iov.iov_base = buf.as_mut_ptr().cast();
-            iov.iov_len = FRAME_CAP;
+            iov.iov_len = self.frame_bytes;
         }
         // SAFETY: mmsghdr is plain data; all-zero (null pointers, zero lengths) is valid.
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
@@ -156,7 +189,7 @@ impl PacketSocket {
             m.msg_hdr.msg_control = c.as_mut_ptr().cast();
             m.msg_hdr.msg_controllen = std::mem::size_of_val(c);
         }
-        // SAFETY: each header points at one iovec of FRAME_CAP bytes inside `self.bufs` and at
+        // SAFETY: each header points at one iovec of `frame_bytes` inside `self.bufs` and at
         // its control buffer in `self.cmsgs`, all of which outlive the call; MSG_TRUNC makes
         // msg_len the frame's true length.
         let n = unsafe {
@@ -180,27 +213,29 @@ impl PacketSocket {
             self.lens[i] = len;
             if let Some((tpid, tci)) = vlan_of(&m.msg_hdr) {
                 self.lens[i] = len + VLAN_TAG_BYTES;
-                if self.lens[i] <= FRAME_CAP {
-                    insert_vlan_tag(&mut self.bufs[i], len, tpid, tci);
+                if self.lens[i] <= self.frame_bytes {
+                    let at = i * self.frame_bytes;
+                    insert_vlan_tag(&mut self.bufs[at..at + self.frame_bytes], len, tpid, tci);
                 }
             }
         }
         Ok(n as usize)
     }
 
-    /// Frame `i` of the last batch (cut to [`FRAME_CAP`] if it was longer).
+    /// Frame `i` of the last batch (cut to [`Self::frame_bytes`] if it was longer).
     pub fn frame(&self, i: usize) -> &[u8] {
-        &self.bufs[i][..self.lens[i].min(FRAME_CAP)]
+        let at = i * self.frame_bytes;
+        &self.bufs[at..at + self.lens[i].min(self.frame_bytes)]
     }
 
-    /// The true length of frame `i` of the last batch (more than [`FRAME_CAP`] if truncated).
+    /// The true length of frame `i` of the last batch (more than [`Self::frame_bytes`] if truncated).
     pub fn frame_len(&self, i: usize) -> usize {
         self.lens[i]
     }
 
-    /// Whether frame `i` of the last batch was longer than [`FRAME_CAP`].
+    /// Whether frame `i` of the last batch was longer than [`Self::frame_bytes`].
     pub fn truncated(&self, i: usize) -> bool {
-        self.lens[i] > FRAME_CAP
+        self.lens[i] > self.frame_bytes
     }
 
     /// Send `frames` in batches of [`BATCH`]. Returns how many the kernel took; frames it
@@ -410,6 +445,31 @@ mod tests {
         assert_eq!(&buf[..12], &frame[..12]);
         assert_eq!(&buf[12..16], &[0x81, 0x00, 0x20, 0x64]);
         assert_eq!(&buf[16..24], &frame[12..20]);
+    }
+
+    #[test]
+    fn the_frame_size_follows_the_larger_mtu_up_to_jumbo_frames() {
+        // 1500 + 14 (Ethernet) + 4 (802.1Q): the classic 1518-byte tagged frame.
+        assert_eq!(frame_bytes_for_mtus([1500, 1500]), 1518);
+        assert_eq!(frame_bytes_for_mtus([1500, 9000]), 9018);
+        assert_eq!(frame_bytes_for_mtus([9000, 1500]), 9018);
+        assert_eq!(frame_bytes_for_mtus([9198, 9198]), 9216);
+        // The loopback's 65536 (or any MTU beyond jumbo) is cut to 9216.
+        assert_eq!(frame_bytes_for_mtus([65_536, 1500]), MAX_FRAME_BYTES);
+    }
+
+    #[test]
+    fn a_frame_fits_an_mtu_as_the_kernel_sends_it() {
+        let untagged = |len: usize| { let mut f = vec![0u8; len]; f[12..14].copy_from_slice(&[0x08, 0x00]); f };
+        let tagged = |len: usize| { let mut f = vec![0u8; len]; f[12..14].copy_from_slice(&[0x81, 0x00]); f };
+        assert!(fits_mtu(&untagged(1514), 1500) && !fits_mtu(&untagged(1515), 1500));
+        assert!(fits_mtu(&tagged(1518), 1500) && !fits_mtu(&tagged(1519), 1500));
+        // 802.1ad (0x88a8) gets no extra room from packet_snd.
+        let mut qinq = untagged(1518);
+        qinq[12..14].copy_from_slice(&[0x88, 0xa8]);
+        assert!(!fits_mtu(&qinq, 1500));
+        assert!(fits_mtu(&untagged(9014), 9000) && !fits_mtu(&untagged(9014), 1500));
+        assert!(!fits_mtu(&untagged(4000), 1500), "the testbed's 4000-byte frame is refused towards an MTU of 1500");
     }
 
     #[test]

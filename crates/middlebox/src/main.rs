@@ -1,17 +1,20 @@
-//! `smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s S]
+//! `smallpipe-box --iface-a IF_A --iface-b IF_B --config CONFIG [--duration-s S]
 //! [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]`
 //!
-//! SIGHUP re-reads BOX.json and applies it without stopping (`DataPath::reload`); under
+//! CONFIG is TOML (`.toml`, the packaged `uplink.toml`) or JSON (`.json`, the testbed's
+//! `BOX.json`), by its extension (`config::Format`).
+//!
+//! SIGHUP re-reads CONFIG and applies it without stopping (`DataPath::reload`); under
 //! systemd (`$NOTIFY_SOCKET`) the box reports READY/RELOADING/STOPPING and pings the
 //! watchdog. One instance per interface (`service::InstanceLock`). At start it refuses
 //! interfaces with receive, segmentation or checksum offloads on, naming the `ethtool -K`
 //! command, unless `--fix-offloads` turns them off.`
 //!
-//! `smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN]
+//! `smallpipe-box --replay CAPTURE --config CONFIG --out DIR [--side-a PREFIX/LEN]
 //! [--slice-ms MS] [--duration-s S]`: offline, the capture's input frames through the same
 //! links (`replay.rs`).
 //!
-//! `smallpipe-box check BOX.json`: validate the config and print what the box would do.
+//! `smallpipe-box check CONFIG`: validate the config and print what the box would do.
 //!
 //! Exit codes: 0 on a clean stop (SIGINT, SIGTERM or the duration), 2 on a bad command line
 //! or config, 3 when another box holds one of the interfaces (or it is a bridge port), 1 on
@@ -32,10 +35,11 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config BOX.json [--duration-s SECONDS] \
+const USAGE: &str = "usage: smallpipe-box --iface-a IF_A --iface-b IF_B --config CONFIG [--duration-s SECONDS] \
 [--out DIR] [--metrics-addr 127.0.0.1:PORT] [--pcap FILE] [--no-fifo] [--lock-dir DIR] [--fix-offloads]
-   or: smallpipe-box check BOX.json
-   or: smallpipe-box --replay CAPTURE --config BOX.json --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]";
+   or: smallpipe-box check CONFIG
+   or: smallpipe-box --replay CAPTURE --config CONFIG --out DIR [--side-a PREFIX/LEN] [--slice-ms MS] [--duration-s SECONDS]
+CONFIG is TOML (a .toml file) or JSON (a .json file).";
 
 /// Real-time priority of the data path under SCHED_FIFO (below the kernel's own threads at 50).
 const FIFO_PRIORITY: i32 = 40;
@@ -157,18 +161,22 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    for iface in [&args.iface_a, &args.iface_b] {
-        if let Err(e) = check_interface(iface, args.fix_offloads) {
-            eprintln!("smallpipe-box: refused: {e}");
-            return ExitCode::from(3);
+    let mut mtus = [0; 2];
+    for (mtu, iface) in mtus.iter_mut().zip([&args.iface_a, &args.iface_b]) {
+        match check_interface(iface, args.fix_offloads) {
+            Ok(m) => *mtu = m,
+            Err(e) => {
+                eprintln!("smallpipe-box: refused: {e}");
+                return ExitCode::from(3);
+            }
         }
     }
-    report(run(&args, &cfg))
+    let frame_bytes = frame_bytes([&args.iface_a, &args.iface_b], mtus);
+    report(run(&args, &cfg, frame_bytes))
 }
 
-/// Offloads off (or turned off with `--fix-offloads`), and a warning when the MTU admits
-/// frames larger than the box carries.
-fn check_interface(iface: &str, fix: bool) -> Result<(), String> {
+/// Offloads off (or turned off with `--fix-offloads`); returns the interface's MTU.
+fn check_interface(iface: &str, fix: bool) -> Result<u32, String> {
     let on = io::offloads_on(iface).map_err(|e| format!("interface {iface}: reading its offloads: {e}"))?;
     if !on.is_empty() {
         let command = format!("ethtool -K {iface} {}", on.iter().map(|o| format!("{o} off")).collect::<Vec<_>>().join(" "));
@@ -185,13 +193,27 @@ fn check_interface(iface: &str, fix: bool) -> Result<(), String> {
         }
         eprintln!("smallpipe-box: interface {iface}: turned offloads off (--fix-offloads, as `{command}`)");
     }
-    let mtu = io::mtu(iface).map_err(|e| format!("interface {iface}: reading its MTU: {e}"))?;
-    if mtu as usize + io::L2_OVERHEAD_BYTES > io::FRAME_CAP {
-        eprintln!("smallpipe-box: interface {iface} has MTU {mtu}: frames longer than {} bytes (IP packets over {} bytes) \
-                   are dropped, logged and counted as oversized; set `ip link set {iface} mtu {}` or lower to avoid it",
-                  io::FRAME_CAP, io::FRAME_CAP - io::L2_OVERHEAD_BYTES, io::FRAME_CAP - io::L2_OVERHEAD_BYTES);
+    io::mtu(iface).map_err(|e| format!("interface {iface}: reading its MTU: {e}"))
+}
+
+/// The frame size for the two interfaces' MTUs, saying on stderr what will not pass: frames
+/// beyond jumbo size, and frames the smaller MTU cannot send on.
+fn frame_bytes(ifaces: [&str; 2], mtus: [u32; 2]) -> usize {
+    let bytes = io::frame_bytes_for_mtus(mtus);
+    for (iface, mtu) in ifaces.iter().zip(mtus) {
+        if mtu as usize + io::L2_OVERHEAD_BYTES > bytes {
+            eprintln!("smallpipe-box: interface {iface} has MTU {mtu}: frames longer than {bytes} bytes (IP packets over {} bytes) \
+                       are dropped, logged and counted as oversized; set `ip link set {iface} mtu {}` or lower to avoid it",
+                      bytes - io::L2_OVERHEAD_BYTES, bytes - io::L2_OVERHEAD_BYTES);
+        }
     }
-    Ok(())
+    if mtus[0] != mtus[1] {
+        let (small, large) = if mtus[0] < mtus[1] { (0, 1) } else { (1, 0) };
+        eprintln!("smallpipe-box: interfaces {} (MTU {}) and {} (MTU {}): frames from {} too long for {} are dropped, \
+                   logged and counted as oversized, as a bridge drops them; give both the same MTU to avoid it",
+                  ifaces[small], mtus[small], ifaces[large], mtus[large], ifaces[large], ifaces[small]);
+    }
+    bytes
 }
 
 fn report(outcome: Result<(), String>) -> ExitCode {
@@ -204,7 +226,8 @@ fn report(outcome: Result<(), String>) -> ExitCode {
     }
 }
 
-fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
+/// Forward with receive buffers and slab slots of `frame_bytes`.
+fn run(args: &Args, cfg: &BoxConfig, frame_bytes: usize) -> Result<(), String> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| format!("signal handler: {e}"))?;
@@ -213,8 +236,8 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload)).map_err(|e| format!("signal handler: {e}"))?;
     let notifier = Notifier::from_env()?;
     let socks = [
-        PacketSocket::open(&args.iface_a).map_err(|e| format!("--iface-a {}: {e}", args.iface_a))?,
-        PacketSocket::open(&args.iface_b).map_err(|e| format!("--iface-b {}: {e}", args.iface_b))?,
+        PacketSocket::open_sized(&args.iface_a, frame_bytes).map_err(|e| format!("--iface-a {}: {e}", args.iface_a))?,
+        PacketSocket::open_sized(&args.iface_b, frame_bytes).map_err(|e| format!("--iface-b {}: {e}", args.iface_b))?,
     ];
     let capture = match &args.pcap {
         Some(p) => Some(Capture::create(p).map_err(|e| format!("--pcap {p}: {e}"))?),
@@ -243,11 +266,14 @@ fn run(args: &Args, cfg: &BoxConfig) -> Result<(), String> {
     let steal_start = timer::steal_ns();
     println!("ready");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
-    eprintln!("smallpipe-box: forwarding {} <-> {}, config {}, scheduling {sched}", args.iface_a, args.iface_b, args.config);
+    let (slot_bytes, memory_bytes) = dp.frame_memory();
+    eprintln!("smallpipe-box: forwarding {} <-> {}, config {}, scheduling {sched}, frames of up to {slot_bytes} bytes \
+               ({} slots: {:.1} MiB)", args.iface_a, args.iface_b, args.config, cfg.slab_frames, memory_bytes as f64 / (1 << 20) as f64);
     smallpipe_middlebox::log::emit("start", &[
         ("iface_a", args.iface_a.clone()), ("iface_b", args.iface_b.clone()), ("config", args.config.clone()),
         ("a_to_b_rate_bps", cfg.a_to_b.rate_bps.to_string()), ("b_to_a_rate_bps", cfg.b_to_a.rate_bps.to_string()),
         ("metrics_addr", args.metrics_addr.clone().unwrap_or_default()), ("scheduling", sched.clone()),
+        ("frame_bytes", slot_bytes.to_string()), ("slab_bytes", memory_bytes.to_string()),
         ("version", env!("CARGO_PKG_VERSION").into()),
     ]);
     notifier.notify("READY=1");

@@ -35,7 +35,8 @@ pub enum DropCause {
     Malformed = 0,
     /// IPv4 header checksum does not match.
     BadIpChecksum,
-    /// Larger than a slab slot (the box's MTU), or truncated by the socket.
+    /// Longer than the box's frame size (the larger interface MTU plus 18 bytes, at most
+    /// 9216), or than the outgoing interface's MTU admits (`io::fits_mtu`).
     Oversized,
     /// The frame slab was full.
     SlabFull,
