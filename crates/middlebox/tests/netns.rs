@@ -100,9 +100,6 @@ fn build_testbed() -> Result<Testbed, String> {
     Ok(tb)
 }
 
-/// Run `f` on a thread inside namespace `ns`.
-
-
 struct Transfer {
     connect: Duration,
     receiver_rate_bps: f64,

@@ -314,10 +314,11 @@ fn offloads_are_refused_with_the_command_or_fixed_and_oversized_frames_are_logge
     sh(&["ip", "netns", "add", &ns]).unwrap();
     tb.names[1] = ns.clone(); // `boxns()` is this namespace; the others stay empty
     std::fs::create_dir_all(&tb.dir).unwrap();
-    for (x, y) in [("a0", "a1"), ("b0", "b1")] {
+    // Side A carries jumbo frames, side B does not: what A sends beyond B's MTU is refused.
+    for (x, y, mtu) in [("a0", "a1", "9000"), ("b0", "b1", "1500")] {
         tb.exec(&ns, &["ip", "link", "add", x, "type", "veth", "peer", "name", y]).unwrap();
         for i in [x, y] {
-            tb.exec(&ns, &["ip", "link", "set", i, "mtu", "9000", "up"]).unwrap();
+            tb.exec(&ns, &["ip", "link", "set", i, "mtu", mtu, "up"]).unwrap();
         }
     }
     let features = |i: &str| sh(&["ip", "netns", "exec", &ns, "ethtool", "-k", i]).unwrap();
@@ -355,9 +356,10 @@ fn offloads_are_refused_with_the_command_or_fixed_and_oversized_frames_are_logge
         }
     }
     let said = std::fs::read_to_string(&log).unwrap();
-    assert!(said.contains("interface a0: turned offloads off") && said.contains("has MTU 9000"), "{said}");
+    assert!(said.contains("interface a0: turned offloads off") && said.contains("b0 (MTU 1500) and a0 (MTU 9000)"), "{said}");
 
-    // A 4000-byte frame from a1: refused, counted and logged with its size.
+    // A 4000-byte frame from a1: read whole (a0 carries jumbo frames), refused towards b0,
+    // counted and logged with its size.
     let sent = in_ns(&ns, || {
         let s = smallpipe_middlebox::io::PacketSocket::open("a1").unwrap();
         let mut f = vec![0x02, 0, 0xc6, 0x12, 0x29, 0x02, 0x02, 0, 0xc6, 0x12, 0x29, 0x01, 0x08, 0x00];
