@@ -345,31 +345,39 @@ fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
     span.map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
 }
 
-/// For an error serde places at a direction's `queue` table (its path stops at the tagged
-/// enum), the knob inside that table and the error there: the knobs are parsed again as
-/// their `kind`'s own (core's `QdiscConfig::locate_error`); when they parse, or the kind is
-/// unknown or missing, the error is the `kind`'s. `None` for any other field.
+/// For an error serde places at a direction's `queue` or `loss_model` table (its path stops
+/// at the tagged enum), the knob inside that table and the error there: the knobs are parsed
+/// again as their `kind`'s own (core's `QdiscConfig::locate_error`,
+/// `LossModelConfig::locate_error`); when they parse, or the kind is unknown or missing, the
+/// error is the `kind`'s. `None` for any other field.
 fn inside_queue(text: &str, format: Format, field: &str) -> Option<(String, String)> {
-    if !matches!(field, "a_to_b.queue" | "b_to_a.queue") {
-        return None;
-    }
+    let (direction, table) = field.split_once('.')?;
+    let (locate, parse_kind): (fn(&str, serde_json::Value) -> Option<(String, String)>, fn(serde_json::Value) -> Option<String>) =
+        match (direction, table) {
+            ("a_to_b" | "b_to_a", "queue") => (
+                |k, v| QdiscConfig::locate_error(k, v),
+                |v| serde_json::from_value::<QdiscConfig>(v).err().map(|e| e.to_string()),
+            ),
+            ("a_to_b" | "b_to_a", "loss_model") => (
+                |k, v| LossModelConfig::locate_error(k, v),
+                |v| serde_json::from_value::<LossModelConfig>(v).err().map(|e| e.to_string()),
+            ),
+            _ => return None,
+        };
     let doc: serde_json::Value = match format {
         Format::Json => serde_json::from_str(text).ok()?,
         Format::Toml => toml::from_str(text).ok()?,
     };
-    let (direction, _) = field.split_once('.')?;
-    let mut knobs = doc.get(direction)?.get("queue")?.as_object()?.clone();
+    let mut knobs = doc.get(direction)?.get(table)?.as_object()?.clone();
     let kind = knobs.remove("kind");
-    match kind.as_ref().and_then(|k| k.as_str()).and_then(|k| QdiscConfig::locate_error(k, serde_json::Value::Object(knobs))) {
+    match kind.as_ref().and_then(|k| k.as_str()).and_then(|k| locate(k, serde_json::Value::Object(knobs))) {
         Some((inner, message)) if inner != "." => Some((format!("{field}.{inner}"), message)),
         Some((_, message)) => Some((field.to_string(), message)),
         None => {
             let message = match kind {
                 None => "missing field `kind`".to_string(),
-                Some(k) => match serde_json::from_value::<QdiscConfig>(serde_json::json!({"kind": k})) {
-                    Err(e) => e.to_string(),
-                    Ok(_) => return None,
-                },
+                // A known kind whose knobs parse: the error is not the kind's.
+                Some(k) => parse_kind(serde_json::json!({"kind": k})).filter(|m| !m.starts_with("missing field"))?,
             };
             Some((format!("{field}.kind"), message))
         }
@@ -431,6 +439,10 @@ mod tests {
             (OK.replace("\"loss\": 0.01", "\"loss\": 0.01, \"framing\": \"atx\""), "at b_to_a.framing:", "atx", "ptm"),
             (OK.replace("\"seed\": 1,", "\"seed\": 1, \"metrics\": {\"client_addresses\": \"mask\"},"), "at metrics.client_addresses:",
              "mask", "omit"),
+            (OK.replace("\"loss\": 0.01", "\"loss_model\": {\"kind\": \"gilbert_elliott\", \"p\": \"x\", \"r\": 0.1}"),
+             "at b_to_a.loss_model.p:", "\"x\"", "f64"),
+            (OK.replace("\"loss\": 0.01", "\"loss_model\": {\"kind\": \"bernoulli\", \"p\": 0.1}"), "at b_to_a.loss_model.kind:",
+             "bernoulli", "gilbert_elliott"),
         ];
         for (json, field, value, allowed) in cases {
             let e = load_str(&json).unwrap_err().to_string();

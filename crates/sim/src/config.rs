@@ -804,9 +804,9 @@ impl FlowGroup {
     }
 }
 
-/// serde's error path stops at a tagged enum: for an error at a discipline's table (`link.queue`),
-/// the path of the field inside it and the error there, found by parsing the table's knobs as
-/// its `kind`'s own. Path and message come from that one parse, so they name the same error
+/// serde's error path stops at a tagged enum: for an error at a discipline's table (`link.queue`)
+/// or a loss model's (`link.loss_model`), the path of the field inside it and the error there,
+/// found by parsing the table's knobs as its `kind`'s own. Path and message come from that one parse, so they name the same error
 /// when the table holds several.
 fn field_inside_queue(text: &str, field: &str) -> Option<(String, String)> {
     let root: serde_json::Value = serde_json::from_str(text).ok()?;
@@ -820,7 +820,9 @@ fn field_inside_queue(text: &str, field: &str) -> Option<(String, String)> {
     }
     let mut knobs = node.as_object()?.clone();
     let kind = knobs.remove("kind")?;
-    let (inner, msg) = QdiscConfig::locate_error(kind.as_str()?, serde_json::Value::Object(knobs))?;
+    let kind = kind.as_str()?;
+    let knobs = serde_json::Value::Object(knobs);
+    let (inner, msg) = QdiscConfig::locate_error(kind, knobs.clone()).or_else(|| LossModelConfig::locate_error(kind, knobs))?;
     Some((if inner == "." { field.to_string() } else { format!("{field}.{inner}") }, msg))
 }
 

@@ -50,6 +50,31 @@ impl LossModelConfig {
         Ok(GilbertElliott { p, r, h, k, bad: false })
     }
 
+    /// serde's error path stops at the tagged enum (`link.loss_model`): for the knobs of a
+    /// table of `kind`, the path of the bad field inside it and the error there (as
+    /// `QdiscConfig::locate_error` does for a discipline's table); `None` for an unknown
+    /// kind or knobs that parse.
+    pub fn locate_error<'de, D: serde::Deserializer<'de>>(kind: &str, knobs: D) -> Option<(String, String)> {
+        /// `GilbertElliott`'s fields as a struct, so serde can name the one that failed.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)] // only parsed, for the error's path
+        struct Knobs {
+            p: f64,
+            r: f64,
+            #[serde(default)]
+            h: f64,
+            #[serde(default = "one")]
+            k: f64,
+        }
+        match kind {
+            "gilbert_elliott" => serde_path_to_error::deserialize::<D, Knobs>(knobs)
+                .err()
+                .map(|e| (e.path().to_string(), e.into_inner().to_string())),
+            _ => None,
+        }
+    }
+
     /// The long-run fraction of packets lost.
     pub fn stationary_loss(&self) -> f64 {
         let LossModelConfig::GilbertElliott { p, r, h, k } = *self;
@@ -152,5 +177,18 @@ mod tests {
         assert_eq!((e.field.as_str(), e.value.as_str()), ("r", "0"));
         assert_eq!(bad(0.1, 0.1, -0.1, 1.0).field, "h");
         assert_eq!(bad(0.1, 0.1, 0.0, f64::NAN).field, "k");
+    }
+
+    #[test]
+    fn a_bad_knob_inside_the_table_is_located() {
+        let at = |v| LossModelConfig::locate_error("gilbert_elliott", v);
+        let (path, msg) = at(serde_json::json!({"p": "x", "r": 0.1})).unwrap();
+        assert_eq!(path, "p");
+        assert!(msg.starts_with("invalid type: string \"x\", expected f64"), "{msg}");
+        let (path, msg) = at(serde_json::json!({"p": 0.1, "r": 0.1, "q": 1})).unwrap();
+        assert_eq!(path, "q");
+        assert!(msg.starts_with("unknown field `q`"), "{msg}");
+        assert_eq!(at(serde_json::json!({"p": 0.1, "r": 0.1})), None);
+        assert_eq!(LossModelConfig::locate_error("bernoulli", serde_json::json!({"p": "x"})), None);
     }
 }
