@@ -352,7 +352,10 @@ fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
 /// error is the `kind`'s. `None` for any other field.
 fn inside_queue(text: &str, format: Format, field: &str) -> Option<(String, String)> {
     let (direction, table) = field.split_once('.')?;
-    let (locate, parse_kind): (fn(&str, serde_json::Value) -> Option<(String, String)>, fn(serde_json::Value) -> Option<String>) =
+    /// The table's knobs' error (path, message), and the error of the table's `kind` alone.
+    type Locate = fn(&str, serde_json::Value) -> Option<(String, String)>;
+    type KindError = fn(serde_json::Value) -> Option<String>;
+    let (locate, parse_kind): (Locate, KindError) =
         match (direction, table) {
             ("a_to_b" | "b_to_a", "queue") => (
                 |k, v| QdiscConfig::locate_error(k, v),
