@@ -12,8 +12,9 @@ driver's ``--sides`` and splice it in:
 Every row of ``--into`` on ``--side`` is replaced, cell by cell in ``--into``'s columns
 (``smallpipe_commit`` included, so each row names the code that made it), by the row of
 ``--rows`` with the same side and ``--key`` values (numbers compared as numbers); a row
-with no match is an error. Rows of ``--rows`` that ``--into`` does not hold are left out
-and counted. The side column is the first one (``side`` or ``simulator``).
+with no match is an error, and so is a column of ``--into`` that ``--rows`` lacks unless
+the side leaves it empty there. Rows of ``--rows`` that ``--into`` does not hold are left
+out and counted. The side column is the first one (``side`` or ``simulator``).
 """
 
 from __future__ import annotations
@@ -44,9 +45,11 @@ def splice(into: Path, rows_path: Path, sides: list[str], keys: list[str]) -> tu
     if side_col not in ("side", "simulator") or new_columns[:1] != [side_col]:
         raise SystemExit(f"side column: {into} starts with {columns[:1]}, {rows_path} with {new_columns[:1]}; "
                          "both must start with the same 'side' or 'simulator'")
-    missing = [c for c in [*keys, *columns] if c not in new_columns]
-    if missing:
-        raise SystemExit(f"--rows: {rows_path} lacks the column(s) {missing} of {into}")
+    missing_keys = [c for c in keys if c not in new_columns or c not in columns]
+    if missing_keys:
+        raise SystemExit(f"--key: {missing_keys} must be columns of both {into} and {rows_path}")
+    # a column the side never fills (the driver leaves it out) stays empty; one it fills must be rerun
+    absent = [c for c in columns if c not in new_columns]
     by_key = {(r[side_col], *(cell_key(r[k]) for k in keys)): r for r in new if r[side_col] in sides}
     used = set()
     for r in old:
@@ -55,7 +58,11 @@ def splice(into: Path, rows_path: Path, sides: list[str], keys: list[str]) -> tu
         key = (r[side_col], *(cell_key(r[k]) for k in keys))
         if key not in by_key:
             raise SystemExit(f"--rows: {rows_path} has no row {dict(zip([side_col, *keys], key))} of {into}")
-        r.update({c: by_key[key][c] for c in columns})
+        filled = [c for c in absent if r[c] != ""]
+        if filled:
+            raise SystemExit(f"--rows: {rows_path} lacks the column(s) {filled}, which {into}'s row "
+                             f"{dict(zip([side_col, *keys], key))} fills")
+        r.update({c: by_key[key].get(c, "") for c in columns})
         used.add(key)
     newline = "\r\n" if b"\r\n" in into.read_bytes()[:4096] else "\n"  # as the driver wrote it
     with into.open("w", newline="") as f:
