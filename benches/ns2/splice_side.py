@@ -10,7 +10,7 @@ driver's ``--sides`` and splice it in:
         --key scheme k seed
 
 Every row of ``--into`` on ``--side`` is replaced, cell by cell in ``--into``'s columns
-(``smallpipe_commit`` included, so each row names the code that made it), by the row of
+but the key's (``smallpipe_commit`` included, so each row names the code that made it), by the row of
 ``--rows`` with the same side and ``--key`` values (numbers compared as numbers); a row
 with no match is an error, and so is a column of ``--into`` that ``--rows`` lacks unless
 the side leaves it empty there. Rows of ``--rows`` that ``--into`` does not hold are left
@@ -62,7 +62,7 @@ def splice(into: Path, rows_path: Path, sides: list[str], keys: list[str]) -> tu
         if filled:
             raise SystemExit(f"--rows: {rows_path} lacks the column(s) {filled}, which {into}'s row "
                              f"{dict(zip([side_col, *keys], key))} fills")
-        r.update({c: by_key[key].get(c, "") for c in columns})
+        r.update({c: by_key[key].get(c, "") for c in columns if c not in (side_col, *keys)})  # keys as written
         used.add(key)
     newline = "\r\n" if b"\r\n" in into.read_bytes()[:4096] else "\n"  # as the driver wrote it
     with into.open("w", newline="") as f:
