@@ -9,6 +9,10 @@ and writes the three sides to one CSV with the columns of ``smallpipe reproduce
 isolation-figN`` plus ``side``.
 
     python3 benches/ns2/matta_guo_verdict.py --ns2-csv fig3.csv --out fig3-verdict.csv
+
+``--sides`` runs some sides only (the ns-2 rows are read from ``--ns2-csv`` either way), e.g.
+``--sides "smallpipe ns2"`` after a change to the ns2 stack alone; ``splice_side.py`` puts
+them into the committed CSV.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from smallpipe.result import overriding
 NS2_STACK = {"tcp.stack": "ns2", "tcp.recovery": "reno", "tcp.initial_window_pkts": 1, "tcp.min_rto_ms": 1000.0,
              "tcp.clock_granularity_ms": 500.0, "tcp.rwnd_bytes": 128 * MSS_BYTES, "tcp.packet_size_bytes": 576}
 """The ns-2 side's agents (matta_guo.py), on smallpipe's ns-2 stack."""
+SIDES = ("ns-2", "smallpipe ns2", "smallpipe default")
 
 
 def pipe_row(row: dict[str, Any], *, buffer: bool, ns2: bool) -> dict[str, Any]:
@@ -59,6 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ns2-csv", type=Path, nargs="+", required=True)
     parser.add_argument("--figure", choices=("fig3", "fig5", "fig7"), required=True)
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="[all three]")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
@@ -67,14 +73,18 @@ def main() -> None:
             if r["variant"] != "Reno":
                 continue
             key = {c: r[c] for c in ("k", "buffer_ratio", "max_p", "seed", "duration_s") if c in r}
-            rows.append({"side": "ns-2", "scheme": r["scheme"], **key,
-                         **{c: v for c, v in r.items() if c.endswith(("_jain", "_jain_min", "_goodput_mbps",
-                                                                     "_goodput_kbps", "_timeouts_per_conn",
-                                                                     "loss_rate", "utilization", "_loss"))}})
+            ns2_row = {"side": "ns-2", "scheme": r["scheme"], **key,
+                       **{c: v for c, v in r.items() if c.endswith(("_jain", "_jain_min", "_goodput_mbps",
+                                                                   "_goodput_kbps", "_timeouts_per_conn",
+                                                                   "loss_rate", "utilization", "_loss"))}}
+            if "ns-2" in args.sides:
+                rows.append(ns2_row)
             for side, ns2 in (("smallpipe ns2", True), ("smallpipe default", False)):
+                if side not in args.sides:
+                    continue
                 got = fig7_row(r, ns2=ns2) if args.figure == "fig7" else pipe_row(r, buffer=args.figure == "fig5", ns2=ns2)
-                rows.append({"side": side, **key, **{c: v for c, v in got.items() if c in rows[-1] or c == "scheme"}})
-            print(rows[-3:], flush=True)
+                rows.append({"side": side, **key, **{c: v for c, v in got.items() if c in ns2_row or c == "scheme"}})
+            print(rows[-len(args.sides):], flush=True)
     write_csv(pl.DataFrame(rows, infer_schema_length=None), args.out)
 
 

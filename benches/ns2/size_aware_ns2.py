@@ -7,6 +7,10 @@ of size-aware-table4.csv and a ``side`` column.
     python3 benches/ns2/size_aware_ns2.py --taus-ms 1 10 100 --duration-s 300 --out table4.csv
     python3 benches/ns2/size_aware_ns2.py --figure12 --out fig12.csv
 
+``--sides`` runs some sides only, e.g. ``--sides "smallpipe ns2"`` after a change to the ns2
+stack alone (ns-2 needs smallpipe's default run for its users, so it runs that too);
+``splice_side.py`` puts them into the committed CSV.
+
 ``--figure12`` runs Figure 12's baselines instead (Section 6.1: τ = 5 ms, the users split over
 access delays 10-105 ms, RTTs 40-230 ms, all in one run, `size_aware_fig12`'s set-up): in ns-2
 every user keeps its own RTT (sessions.tcl's ``rtt_by_user``), and each side's index per
@@ -50,6 +54,7 @@ COMMITTED_FIG12 = ROOT / "docs" / "reproductions" / "size-aware" / "size-aware-f
 NS2_QUEUE = {"droptail": ("DropTail", ""), "red": (
     "RED", "thresh_ 25 maxthresh_ 75 q_weight_ 0.002 linterm_ 10 gentle_ false bytes_ false queue_in_bytes_ false")}
 NS2_TCP = "windowInit_ 1 window_ 100000 minrto_ 1.0 rtxcur_init_ 1.0"
+SIDES = ("smallpipe default", "smallpipe ns2", "ns-2")
 
 
 def sessions_file(flows: pl.DataFrame, path: Path, rtt_by_user: bool) -> None:
@@ -130,8 +135,8 @@ def ns2_side(sc):
         "link.queue.variant": "ns2"})
 
 
-def figure12(duration_s: float, seed: int, out: Path) -> None:
-    """Figure 12's TailDrop and RED on all three sides, the index per access delay."""
+def figure12(duration_s: float, seed: int, out: Path, sides: list[str]) -> None:
+    """Figure 12's TailDrop and RED on ``sides``, the index per access delay."""
     committed = pl.read_csv(COMMITTED_FIG12)
     targets = {column: committed[f"{column}_target_pkts_per_rtt"][0] for column in fig12.TARGETS}
     rtts = [fig12.rtt_of_access_ms(a) for a in fig12.ACCESS_DELAYS_MS]
@@ -140,11 +145,17 @@ def figure12(duration_s: float, seed: int, out: Path) -> None:
         for method in NS2_QUEUE:
             sc = t4.scenario(method, fig12.TAU_MS, quick=False, seed=seed, rtts_ms=rtts).with_overrides(
                 {"duration_s": duration_s})
-            ours, theirs_sp = simulate(sc), simulate(ns2_side(sc))
-            transfers, stats = ns2_run(ours.flows, method, sc.to_dict(), duration_s, Path(tmp))
-            for side, flows, side_stats in (("smallpipe default", t4.data_flows(ours), smallpipe_stats(ours)),
-                                            ("smallpipe ns2", t4.data_flows(theirs_sp), smallpipe_stats(theirs_sp)),
-                                            ("ns-2", transfers, stats)):
+            runs = []
+            if "smallpipe default" in sides or "ns-2" in sides:
+                ours = simulate(sc)
+            if "smallpipe default" in sides:
+                runs.append(("smallpipe default", t4.data_flows(ours), smallpipe_stats(ours)))
+            if "smallpipe ns2" in sides:
+                theirs_sp = simulate(ns2_side(sc))
+                runs.append(("smallpipe ns2", t4.data_flows(theirs_sp), smallpipe_stats(theirs_sp)))
+            if "ns-2" in sides:
+                runs.append(("ns-2", *ns2_run(ours.flows, method, sc.to_dict(), duration_s, Path(tmp))))
+            for side, flows, side_stats in runs:
                 for g, (access, rtt) in enumerate(zip(fig12.ACCESS_DELAYS_MS, rtts, strict=True)):
                     group = flows.filter(pl.col("group") == g)
                     rows.append({"side": side, "method": method, "access_ms": access, "rtt_ms": rtt,
@@ -176,10 +187,11 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=t4.USERS, help=f"[{t4.USERS}]")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--figure12", action="store_true", help="Figure 12's baselines instead of Table 4's")
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES), help="[all three]")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.figure12:
-        figure12(args.duration_s, args.seed, args.out)
+        figure12(args.duration_s, args.seed, args.out, args.sides)
         return
     committed = pl.read_csv(COMMITTED).filter(pl.col("method") == "size_aware")
     targets = {tau: (committed.filter(pl.col("tau_ms") == tau)["target_pkts_per_rtt"][0],
@@ -192,14 +204,19 @@ def main() -> None:
                 sc = t4.scenario(method, tau, quick=False, seed=args.seed).with_overrides(
                     {"duration_s": args.duration_s, "flows.0.count": args.users})
                 config = sc.to_dict()
-                ours = simulate(sc)
-                rows.append(row("smallpipe default", method, tau, t4.data_flows(ours), smallpipe_stats(ours), targets))
-                theirs_sp = simulate(ns2_side(sc))
-                rows.append(row("smallpipe ns2", method, tau, t4.data_flows(theirs_sp), smallpipe_stats(theirs_sp),
-                                targets))
-                transfers, stats = ns2_run(ours.flows, method, config, args.duration_s, Path(tmp))
-                rows.append(row("ns-2", method, tau, transfers, stats, targets))
-                print(rows[-3:], stats, flush=True)
+                if "smallpipe default" in args.sides or "ns-2" in args.sides:
+                    ours = simulate(sc)
+                if "smallpipe default" in args.sides:
+                    rows.append(row("smallpipe default", method, tau, t4.data_flows(ours), smallpipe_stats(ours),
+                                    targets))
+                if "smallpipe ns2" in args.sides:
+                    theirs_sp = simulate(ns2_side(sc))
+                    rows.append(row("smallpipe ns2", method, tau, t4.data_flows(theirs_sp),
+                                    smallpipe_stats(theirs_sp), targets))
+                if "ns-2" in args.sides:
+                    transfers, stats = ns2_run(ours.flows, method, config, args.duration_s, Path(tmp))
+                    rows.append(row("ns-2", method, tau, transfers, stats, targets))
+                print(rows[-len(args.sides):], flush=True)
     table = pl.DataFrame(rows).with_columns(duration_s=pl.lit(args.duration_s), users=pl.lit(args.users))
     write_csv(table, args.out)  # with the smallpipe commit that made it
     with pl.Config(tbl_rows=100, tbl_cols=20):

@@ -34,6 +34,7 @@ from smallpipe.result import simulate
 
 HERE = Path(__file__).resolve().parent
 NS2_QUEUE = {"tcp": "DropTail", "iw10": "DropTail", "red": "RED"}
+SIDES = ("smallpipe default", "smallpipe ns2", "ns-2")
 
 
 def counted(fcts: pl.DataFrame, protocol: str, duration_s: float, warmup_s: float, drain_s: float) -> pl.DataFrame:
@@ -83,6 +84,9 @@ def main() -> None:
     parser.add_argument("--drain-s", type=float, default=3.0)
     parser.add_argument("--protocols", nargs="+", default=list(NS2_QUEUE), choices=list(NS2_QUEUE))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES),
+                        help="run these sides only, e.g. 'smallpipe ns2' after a change to the ns2 stack alone "
+                             "(splice_side.py puts them into the committed CSV) [all three]")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     frames = []
@@ -90,18 +94,23 @@ def main() -> None:
         for protocol in args.protocols:
             sc = fig.scenario(args.seed, protocol, rate_bps=args.rate_bps, duration_s=args.duration_s)
             config = sc.to_dict()
-            flows = simulate(sc).flows.sort("start_ns")
-            frames.append(counted(smallpipe_fcts(flows), protocol, args.duration_s, args.warmup_s, args.drain_s)
-                          .with_columns(side=pl.lit("smallpipe default")))
-            ns2_sc = sc.with_overrides({"tcp.stack": "ns2", "tcp.recovery": "reno",
-                                        "tcp.initial_window_pkts": PROTOCOLS[protocol][0],
-                                        "tcp.rwnd_bytes": config["tcp"]["rwnd_bytes"], "link.queue.variant": "ns2"})
-            frames.append(counted(smallpipe_fcts(simulate(ns2_sc).flows), protocol, args.duration_s, args.warmup_s,
-                                  args.drain_s).with_columns(side=pl.lit("smallpipe ns2")))
-            theirs, stdout = ns2_fcts(flows, protocol, config, args.duration_s, Path(tmp_name))
-            frames.append(counted(theirs, protocol, args.duration_s, args.warmup_s, args.drain_s)
-                          .with_columns(side=pl.lit("ns-2")))
-            print(protocol, stdout.strip().replace("\n", "; "), flush=True)
+            if "smallpipe default" in args.sides or "ns-2" in args.sides:  # ns-2 replays its flows
+                flows = simulate(sc).flows.sort("start_ns")
+            if "smallpipe default" in args.sides:
+                frames.append(counted(smallpipe_fcts(flows), protocol, args.duration_s, args.warmup_s, args.drain_s)
+                              .with_columns(side=pl.lit("smallpipe default")))
+            if "smallpipe ns2" in args.sides:
+                ns2_sc = sc.with_overrides({"tcp.stack": "ns2", "tcp.recovery": "reno",
+                                            "tcp.initial_window_pkts": PROTOCOLS[protocol][0],
+                                            "tcp.rwnd_bytes": config["tcp"]["rwnd_bytes"],
+                                            "link.queue.variant": "ns2"})
+                frames.append(counted(smallpipe_fcts(simulate(ns2_sc).flows), protocol, args.duration_s,
+                                      args.warmup_s, args.drain_s).with_columns(side=pl.lit("smallpipe ns2")))
+            if "ns-2" in args.sides:
+                theirs, stdout = ns2_fcts(flows, protocol, config, args.duration_s, Path(tmp_name))
+                frames.append(counted(theirs, protocol, args.duration_s, args.warmup_s, args.drain_s)
+                              .with_columns(side=pl.lit("ns-2")))
+                print(protocol, stdout.strip().replace("\n", "; "), flush=True)
     fcts = pl.concat(frames)
     table = pl.concat([fig.summary(part.drop("side")).select(pl.lit(side).alias("side"), pl.all())
                        for (side,), part in fcts.group_by("side", maintain_order=True)])

@@ -44,6 +44,7 @@ BUFFER_PKTS = 50
 DRR = {"buckets": 1000, "blimit_bytes": BUFFER_PKTS * thesis_fig51.PACKET_SIZE_BYTES,
        "quantum_bytes": thesis_fig51.PACKET_SIZE_BYTES}
 NS2_QUEUE = {"tcp": "DropTail", "iw10": "DropTail", "red": "RED", "fq": "DRR"}
+SIDES = ("ns-2", "smallpipe ns2")
 IW_PKTS = {protocol: iw for protocol, (iw, _) in thesis_fig51.PROTOCOLS.items()}
 
 
@@ -104,7 +105,8 @@ def split_overrides(protocol: str, window_pkts: int, part: str) -> dict[str, Any
     return {k: v for k, v in full.items() if k.startswith("link.") or k == "tcp.rwnd_bytes"}
 
 
-def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str], split: bool = False) -> pl.DataFrame:
+def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str], split: bool = False,
+          sides: tuple[str, ...] = SIDES) -> pl.DataFrame:
     rtt_s = thesis_fig51.rtt_ms(LATENCY_MS) / 1000
     rows = []
     with tempfile.TemporaryDirectory(prefix="ns2-thesis-") as tmp_name:
@@ -120,16 +122,19 @@ def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str], split: b
                         rows += [{"side": f"smallpipe ns2 {part} only", "protocol": protocol, "run": i, "packets": k,
                                   "fct_s": ns / 1e9} for k, ns in zip(progress["packets"], progress["fct_ns"], strict=True)]
                     continue
-                start_s = 250 * rtt_s + random.Random(run_seed).uniform(0, rtt_s)
-                trace = tmp / "measure.tr"
-                run_ns(ns2_params(protocol, run_seed, window_pkts, measure_start_s=start_s, trace=trace,
-                                  duration_s=start_s + 30), tmp)
-                for k, fct in enumerate(measuring_fct_s(trace, start_s, thesis_fig51.SIZES_PKTS[-1]), 1):
-                    rows.append({"side": "ns-2", "protocol": protocol, "run": i, "packets": k, "fct_s": fct})
-                sc = thesis_fig51.scenario(run_seed, protocol).with_overrides(smallpipe_overrides(protocol, window_pkts))
-                progress = simulate(sc).progress
-                rows += [{"side": "smallpipe ns2", "protocol": protocol, "run": i, "packets": k, "fct_s": ns / 1e9}
-                         for k, ns in zip(progress["packets"], progress["fct_ns"], strict=True)]
+                if "ns-2" in sides:
+                    start_s = 250 * rtt_s + random.Random(run_seed).uniform(0, rtt_s)
+                    trace = tmp / "measure.tr"
+                    run_ns(ns2_params(protocol, run_seed, window_pkts, measure_start_s=start_s, trace=trace,
+                                      duration_s=start_s + 30), tmp)
+                    for k, fct in enumerate(measuring_fct_s(trace, start_s, thesis_fig51.SIZES_PKTS[-1]), 1):
+                        rows.append({"side": "ns-2", "protocol": protocol, "run": i, "packets": k, "fct_s": fct})
+                if "smallpipe ns2" in sides:
+                    sc = thesis_fig51.scenario(run_seed, protocol).with_overrides(
+                        smallpipe_overrides(protocol, window_pkts))
+                    progress = simulate(sc).progress
+                    rows += [{"side": "smallpipe ns2", "protocol": protocol, "run": i, "packets": k, "fct_s": ns / 1e9}
+                             for k, ns in zip(progress["packets"], progress["fct_ns"], strict=True)]
             print(f"{protocol}: {runs} runs", flush=True)
     fcts = pl.DataFrame(rows)
     frames = []
@@ -146,7 +151,7 @@ def fig51(runs: int, seed: int, window_pkts: int, protocols: list[str], split: b
 
 
 def fig53(runs: int, seed: int, window_pkts: int, protocols: list[str], generators: list[int],
-          restart: str, smallpipe_side: bool, measure: str = "departures") -> pl.DataFrame:
+          restart: str, smallpipe_side: bool, measure: str = "departures", ns2_side: bool = True) -> pl.DataFrame:
     rows = []
     with tempfile.TemporaryDirectory(prefix="ns2-thesis-") as tmp_name:
         tmp = Path(tmp_name)
@@ -156,7 +161,8 @@ def fig53(runs: int, seed: int, window_pkts: int, protocols: list[str], generato
                     run_seed = seed * 100_000 + i
                     out = run_ns(ns2_params(protocol, run_seed, window_pkts, mode="generators", background=n,
                                             restart=restart,
-                                            duration_s=thesis_fig53.WARMUP_S + thesis_fig53.MEASURE_S + 0.5), tmp)
+                                            duration_s=thesis_fig53.WARMUP_S + thesis_fig53.MEASURE_S + 0.5),
+                                 tmp) if ns2_side else []
                     for fields in out:
                         if fields[0] == "second":
                             util = (int(fields[2]) / thesis_fig51.PACKET_SIZE_BYTES if measure == "departures"
@@ -198,17 +204,21 @@ def main() -> None:
                              "included), or 32 packets per flow done in the second (data delivered once)")
     parser.add_argument("--split", action="store_true",
                         help="fig51: smallpipe alone, with the ns-2 stack only and with the ns-2 disciplines only")
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES),
+                        help="fig51 and fig53 without --split: run these sides only, e.g. 'smallpipe ns2' after a "
+                             "change to the ns2 stack alone (splice_side.py puts them into the committed CSV) [both]")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if args.runs < 1:
         raise SystemExit(f"--runs: {args.runs} is not allowed; expected at least 1")
     if args.figure == "fig51":
-        table = fig51(args.runs, args.seed, args.window_pkts, args.protocols, args.split)
+        table = fig51(args.runs, args.seed, args.window_pkts, args.protocols, args.split, tuple(args.sides))
     else:
         # smallpipe restarts a session's flow on a new connection only: the persistent
         # reading is ns-2's alone.
         table = fig53(args.runs, args.seed, args.window_pkts, args.protocols, args.generators, args.restart,
-                      smallpipe_side=args.restart == "fresh", measure=args.measure)
+                      smallpipe_side=args.restart == "fresh" and "smallpipe ns2" in args.sides,
+                      measure=args.measure, ns2_side="ns-2" in args.sides)
     write_csv(table, args.out)  # with the smallpipe commit that made it
     with pl.Config(tbl_rows=200, tbl_cols=20):
         print(table)
