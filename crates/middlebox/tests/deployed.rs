@@ -94,6 +94,9 @@ const PROBES: [Probe; 6] = [
     Probe { name: "udp6_h3_vlan", role: "h3", kind: Kind::Udp, dst: SRV_V6 },
 ];
 
+/// A thread run by `in_ns` whose closure can fail: the outer error is the namespace's.
+type Joined<T> = JoinHandle<Result<Result<T, String>, String>>;
+
 fn sh(args: &[&str]) -> Result<String, String> {
     let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
     if out.status.success() {
@@ -155,7 +158,7 @@ struct Deployed {
     dir: PathBuf,
     vlan_mode: &'static str,
     stop: Arc<AtomicBool>,
-    taggers: Vec<JoinHandle<Result<Result<(), String>, String>>>,
+    taggers: Vec<Joined<()>>,
 }
 
 impl Drop for Deployed {
@@ -553,6 +556,8 @@ struct Counters {
     down_rx: AtomicU64,
     fetches: AtomicU64,
     fetch_errors: AtomicU64,
+    /// The first failed fetch's error, to say why.
+    first_fetch_error: std::sync::Mutex<Option<String>>,
 }
 
 /// Accept on `[::]:port` (IPv4 too) until `stop`; each connection on its own thread.
@@ -575,7 +580,7 @@ fn serve_tcp(port: u16, stop: Arc<AtomicBool>, handler: impl Fn(TcpStream, &Atom
 /// The server's side, in `srv`: upload sink, download source, 100 KB fetches, UDP echo.
 struct Servers {
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<Result<Result<(), String>, String>>>,
+    threads: Vec<Joined<()>>,
 }
 
 impl Drop for Servers {
@@ -675,7 +680,7 @@ fn fetch(to: SocketAddr, within: Duration) -> Result<usize, String> {
 struct Load {
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<Result<(), String>>>,
-    probes: Vec<(Probe, JoinHandle<Result<Result<Vec<Sample>, String>, String>>)>,
+    probes: Vec<(Probe, Joined<Vec<Sample>>)>,
 }
 
 impl Drop for Load {
@@ -733,7 +738,10 @@ impl Load {
             while !s.load(Relaxed) {
                 match fetch(from, Duration::from_secs(10)) {
                     Ok(_) => c3.fetches.fetch_add(1, Relaxed),
-                    Err(_) => c3.fetch_errors.fetch_add(1, Relaxed),
+                    Err(e) => {
+                        c3.first_fetch_error.lock().unwrap().get_or_insert(e);
+                        c3.fetch_errors.fetch_add(1, Relaxed)
+                    }
                 };
             }
         }));
@@ -768,10 +776,12 @@ struct Mark {
     up: u64,
     down: u64,
     fetches: u64,
+    fetch_errors: u64,
 }
 
 fn mark(c: &Counters) -> Mark {
-    Mark { at: Instant::now(), up: c.up_rx.load(Relaxed), down: c.down_rx.load(Relaxed), fetches: c.fetches.load(Relaxed) }
+    Mark { at: Instant::now(), up: c.up_rx.load(Relaxed), down: c.down_rx.load(Relaxed), fetches: c.fetches.load(Relaxed),
+           fetch_errors: c.fetch_errors.load(Relaxed) }
 }
 
 // ---- results ------------------------------------------------------------------------
@@ -794,6 +804,7 @@ struct PhaseResult {
     probes: Vec<(Probe, ProbeStats)>,
     up_bps: f64,
     down_bps: f64,
+    fetches_failed: u64,
 }
 
 fn record_phase(r: &mut Results, phase: &str, probes: &[(Probe, Vec<Sample>)], m0: Mark, m1: Mark) -> PhaseResult {
@@ -803,6 +814,7 @@ fn record_phase(r: &mut Results, phase: &str, probes: &[(Probe, Vec<Sample>)], m
     r.add(phase, "upload_goodput", up_bps, "bit/s");
     r.add(phase, "download_goodput", down_bps, "bit/s");
     r.add(phase, "fetches_100KB", (m1.fetches - m0.fetches) as f64, "count");
+    r.add(phase, "fetches_failed", (m1.fetch_errors - m0.fetch_errors) as f64, "count");
     let mut out = Vec::new();
     for (p, samples) in probes {
         let st = probe_stats(samples, m0.at, m1.at);
@@ -812,7 +824,7 @@ fn record_phase(r: &mut Results, phase: &str, probes: &[(Probe, Vec<Sample>)], m
         r.add(phase, &format!("{}_rtt_p99", p.name), st.p99_ms, "ms");
         out.push((*p, st));
     }
-    PhaseResult { probes: out, up_bps, down_bps }
+    PhaseResult { probes: out, up_bps, down_bps, fetches_failed: m1.fetch_errors - m0.fetch_errors }
 }
 
 fn tag_and_dir(prefix: &str) -> (String, PathBuf) {
@@ -1029,7 +1041,12 @@ fn the_box_as_deployed_carries_every_kind_of_traffic_and_survives_floods_reloads
         assert!(ph.down_bps > 0.2 * RATE_BPS as f64 / 2.0, "{name}: download {} bit/s (it shares with the fetch loop)", ph.down_bps);
         assert!(ph.up_bps <= RATE_BPS as f64 * 1.01 && ph.down_bps <= RATE_BPS as f64 * 1.01, "{name}: more than the box's rate");
     }
-    assert!(counters.fetch_errors.load(Relaxed) == 0, "{} of h3's fetches failed", counters.fetch_errors.load(Relaxed));
+    r.add("all", "fetches_failed", counters.fetch_errors.load(Relaxed) as f64, "count");
+    // Outside the measuring windows the box is killed under the fetches: those may fail.
+    for (name, ph) in [("taq", &taq), ("fq_codel", &fq)] {
+        assert!(ph.fetches_failed == 0, "{name}: {} of h3's fetches failed, the first of the test: {:?}", ph.fetches_failed,
+                counters.first_fetch_error.lock().unwrap());
+    }
 }
 
 // ---- soak ---------------------------------------------------------------------------
@@ -1047,6 +1064,16 @@ fn env_u64(name: &str, default: u64, allowed: std::ops::RangeInclusive<u64>) -> 
 fn rss_kib(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse().ok())
+}
+
+/// One 10-second sample of the soak: host clocks (s since the soak started), the box's
+/// departed IP bytes per direction and clock (s), its RSS.
+struct SoakRow {
+    mono_s: f64,
+    departed: [f64; 2],
+    box_s: f64,
+    rss_kib: u64,
+    wall_s: f64,
 }
 
 /// The same topology and load for SMALLPIPE_SOAK_S seconds (default 3600), sampling every 10
@@ -1085,8 +1112,7 @@ fn soak() {
     writeln!(csv, "elapsed_s,rss_kib,lateness_count,lateness_p50_ns,lateness_p99_ns,lateness_max_ns,a_to_b_departed_bytes,\
 b_to_a_departed_bytes,box_time_ns,box_minus_monotonic_ms,box_minus_wall_ms,upload_rx_bytes,download_rx_bytes,fetches").unwrap();
     println!("soak: {duration_s} s at {rate_bps} bit/s each way, {queue}, box pid {pid}; sampling every 10 s into {}", csv_path.display());
-    // (elapsed_s, departed bytes a_to_b, b_to_a, box time s, rss)
-    let mut rows: Vec<(f64, f64, f64, f64, u64, f64)> = Vec::new();
+    let mut rows: Vec<SoakRow> = Vec::new();
     let mut why_stopped = "the duration ran out".to_string();
     let mut k = 0u64;
     loop {
@@ -1112,12 +1138,12 @@ b_to_a_departed_bytes,box_time_ns,box_minus_monotonic_ms,box_minus_wall_ms,uploa
         let late = |s: &str| metric(&t, &format!(r#"smallpipe_box_departure_lateness_ns{{stat="{s}"}}"#)).unwrap_or(f64::NAN);
         let (a, b, bt) = (departed_bytes(&t, "a_to_b"), departed_bytes(&t, "b_to_a"), box_time_s(&t));
         // The box's clock runs from its own start: compare increments since the first sample.
-        let (m0, b0) = rows.first().map_or((mono_s, bt), |r| (r.0, r.3));
+        let (m0, b0) = rows.first().map_or((mono_s, bt), |r| (r.mono_s, r.box_s));
         let c = mark(&counters);
         writeln!(csv, "{:.3},{rss},{},{},{},{},{a},{b},{:.0},{:.3},{:.3},{},{},{}", mono_s, late("count"), late("p50"), late("p99"),
                  late("max"), bt * 1e9, ((bt - b0) - (mono_s - m0)) * 1e3, ((bt - b0) - (wall_s - m0)) * 1e3, c.up, c.down, c.fetches)
             .unwrap();
-        rows.push((mono_s, a, b, bt, rss, wall_s));
+        rows.push(SoakRow { mono_s, departed: [a, b], box_s: bt, rss_kib: rss, wall_s });
         if mono_s >= duration_s as f64 {
             break;
         }
@@ -1130,20 +1156,25 @@ b_to_a_departed_bytes,box_time_ns,box_minus_monotonic_ms,box_minus_wall_ms,uploa
     // Summary: RSS, lateness (the box's own, in its --out tables), per-minute delivered rate
     // against the set one (on the box's clock), box clock against the host's, probes.
     let mut s = format!("soak of {:.0} s ({why_stopped}), {} samples, {rate_bps} bit/s each way, {queue}, SCHED_FIFO {fifo}\n",
-                        rows.last().map_or(0.0, |r| r.0), rows.len());
+                        rows.last().map_or(0.0, |r| r.mono_s), rows.len());
     if let (Some(f), Some(l)) = (rows.first(), rows.last()) {
-        let max_rss = rows.iter().map(|r| r.4).max().unwrap();
-        s += &format!("box RSS: first {} KiB, last {} KiB, max {} KiB\n", f.4, l.4, max_rss);
-        for (dir, col) in [("a_to_b", 1), ("b_to_a", 2)] {
-            let v = |r: &(f64, f64, f64, f64, u64, f64)| if col == 1 { r.1 } else { r.2 };
-            let minutes: Vec<f64> = rows.windows(7).step_by(6).map(|w| (v(&w[6]) - v(&w[0])) * 8.0 / (w[6].3 - w[0].3)).collect();
+        let max_rss = rows.iter().map(|r| r.rss_kib).max().unwrap();
+        s += &format!("box RSS: first {} KiB, last {} KiB, max {} KiB\n", f.rss_kib, l.rss_kib, max_rss);
+        for (k, dir) in ["a_to_b", "b_to_a"].iter().enumerate() {
+            // Every whole minute (7 samples 10 s apart), on the box's own clock.
+            let minutes: Vec<f64> =
+                rows.windows(7).step_by(6).map(|w| (w[6].departed[k] - w[0].departed[k]) * 8.0 / (w[6].box_s - w[0].box_s)).collect();
             let (lo, hi) = minutes.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+            if minutes.is_empty() {
+                s += &format!("{dir}: no whole minute sampled\n");
+                continue;
+            }
             s += &format!("{dir}: {} whole minutes, delivered IP rate per minute {lo:.0} to {hi:.0} bit/s ({:+.3}% to {:+.3}% of the set rate)\n",
                           minutes.len(), (lo / rate_bps as f64 - 1.0) * 100.0, (hi / rate_bps as f64 - 1.0) * 100.0);
         }
-        let box_s = l.3 - f.3;
+        let box_s = l.box_s - f.box_s;
         s += &format!("box clock over {:.1} s of host CLOCK_MONOTONIC: {:+.3} ms; over wall clock: {:+.3} ms (metrics refresh every 250 ms)\n",
-                      l.0 - f.0, (box_s - (l.0 - f.0)) * 1e3, (box_s - (l.5 - f.5)) * 1e3);
+                      l.mono_s - f.mono_s, (box_s - (l.mono_s - f.mono_s)) * 1e3, (box_s - (l.wall_s - f.wall_s)) * 1e3);
     }
     if let Ok(j) = std::fs::read_to_string(d.dir.join("out-soak/box.json")) {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&j) {
@@ -1155,9 +1186,9 @@ b_to_a_departed_bytes,box_time_ns,box_minus_monotonic_ms,box_minus_wall_ms,uploa
         s += &format!("{}: {} sent, {} lost, RTT p50 {:.2} ms, p99 {:.2} ms\n", p.name, st.sent, st.lost, st.p50_ms, st.p99_ms);
     }
     let secs = start.elapsed().as_secs_f64();
-    s += &format!("goodput: upload {:.0} bit/s, download {:.0} bit/s, {} fetches of 100 KB ({} failed)\n",
+    s += &format!("goodput: upload {:.0} bit/s, download {:.0} bit/s, {} fetches of 100 KB ({} failed; the first: {:?})\n",
                   counters.up_rx.load(Relaxed) as f64 * 8.0 / secs, counters.down_rx.load(Relaxed) as f64 * 8.0 / secs,
-                  counters.fetches.load(Relaxed), counters.fetch_errors.load(Relaxed));
+                  counters.fetches.load(Relaxed), counters.fetch_errors.load(Relaxed), counters.first_fetch_error.lock().unwrap());
     print!("{s}");
     std::fs::write(d.dir.join("summary.txt"), &s).unwrap();
     println!("soak: {} and summary.txt in {}", csv_path.display(), d.dir.display());
