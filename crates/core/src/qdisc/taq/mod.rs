@@ -160,8 +160,13 @@ pub struct TaqConfig {
     /// Most of the link's bytes Recovery may take while other queues wait.
     pub recovery_share: f64,
     /// Most of the link's bytes NewFlow may take while the other level-2 queues wait
-    /// (1 = no cap). Never makes NewFlow wait for level 3.
+    /// (1 = no cap); with `new_flow_cap_level_3`, also while AboveFairShare waits.
     pub new_flow_share: f64,
+    /// NewFlow's cap holds against level 3 too. Off (the paper: level 3 is strictly lower
+    /// than level 2), a stream of short connections that never leave slow start (a fetch
+    /// loop) rides NewFlow and leaves an AboveFairShare flow only what it does not take
+    /// (docs/taq.md, "A stream of new flows").
+    pub new_flow_cap_level_3: bool,
     /// Credit a capped queue may save up, bytes.
     pub cap_burst_bytes: u32,
     pub fairness: FairnessUnit,
@@ -235,6 +240,7 @@ impl Default for TaqConfig {
             over_penalized_drops: 2,
             recovery_share: 0.5,
             new_flow_share: 0.25,
+            new_flow_cap_level_3: false,
             cap_burst_bytes: 3000,
             fairness: FairnessUnit::Flow,
             fair_share_window_ns: 5_000 * MS,
@@ -348,7 +354,7 @@ impl TaqConfig {
             cfg: c.clone(),
             table: BoundedTable::new(c.flow_table_capacity),
             flows: Vec::new(),
-            sched: Scheduler::new(c.recovery_share, c.new_flow_share, c.cap_burst_bytes),
+            sched: Scheduler::new(c.recovery_share, c.new_flow_share, c.new_flow_cap_level_3, c.cap_burst_bytes),
             admission: Admission::new(c.pool_table_capacity),
             held: VecDeque::new(),
             held_bytes: 0,

@@ -9,7 +9,8 @@
 //!   has waited longest among their heads goes first, so each gets service in proportion
 //!   to its demand (its arrivals). NewFlow is capped at `new_flow_share` in the same way
 //!   as Recovery, but against its level-2 peers only: it is never held back for level 3
-//!   (the paper: level 3 has "strictly lower priority compared to Level 2").
+//!   (the paper: level 3 has "strictly lower priority compared to Level 2"), unless
+//!   `new_flow_cap_level_3` extends the cap to AboveFairShare.
 //! - Level 3, AboveFairShare: FIFO, served only when levels 1 and 2 have nothing eligible.
 //!
 //! Caps are token buckets in bytes: every byte sent earns a capped queue `share` bytes of
@@ -86,6 +87,7 @@ pub(crate) struct Scheduler {
     queues: [VecDeque<Queued>; TaqQueue::COUNT],
     recovery_share: f64,
     new_flow_share: f64,
+    new_flow_cap_level_3: bool,
     burst_bytes: f64,
     recovery_credit: f64,
     new_flow_credit: f64,
@@ -94,11 +96,12 @@ pub(crate) struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(recovery_share: f64, new_flow_share: f64, burst_bytes: u32) -> Self {
+    pub fn new(recovery_share: f64, new_flow_share: f64, new_flow_cap_level_3: bool, burst_bytes: u32) -> Self {
         Scheduler {
             queues: Default::default(),
             recovery_share,
             new_flow_share,
+            new_flow_cap_level_3,
             burst_bytes: burst_bytes as f64,
             recovery_credit: burst_bytes as f64,
             new_flow_credit: burst_bytes as f64,
@@ -169,14 +172,16 @@ impl Scheduler {
     pub fn pop(&mut self) -> Option<(TaqQueue, Queued)> {
         use TaqQueue::*;
         let nonempty = |s: &Self, q: TaqQueue| !s.queues[q as usize].is_empty();
-        // NewFlow's cap yields to its level-2 peers only; level 3 waits for all of level 2.
+        // NewFlow's cap yields to its level-2 peers only (and to level 3 with
+        // `new_flow_cap_level_3`); otherwise level 3 waits for all of level 2.
         let level_2_peers = nonempty(self, OverPenalized) || nonempty(self, BelowFairShare);
+        let new_flow_peers = level_2_peers || (self.new_flow_cap_level_3 && nonempty(self, AboveFairShare));
         let levels_2_3 = level_2_peers || nonempty(self, NewFlow) || nonempty(self, AboveFairShare);
         let recovery = [RecoveryExtended, RecoverySilence, RecoveryFirst].into_iter().find(|&q| nonempty(self, q));
         let (q, by_credit) = match recovery {
             Some(r) if self.recovery_credit > 0.0 || !levels_2_3 => (r, self.recovery_credit > 0.0),
             _ => {
-                let new_ok = nonempty(self, NewFlow) && (self.new_flow_credit > 0.0 || !level_2_peers);
+                let new_ok = nonempty(self, NewFlow) && (self.new_flow_credit > 0.0 || !new_flow_peers);
                 let mut best: Option<(u64, TaqQueue)> = None;
                 for q in [NewFlow, OverPenalized, BelowFairShare] {
                     if q == NewFlow && !new_ok {
@@ -227,7 +232,7 @@ mod tests {
 
     #[test]
     fn recovery_classes_go_first_in_silence_order() {
-        let mut s = Scheduler::new(1.0, 1.0, 100_000);
+        let mut s = Scheduler::new(1.0, 1.0, false, 100_000);
         s.push(TaqQueue::AboveFairShare, item(7, 0, 100));
         s.push(TaqQueue::BelowFairShare, item(6, 1, 100));
         s.push(TaqQueue::RecoveryFirst, item(3, 2, 100));
@@ -240,7 +245,7 @@ mod tests {
 
     #[test]
     fn level_two_is_fifo_across_its_queues_and_level_three_waits() {
-        let mut s = Scheduler::new(0.5, 1.0, 100_000);
+        let mut s = Scheduler::new(0.5, 1.0, false, 100_000);
         s.push(TaqQueue::AboveFairShare, item(9, 0, 100));
         s.push(TaqQueue::BelowFairShare, item(1, 30, 100));
         s.push(TaqQueue::OverPenalized, item(2, 10, 100));
@@ -252,7 +257,7 @@ mod tests {
 
     #[test]
     fn promote_merges_one_flows_packets_by_arrival_and_moves_nothing_else() {
-        let mut s = Scheduler::new(1.0, 1.0, 100_000);
+        let mut s = Scheduler::new(1.0, 1.0, false, 100_000);
         for (src, t) in [(5, 0), (6, 1), (5, 2), (6, 3), (5, 4)] {
             s.push(TaqQueue::AboveFairShare, item(src, t, 100));
         }
@@ -269,7 +274,7 @@ mod tests {
     fn recovery_cap_holds_its_share_while_others_wait_and_is_work_conserving() {
         // Share 0.25: of every 4 packets of equal size, recovery may take 1 once its
         // initial burst (one packet) is spent.
-        let mut s = Scheduler::new(0.25, 1.0, 500);
+        let mut s = Scheduler::new(0.25, 1.0, false, 500);
         for i in 0..400u64 {
             s.push(TaqQueue::RecoveryFirst, item(1, i, 500));
             s.push(TaqQueue::AboveFairShare, item(2, i, 500));
@@ -292,7 +297,7 @@ mod tests {
     #[test]
     fn new_flow_cap_yields_to_level_two_peers_but_not_to_level_three() {
         // Against BelowFairShare (level 2, equal priority): NewFlow gets its 20% of bytes.
-        let mut s = Scheduler::new(1.0, 0.2, 500);
+        let mut s = Scheduler::new(1.0, 0.2, false, 500);
         for i in 0..500u64 {
             s.push(TaqQueue::NewFlow, item(1, i, 500));
             s.push(TaqQueue::BelowFairShare, item(2, 1000 + i, 500));
@@ -303,12 +308,31 @@ mod tests {
         }
         assert!((new - 100).abs() <= 1, "{new}");
         // Against AboveFairShare (level 3, strictly lower): all of NewFlow goes first.
-        let mut s = Scheduler::new(1.0, 0.2, 500);
+        let mut s = Scheduler::new(1.0, 0.2, false, 500);
         for i in 0..500u64 {
             s.push(TaqQueue::NewFlow, item(1, 1000 + i, 500));
             s.push(TaqQueue::AboveFairShare, item(2, i, 500));
         }
         let first: Vec<TaqQueue> = (0..500).map(|_| s.pop().unwrap().0).collect();
         assert!(first.iter().all(|&q| q == TaqQueue::NewFlow));
+    }
+
+    #[test]
+    fn with_new_flow_cap_level_3_new_flow_gets_its_share_against_above_fair_share_too() {
+        // The same backlog as above, the cap extended to level 3: NewFlow's 20% of the 500
+        // packets sent (its credit starts at one 500-byte burst), AboveFairShare the rest.
+        let mut s = Scheduler::new(1.0, 0.2, true, 500);
+        for i in 0..500u64 {
+            s.push(TaqQueue::NewFlow, item(1, 1000 + i, 500));
+            s.push(TaqQueue::AboveFairShare, item(2, i, 500));
+        }
+        let new = (0..500).filter(|_| s.pop().unwrap().0 == TaqQueue::NewFlow).count() as i32;
+        assert!((new - 100).abs() <= 1, "{new}");
+        // Alone, NewFlow is never held back (work-conserving).
+        let mut s = Scheduler::new(1.0, 0.2, true, 500);
+        for i in 0..10u64 {
+            s.push(TaqQueue::NewFlow, item(1, i, 500));
+        }
+        assert!((0..10).all(|_| s.pop().unwrap().0 == TaqQueue::NewFlow));
     }
 }
