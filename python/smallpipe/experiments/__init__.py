@@ -45,6 +45,8 @@ from smallpipe.experiments import (
     thesis_fig52,
     thesis_fig53,
     thesis_fig54,
+    today_mixed,
+    today_taq,
 )
 
 REPRODUCTIONS: dict[str, ModuleType] = {
@@ -88,6 +90,8 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "thesis-fig5.2": thesis_fig52,
     "thesis-fig5.3": thesis_fig53,
     "thesis-fig5.4": thesis_fig54,
+    "today-mixed": today_mixed,
+    "today-taq": today_taq,
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
@@ -143,6 +147,9 @@ WALL_TIMES_S: dict[str, tuple[float, float]] = {
     "thesis-fig5.2": (380, 380),
     "thesis-fig5.3": (180, 403),
     "thesis-fig5.4": (480, 890),
+    # docs/reproductions/today.md (one core, the other busy)
+    "today-mixed": (300, 300),
+    "today-taq": (60, 60),
 }
 """Each figure's full reproduction (not ``--quick``): the shortest and longest wall time the
 pages report, in seconds, on this project's 2-core machine from quiet to shared by other
@@ -171,7 +178,7 @@ def description(figure: str) -> str:
 
 
 PAGES = {"taq": "taq", "taq-testbed": "taq-testbed", "thesis": "thesis", "isolation": "class-isolation",
-         "size-aware": "size-aware", "padding": "padding-diversity"}
+         "size-aware": "size-aware", "padding": "padding-diversity", "today": "today"}
 """A figure name's prefix → its page's folder under docs/reproductions/ (the longest prefix wins)."""
 
 
@@ -233,4 +240,6 @@ __all__ = [
     "thesis_fig53",
     "thesis_fig54",
     "time_class",
+    "today_mixed",
+    "today_taq",
 ]

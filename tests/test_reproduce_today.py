@@ -1,0 +1,84 @@
+"""The papers on today's TCP (docs/reproductions/today.md): short runs of `today-mixed` and
+`today-taq` checked against invariants and independent expectations, not pasted numbers."""
+
+from __future__ import annotations
+
+import pytest
+from smallpipe.experiments import today_mixed, today_taq
+from smallpipe.presets import TAQ_PACKET_SIZE_BYTES, taq_dumbbell
+from smallpipe.result import Result, keeping_results
+
+# A full 500-byte segment carries 500 - 40 (IP + TCP) - 12 (timestamps, on under Linux) bytes,
+# so the 1 Mbit/s bottleneck delivers at most this much payload.
+LINUX_PAYLOAD_BPS = today_mixed.RATE_BPS * (TAQ_PACKET_SIZE_BYTES - 52) / TAQ_PACKET_SIZE_BYTES
+LINUX_INIT_CWND = 10  # Linux TCP_INIT_CWND (RFC 6928)
+
+COLUMNS = ["mix", "discipline", "n_flows", "seed", "tcp", "flows", "goodput_bps", "share", "goodput_per_flow_bps",
+           "timeouts_per_flow", "retransmit_rate", "short_term_jain", "long_term_jain", "utilization", "loss_rate",
+           "queue_delay_p50_ms"]
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    return today_mixed.run(mixes=("cubic+bbr",), disciplines=("droptail", "fq"), flows=(10,), duration_s=100.0,
+                           seeds=(2,))
+
+
+def test_mixed_table_schema_and_groups(mixed):
+    assert mixed.columns == COLUMNS
+    for kind in ("droptail", "fq"):
+        rows = {r["tcp"]: r for r in mixed.filter(discipline=kind).iter_rows(named=True)}
+        assert list(rows) == ["cubic", "bbr", "all"]
+        assert rows["cubic"]["flows"] == rows["bbr"]["flows"] == 5
+        # The groups partition the flows: their bytes make the whole.
+        assert rows["cubic"]["share"] + rows["bbr"]["share"] == pytest.approx(1.0)
+        assert rows["cubic"]["goodput_bps"] + rows["bbr"]["goodput_bps"] == pytest.approx(rows["all"]["goodput_bps"])
+        for name in ("cubic", "bbr", "all"):
+            assert 0 < rows[name]["short_term_jain"] <= 1
+
+
+def test_mixed_goodput_fills_but_never_exceeds_the_link(mixed):
+    for total in mixed.filter(tcp="all")["goodput_bps"]:
+        assert 0.9 * LINUX_PAYLOAD_BPS <= total <= LINUX_PAYLOAD_BPS
+    # BBR is present and active: its half moves data under either discipline.
+    assert all(g > 0.05 * LINUX_PAYLOAD_BPS for g in mixed.filter(tcp="bbr")["goodput_bps"])
+
+
+def test_per_flow_fair_queuing_splits_the_link_in_halves(mixed):
+    # FQ serves every backlogged flow in turn: five flows of each kind get half the bytes each,
+    # whatever their congestion control.
+    for share in mixed.filter(discipline="fq", tcp="bbr")["share"]:
+        assert share == pytest.approx(0.5, abs=0.05)
+
+
+def test_mixed_scenario_gives_each_group_its_congestion_control():
+    scenario = today_mixed.mixed_scenario(mix="cubic+bbr", flows=7, discipline="cake", duration_s=10.0, seed=1)
+    assert scenario["tcp"]["stack"] == "linux"
+    assert scenario["tcp"]["initial_window_pkts"] == LINUX_INIT_CWND
+    assert [(g["count"], g["tcp"]["congestion"]) for g in scenario["flows"]] == [(3, "cubic"), (4, "bbr")]
+    assert scenario["link"]["queue"]["kind"] == "cake"
+    paper = today_mixed.mixed_scenario(mix="paper", flows=7, discipline="red", duration_s=10.0, seed=1)
+    assert paper == taq_dumbbell(flows=7, rate_bps=today_mixed.RATE_BPS, duration_s=10.0, seed=1, queue={"kind": "red"})
+
+
+def test_mixed_scenario_errors_name_the_field():
+    with pytest.raises(ValueError, match=r"^mix: 'vegas' is not a mix; expected one of paper, cubic"):
+        today_mixed.mixed_scenario(mix="vegas", flows=10, discipline="fq", duration_s=1.0, seed=1)
+    with pytest.raises(ValueError, match=r"^flows: 1 is too few; expected at least 2"):
+        today_mixed.mixed_scenario(mix="cubic", flows=1, discipline="fq", duration_s=1.0, seed=1)
+
+
+def test_today_taq_runs_each_tcp_it_names():
+    seen: list[Result] = []
+    with keeping_results(seen.append):
+        table = today_taq.run(tcps=("paper", "linux-bbr"), disciplines=("droptail",), fair_shares_bps=(100_000,),
+                              duration_s=30.0)
+    assert table["tcp"].to_list() == ["paper", "linux-bbr"]
+    assert table.columns[:3] == ["tcp", "discipline", "rate_bps"]
+    paper, bbr = (r.scenario["tcp"] for r in seen)
+    assert paper == taq_dumbbell(flows=10, rate_bps=1_000_000, duration_s=30.0)["tcp"]
+    # The stack decides its knobs: the preset's ns-2 initial window of 2 gives way to Linux's.
+    assert (bbr["stack"], bbr["congestion"], bbr["initial_window_pkts"]) == ("linux", "bbr", LINUX_INIT_CWND)
+    assert all(u > 0.9 for u in table["utilization"])
+    with pytest.raises(ValueError, match=r"^tcps: 'vegas' is not a TCP of this figure"):
+        today_taq.run(tcps=("vegas",))
