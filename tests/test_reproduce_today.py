@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import pytest
-from smallpipe.experiments import today_mixed, today_taq
+from smallpipe.experiments import today_mixed, today_padding, today_taq, today_thesis
 from smallpipe.presets import TAQ_PACKET_SIZE_BYTES, taq_dumbbell
 from smallpipe.result import Result, keeping_results
+from smallpipe.scenario import stack_defaults
 
 # A full 500-byte segment carries 500 - 40 (IP + TCP) - 12 (timestamps, on under Linux) bytes,
 # so the 1 Mbit/s bottleneck delivers at most this much payload.
@@ -82,3 +83,35 @@ def test_today_taq_runs_each_tcp_it_names():
     assert all(u > 0.9 for u in table["utilization"])
     with pytest.raises(ValueError, match=r"^tcps: 'vegas' is not a TCP of this figure"):
         today_taq.run(tcps=("vegas",))
+
+
+def test_today_padding_gives_linux_its_rto_floor_and_loss_probe():
+    seen: list[Result] = []
+    with keeping_results(seen.append):
+        table = today_padding.run(tcps=("paper", "linux-cubic"), bulk_flows=(2,), queues=("red",), duration_s=25.0)
+    assert table.columns[:3] == ["tcp", "queue", "approach"]
+    assert table.height == 2 * 4  # two TCPs, Figure 8's four approaches
+    # The knobs in force: the stack's defaults under the scenario's own values.
+    by_tcp = {stack: stack_defaults(stack) | r.scenario["tcp"]
+              for r in seen for stack in [r.scenario["tcp"].get("stack", "rfc")]}
+    assert by_tcp["rfc"]["min_rto_ms"] == 1000.0 and not by_tcp["rfc"].get("tail_loss_probe", False)  # the paper's RTO floor
+    assert by_tcp["linux"]["min_rto_ms"] == 200.0 and by_tcp["linux"]["tail_loss_probe"]  # Linux TCP_RTO_MIN, TLP
+    probes = {r.scenario["tcp"].get("stack", "rfc"): 0 for r in seen}
+    for r in seen:
+        probes[r.scenario["tcp"].get("stack", "rfc")] += int(r.flows["loss_probes"].sum())
+    assert probes["rfc"] == 0  # no TLP in the RFC stack
+    assert all(r.scenario["tcp"].get("delayed_ack") is False for r in seen)  # diversity's receiver needs them off
+
+
+def test_today_thesis_runs_the_linux_protocols_with_iw10():
+    seen: list[Result] = []
+    tiny = {"rate_bps": 10_000_000, "duration_s": 2.0, "warmup_s": 0.2, "drain_s": 1.0}
+    with keeping_results(seen.append):
+        table = today_thesis.run(tcps=("paper", "linux-bbr"), setup=tiny)
+    assert set(table.filter(tcp="paper")["protocol"]) == {"tcp", "iw10", "red", "fq", "rcp"}
+    assert set(table.filter(tcp="linux-bbr")["protocol"]) == set(today_thesis.LINUX_PROTOCOLS)
+    linux = [r.scenario["tcp"] for r in seen if r.scenario["tcp"].get("stack", "rfc") == "linux"]
+    assert len(linux) == 3 and all(t["initial_window_pkts"] == LINUX_INIT_CWND and t["congestion"] == "bbr"
+                                   for t in linux)
+    known = table.drop_nulls("p99_s")
+    assert (known["median_s"] <= known["p99_s"]).all()
