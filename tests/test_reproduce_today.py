@@ -1,10 +1,16 @@
 """The papers on today's TCP (docs/reproductions/today.md): short runs of `today-mixed` and
-`today-taq` checked against invariants and independent expectations, not pasted numbers."""
+`today-taq`, `today-thesis`, `today-padding` and `today-hangs` checked against invariants and independent expectations, not pasted numbers."""
 
 from __future__ import annotations
 
 import pytest
-from smallpipe.experiments import today_mixed, today_padding, today_taq, today_thesis
+from smallpipe.experiments import (
+    today_hangs,
+    today_mixed,
+    today_padding,
+    today_taq,
+    today_thesis,
+)
 from smallpipe.presets import TAQ_PACKET_SIZE_BYTES, taq_dumbbell
 from smallpipe.result import Result, keeping_results
 from smallpipe.scenario import stack_defaults
@@ -115,3 +121,17 @@ def test_today_thesis_runs_the_linux_protocols_with_iw10():
                                    for t in linux)
     known = table.drop_nulls("p99_s")
     assert (known["median_s"] <= known["p99_s"]).all()
+
+
+def test_today_hangs_shares_are_shares_of_users_per_tcp():
+    seen: list[Result] = []
+    with keeping_results(seen.append):
+        table = today_hangs.run(tcps=("paper", "linux-cubic"), disciplines=("droptail",), users_list=(20,),
+                                duration_s=40.0)
+    assert table["tcp"].to_list() == ["paper", "linux-cubic"]
+    # A hang over 60 s is also one over 20 s: the longer threshold's share is never larger.
+    assert all(0 <= a <= b <= 1 for a, b in zip(table["share_hang_over_60s"], table["share_hang_over_20s"],
+                                                strict=True))
+    stacks = [r.scenario["tcp"].get("stack", "rfc") for r in seen]
+    assert stacks == ["rfc", "linux"]
+    assert seen[1].scenario["tcp"]["initial_window_pkts"] == LINUX_INIT_CWND

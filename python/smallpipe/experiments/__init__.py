@@ -45,6 +45,7 @@ from smallpipe.experiments import (
     thesis_fig52,
     thesis_fig53,
     thesis_fig54,
+    today_hangs,
     today_mixed,
     today_padding,
     today_taq,
@@ -96,6 +97,7 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "today-taq": today_taq,
     "today-thesis": today_thesis,
     "today-padding": today_padding,
+    "today-hangs": today_hangs,
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
@@ -156,6 +158,7 @@ WALL_TIMES_S: dict[str, tuple[float, float]] = {
     "today-taq": (61, 61),
     "today-thesis": (193, 193),
     "today-padding": (49, 49),
+    "today-hangs": (60, 60),
 }
 """Each figure's full reproduction (not ``--quick``): the shortest and longest wall time the
 pages report, in seconds, on this project's 2-core machine from quiet to shared by other
@@ -246,6 +249,7 @@ __all__ = [
     "thesis_fig53",
     "thesis_fig54",
     "time_class",
+    "today_hangs",
     "today_mixed",
     "today_padding",
     "today_taq",
