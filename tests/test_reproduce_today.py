@@ -1,5 +1,6 @@
-"""The papers on today's TCP (docs/reproductions/today.md): short runs of `today-mixed` and
-`today-taq`, `today-thesis`, `today-padding` and `today-hangs` checked against invariants and independent expectations, not pasted numbers."""
+"""The papers on today's TCP (docs/reproductions/today.md): short runs of `today-mixed`,
+`today-taq`, `today-hangs`, `today-thesis` and `today-padding` checked against invariants
+and independent expectations, not pasted numbers."""
 
 from __future__ import annotations
 
