@@ -1,11 +1,12 @@
 """The papers on today's TCP (docs/reproductions/today.md): short runs of `today-mixed`,
-`today-taq`, `today-hangs`, `today-thesis` and `today-padding` checked against invariants
-and independent expectations, not pasted numbers."""
+`today-taq`, `today-hangs`, `today-fig12`, `today-thesis` and `today-padding` checked
+against invariants and independent expectations, not pasted numbers."""
 
 from __future__ import annotations
 
 import pytest
 from smallpipe.experiments import (
+    today_fig12,
     today_hangs,
     today_mixed,
     today_padding,
@@ -136,3 +137,15 @@ def test_today_hangs_shares_are_shares_of_users_per_tcp():
     stacks = [r.scenario["tcp"].get("stack", "rfc") for r in seen]
     assert stacks == ["rfc", "linux"]
     assert seen[1].scenario["tcp"]["initial_window_pkts"] == LINUX_INIT_CWND
+
+
+def test_today_fig12_gains_are_droptails_time_over_each_queues():
+    runs, buckets = today_fig12.run(tcps=("linux-cubic",), queues=("droptail", "taq+ac"), log_s=100.0,
+                                    duration_s=200.0)
+    assert set(runs["tcp"]) == set(buckets["tcp"]) == {"linux-cubic"}
+    # DropTail over itself is 1 by definition; the other rows are the same ratio of two buckets.
+    assert runs.filter(queue="droptail")["short_median_gain"].to_list() == [1.0, 1.0]
+    for scale in ("paper", "stress"):
+        short = buckets.filter(scale=scale, size_lo_bytes=0)
+        ratio = short.filter(queue="droptail")["median_s"][0] / short.filter(queue="taq+ac")["median_s"][0]
+        assert runs.filter(scale=scale, queue="taq+ac")["short_median_gain"][0] == pytest.approx(ratio)

@@ -45,6 +45,7 @@ from smallpipe.experiments import (
     thesis_fig52,
     thesis_fig53,
     thesis_fig54,
+    today_fig12,
     today_hangs,
     today_mixed,
     today_padding,
@@ -98,6 +99,7 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "today-thesis": today_thesis,
     "today-padding": today_padding,
     "today-hangs": today_hangs,
+    "today-fig12": today_fig12,
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
@@ -159,6 +161,7 @@ WALL_TIMES_S: dict[str, tuple[float, float]] = {
     "today-thesis": (193, 193),
     "today-padding": (49, 49),
     "today-hangs": (18, 18),
+    "today-fig12": (60, 60),
 }
 """Each figure's full reproduction (not ``--quick``): the shortest and longest wall time the
 pages report, in seconds, on this project's 2-core machine from quiet to shared by other
@@ -249,6 +252,7 @@ __all__ = [
     "thesis_fig53",
     "thesis_fig54",
     "time_class",
+    "today_fig12",
     "today_hangs",
     "today_mixed",
     "today_padding",
