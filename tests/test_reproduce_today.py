@@ -1,6 +1,6 @@
 """The papers on today's TCP (docs/reproductions/today.md): short runs of `today-mixed`,
-`today-taq`, `today-hangs`, `today-fig12`, `today-thesis` and `today-padding` checked
-against invariants and independent expectations, not pasted numbers."""
+`today-taq`, `today-hangs`, `today-fig12`, `today-thesis`, `today-padding` and
+`today-isolation` checked against invariants and independent expectations, not pasted numbers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from smallpipe.experiments import (
     today_fig12,
     today_hangs,
+    today_isolation,
     today_mixed,
     today_padding,
     today_taq,
@@ -149,3 +150,15 @@ def test_today_fig12_gains_are_droptails_time_over_each_queues():
         short = buckets.filter(scale=scale, size_lo_bytes=0)
         ratio = short.filter(queue="droptail")["median_s"][0] / short.filter(queue="taq+ac")["median_s"][0]
         assert runs.filter(scale=scale, queue="taq+ac")["short_median_gain"][0] == pytest.approx(ratio)
+
+
+def test_today_isolation_runs_both_figures_sessions_per_tcp():
+    seen: list[Result] = []
+    with keeping_results(seen.append):
+        table = today_isolation.run(tcps=("linux-cubic",), ks=(1,), duration_s=20.0)
+    assert table["figure"].unique().sort().to_list() == [3, 4]
+    # Each class (long, short) has the figure's sessions: 30 each in Figure 3, 60 in Figure 4.
+    sessions = {tuple(g["count"] for g in r.scenario["flows"] if g["app"] == "session") for r in seen}
+    assert sessions == {(30, 30), (60, 60)}
+    assert all(r.scenario["tcp"]["stack"] == "linux" for r in seen)
+    assert (table["utilization"] <= 1.0).all() and (table["loss_rate"] >= 0).all()

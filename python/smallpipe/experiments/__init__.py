@@ -47,6 +47,7 @@ from smallpipe.experiments import (
     thesis_fig54,
     today_fig12,
     today_hangs,
+    today_isolation,
     today_mixed,
     today_padding,
     today_taq,
@@ -100,6 +101,7 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "today-padding": today_padding,
     "today-hangs": today_hangs,
     "today-fig12": today_fig12,
+    "today-isolation": today_isolation,
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
@@ -162,6 +164,7 @@ WALL_TIMES_S: dict[str, tuple[float, float]] = {
     "today-padding": (49, 49),
     "today-hangs": (18, 18),
     "today-fig12": (18, 18),
+    "today-isolation": (300, 300),
 }
 """Each figure's full reproduction (not ``--quick``): the shortest and longest wall time the
 pages report, in seconds, on this project's 2-core machine from quiet to shared by other
@@ -254,6 +257,7 @@ __all__ = [
     "time_class",
     "today_fig12",
     "today_hangs",
+    "today_isolation",
     "today_mixed",
     "today_padding",
     "today_taq",
