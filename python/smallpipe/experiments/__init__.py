@@ -45,6 +45,13 @@ from smallpipe.experiments import (
     thesis_fig52,
     thesis_fig53,
     thesis_fig54,
+    today_fig12,
+    today_hangs,
+    today_isolation,
+    today_mixed,
+    today_padding,
+    today_taq,
+    today_thesis,
 )
 
 REPRODUCTIONS: dict[str, ModuleType] = {
@@ -88,6 +95,13 @@ REPRODUCTIONS: dict[str, ModuleType] = {
     "thesis-fig5.2": thesis_fig52,
     "thesis-fig5.3": thesis_fig53,
     "thesis-fig5.4": thesis_fig54,
+    "today-mixed": today_mixed,
+    "today-taq": today_taq,
+    "today-thesis": today_thesis,
+    "today-padding": today_padding,
+    "today-hangs": today_hangs,
+    "today-fig12": today_fig12,
+    "today-isolation": today_isolation,
 }
 """Figure name (as `smallpipe reproduce NAME` takes it) → its module."""
 
@@ -143,6 +157,14 @@ WALL_TIMES_S: dict[str, tuple[float, float]] = {
     "thesis-fig5.2": (380, 380),
     "thesis-fig5.3": (180, 403),
     "thesis-fig5.4": (480, 890),
+    # docs/reproductions/today.md (the 2-core machine shared with other sessions, load 3-5)
+    "today-mixed": (220, 220),
+    "today-taq": (61, 61),
+    "today-thesis": (193, 193),
+    "today-padding": (49, 49),
+    "today-hangs": (18, 18),
+    "today-fig12": (18, 18),
+    "today-isolation": (209, 209),
 }
 """Each figure's full reproduction (not ``--quick``): the shortest and longest wall time the
 pages report, in seconds, on this project's 2-core machine from quiet to shared by other
@@ -171,7 +193,7 @@ def description(figure: str) -> str:
 
 
 PAGES = {"taq": "taq", "taq-testbed": "taq-testbed", "thesis": "thesis", "isolation": "class-isolation",
-         "size-aware": "size-aware", "padding": "padding-diversity"}
+         "size-aware": "size-aware", "padding": "padding-diversity", "today": "today"}
 """A figure name's prefix → its page's folder under docs/reproductions/ (the longest prefix wins)."""
 
 
@@ -233,4 +255,11 @@ __all__ = [
     "thesis_fig53",
     "thesis_fig54",
     "time_class",
+    "today_fig12",
+    "today_hangs",
+    "today_isolation",
+    "today_mixed",
+    "today_padding",
+    "today_taq",
+    "today_thesis",
 ]
