@@ -39,9 +39,12 @@ def _download_s(start_ns, end_ns, rtt_ms):
     return None if end_ns is None else (end_ns - start_ns) / 1e9 - rtt_ms / 2e3
 
 
-def run(spec, congestion_control="reno"):
+def run(spec, congestion_control="reno", overrides=None):
+    """`overrides`: scenario overrides, the same as the smallpipe side's (the Linux matrix's
+    ``tcp.stack = "linux"``)."""
     warm, end = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]
     sc, mss = scenario(spec, end)
+    sc = sc.with_overrides(overrides or {})
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="smallpipe-validation-") as tmp:
         r = run_testbed(sc, congestion_control=congestion_control, out=tmp)
@@ -75,9 +78,14 @@ def run(spec, congestion_control="reno"):
         "loss_rate": window["loss_rate"],
         "mean_queue_pkts": window["mean_backlog_pkts"],
         "timeouts": timeouts,
-        "rx_bytes": [per_unit.get(i, 0) for i in range(len(spec["flows"]))],
+        "rx_bytes": [per_unit.get(i, 0) for i in range(sp_side.flow_count(spec, r))],
         "fct_s": [_download_s(*by_unit[i]) if i in by_unit else None for i in range(len(spec["flows"]))],
         "objects": objects,
+        # The data senders' namespace (the servers'): Linux counts probes per namespace.
+        "loss_probes": r.meta["loss_probe_counters"]["servers"]["TcpExtTCPLossProbes"],
+        "loss_probe_recoveries": r.meta["loss_probe_counters"]["servers"]["TcpExtTCPLossProbeRecovery"],
+        "connections": r.flows.height,
+        "jain_20s": sp_side.jain_20s(r, warm, end),
         "box": r.meta.get("box"),
         "failed_connections": r.meta.get("failed_connections"),
     }

@@ -5,6 +5,10 @@ section's table sits between ``<!-- table:SECTION -->`` and ``<!-- /table:SECTIO
 The many-flow and Bernoulli tables get a Linux column; the web-pool section (Linux only) has
 a table of its own. Without Linux results those cells say so.
 
+The Linux matrix (``run.py --linux --congestion ...``) has a table of its own, from every
+``<out>/linux_matrix_<cc>_summary.csv`` present, between ``<!-- table:linux-matrix -->`` and
+``<!-- /table:linux-matrix -->`` (``render_matrix``).
+
     python3 benches/validation/render.py --out docs/validation --doc docs/validation.md
 """
 
@@ -115,12 +119,68 @@ def render(out: Path, doc: Path):
     doc.write_text(text)
 
 
+MATRIX_CONGESTION = ("reno", "cubic", "bbr")
+MATRIX_VERDICTS = {"pass": "within", "FAIL": "**outside**", "report": "—"}
+"""How a matrix row reads: within its tolerance, outside it (to be diagnosed), or no tolerance."""
+
+
+def matrix_table(rows):
+    """One row per (congestion control, section, metric): smallpipe's Linux stack against Linux."""
+    lines = ["| TCP | section | metric | smallpipe (linux stack) | Linux | tolerance | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        unit = f" {r['unit']}" if r["unit"] else ""
+        lines.append(f"| {r['congestion']} | {r['section']} | {r['metric']} | {fmt(r['smallpipe'])}{unit} | "
+                     f"{fmt(r['linux'])}{unit} | {r['tolerance']} | {MATRIX_VERDICTS[r['verdict']]} |")
+    if not rows:
+        lines.append(f"| *{NOT_MEASURED}* | | | | | | |")
+    return "\n".join(lines)
+
+
+def matrix_rows(out: Path):
+    """The rows of every congestion control's summary in ``out``, reno, cubic, bbr in turn."""
+    rows = []
+    for cc in MATRIX_CONGESTION:
+        path = out / f"linux_matrix_{cc}_summary.csv"
+        if path.is_file():
+            with open(path) as f:
+                rows += list(csv.DictReader(f))
+    return rows
+
+
+def render_matrix(out: Path, doc: Path):
+    """Rewrites the matrix's table and its summary line in ``doc``; a ``doc`` that does not exist
+    is written with them alone (a scratch run's page)."""
+    rows = matrix_rows(out)
+    if not doc.exists():
+        doc.write_text("<!-- linux-matrix-summary -->\n<!-- /linux-matrix-summary -->\n\n"
+                       "<!-- table:linux-matrix -->\n<!-- /table:linux-matrix -->\n")
+    text = _replace(doc.read_text(), doc, "linux-matrix", matrix_table(rows))
+    parts = []
+    for cc in MATRIX_CONGESTION:
+        mine = [r for r in rows if r["congestion"] == cc and r["verdict"] != "report"]
+        if mine:
+            meta = json.loads((out / f"linux_matrix_{cc}_meta.json").read_text())
+            passed = sum(r["verdict"] == "pass" for r in mine)
+            parts.append(f"{cc}: {passed} of {len(mine)} rows within tolerance ({meta['runs']} scenarios, "
+                         f"{meta['wall_s']} s of wall time)")
+    stamp = "; ".join(parts) + "." if parts else f"Linux matrix: {NOT_MEASURED} (see above for the command)."
+    doc.write_text(_stamp(text, "linux-matrix-summary", stamp))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/validation")
     ap.add_argument("--doc", default="docs/validation.md")
     a = ap.parse_args()
-    render(Path(a.out), Path(a.doc))
+    out, doc = Path(a.out), Path(a.doc)
+    ns3, linux_matrix = (out / "summary.csv").is_file(), bool(matrix_rows(out))
+    if not (ns3 or linux_matrix):
+        raise SystemExit(f"--out {out}: no summary.csv and no linux_matrix_<cc>_summary.csv to render")
+    if ns3:
+        render(out, doc)
+    if linux_matrix:
+        render_matrix(out, doc)
 
 
 if __name__ == "__main__":

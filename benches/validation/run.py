@@ -17,6 +17,12 @@ specs in smallpipe and on real Linux TCP (``linux_side.py``: root, network names
 testbed binaries; one run at a time, in real time), compares Linux with smallpipe on the same
 specs, writes ``linux_summary.csv``, ``linux_runs.jsonl`` and ``linux_meta.json`` and
 re-renders the page, which shows them as a Linux column (the ns-3 results are not touched).
+
+``--linux --congestion reno cubic bbr`` runs the Linux matrix instead (``matrix.py``): the
+same specs and TAQ Figure 11's points (``--only fig11``) on Linux with each congestion
+control, against smallpipe's Linux stack with the same one; it writes
+``linux_matrix_<cc>_*`` files and the matrix's table. Without ``--congestion``, ``--linux``
+is the Linux column as before (Linux reno against smallpipe's RFC stack).
 """
 
 import argparse
@@ -294,13 +300,29 @@ def stamped(rows: list[dict]) -> list[dict]:
     return [row | provenance() for row in rows]
 
 
+def main_matrix(args):
+    import matrix
+
+    spec_list = matrix.build(args.only, args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s)
+    print(f"Linux matrix: {len(spec_list)} runs per congestion control, "
+          f"{matrix.wall_estimate_s(spec_list) / 60:.0f} min of testbed time each", file=sys.stderr, flush=True)
+    rows = matrix.run_matrix(Path(args.out), args.congestion, spec_list, provenance(), dict(vars(args)))
+    render.render_matrix(Path(args.out), Path(args.doc))
+    for cc, cc_rows in rows.items():
+        checked = [r for r in cc_rows if r["verdict"] != "report"]
+        failed = [r for r in checked if r["verdict"] == "FAIL"]
+        print(f"Linux matrix, {cc}: {len(checked) - len(failed)} of {len(checked)} rows within tolerance")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/validation", help="directory for the CSVs [docs/validation]")
     ap.add_argument("--doc", default="docs/validation.md", help="markdown file whose tables are rewritten")
-    ap.add_argument("--only", nargs="+", choices=sorted(set(SECTIONS) | set(LINUX_SECTIONS)),
-                    help=f"sections [ns-3: {' '.join(SECTIONS)}; --linux: {' '.join(LINUX_SECTIONS)}]")
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--only", nargs="+", choices=sorted(set(SECTIONS) | set(LINUX_SECTIONS) | {"fig11"}),
+                    help=f"sections [ns-3: {' '.join(SECTIONS)}; --linux: {' '.join(LINUX_SECTIONS)}; "
+                         "--linux --congestion: the same and fig11]")
+    ap.add_argument("--seeds", type=int, help="seeds per row [5; the Linux matrix: 3]")
     ap.add_argument("--many-s", type=float, default=200.0, help="measured seconds after the 10 s warm-up")
     ap.add_argument("--bernoulli-s", type=float, default=1000.0)
     ap.add_argument("--fct-reps", type=int, default=10, help="transfers of each size per seed")
@@ -312,7 +334,26 @@ def main(argv=None):
                     help="an override of the smallpipe side, e.g. tcp.ssthresh_from=bytes_in_flight (repeatable)")
     ap.add_argument("--quick", action="store_true", help="1 seed, 60 s runs, 4 transfers per size")
     ap.add_argument("--linux", action="store_true", help="Linux against smallpipe (no ns-3): root, the testbed")
+    ap.add_argument("--congestion", nargs="+", choices=("reno", "cubic", "bbr"),
+                    help="--linux: the Linux matrix with these congestion controls, against smallpipe's Linux stack "
+                         "[unset: the Linux column, Linux reno against smallpipe's RFC stack]")
+    ap.add_argument("--fig11-s", type=float, default=200.0, help="the Linux matrix: seconds of each Figure 11 run")
     args = ap.parse_args(argv)
+    if args.congestion and not args.linux:
+        ap.error("--congestion: the Linux matrix needs --linux")
+    if args.linux and args.congestion:
+        matrix_sections = (*LINUX_SECTIONS, "fig11")
+        bad = [s for s in args.only or () if s not in matrix_sections]
+        if bad:
+            ap.error(f"--only: {' '.join(bad)} is not a Linux matrix section ({' '.join(matrix_sections)})")
+        args.only = args.only or list(matrix_sections)
+        args.seeds = args.seeds or 3
+        if args.quick:
+            args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s = 1, 60.0, 120.0, 120.0, 60.0
+        return main_matrix(args)
+    if "fig11" in (args.only or ()):
+        ap.error("--only fig11: only the Linux matrix (--linux --congestion CC ...) runs Figure 11's points")
+    args.seeds = args.seeds or 5
     if args.linux:
         args.only = args.only or list(LINUX_SECTIONS)
         if args.quick:

@@ -5,9 +5,20 @@ import time
 
 import polars as pl
 import smallpipe
+from smallpipe import metrics
+
+JAIN_SLICE_S = 20.0
+"""The TAQ paper's short-term fairness slice (Figures 8 and 11)."""
 
 
 def scenario(spec, duration_s, drop_nth=()):
+    if spec.get("fig11"):
+        from smallpipe.experiments.taq_testbed_fig11 import point_scenario
+
+        sc = point_scenario(discipline=spec["fig11"]["discipline"], rate_bps=spec["rate_bps"],
+                            fair_share_bps=spec["fig11"]["fair_share_bps"], duration_s=duration_s, seed=spec["seed"])
+        tcp = sc["tcp"]
+        return sc, tcp["packet_size_bytes"] - 40 - (12 if tcp["timestamps"] else 0)
     tcp = spec["tcp"]
     mss = tcp["packet_bytes"] - 40 - (12 if tcp["timestamps"] else 0)
     flows = []
@@ -74,6 +85,22 @@ def objects(r):
             for size, start, end, rtt in f.select("size_bytes", "start_ns", "end_ns", "rtt_ms").iter_rows()]
 
 
+def flow_count(spec, result):
+    """How many flows the per-flow lists cover: the spec's, or a Figure 11 point's bulk flows."""
+    return result.flows.height if spec.get("fig11") else len(spec["flows"])
+
+
+def jain_20s(result, warm_s, end_s):
+    """Mean Jain index over the 20 s slices that start at or after max(warm-up, 20 s) and end by
+    ``end_s``: the short-term fairness of TAQ Figures 8 and 11, the first slice left out as
+    start-up. Flows count in a slice they were alive for; None when no slice fits."""
+    slice_ns = round(JAIN_SLICE_S * 1e9)
+    per_slice = metrics.jain_per_slice(result.slices, slice_ns=slice_ns, flows=result.flows)
+    kept = per_slice.filter(pl.col("start_ns") >= round(max(warm_s, JAIN_SLICE_S) * 1e9),
+                            pl.col("start_ns") + slice_ns <= round(end_s * 1e9), pl.col("jain").is_not_null())
+    return kept["jain"].mean() if kept.height else None
+
+
 def run(spec, overrides=None):
     """`overrides`: scenario overrides on top of the aligned settings (diagnose.py's --set)."""
     warm, end = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]
@@ -109,9 +136,13 @@ def run(spec, overrides=None):
         "loss_rate": drp / arr if arr else 0.0,
         "mean_queue_pkts": q,
         "timeouts": timeouts,
-        "rx_bytes": [per_flow.get(i, 0) for i in range(len(spec["flows"]))],
+        "rx_bytes": [per_flow.get(i, 0) for i in range(flow_count(spec, r))],
         "fct_s": [None if e is None else (e - s) / 1e9 for e, s in zip(r.flows["end_ns"], r.flows["start_ns"])],
         "objects": objects(r),
+        # Tail-loss probes of the whole run (Linux's are namespace counters read before and after).
+        "loss_probes": int(r.flows["loss_probes"].sum()),
+        "connections": r.flows.height,
+        "jain_20s": jain_20s(r, warm, end),
     }
     if spec["trace"]:
         t = r.trace

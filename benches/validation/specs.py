@@ -9,7 +9,9 @@ that arrive over the bottleneck to lose: a scripted drop), ``trace`` (trace the 
 ``warmup_s``, ``duration_s`` (measured after the warm-up), ``flows`` (``start_s``,
 ``rtt_ms``, ``size_pkts``: None for unlimited bulk, else full segments) and ``tcp``; a
 ``web`` spec (smallpipe and Linux only: ns-3 has no web application here) adds ``web``, a
-smallpipe ``web`` flow group.
+smallpipe ``web`` flow group; a ``fig11`` spec (the Linux matrix only) adds ``fig11``
+(``discipline``, ``fair_share_bps``) and takes its scenario from TAQ Figure 11's testbed
+experiment instead of ``flows`` and ``tcp``.
 """
 
 import random
@@ -26,6 +28,10 @@ TCP = {
 
 LOSS_RATES = (0.01, 0.03, 0.05, 0.1)
 MANY_FLOWS = (10, 50, 100, 200)
+FIG11_RATE_BPS = 1_000_000
+FIG11_FAIR_SHARES_BPS = (10_000, 50_000)
+"""Two of Figure 11's points at 1 Mbit/s: 100 and 20 flows."""
+FIG11_DISCIPLINES = ("taq", "host_fq", "fq_codel", "droptail")
 FCT_SIZES = (1, 2, 5, 10, 20, 50, 100)
 # Scripted drops: data packets 20 (one loss in slow start), 60/62/64 (three in a window),
 # and 95-110 (a whole flight's tail).
@@ -85,3 +91,11 @@ def fct(seed, reps, background=20, gap_s=1.5, warmup_s=10.0):
     duration_s = gap_s * len(sizes) + 60.0
     return base(f"fct seed={seed}", seed, warmup_s=warmup_s, duration_s=duration_s,
                 flows=bulk(background, seed) + transfers)
+
+
+def fig11(discipline, fair_share_bps, seed, duration_s):
+    """A point of TAQ Figure 11 at 1 Mbit/s: N = rate / fair share bulk flows on the Figure 2/8
+    dumbbell under ``discipline`` (smallpipe.experiments.taq_testbed_fig11.point_scenario builds
+    it); measured from the start, its 20 s Jain index from the second slice on."""
+    return base(f"fig11 {discipline} share={fair_share_bps / 1e3:g}k seed={seed}", seed, rate_bps=FIG11_RATE_BPS,
+                duration_s=duration_s, fig11={"discipline": discipline, "fair_share_bps": fair_share_bps})

@@ -31,9 +31,10 @@ import polars as pl
 from smallpipe.experiments import taq_aqm
 from smallpipe.experiments.provenance import source_commit, write_csv
 from smallpipe.presets import taq_dumbbell
+from smallpipe.scenario import Scenario
 
-__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "VARIANTS", "markdown", "plot", "queue_of", "reproduce",
-           "run", "run_point", "with_simulator"]
+__all__ = ["CONGESTION_CONTROLS", "DISCIPLINES", "FAIR_SHARES_BPS", "RATES_BPS", "VARIANTS", "markdown", "plot",
+           "point_scenario", "queue_of", "reproduce", "run", "run_point", "with_simulator"]
 
 RATES_BPS: tuple[int, ...] = (600_000, 1_000_000)
 FAIR_SHARES_BPS: tuple[int, ...] = (5_000, 10_000, 20_000, 30_000, 50_000, 100_000)
@@ -62,14 +63,21 @@ def queue_of(discipline: str) -> dict[str, Any]:
     return VARIANTS.get(discipline, {"kind": discipline})
 
 
+def point_scenario(*, discipline: str, rate_bps: int, fair_share_bps: int, duration_s: float,
+                   slice_s: float = SLICE_S, seed: int = 1) -> Scenario:
+    """One point's scenario: N = rate / fair share flows (at least 2) on the Figure 2/8 dumbbell."""
+    return taq_dumbbell(flows=max(2, round(rate_bps / fair_share_bps)), rate_bps=rate_bps, duration_s=duration_s,
+                        seed=seed, slice_s=slice_s, queue=queue_of(discipline))
+
+
 def run_point(*, discipline: str, rate_bps: int, fair_share_bps: int, congestion_control: str, duration_s: float,
               slice_s: float = SLICE_S, seed: int = 1) -> dict[str, Any]:
     """One testbed run; its row (Jain per slice averaged over all slices but the first)."""
     from smallpipe.testbed import run_testbed  # needs nothing at import; runs need root
 
-    flows = max(2, round(rate_bps / fair_share_bps))
-    scenario = taq_dumbbell(flows=flows, rate_bps=rate_bps, duration_s=duration_s, seed=seed, slice_s=slice_s,
-                            queue=queue_of(discipline))
+    scenario = point_scenario(discipline=discipline, rate_bps=rate_bps, fair_share_bps=fair_share_bps,
+                              duration_s=duration_s, slice_s=slice_s, seed=seed)
+    flows = sum(group["count"] for group in scenario["flows"])
     result = run_testbed(scenario, congestion_control=congestion_control)
     box = result.meta.get("box") or {}
     failed = result.meta.get("failed_connections") or []
@@ -144,8 +152,8 @@ def with_simulator(table: pl.DataFrame, *, seed: int = 1, overrides: Mapping[str
 
     sim_rows = []
     for row in table.iter_rows(named=True):
-        scenario = taq_dumbbell(flows=row["flows"], rate_bps=row["rate_bps"], duration_s=row["duration_s"], seed=seed,
-                                slice_s=SLICE_S, queue=queue_of(row["discipline"]))
+        scenario = point_scenario(discipline=row["discipline"], rate_bps=row["rate_bps"],
+                                  fair_share_bps=row["fair_share_bps"], duration_s=row["duration_s"], seed=seed)
         scenario = scenario.with_overrides({"tcp.congestion": row["congestion_control"], **(overrides or {})})
         sim = taq_aqm.fairness_row(simulate(scenario))
         sim_rows.append({f"sim_{k}": sim[k] for k in ("short_term_jain", "utilization", "loss_rate", "timeouts_per_flow")})

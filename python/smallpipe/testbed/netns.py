@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Self
 
-__all__ = ["CLIENT_MAC", "SERVER_ADDR", "NetnsError", "Network", "client_addr", "ip_netns_available",
-           "sweep_stale_namespaces"]
+__all__ = ["CLIENT_MAC", "LOSS_PROBE_COUNTERS", "SERVER_ADDR", "NetnsError", "Network", "client_addr",
+           "ip_netns_available", "parse_nstat", "sweep_stale_namespaces"]
 
 SERVER_ADDR = "198.19.0.1"
 CLIENT_NET = ipaddress.IPv4Address("198.18.0.0")
@@ -42,6 +42,10 @@ CLIENT_MAC = "02:73:70:00:00:01"
 SERVER_MAC = "02:73:70:00:00:02"
 COMMAND_TIMEOUT_S = 30.0
 # Network's names: the creating process's pid, then a random tag of four hex digits.
+LOSS_PROBE_COUNTERS = ("TcpExtTCPLossProbes", "TcpExtTCPLossProbeRecovery")
+"""Linux's tail-loss-probe counters (``LINUX_MIB_TCPLOSSPROBES``: a probe sent by
+``tcp_send_loss_probe``; ``LINUX_MIB_TCPLOSSPROBERECOVERY``: a loss the probe repaired,
+``tcp_process_tlp_ack``). Per network namespace, not per socket."""
 _OUR_NAME = re.compile(r"sp(?P<pid>[0-9]+)[0-9a-f]{4}-(clients|box|servers)")
 
 
@@ -65,6 +69,24 @@ def ip_netns_available() -> tuple[bool, str]:
     except (OSError, subprocess.SubprocessError) as error:
         return False, f"`ip netns` is unavailable: {error}"
     return True, ""
+
+
+def parse_nstat(text: str) -> dict[str, int]:
+    """The counters of ``nstat -a`` output: a ``#kernel`` line, then ``Name value rate`` per
+    counter; comment lines are skipped.
+
+    Raises:
+        NetnsError: a line is not ``Name value rate`` with a whole-number value.
+    """
+    counters = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split()
+        if len(fields) != 3 or not fields[1].isdigit():
+            raise NetnsError(f"nstat output: {line!r} is not a counter line (name, whole value, rate)")
+        counters[fields[0]] = int(fields[1])
+    return counters
 
 
 def _run(args: Sequence[str], stdin: str | None = None) -> str:
@@ -215,6 +237,11 @@ class Network:
             _run(["ip", "-n", name, "neigh", "add", gateway, "lladdr", mac, "dev", dev, "nud", "permanent"])
             route = ["ip", "-n", name, "route", "add", net, "via", gateway, "dev", dev, "onlink"]
             _run([*route, *" ".join(attrs).split()])
+
+    def read_counters(self, namespace: str) -> dict[str, int]:
+        """The kernel's SNMP and TcpExt counters of one namespace (``nstat -asz``: absolute
+        values, zeros kept, nstat's history file left alone)."""
+        return parse_nstat(_run([*self.exec_prefix(namespace), "nstat", "-asz"]))
 
     def read_sysctl(self, namespace: str, key: str) -> str:
         """A sysctl's value inside one of the namespaces."""

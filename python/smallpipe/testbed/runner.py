@@ -27,7 +27,13 @@ from smallpipe.errors import config_error as _config_error
 from smallpipe.result import Interrupted, Result, with_active_overrides
 from smallpipe.scenario import Scenario
 from smallpipe.testbed.knobs import MAX_UNITS, linux_settings, rack_always_on
-from smallpipe.testbed.netns import COMMAND_TIMEOUT_S, SERVER_ADDR, Network, client_addr
+from smallpipe.testbed.netns import (
+    COMMAND_TIMEOUT_S,
+    LOSS_PROBE_COUNTERS,
+    SERVER_ADDR,
+    Network,
+    client_addr,
+)
 from smallpipe.testbed.tables import to_result
 
 __all__ = ["TestbedError", "find_binary", "run_testbed"]
@@ -235,6 +241,10 @@ def run_testbed(
                     *(["--pcap", str(workdir / "box.pcapng")] if pcap else [])], workdir)
                 processes.append(box_proc)
                 box_proc.wait_ready(READY_TIMEOUT_S)
+                # Linux counts tail-loss probes per namespace, not per socket: the run's are
+                # the difference across it, per side (the servers send the data).
+                roles = {"servers": net.names.servers, "clients": net.names.clients}
+                counters_before = {role: net.read_counters(ns) for role, ns in roles.items()}
                 plan_path = workdir / "plan.json"
                 # Both generators must be up by t0; they start in milliseconds.
                 t0_ns = time.monotonic_ns() + round(START_DELAY_S * 1e9)
@@ -269,6 +279,9 @@ def run_testbed(
                 if box_proc.popen.returncode != 0:
                     raise TestbedError(f"smallpipe-box exited with code {box_proc.popen.returncode}: {box_proc.stderr()}")
                 sysctls_seen = {key: net.read_sysctl(net.names.servers, key) for key in settings.sysctls}
+                counters_after = {role: net.read_counters(ns) for role, ns in roles.items()}
+                loss_probes = {role: {name: counters_after[role].get(name, 0) - counters_before[role].get(name, 0)
+                                      for name in LOSS_PROBE_COUNTERS} for role in roles}
             finally:
                 for process in reversed(processes):
                     process.stop()
@@ -280,6 +293,7 @@ def run_testbed(
             "kernel": platform.release(),
             "loss_detection": loss_detection,
             "sysctls": sysctls_seen,
+            "loss_probe_counters": loss_probes,
             "client_route": " ".join(settings.client_route),
             "server_route": " ".join(settings.server_route),
         }

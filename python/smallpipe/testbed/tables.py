@@ -3,7 +3,7 @@
 Columns a real run cannot know are null (documented in docs/testbed.md):
 ``flows.fast_retransmits``, ``flows.loss_probes``, ``flows.rto_undos``, ``flows.spurious_rtos``,
 ``flows.recovery_undos`` and ``flows.dsacks_received`` (Linux counts them per namespace, not per
-socket), and
+socket: ``meta["loss_probe_counters"]`` has each namespace's tail-loss probes over the run), and
 ``timeouts``/``backoff_ns`` on kernels before 6.7 (no ``tcpi_total_rto``). ``queue_delays``
 is empty (the box reports quantiles, not the histogram). Where the testbed measures a
 column differently, docs/testbed.md says how (``backoff_ns`` is Linux's time in RTO

@@ -1,0 +1,230 @@
+"""The Linux matrix harness (benches/validation/matrix.py, issue 38 item 3), without root: the
+scenario each congestion control runs on both sides, the run counts, the tolerance
+classification against hand-made numbers, the 20 s Jain index of hand-made slices, the
+rendering, and the parsing of ``nstat -a`` output (the testbed's tail-loss-probe counters)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+pytest.importorskip("smallpipe._smallpipe", reason="native module not built (run `maturin develop`)")
+
+from smallpipe.testbed import linux_settings
+from smallpipe.testbed.netns import LOSS_PROBE_COUNTERS, NetnsError, parse_nstat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benches" / "validation"))
+import linux_side
+import matrix
+import render
+import run
+import sp_side
+import specs
+
+# Linux's defaults the stack switch must bring to both sides (include/net/tcp.h, sysctl docs).
+TCP_INIT_CWND = 10
+TCP_RTO_MIN_MS = 200
+TCP_EARLY_RETRANS_TLP = "3"  # net.ipv4.tcp_early_retrans: 3 = TLP on (Linux's default)
+TCP_RECOVERY_RACK = "1"  # net.ipv4.tcp_recovery: RACK loss detection
+
+
+def _one_of_each(seed=1):
+    return [specs.many(10, seed, duration_s=20.0), specs.bernoulli(0.05, seed, 20.0), specs.web(seed, duration_s=20.0),
+            specs.fig11("taq", 50_000, seed, 40.0)]
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic", "bbr"])
+def test_both_sides_run_one_scenario_under_linuxs_stack_with_the_congestion_control(cc):
+    for spec in _one_of_each():
+        end = spec["warmup_s"] + spec["duration_s"]
+        ours = sp_side.scenario(spec, end)[0].with_overrides(matrix.overrides(cc))
+        theirs = linux_side.scenario(spec, end)[0].with_overrides(matrix.overrides(cc))
+        assert ours.to_dict() == theirs.to_dict(), spec["name"]
+        tcp = ours["tcp"]
+        assert (tcp["stack"], tcp["congestion"]) == ("linux", cc)
+        assert tcp["initial_window_pkts"] == TCP_INIT_CWND and tcp["min_rto_ms"] == TCP_RTO_MIN_MS
+        assert tcp["tail_loss_probe"] and tcp["loss_detection"] == "rack"
+        # The testbed's Reno and CUBIC senders do not pace; BBR does on both sides.
+        assert tcp["pacing"] == ("linux" if cc == "bbr" else "none")
+        settings = linux_settings(ours)  # refuses what Linux cannot honour
+        assert set(settings.congestion_control) == {cc}
+        assert settings.sysctls["net.ipv4.tcp_early_retrans"] == TCP_EARLY_RETRANS_TLP
+        assert settings.sysctls["net.ipv4.tcp_recovery"] == TCP_RECOVERY_RACK
+        # The namespaces' default stays reno: BBR's init at the handshake would pace the others.
+        assert settings.sysctls["net.ipv4.tcp_congestion_control"] == "reno"
+
+
+def test_fig11_points_are_taq_testbed_fig11s_scenarios():
+    from smallpipe.experiments.taq_testbed_fig11 import point_scenario
+
+    for d in specs.FIG11_DISCIPLINES:
+        for share in specs.FIG11_FAIR_SHARES_BPS:
+            spec = specs.fig11(d, share, 2, 60.0)
+            built = sp_side.scenario(spec, 60.0)[0]
+            expected = point_scenario(discipline=d, rate_bps=1_000_000, fair_share_bps=share, duration_s=60.0, seed=2)
+            assert built.to_dict() == expected.to_dict()
+            # N = rate / fair share: 100 flows at 10 kbit/s, 20 at 50 kbit/s.
+            assert sum(g["count"] for g in built["flows"]) == 1_000_000 // share
+
+
+def test_build_counts_and_testbed_time_per_congestion_control():
+    spec_list = matrix.build(matrix.SECTIONS, 3, 60.0, 120.0, 120.0, 200.0)
+    # Per seed: N = 10, 50, 100; four loss rates; one web pool; 4 disciplines x 2 fair shares.
+    assert len(spec_list) == 3 * (3 + 4 + 1 + 8)
+    # many 9 x (10 + 60), Bernoulli 12 x (10 + 120), web 3 x (10 + 120), fig11 24 x 200.
+    assert matrix.wall_estimate_s(spec_list) == 9 * 70 + 12 * 130 + 3 * 130 + 24 * 200
+    assert len({s["name"] for s in spec_list}) == len(spec_list)
+    assert [s["name"] for s in matrix.build(("fig11",), 1, 60.0, 120.0, 120.0, 60.0)][:2] == [
+        "fig11 taq share=10k seed=1", "fig11 taq share=50k seed=1"]
+
+
+def test_unknown_congestion_control_is_refused_by_name():
+    with pytest.raises(ValueError, match="congestion: 'vegas' is not one of reno, cubic, bbr"):
+        matrix.overrides("vegas")
+
+
+def test_command_line_keeps_the_linux_column_and_refuses_mixed_flags():
+    with pytest.raises(SystemExit):
+        run.main(["--congestion", "cubic"])  # the matrix needs --linux
+    with pytest.raises(SystemExit):
+        run.main(["--linux", "--only", "fig11"])  # fig11 is a matrix section
+    with pytest.raises(SystemExit):
+        run.main(["--linux", "--congestion", "bbr", "--only", "scripted"])
+
+
+@pytest.mark.parametrize(("kind", "smallpipe", "linux", "verdict"), [
+    ("loss_rate", 0.10, 0.12, "pass"),  # +20%: on the bound
+    ("loss_rate", 0.10, 0.0799, "FAIL"),  # -20.1%
+    ("loss_rate", 0.0, 0.0, "pass"),
+    ("loss_rate", 0.0, 0.01, "FAIL"),
+    ("queue_pkts", 40.0, 43.0, "pass"),  # 3 packets
+    ("queue_pkts", 40.0, 36.9, "FAIL"),
+    ("jain", 0.90, 0.85, "pass"),
+    ("jain", 0.90, 0.959, "FAIL"),
+    ("timeouts", 4.0, 5.0, "pass"),  # +25%
+    ("timeouts", 4.0, 2.99, "FAIL"),
+    ("fct_median", 2.0, 2.4, "pass"),
+    ("fct_median", 2.0, float("inf"), "FAIL"),  # an unfinished object at the median
+    ("jain", None, 0.9, "FAIL"),  # no slice to measure
+    ("tlp", 1.0, 7.0, "report"),
+    ("goodput", 100.0, 10.0, "report"),
+])
+def test_classification_against_the_issues_tolerances(kind, smallpipe, linux, verdict):
+    assert matrix.classify(kind, smallpipe, linux) == verdict
+
+
+def _result(loss_rate, queue, timeouts, probes, jain, rx_bytes):
+    return {"loss_rate": loss_rate, "mean_queue_pkts": queue, "timeouts": timeouts, "loss_probes": probes,
+            "connections": len(timeouts), "jain_20s": jain, "rx_bytes": rx_bytes, "objects": []}
+
+
+def test_many_rows_average_the_seeds_and_count_probes_per_flow():
+    spec_list = [specs.many(10, s, duration_s=100.0) for s in (1, 2)]
+    results = {
+        spec_list[0]["name"]: (_result(0.10, 40.0, [1] * 10, 20, 0.90, [12_500] * 10),
+                               _result(0.13, 44.0, [2] * 10, 50, 0.80, [12_500] * 10)),
+        spec_list[1]["name"]: (_result(0.20, 30.0, [3] * 10, 40, 0.94, [12_500] * 10),
+                               _result(0.22, 30.0, [3] * 10, 70, 0.96, [25_000] * 10)),
+    }
+    rows = {r["metric"]: r for r in matrix.compare("cubic", results, spec_list)}
+    loss = rows["N = 10: bottleneck loss rate"]
+    assert (loss["smallpipe"], loss["linux"]) == pytest.approx((0.15, 0.175))  # +16.7%
+    assert loss["verdict"] == "pass" and loss["congestion"] == "cubic"
+    queue = rows["N = 10: mean queue"]
+    assert (queue["smallpipe"], queue["linux"], queue["verdict"]) == (35.0, 37.0, "pass")
+    timeouts = rows["N = 10: timeouts per flow"]
+    assert (timeouts["smallpipe"], timeouts["linux"], timeouts["verdict"]) == (2.0, 2.5, "pass")  # +25%
+    probes = rows["N = 10: tail-loss probes per flow (whole run)"]
+    assert (probes["smallpipe"], probes["linux"], probes["verdict"]) == (3.0, 6.0, "report")
+    jain = rows["N = 10: 20 s Jain index"]
+    assert (jain["smallpipe"], jain["linux"]) == pytest.approx((0.92, 0.88))
+    assert jain["verdict"] == "pass"
+    # 10 x 12 500 bytes in 100 s = 10 kbit/s; Linux's second seed twice that.
+    goodput = rows["N = 10: goodput"]
+    assert (goodput["smallpipe"], goodput["linux"]) == pytest.approx((10.0, 15.0))
+
+
+def _slices(bytes_per_flow_per_second):
+    """1 s slices over 70 s; ``bytes_per_flow_per_second(flow, t)``."""
+    rows = [(f, t, t * 1_000_000_000, bytes_per_flow_per_second(f, t)) for f in (0, 1) for t in range(70)]
+    return pl.DataFrame(rows, schema=["flow_id", "slice", "start_ns", "bytes"], orient="row")
+
+
+def test_jain_20s_keeps_whole_slices_after_the_warmup_and_the_first():
+    # Equal shares during [20, 60) s, one flow alone before and after: only two whole 20 s
+    # slices fit [max(10, 20), 70) s, and they are fair.
+    def equal_inside(flow, t):
+        return 100 if 20 <= t < 60 or flow == 0 else 0
+
+    flows = pl.DataFrame({"flow_id": [0, 1], "start_ns": [0, 0], "end_ns": [None, None]},
+                         schema={"flow_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64})
+    assert sp_side.jain_20s(SimpleNamespace(slices=_slices(equal_inside), flows=flows), 10.0, 70.0) == pytest.approx(1.0)
+
+    # Flow 1 gets twice flow 0's bytes: J = (1 + 2)^2 / (2 (1 + 4)) = 0.9.
+    def twice(flow, t):
+        return 100 * (flow + 1)
+
+    assert sp_side.jain_20s(SimpleNamespace(slices=_slices(twice), flows=flows), 10.0, 70.0) == pytest.approx(0.9)
+    # Ending at 39 s leaves no whole slice after the first.
+    assert sp_side.jain_20s(SimpleNamespace(slices=_slices(twice), flows=flows), 10.0, 39.0) is None
+
+
+def test_render_marks_rows_outside_and_counts_each_congestion_control(tmp_path):
+    spec_list = [specs.many(10, 1, duration_s=100.0)]
+    results = {spec_list[0]["name"]: (_result(0.10, 40.0, [2] * 10, 0, 0.90, [1] * 10),
+                                      _result(0.15, 41.0, [2] * 10, 3, 0.91, [1] * 10))}
+    rows = matrix.compare("bbr", results, spec_list)
+    with open(tmp_path / "linux_matrix_bbr_summary.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (tmp_path / "linux_matrix_bbr_meta.json").write_text(json.dumps({"runs": 1, "wall_s": 110.0}))
+    doc = tmp_path / "page.md"
+    render.render_matrix(tmp_path, doc)
+    text = doc.read_text()
+    # Loss +50% is outside; queue (+1 packet), timeouts (equal) and Jain (+0.01) are within.
+    assert "| bbr | many | N = 10: bottleneck loss rate | 0.1 | 0.15 | ±20% | **outside** |" in text
+    assert "| bbr | many | N = 10: mean queue | 40 packets | 41 packets | ±3 packets | within |" in text
+    assert "bbr: 3 of 4 rows within tolerance (1 scenarios, 110.0 s of wall time)." in text
+    render.render_matrix(tmp_path, doc)  # idempotent: the markers stay, the table is replaced
+    assert doc.read_text() == text
+
+
+NSTAT_SAMPLE = """\
+#kernel
+IpInReceives                    69674              0.0
+IpInHdrErrors                   0                  0.0
+TcpActiveOpens                  412                0.0
+TcpExtTCPTimeouts               6                  0.0
+TcpExtTCPLossProbes             16                 0.0
+TcpExtTCPLossProbeRecovery      2                  0.0
+IpExtInOctets                   1407244804         0.0
+"""
+"""The shape of `nstat -asz` on Linux 6.x (iproute2): a #kernel line, then name, absolute value, rate."""
+
+
+def test_nstat_parsing_reads_the_loss_probe_counters():
+    counters = parse_nstat(NSTAT_SAMPLE)
+    assert {name: counters[name] for name in LOSS_PROBE_COUNTERS} == {"TcpExtTCPLossProbes": 16,
+                                                                       "TcpExtTCPLossProbeRecovery": 2}
+    assert counters["IpExtInOctets"] == 1_407_244_804
+    assert len(counters) == 7
+
+
+def test_nstat_parsing_names_a_line_it_cannot_read():
+    with pytest.raises(NetnsError, match="'TcpExtTCPLossProbes  sixteen  0.0' is not a counter line"):
+        parse_nstat("#kernel\nTcpExtTCPLossProbes  sixteen  0.0\n")
+
+
+def test_the_pages_matrix_placeholder_is_what_render_writes_without_results(tmp_path):
+    page = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+    doc = tmp_path / "validation.md"
+    doc.write_text(page.read_text())
+    render.render_matrix(tmp_path, doc)  # no linux_matrix_<cc>_summary.csv here
+    assert doc.read_text() == page.read_text()
