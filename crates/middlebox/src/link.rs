@@ -503,10 +503,10 @@ mod tests {
     /// checked within 0.4) and a lost share of p / (p + r) (checked within 10%, over 3 sd).
     #[test]
     fn bursty_loss_matches_the_gilbert_closed_forms() {
-        use smallpipe_core::link::LossModelConfig;
+        use smallpipe_core::link::{GilbertElliottConfig, LossModelConfig};
         let (p, r) = (0.01, 0.25);
         let mut l = link(100_000_000_000, 1, 0.0, &[]);
-        l.shape(None, Framing::default(), Some(LossModelConfig::GilbertElliott { p, r, h: 0.0, k: 1.0 }.build().unwrap()));
+        l.shape(None, Framing::default(), Some(LossModelConfig::GilbertElliott(GilbertElliottConfig { p, r, h: 0.0, k: 1.0 }).build().unwrap()));
         let n = 200_000u32;
         let mut out = Vec::new();
         for k in 0..n {

@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{in_ns, pattern, wait_for_ready};
+use common::{in_ns, pattern, wait_for_log, wait_for_ready};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::FromRawFd;
@@ -387,20 +387,6 @@ fn departed_bytes(text: &str, direction: &str) -> f64 {
 
 fn box_time_s(text: &str) -> f64 {
     metric(text, r#"smallpipe_box_runtime{what="time_ns"}"#).unwrap_or(f64::NAN) * 1e-9
-}
-
-fn wait_for_log(log: &Path, needle: &str, within: Duration) -> Result<String, String> {
-    let end = Instant::now() + within;
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(needle) {
-            return Ok(text);
-        }
-        if Instant::now() > end {
-            return Err(format!("no {needle:?} in the box's log within {within:?}:\n{text}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 // ---- probes -------------------------------------------------------------------------

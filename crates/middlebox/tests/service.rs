@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{in_ns, pattern, wait_for_ready};
+use common::{in_ns, pattern, wait_for_log, wait_for_ready};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixDatagram;
@@ -178,20 +178,6 @@ fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitSt
         std::thread::sleep(Duration::from_millis(50));
     }
     None
-}
-
-fn wait_for_log(log: &Path, needle: &str, within: Duration) -> Result<String, String> {
-    let end = Instant::now() + within;
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if text.contains(needle) {
-            return Ok(text);
-        }
-        if Instant::now() > end {
-            return Err(format!("no {needle:?} in the box's log within {within:?}:\n{text}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn can_run() -> Result<(), String> {

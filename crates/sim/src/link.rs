@@ -353,12 +353,12 @@ mod tests {
     /// the lost share's relative error is about 2%, checked within 8%.
     #[test]
     fn bursty_loss_runs_last_one_over_r_and_lose_the_stationary_share() {
-        use smallpipe_core::link::LossModelConfig;
+        use smallpipe_core::link::{GilbertElliottConfig, LossModelConfig};
         let (p, r) = (0.005, 0.2);
         let q = QdiscConfig::DropTail(DropTailConfig::packets(10)).build().unwrap();
         let mut link = Link::new("bottleneck".into(), 1_000_000, Duration::ZERO, Duration::ZERO, 0.0,
                                  Accounted::new(q, Rng::new(1, 2)), 0, Rng::new(1, 3));
-        link.burst_loss = Some(LossModelConfig::GilbertElliott { p, r, h: 0.0, k: 1.0 }.build().unwrap());
+        link.burst_loss = Some(LossModelConfig::GilbertElliott(GilbertElliottConfig { p, r, h: 0.0, k: 1.0 }).build().unwrap());
         let n = 1_000_000u64;
         let (mut lost, mut bursts, mut in_burst) = (0u64, 0u64, false);
         for i in 0..n {

@@ -14,20 +14,25 @@ use serde::{Deserialize, Serialize};
 
 /// `loss_model = { kind = "gilbert_elliott", p, r, h, k }`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LossModelConfig {
-    GilbertElliott {
-        /// Good -> Bad transition probability per packet.
-        p: f64,
-        /// Bad -> Good transition probability per packet (1 / mean stay in Bad).
-        r: f64,
-        /// Probability a packet gets through in Bad (default 0: Bad loses everything).
-        #[serde(default)]
-        h: f64,
-        /// Probability a packet gets through in Good (default 1: Good loses nothing).
-        #[serde(default = "one")]
-        k: f64,
-    },
+    GilbertElliott(GilbertElliottConfig),
+}
+
+/// The Gilbert–Elliott model's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GilbertElliottConfig {
+    /// Good -> Bad transition probability per packet.
+    pub p: f64,
+    /// Bad -> Good transition probability per packet (1 / mean stay in Bad).
+    pub r: f64,
+    /// Probability a packet gets through in Bad (default 0: Bad loses everything).
+    #[serde(default)]
+    pub h: f64,
+    /// Probability a packet gets through in Good (default 1: Good loses nothing).
+    #[serde(default = "one")]
+    pub k: f64,
 }
 
 fn one() -> f64 {
@@ -38,7 +43,7 @@ impl LossModelConfig {
     /// Checks the parameters; errors name `p`, `r`, `h` or `k` (the caller prefixes its
     /// field).
     pub fn build(&self) -> Result<GilbertElliott, ConfigError> {
-        let LossModelConfig::GilbertElliott { p, r, h, k } = *self;
+        let LossModelConfig::GilbertElliott(GilbertElliottConfig { p, r, h, k }) = *self;
         for (name, v) in [("p", p), ("h", h), ("k", k)] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(ConfigError::new(name, v, "a probability in [0, 1]"));
@@ -55,20 +60,8 @@ impl LossModelConfig {
     /// `QdiscConfig::locate_error` does for a discipline's table); `None` for an unknown
     /// kind or knobs that parse.
     pub fn locate_error<'de, D: serde::Deserializer<'de>>(kind: &str, knobs: D) -> Option<(String, String)> {
-        /// `GilbertElliott`'s fields as a struct, so serde can name the one that failed.
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        #[allow(dead_code)] // only parsed, for the error's path
-        struct Knobs {
-            p: f64,
-            r: f64,
-            #[serde(default)]
-            h: f64,
-            #[serde(default = "one")]
-            k: f64,
-        }
         match kind {
-            "gilbert_elliott" => serde_path_to_error::deserialize::<D, Knobs>(knobs)
+            "gilbert_elliott" => serde_path_to_error::deserialize::<D, GilbertElliottConfig>(knobs)
                 .err()
                 .map(|e| (e.path().to_string(), e.into_inner().to_string())),
             _ => None,
@@ -77,7 +70,7 @@ impl LossModelConfig {
 
     /// The long-run fraction of packets lost.
     pub fn stationary_loss(&self) -> f64 {
-        let LossModelConfig::GilbertElliott { p, r, h, k } = *self;
+        let LossModelConfig::GilbertElliott(GilbertElliottConfig { p, r, h, k }) = *self;
         (r * (1.0 - k) + p * (1.0 - h)) / (p + r)
     }
 }
@@ -112,7 +105,7 @@ mod tests {
     use super::*;
 
     fn ge(p: f64, r: f64, h: f64, k: f64) -> GilbertElliott {
-        LossModelConfig::GilbertElliott { p, r, h, k }.build().unwrap()
+        LossModelConfig::GilbertElliott(GilbertElliottConfig { p, r, h, k }).build().unwrap()
     }
 
     /// Lost fraction and mean run of consecutive losses over `n` packets.
@@ -133,7 +126,7 @@ mod tests {
         // h = 0, k = 1: loss bursts are the stays in Bad, geometric with mean 1 / r = 4;
         // loss rate p / (p + r) = 0.01 / 0.26.
         let (p, r) = (0.01, 0.25);
-        let cfg = LossModelConfig::GilbertElliott { p, r, h: 0.0, k: 1.0 };
+        let cfg = LossModelConfig::GilbertElliott(GilbertElliottConfig { p, r, h: 0.0, k: 1.0 });
         let n = 2_000_000;
         let (rate, burst) = measure(cfg.build().unwrap(), n, 1);
         let want = p / (p + r);
@@ -149,7 +142,7 @@ mod tests {
     #[test]
     fn elliott_loss_rate_matches_the_stationary_mixture() {
         // Both states lose some: 2% in Good, 60% in Bad; Bad a fifth of the time.
-        let cfg = LossModelConfig::GilbertElliott { p: 0.02, r: 0.08, h: 0.4, k: 0.98 };
+        let cfg = LossModelConfig::GilbertElliott(GilbertElliottConfig { p: 0.02, r: 0.08, h: 0.4, k: 0.98 });
         let want = (0.08 * 0.02 + 0.02 * 0.6) / 0.1;
         assert!((cfg.stationary_loss() - want).abs() < 1e-12);
         let (rate, _) = measure(cfg.build().unwrap(), 2_000_000, 3);
@@ -171,7 +164,7 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_named() {
-        let bad = |p, r, h, k| LossModelConfig::GilbertElliott { p, r, h, k }.build().unwrap_err();
+        let bad = |p, r, h, k| LossModelConfig::GilbertElliott(GilbertElliottConfig { p, r, h, k }).build().unwrap_err();
         assert_eq!(bad(1.5, 0.1, 0.0, 1.0).field, "p");
         let e = bad(0.1, 0.0, 0.0, 1.0);
         assert_eq!((e.field.as_str(), e.value.as_str()), ("r", "0"));

@@ -9,4 +9,4 @@ pub mod gilbert_elliott;
 
 pub use delivery_trace::{DeliveryTrace, TraceError, TraceServer, OPPORTUNITY_BYTES};
 pub use framing::{Framing, FramingKind};
-pub use gilbert_elliott::{GilbertElliott, LossModelConfig};
+pub use gilbert_elliott::{GilbertElliott, GilbertElliottConfig, LossModelConfig};

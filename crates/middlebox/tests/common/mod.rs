@@ -1,9 +1,10 @@
-//! Helpers both namespace test files use: a closure run inside a network namespace, the
-//! byte pattern of a transfer, and waiting for the box's `ready` line.
+//! Helpers the namespace test files use: a closure run inside a network namespace, the
+//! byte pattern of a transfer, and waiting for the box's `ready` line or a line of its log.
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::Child;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<Result<T, String>> {
     let path = format!("/var/run/netns/{ns}");
@@ -30,5 +31,21 @@ pub fn wait_for_ready(child: &mut Child) -> Result<(), String> {
         Ok(l) if l.trim() == "ready" => Ok(()),
         Ok(l) => Err(format!("box printed {l:?} instead of ready")),
         Err(_) => Err("box did not print ready within 10 s".into()),
+    }
+}
+
+/// Waits until the box's log holds `needle`; the log so far, or why not.
+#[allow(dead_code)] // netns.rs reads no log
+pub fn wait_for_log(log: &Path, needle: &str, within: Duration) -> Result<String, String> {
+    let end = Instant::now() + within;
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(needle) {
+            return Ok(text);
+        }
+        if Instant::now() > end {
+            return Err(format!("no {needle:?} in the box's log within {within:?}:\n{text}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
