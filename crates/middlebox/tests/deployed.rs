@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{in_ns, pattern, wait_for_log, wait_for_ready};
+use common::{in_ns, pattern, sh, wait_for_log, wait_for_ready};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::FromRawFd;
@@ -96,15 +96,6 @@ const PROBES: [Probe; 6] = [
 
 /// A thread run by `in_ns` whose closure can fail: the outer error is the namespace's.
 type Joined<T> = JoinHandle<Result<Result<T, String>, String>>;
-
-fn sh(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!("{} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
-    }
-}
 
 /// Join `inner` (untagged) to `outer` (a trunk) for VLAN_ID until `stop`: frames from
 /// `inner` leave `outer` with an 802.1Q tag (TPID 0x8100, priority 0); frames on `outer`

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{in_ns, pattern, wait_for_log, wait_for_ready};
+use common::{in_ns, pattern, sh, wait_for_log, wait_for_ready};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixDatagram;
@@ -20,15 +20,6 @@ const SERVER_IP: &str = "198.18.41.2";
 const CLIENT_MAC: &str = "02:00:c6:12:29:01";
 const SERVER_MAC: &str = "02:00:c6:12:29:02";
 const FAILOPEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/smallpipe-box-failopen");
-
-fn sh(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!("{} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
-    }
-}
 
 struct Testbed {
     names: [String; 3],

@@ -1,9 +1,10 @@
 //! Helpers the namespace test files use: a closure run inside a network namespace, the
-//! byte pattern of a transfer, and waiting for the box's `ready` line or a line of its log.
+//! byte pattern of a transfer, a command's output, and waiting for the box's `ready` line or
+//! a line of its log.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Child;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<Result<T, String>> {
@@ -47,5 +48,16 @@ pub fn wait_for_log(log: &Path, needle: &str, within: Duration) -> Result<String
             return Err(format!("no {needle:?} in the box's log within {within:?}:\n{text}"));
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs a command; its stdout, or the command and its stderr.
+#[allow(dead_code)] // netns.rs has its own, which keeps no output
+pub fn sh(args: &[&str]) -> Result<String, String> {
+    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!("{} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
 }
