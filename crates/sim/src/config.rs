@@ -1238,6 +1238,26 @@ mod tests {
     }
 
     #[test]
+    fn a_group_naming_a_congestion_control_takes_the_stacks_knobs_for_it() {
+        // Linux's stack turns CUBIC's HyStart on for CUBIC (tcp_cubic.c) and its own Reno
+        // growth on for Reno: a BBR or Reno group under it gets the stack's value for its own.
+        let s = Scenario::from_json(
+            r#"{"tcp":{"stack":"linux"},"flows":[{"app":"bulk","tcp":{"congestion":"bbr"}},{"app":"bulk","tcp":{"congestion":"reno"}},{"app":"bulk"}]}"#,
+        ).unwrap();
+        let (bbr, reno, cubic) = (s.group_tcp(0).unwrap(), s.group_tcp(1).unwrap(), s.group_tcp(2).unwrap());
+        assert_eq!((bbr.congestion, bbr.cubic_hystart, bbr.cwnd_growth), (Congestion::Bbr, false, CwndGrowth::PerAck));
+        assert_eq!((reno.congestion, reno.cubic_hystart, reno.cwnd_growth), (Congestion::Reno, false, CwndGrowth::Linux));
+        assert_eq!((cubic.cubic_hystart, cubic.cwnd_growth), (true, CwndGrowth::PerAck));
+        // A Reno [tcp] and a CUBIC group: the stack's HyStart for the group.
+        let g = Scenario::from_json(r#"{"tcp":{"stack":"linux","congestion":"reno"},"flows":[{"app":"bulk","tcp":{"congestion":"cubic"}}]}"#)
+            .unwrap().group_tcp(0).unwrap();
+        assert_eq!((g.congestion, g.cwnd_growth, g.cubic_hystart), (Congestion::Cubic, CwndGrowth::PerAck, true));
+        // A knob [tcp] set against its stack is kept, and checked for the group.
+        let e = err(r#"{"tcp":{"stack":"linux","congestion":"reno","cwnd_growth":"byte_counting"},"flows":[{"app":"bulk","tcp":{"congestion":"cubic"}}]}"#);
+        assert_eq!(e.field, "flows[0].tcp.cwnd_growth");
+    }
+
+    #[test]
     fn the_canonical_form_records_the_link_a_discipline_feeds() {
         // 1 Mbit/s and 1 ms, not RED's defaults of 10 Mbit/s and 10 ms.
         let s = Scenario::from_json(

@@ -209,7 +209,9 @@ impl TcpConfig {
 
     /// `[tcp]` with a group's `[flows.tcp]` keys over it. A group that names a `stack` takes
     /// that stack's value (or the RFC default) for every knob a stack decides and it does not
-    /// set itself, whatever the scenario's `[tcp]` says; its other keys come from `[tcp]`.
+    /// set itself, whatever the scenario's `[tcp]` says; its other keys come from `[tcp]`. A
+    /// group that names only a `congestion` takes the stack's value for the knobs the stack
+    /// sets by congestion control, where `[tcp]` left them at the stack's.
     pub(crate) fn merged_with(&self, overrides: &Map<String, Value>) -> Map<String, Value> {
         let Value::Object(mut merged) = serde_json::to_value(self).expect("[tcp] serializes") else {
             unreachable!("[tcp] serializes as a table")
@@ -218,6 +220,19 @@ impl TcpConfig {
             let ns2 = self.stack == Stack::Ns2 || Stack::deserialize(stack).ok() == Some(Stack::Ns2);
             merged.retain(|key, _| {
                 !STACK_KNOBS.contains(&key.as_str()) && !(ns2 && NS2_STACK_KNOBS.contains(&key.as_str()))
+            });
+        } else if let Some(congestion) = overrides.get("congestion").and_then(|c| Congestion::deserialize(c).ok()) {
+            // A knob the stack sets by congestion control (Linux's `cubic_hystart` for CUBIC,
+            // its `cwnd_growth` for Reno), where `[tcp]` left it as the stack has it for its own
+            // congestion control: the group's takes the stack's value for the group's.
+            let Value::Object(defaults) = serde_json::to_value(TcpConfig::default()).expect("[tcp] serializes") else {
+                unreachable!("[tcp] serializes as a table")
+            };
+            let rack = self.loss_detection == LossDetection::Rack;
+            let stack_value = |key: &str, c| self.stack.value_with(key, c, rack).or_else(|| defaults.get(key).cloned());
+            merged.retain(|key, v| {
+                let ours = stack_value(key, self.congestion);
+                !(STACK_KNOBS.contains(&key.as_str()) && ours.as_ref() == Some(v) && ours != stack_value(key, congestion))
             });
         }
         merged.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
