@@ -812,7 +812,7 @@ fn tag_and_dir(prefix: &str) -> (String, PathBuf) {
     (tag, dir)
 }
 
-const TAQ: &str = r#"{"kind": "taq", "protect_pure_acks": true, "new_flow_cap_level_3": true}"#;
+const TAQ: &str = r#"{"kind": "taq", "protect_pure_acks": true}"#;
 const FQ_CODEL: &str = r#"{"kind": "fq_codel"}"#;
 /// Load before a phase's window opens: slow start and the first queue build-up.
 const WARMUP: Duration = Duration::from_secs(3);
