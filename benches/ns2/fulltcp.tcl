@@ -20,6 +20,13 @@
 #   queue ARRIVED DEPARTED DROPPED             bottleneck packets, whole run
 #   tx GROUP PKTS RETRANSMITTED                per group: data packets sent, resent
 #   wall BUILD_S RUN_S
+#   timeouts GROUP N                           per group: retransmission timeouts (nrexmit_)
+#
+# Optional, for tracing one connection segment by segment (tests/test_ns2_fulltcp.py):
+# p(drop_data) lists data packets (from 1) the bottleneck drops, counted after the two
+# dataless packets of the first connection's handshake (its SYN and the ACK of the
+# SYN-ACK, tcp-full.cc:1885); p(trace_dir) writes the first connection's packets onto its
+# access link ('+' events) to segments.tr there.
 
 set build_started [clock milliseconds]
 source [lindex $argv 0]
@@ -59,8 +66,18 @@ $ns duplex-link $r1 $r2 $p(rate_bps) [expr {$p(delay_ms) / 1000.0}] $p(queue)
 $ns queue-limit $r1 $r2 $p(queue_limit)
 route $r1 $r2 -default
 route $r2 $r1 -default
+if {![info exists p(drop_data)]} { set p(drop_data) {} }
+if {![info exists p(trace_dir)]} { set p(trace_dir) "" }
 if {$p(loss) > 0} {
     bernoulli_loss $r1 $r2 $p(loss) [expr {$p(seed) + 1}]
+} elseif {[llength $p(drop_data)] > 0} {
+    # ErrorModel/List counts from 0 every packet it sees: the SYN is 0, the handshake's ACK 1.
+    set em [new ErrorModel/List]
+    $em unit pkt
+    set counted {}
+    foreach k $p(drop_data) { lappend counted [expr {$k + 1}] }
+    $em droplist $counted
+    $ns lossmodel $em $r1 $r2
 }
 set qmon [$ns monitor-queue $r1 $r2 ""]
 
@@ -68,6 +85,10 @@ proc connection {minrto} {
     global ns r1 r2 p
     lassign [host_pair $r1 $r2 $p(access_rate_bps) [expr {$p(sender_delay_ms) / 1000.0}] \
                  [expr {$p(receiver_delay_ms) / 1000.0}] 10000] s d
+    if {$p(trace_dir) != "" && ![info exists ::traced]} {
+        set ::traced 1
+        $ns trace-queue $s $r1 [open $p(trace_dir)/segments.tr w]
+    }
     set tcp [new Agent/TCP/FullTcp]
     set sink [new Agent/TCP/FullTcp]
     $tcp set minrto_ $minrto
@@ -171,14 +192,17 @@ proc finish {} {
     for {set g 0} {$g < $ngroups} {incr g} {
         set sent 0
         set resent 0
+        set timeouts 0
         lassign [lindex $p(groups) $g] kind count
         for {set c 0} {$c < $count} {incr c} {
             foreach tcp $conns($g,$c) {
                 incr sent [$tcp set ndatapack_]
                 incr resent [$tcp set nrexmitpack_]
+                incr timeouts [$tcp set nrexmit_]
             }
         }
         puts "tx $g $sent $resent"
+        puts "timeouts $g $timeouts"
     }
     puts "wall $build_s [expr {([clock milliseconds] - $run_started) / 1000.0}]"
     exit 0

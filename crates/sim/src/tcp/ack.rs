@@ -221,6 +221,7 @@ impl Endpoint {
             self.linux_hystart(ack, rtt, now, p);
         }
         match self.recovery {
+            _ if p.recovery.fulltcp => self.fulltcp_new_ack(ack, acked_data, rtt_sample, now, p),
             // ns-2 leaves Reno recovery on any new ACK, NewReno's at `recover`.
             Some(_) if p.recovery.ns2 && (ack >= self.recover_mark || p.recovery.algorithm == Recovery::Reno) => {
                 self.ns2_exit_recovery(ack, acked_data, now, p)
