@@ -13,6 +13,11 @@
 #                mean_gap_s (the next new packet sent), timed from its send to the first
 #                cumulative ACK past it, as the paper times its marked packets
 #   bulk         an FTP, cross traffic
+#   scripted     the connection opens at its start (an empty write: the handshake), then
+#                writes burst_bytes at each time of p(write_times) (tests: the writes of a
+#                smallpipe run replayed)
+#   transfer     one write of burst_bytes at its start with MSG_EOF: the connection closes
+#                (FIN) once the send buffer is empty and acknowledged (close_on_empty_)
 #
 # Prints on stdout:
 #   resp GROUP CLIENT WRITE_S DONE_S           a burst (interactive, diversity)
@@ -23,10 +28,10 @@
 #   timeouts GROUP N                           per group: retransmission timeouts (nrexmit_)
 #
 # Optional, for tracing one connection segment by segment (tests/test_ns2_fulltcp.py):
-# p(drop_data) lists data packets (from 1) the bottleneck drops, counted after the two
-# dataless packets of the first connection's handshake (its SYN and the ACK of the
-# SYN-ACK, tcp-full.cc:1885); p(trace_dir) writes the first connection's packets onto its
-# access link ('+' events) to segments.tr there.
+# p(drop_pkts) lists packets the bottleneck drops, counted from 0 over every packet it
+# carries towards the receivers (the handshake's SYN and ACKs included); p(trace_dir)
+# writes the first connection's packets onto its access link ('+' events) to segments.tr
+# there.
 
 set build_started [clock milliseconds]
 source [lindex $argv 0]
@@ -66,17 +71,14 @@ $ns duplex-link $r1 $r2 $p(rate_bps) [expr {$p(delay_ms) / 1000.0}] $p(queue)
 $ns queue-limit $r1 $r2 $p(queue_limit)
 route $r1 $r2 -default
 route $r2 $r1 -default
-if {![info exists p(drop_data)]} { set p(drop_data) {} }
+if {![info exists p(drop_pkts)]} { set p(drop_pkts) {} }
 if {![info exists p(trace_dir)]} { set p(trace_dir) "" }
 if {$p(loss) > 0} {
     bernoulli_loss $r1 $r2 $p(loss) [expr {$p(seed) + 1}]
-} elseif {[llength $p(drop_data)] > 0} {
-    # ErrorModel/List counts from 0 every packet it sees: the SYN is 0, the handshake's ACK 1.
+} elseif {[llength $p(drop_pkts)] > 0} {
     set em [new ErrorModel/List]
     $em unit pkt
-    set counted {}
-    foreach k $p(drop_data) { lappend counted [expr {$k + 1}] }
-    $em droplist $counted
+    $em droplist $p(drop_pkts)
     $ns lossmodel $em $r1 $r2
 }
 set qmon [$ns monitor-queue $r1 $r2 ""]
@@ -110,7 +112,9 @@ Agent/TCP/FullTcp instproc done_data {} {
             set burst_done($id) $now
             puts "resp $group_ $client_ $burst_written($id) $now"
             lassign [lindex $p(groups) $group_] kind count bytes gap
-            $ns at [expr {$now + [$gaps exponential $gap]}] "write $group_ $client_"
+            if {$kind != "scripted"} {
+                $ns at [expr {$now + [$gaps exponential $gap]}] "write $group_ $client_"
+            }
         }
     }
     set pending($self) {}
@@ -173,13 +177,18 @@ foreach grp $p(groups) {
         set start [expr {$p(start_spread_s) * [$defaultRNG uniform 0 1]}]
         if {$kind == "interactive" || $kind == "diversity"} {
             $ns at $start "write $g $c"
+        } elseif {$kind == "transfer"} {
+            $ns at $start "$tcp sendmsg $bytes MSG_EOF"
+        } elseif {$kind == "scripted"} {
+            $ns at $start "$tcp advance-bytes 0"
+            foreach t $p(write_times) { $ns at $t "write $g $c" }
         } elseif {$kind == "backlogged" || $kind == "bulk"} {
             set ftp [new Application/FTP]
             $ftp attach-agent $tcp
             $ns at $start "$ftp start"
             if {$kind == "backlogged"} { $ns at [expr {$start + [$gaps exponential $gap]}] "mark $g $c" }
         } else {
-            error "p(groups): kind $kind is not allowed; expected interactive, diversity, backlogged or bulk"
+            error "p(groups): kind $kind is not allowed; expected interactive, diversity, backlogged, bulk, scripted or transfer"
         }
     }
     incr g

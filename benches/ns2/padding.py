@@ -41,7 +41,7 @@ from ns2_side import Ns2Error, ns_binary
 HERE = Path(__file__).resolve().parent
 WARMUP_S = 20.0
 BURST_BYTES = 500
-KINDS = ("interactive", "diversity", "backlogged", "bulk")
+KINDS = ("interactive", "diversity", "backlogged", "bulk", "scripted", "transfer")
 
 
 def tcl_value(v: Any) -> str:
@@ -93,19 +93,26 @@ def params(*, groups: list[tuple[str, int, int, float, float]], rate_bps: float,
            duration_s: float, seed: int, queue: str = "DropTail", queue_limit: int = 10_000,
            queue_in_bytes: bool = False, mean_pktsize: int = 500, red: Any = "defaults", loss: float = 0.0,
            segsize: int = 536, delack_s: float = 0.1, window_pkts: int = 20, start_spread_s: float = 2.0,
-           access_rate_bps: float | None = None, drop_data: list[int] | None = None) -> dict[str, Any]:
-    """fulltcp.tcl's ``p`` array. ``drop_data``: data packets (from 1, after the first
-    connection's SYN and handshake ACK) the bottleneck drops; not with ``loss``."""
+           access_rate_bps: float | None = None, drop_pkts: list[int] | None = None,
+           write_times: list[float] | None = None) -> dict[str, Any]:
+    """fulltcp.tcl's ``p`` array. ``drop_pkts``: packets the bottleneck drops, counted from 0
+    over all it carries towards the receivers (handshakes included); not with ``loss``.
+    ``write_times``: when a ``scripted`` group writes, seconds."""
     for g in groups:
         if g[0] not in KINDS:
             raise ValueError(f"groups: kind {g[0]!r} is not allowed; expected one of {list(KINDS)}")
-    if drop_data and loss:
-        raise ValueError(f"drop_data: {drop_data} is not allowed with loss {loss}; expected one of them")
-    if drop_data and any(k < 1 for k in drop_data):
-        raise ValueError(f"drop_data: {drop_data} is not allowed; expected data packet numbers >= 1")
+    scripted = any(g[0] == "scripted" for g in groups)
+    if scripted != bool(write_times):
+        raise ValueError(f"write_times: {write_times!r} is not allowed; expected a list of times exactly when a "
+                         "group is scripted")
+    if drop_pkts and loss:
+        raise ValueError(f"drop_pkts: {drop_pkts} is not allowed with loss {loss}; expected one of them")
+    if drop_pkts and any(k < 0 for k in drop_pkts):
+        raise ValueError(f"drop_pkts: {drop_pkts} is not allowed; expected packet numbers >= 0")
     return {
         "seed": seed + 1, "duration_s": duration_s, "start_spread_s": start_spread_s,
-        "groups": [list(g) for g in groups], "drop_data": sorted(drop_data or []),
+        "groups": [list(g) for g in groups], "drop_pkts": sorted(drop_pkts or []),
+        "write_times": [repr(float(t)) for t in write_times or []],
         "rate_bps": rate_bps, "delay_ms": delay_ms,
         "access_rate_bps": max(1e9, 10 * rate_bps) if access_rate_bps is None else access_rate_bps,
         "sender_delay_ms": rtt_ms / 2 - delay_ms, "receiver_delay_ms": 0.0, "queue": queue,

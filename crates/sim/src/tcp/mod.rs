@@ -498,10 +498,16 @@ impl Endpoint {
                     self.rto_at = Opt64::NONE;
                     self.start_after_syn_timeout(p);
                     if p.recovery.fulltcp {
-                        // ns-2's FullTcp sends the handshake's ACK alone, then the data
-                        // (tcp-full.cc:1885, "special to ns: generate pure ACK here").
+                        // ns-2's FullTcp sends the handshake's ACK alone (tcp-full.cc:1885,
+                        // "special to ns: generate pure ACK here"), then the data; with no
+                        // data it sends a second pure ACK, the `TF_ACKNOW` set at :1860
+                        // (which that first send does not clear) going out through `foutput`.
                         self.send_ack(now, p, out);
+                        let sent = out.len();
                         self.try_send(now, p, out);
+                        if out.len() == sent {
+                            self.send_ack(now, p, out);
+                        }
                     } else {
                         let sent = out.len();
                         self.try_send(now, p, out);

@@ -14,7 +14,9 @@
 //!   second loss in the window is retransmitted fast again; after a timeout only past
 //!   `recover_`. It sets `fastrecov_` even when it does not retransmit, and then duplicate
 //!   ACKs past the threshold still inflate `cwnd_` and send (:2187), until a new ACK;
-//! - no limited transmit: the first two duplicate ACKs send nothing (:2175-2190).
+//! - no limited transmit: the first two duplicate ACKs send nothing (:2175-2190);
+//! - Nagle (`nodelay_` false): new data shorter than a segment goes only when nothing is
+//!   outstanding (`foutput`, :1050-1064).
 
 use super::*;
 
@@ -70,6 +72,15 @@ impl Endpoint {
         if acked_data > 0 {
             self.grow_window(ack, acked_data, rtt, now, p);
         }
+    }
+
+    /// FullTcp's sender silly-window avoidance (`foutput`, tcp-full.cc:1050-1064, `nodelay_`
+    /// false): a new segment of `len` < `maxseg_` bytes waits while anything is
+    /// unacknowledged (`quiet` is `highest_ack_ == maxseq_`); retransmissions always go.
+    /// The send buffer is always emptied by such a segment here (the window never cuts a
+    /// segment short), and `wnd_ * maxseg_ / 2` (the other way out) is never below `maxseg_`.
+    pub(in crate::tcp) fn fulltcp_nagle_holds(&self, len: u64, p: &TcpParams) -> bool {
+        len > 0 && len < p.mss && self.snd_nxt >= self.snd_max && self.snd_una < self.snd_max
     }
 
     /// `timeout_action` (tcp-full.cc:2591): `last_cwnd_action_` becomes a timeout and
