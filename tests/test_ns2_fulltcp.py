@@ -173,7 +173,7 @@ def test_fulltcp_bulk_segments_match_ns2(drops, timeouts):
     assert_same_data_segments(ns2, ours, duration_s)
     assert r.flows["timeouts"][0] == ns2_timeouts
     # The handshake: a SYN, then at the SYN-ACK a pure ACK on its own before the data
-    # (tcp-full.cc:1885), the two data segments of windowInit_ 2 behind it.
+    # (tcp-full.cc:1847), the two data segments of windowInit_ 2 behind it.
     lead = [(round(t, 6), n) for t, _, n in ns2[:4]]
     assert lead[0] == (0.0, 0) and lead[1][1] == 0 and lead[2][0] == lead[1][0] and lead[2][1] > 0
     assert [n for _, _, n, _ in ours[:4]] == [n for _, _, n in ns2[:4]]
@@ -196,7 +196,7 @@ def test_fulltcp_interactive_bursts_match_ns2(drops, timeouts):
     assert ns2_timeouts == timeouts
     assert_same_data_segments(ns2, ours, duration_s)
     assert r.flows["timeouts"][0] == ns2_timeouts
-    # No data waits at the handshake: ns-2 sends two pure ACKs (the second for TF_ACKNOW).
+    # No data waits at the handshake: ns-2 sends two pure ACKs (the second for TF_ACKNOW, tcp-full.cc:1820).
     assert [n for _, _, n in ns2[:3]] == [0, 0, 0] and [n for _, _, n, _ in ours[:3]] == [0, 0, 0]
 
 

@@ -498,9 +498,9 @@ impl Endpoint {
                     self.rto_at = Opt64::NONE;
                     self.start_after_syn_timeout(p);
                     if p.recovery.fulltcp {
-                        // ns-2's FullTcp sends the handshake's ACK alone (tcp-full.cc:1885,
+                        // ns-2's FullTcp sends the handshake's ACK alone (tcp-full.cc:1847,
                         // "special to ns: generate pure ACK here"), then the data; with no
-                        // data it sends a second pure ACK, the `TF_ACKNOW` set at :1860
+                        // data it sends a second pure ACK, the `TF_ACKNOW` set at :1820
                         // (which that first send does not clear) going out through `foutput`.
                         self.send_ack(now, p, out);
                         let sent = out.len();

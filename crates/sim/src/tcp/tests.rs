@@ -2672,7 +2672,7 @@ fn fulltcp(iw: u32) -> (TcpParams, Endpoint, Endpoint) {
     c.connect(t(0), &p, &mut out);
     s.on_segment(&out.pop().unwrap(), t(50), &p, &mut out);
     c.on_segment(&out.pop().unwrap(), t(100), &p, &mut out);
-    // No data waits: the handshake's ACK, then a second pure ACK (TF_ACKNOW, tcp-full.cc:1860).
+    // No data waits: the handshake's ACK, then a second pure ACK (TF_ACKNOW, tcp-full.cc:1820).
     assert_eq!(out.iter().map(|x| (x.flags.ack(), x.payload_len)).collect::<Vec<_>>(), vec![(true, 0), (true, 0)]);
     for a in out.drain(..) {
         s.on_segment(&a, t(150), &p, &mut Vec::new());
@@ -2683,7 +2683,7 @@ fn fulltcp(iw: u32) -> (TcpParams, Endpoint, Endpoint) {
 #[test]
 fn fulltcp_recovers_with_ssthresh_plus_dupacks_whole_packets_and_leaves_at_ssthresh() {
     // 11 packets out, the first lost: ns-2 FullTcp's dupack_action sets ssthresh_ =
-    // floor(11 / 2) = 5 and cwnd_ = ssthresh_ + 3 = 8 packets (tcp-full.cc:2585), each
+    // floor(11 / 2) = 5 and cwnd_ = ssthresh_ + 3 = 8 packets (tcp-full.cc:2586), each
     // later dupack adds one (extra_ack); the one-way Reno agent would halve to 5.5.
     let (p, mut c, mut s) = fulltcp(11);
     let mut out = Vec::new();
@@ -2719,7 +2719,7 @@ fn fulltcp_recovers_with_ssthresh_plus_dupacks_whole_packets_and_leaves_at_ssthr
 
 #[test]
 fn fulltcp_holds_a_short_segment_until_nothing_is_outstanding() {
-    // Nagle (nodelay_ false, foutput tcp-full.cc:1050-1064): the 500-byte tail of a write
+    // Nagle (nodelay_ false, foutput tcp-full.cc:1050-1067): the 500-byte tail of a write
     // waits while the two full segments before it are unacknowledged.
     let (p, mut c, mut s) = fulltcp(10);
     let mut out = Vec::new();

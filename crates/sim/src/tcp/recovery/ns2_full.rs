@@ -1,22 +1,23 @@
 //! `fast_recovery = "ns2_full"` (Reno only): the sender of ns-2 2.35's two-way
-//! `Agent/TCP/FullTcp` (tcp-full.cc, tcp-full.h) at ns-default.tcl's defaults
-//! (`reno_fastrecov_` true, `bug_fix_` true, `tcprexmtthresh_` 3, `open_cwnd_on_pack_` true,
-//! `ecn_` false). It shares the `"ns2"` rules (ssthresh, RTO, growth) and differs from the
+//! `Agent/TCP/FullTcp` (tcp-full.cc, tcp-full.h; lines at ns-2.35's `f95482f`) at
+//! ns-default.tcl's defaults (`reno_fastrecov_` true :1229, `bugFix_` true :939,
+//! `tcprexmtthresh_` 3 :1219, `open_cwnd_on_pack_` true :1231, `nodelay_` false :1221,
+//! `ecn_` 0 :933). It shares the `"ns2"` rules (ssthresh, RTO, growth) and differs from the
 //! one-way Reno agent (`recovery/ns2.rs`) in these:
 //!
-//! - the fast retransmit sets `cwnd_ = ssthresh_ + dupacks_` in whole packets (tcp-full.cc:2585)
+//! - the fast retransmit sets `cwnd_ = ssthresh_ + dupacks_` in whole packets (tcp-full.cc:2586)
 //!   and each further duplicate ACK adds a packet to `cwnd_` itself (`extra_ack`,
-//!   tcp-full.h:213), so a timeout in recovery halves the inflated window;
+//!   tcp-full.h:211), so a timeout in recovery halves the inflated window;
 //! - any new ACK leaves `cwnd_` at `ssthresh_` if it is above (`pack_action`, tcp-full.cc:804,
-//!   for partial and full ACKs alike), then opens it as any new ACK (:2290, `open_cwnd_on_pack_`);
+//!   for partial and full ACKs alike), then opens it as any new ACK (:2301, `open_cwnd_on_pack_`);
 //! - `dupack_action` (:2546) retransmits when `highest_ack_ > recover_` or when the last
 //!   window action was a fast retransmit (`last_cwnd_action_ == CWND_ACTION_DUPACK`), so a
 //!   second loss in the window is retransmitted fast again; after a timeout only past
 //!   `recover_`. It sets `fastrecov_` even when it does not retransmit, and then duplicate
-//!   ACKs past the threshold still inflate `cwnd_` and send (:2187), until a new ACK;
-//! - no limited transmit: the first two duplicate ACKs send nothing (:2175-2190);
+//!   ACKs past the threshold still inflate `cwnd_` and send (:2193-2200), until a new ACK;
+//! - no limited transmit: the first two duplicate ACKs send nothing (:2187-2203);
 //! - Nagle (`nodelay_` false): new data shorter than a segment goes only when nothing is
-//!   outstanding (`foutput`, :1050-1064).
+//!   outstanding (`foutput`, :1050-1067).
 
 use super::*;
 
@@ -32,7 +33,7 @@ impl Endpoint {
         self.queues.as_ref().map_or_else(FullTcp::default, |q| q.fulltcp)
     }
 
-    /// `dupack_action`'s test (tcp-full.cc:2550-2556 with `bug_fix_` true, `ecn_` false).
+    /// `dupack_action`'s test (tcp-full.cc:2549-2556 with `bug_fix_` true, `ecn_` false).
     pub(in crate::tcp) fn fulltcp_may_fast_retransmit(&self) -> bool {
         self.snd_una > self.recover_mark || self.fulltcp().last_action_fast_retransmit
     }
@@ -42,7 +43,7 @@ impl Endpoint {
         self.queues_mut().fulltcp.fastrecov = true;
     }
 
-    /// The fast retransmit's window: `cwnd_ = ssthresh_ + dupacks_` (tcp-full.cc:2585).
+    /// The fast retransmit's window: `cwnd_ = ssthresh_ + dupacks_` (tcp-full.cc:2586).
     pub(in crate::tcp) fn fulltcp_enter_recovery(&mut self, p: &TcpParams) {
         self.cwnd = self.ssthresh + self.dupacks as u64 * p.mss;
         let q = self.queues_mut();
@@ -74,7 +75,7 @@ impl Endpoint {
         }
     }
 
-    /// FullTcp's sender silly-window avoidance (`foutput`, tcp-full.cc:1050-1064, `nodelay_`
+    /// FullTcp's sender silly-window avoidance (`foutput`, tcp-full.cc:1050-1067, `nodelay_`
     /// false): a new segment of `len` < `maxseg_` bytes waits while anything is
     /// unacknowledged (`quiet` is `highest_ack_ == maxseq_`); retransmissions always go.
     /// The send buffer is always emptied by such a segment here (the window never cuts a
