@@ -179,15 +179,19 @@ def test_fulltcp_bulk_segments_match_ns2(drops, timeouts):
     assert [n for _, _, n, _ in ours[:4]] == [n for _, _, n in ns2[:4]]
 
 
-@pytest.mark.parametrize("drops, timeouts", [
-    ([], 0),
-    ([3], 1),  # a lone burst lost: no duplicate ACKs, a timeout (minrto_ 1 s)
-    ([3, 4], 2),  # and its retransmission: the timer backed off, a second timeout
+@pytest.mark.parametrize("drops, timeouts, duration_s", [
+    ([], 0, 30.0),
+    ([3], 1, 30.0),  # a lone burst lost: no duplicate ACKs, a timeout (minrto_ 1 s)
+    ([3, 4], 2, 30.0),  # and its retransmission: the timer backed off, a second timeout
+    # The retransmission's ACK ends the backoff (newack, tcp-full.cc:1355): the next burst
+    # lost times out after 1 s, not the one-way agents' 2 s (they wait for an RTT sample)
+    ([3, 5], 2, 30.0),
+    # Six timeouts in a row: from the fourth backoff ns-2 also drops SRTT (tcp.cc:627)
+    ([2, 3, 4, 5, 6, 7], 6, 120.0),
 ])
-def test_fulltcp_interactive_bursts_match_ns2(drops, timeouts):
+def test_fulltcp_interactive_bursts_match_ns2(drops, timeouts, duration_s):
     # Our telnet client's 500-byte writes (the next an exponential gap after the last is
     # acknowledged, as fulltcp.tcl's done_data) replayed in ns-2 at the same times.
-    duration_s = 30.0
     app = {"app": "interactive", "burst_bytes": BURST_BYTES, "mean_gap_s": 1.0, "gap_from": "response"}
     r, ours = smallpipe_run(app, drops, duration_s)
     writes = [ns / 1e9 for ns in r.bursts["sent_ns"]]

@@ -259,6 +259,9 @@ impl Endpoint {
         {
             self.arm_rto(now, p);
         }
+        if p.recovery.fulltcp {
+            self.fulltcp_end_backoff();
+        }
         if send {
             self.try_send(now, p, out);
         }

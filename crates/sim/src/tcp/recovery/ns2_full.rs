@@ -16,6 +16,9 @@
 //!   `recover_`. It sets `fastrecov_` even when it does not retransmit, and then duplicate
 //!   ACKs past the threshold still inflate `cwnd_` and send (:2193-2200), until a new ACK;
 //! - no limited transmit: the first two duplicate ACKs send nothing (:2187-2203);
+//! - every new ACK ends the timer's backoff (`newack`, tcp-full.cc:1349-1356, `t_backoff_ = 1`
+//!   outside the RTT-sample branch), after re-arming the timer with the backed-off RTO
+//!   (:1303); the one-way agents end it only with an RTT sample (tcp.cc:1389-1397);
 //! - Nagle (`nodelay_` false): new data shorter than a segment goes only when nothing is
 //!   outstanding (`foutput`, :1050-1067).
 
@@ -82,6 +85,12 @@ impl Endpoint {
     /// segment short), and `wnd_ * maxseg_ / 2` (the other way out) is never below `maxseg_`.
     pub(in crate::tcp) fn fulltcp_nagle_holds(&self, len: u64, p: &TcpParams) -> bool {
         len > 0 && len < p.mss && self.snd_nxt >= self.snd_max && self.snd_una < self.snd_max
+    }
+
+    /// `newack` (tcp-full.cc:1349-1356): the backoff ends on any new ACK, sample or not; the
+    /// caller has re-armed the timer first, with the backed-off RTO, as :1303 does.
+    pub(in crate::tcp) fn fulltcp_end_backoff(&mut self) {
+        self.rtt.reset_backoff();
     }
 
     /// `timeout_action` (tcp-full.cc:2591): `last_cwnd_action_` becomes a timeout and
