@@ -13,6 +13,11 @@
 #                mean_gap_s (the next new packet sent), timed from its send to the first
 #                cumulative ACK past it, as the paper times its marked packets
 #   bulk         an FTP, cross traffic
+#   scripted     the connection opens at its start (an empty write: the handshake), then
+#                writes burst_bytes at each time of p(write_times) (tests: the writes of a
+#                smallpipe run replayed)
+#   transfer     one write of burst_bytes at its start with MSG_EOF: the connection closes
+#                (FIN) once the send buffer is empty and acknowledged (close_on_empty_)
 #
 # Prints on stdout:
 #   resp GROUP CLIENT WRITE_S DONE_S           a burst (interactive, diversity)
@@ -20,6 +25,13 @@
 #   queue ARRIVED DEPARTED DROPPED             bottleneck packets, whole run
 #   tx GROUP PKTS RETRANSMITTED                per group: data packets sent, resent
 #   wall BUILD_S RUN_S
+#   timeouts GROUP N                           per group: retransmission timeouts (nrexmit_)
+#
+# Optional, for tracing one connection segment by segment (tests/test_ns2_fulltcp.py):
+# p(drop_pkts) lists packets the bottleneck drops, counted from 0 over every packet it
+# carries towards the receivers (the handshake's SYN and ACKs included); p(trace_dir)
+# writes the first connection's packets onto its access link ('+' events) to segments.tr
+# there.
 
 set build_started [clock milliseconds]
 source [lindex $argv 0]
@@ -59,8 +71,15 @@ $ns duplex-link $r1 $r2 $p(rate_bps) [expr {$p(delay_ms) / 1000.0}] $p(queue)
 $ns queue-limit $r1 $r2 $p(queue_limit)
 route $r1 $r2 -default
 route $r2 $r1 -default
+if {![info exists p(drop_pkts)]} { set p(drop_pkts) {} }
+if {![info exists p(trace_dir)]} { set p(trace_dir) "" }
 if {$p(loss) > 0} {
     bernoulli_loss $r1 $r2 $p(loss) [expr {$p(seed) + 1}]
+} elseif {[llength $p(drop_pkts)] > 0} {
+    set em [new ErrorModel/List]
+    $em unit pkt
+    $em droplist $p(drop_pkts)
+    $ns lossmodel $em $r1 $r2
 }
 set qmon [$ns monitor-queue $r1 $r2 ""]
 
@@ -68,6 +87,10 @@ proc connection {minrto} {
     global ns r1 r2 p
     lassign [host_pair $r1 $r2 $p(access_rate_bps) [expr {$p(sender_delay_ms) / 1000.0}] \
                  [expr {$p(receiver_delay_ms) / 1000.0}] 10000] s d
+    if {$p(trace_dir) != "" && ![info exists ::traced]} {
+        set ::traced 1
+        $ns trace-queue $s $r1 [open $p(trace_dir)/segments.tr w]
+    }
     set tcp [new Agent/TCP/FullTcp]
     set sink [new Agent/TCP/FullTcp]
     $tcp set minrto_ $minrto
@@ -89,7 +112,9 @@ Agent/TCP/FullTcp instproc done_data {} {
             set burst_done($id) $now
             puts "resp $group_ $client_ $burst_written($id) $now"
             lassign [lindex $p(groups) $group_] kind count bytes gap
-            $ns at [expr {$now + [$gaps exponential $gap]}] "write $group_ $client_"
+            if {$kind != "scripted"} {
+                $ns at [expr {$now + [$gaps exponential $gap]}] "write $group_ $client_"
+            }
         }
     }
     set pending($self) {}
@@ -152,13 +177,18 @@ foreach grp $p(groups) {
         set start [expr {$p(start_spread_s) * [$defaultRNG uniform 0 1]}]
         if {$kind == "interactive" || $kind == "diversity"} {
             $ns at $start "write $g $c"
+        } elseif {$kind == "transfer"} {
+            $ns at $start "$tcp sendmsg $bytes MSG_EOF"
+        } elseif {$kind == "scripted"} {
+            $ns at $start "$tcp advance-bytes 0"
+            foreach t $p(write_times) { $ns at $t "write $g $c" }
         } elseif {$kind == "backlogged" || $kind == "bulk"} {
             set ftp [new Application/FTP]
             $ftp attach-agent $tcp
             $ns at $start "$ftp start"
             if {$kind == "backlogged"} { $ns at [expr {$start + [$gaps exponential $gap]}] "mark $g $c" }
         } else {
-            error "p(groups): kind $kind is not allowed; expected interactive, diversity, backlogged or bulk"
+            error "p(groups): kind $kind is not allowed; expected interactive, diversity, backlogged, bulk, scripted or transfer"
         }
     }
     incr g
@@ -171,14 +201,17 @@ proc finish {} {
     for {set g 0} {$g < $ngroups} {incr g} {
         set sent 0
         set resent 0
+        set timeouts 0
         lassign [lindex $p(groups) $g] kind count
         for {set c 0} {$c < $count} {incr c} {
             foreach tcp $conns($g,$c) {
                 incr sent [$tcp set ndatapack_]
                 incr resent [$tcp set nrexmitpack_]
+                incr timeouts [$tcp set nrexmit_]
             }
         }
         puts "tx $g $sent $resent"
+        puts "timeouts $g $timeouts"
     }
     puts "wall $build_s [expr {([clock milliseconds] - $run_started) / 1000.0}]"
     exit 0

@@ -41,7 +41,7 @@ from ns2_side import Ns2Error, ns_binary
 HERE = Path(__file__).resolve().parent
 WARMUP_S = 20.0
 BURST_BYTES = 500
-KINDS = ("interactive", "diversity", "backlogged", "bulk")
+KINDS = ("interactive", "diversity", "backlogged", "bulk", "scripted", "transfer")
 
 
 def tcl_value(v: Any) -> str:
@@ -50,15 +50,24 @@ def tcl_value(v: Any) -> str:
     return str(v)
 
 
-def run_ns2(params: dict[str, Any]) -> dict[str, Any]:
+def run_ns2(params: dict[str, Any], trace: bool = False) -> dict[str, Any]:
+    """One run of fulltcp.tcl. With ``trace``, ``out["segments"]`` lists the first
+    connection's packets onto its access link: (time s, seqno, payload bytes, tcp flags)."""
     with tempfile.TemporaryDirectory(prefix="ns2-padding-") as tmp:
         ptcl = Path(tmp) / "params.tcl"
-        ptcl.write_text("".join(f"set p({k}) {tcl_value(v)}\n" for k, v in params.items()))
+        ptcl.write_text("".join(f"set p({k}) {tcl_value(v)}\n" for k, v in params.items())
+                        + (f"set p(trace_dir) {{{tmp}}}\n" if trace else ""))
         done = subprocess.run([ns_binary(), str(HERE / "fulltcp.tcl"), str(ptcl)],
                               capture_output=True, text=True, check=False)
+        segments = (Path(tmp) / "segments.tr").read_text() if trace and done.returncode == 0 else ""
     if done.returncode != 0:
         raise Ns2Error(f"ns failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
-    out: dict[str, Any] = {"resp": [], "mark": [], "tx": {}}
+    out: dict[str, Any] = {"resp": [], "mark": [], "tx": {}, "timeouts": {}, "segments": []}
+    for line in segments.splitlines():
+        # + time from to type size flags fid src dst seqno uid; FullTcp's header is 40 bytes
+        f = line.split()
+        if f[0] == "+" and f[4] == "tcp":
+            out["segments"].append((float(f[1]), int(f[10]), int(f[5]) - 40, f[6]))
     for line in done.stdout.splitlines():
         f = line.split()
         if f[0] == "resp":
@@ -69,6 +78,8 @@ def run_ns2(params: dict[str, Any]) -> dict[str, Any]:
             out["queue"] = tuple(int(x) for x in f[1:4])
         elif f[0] == "tx":
             out["tx"][int(f[1])] = (int(f[2]), int(f[3]))
+        elif f[0] == "timeouts":
+            out["timeouts"][int(f[1])] = int(f[2])
         elif f[0] == "wall":
             out["wall"] = (float(f[1]), float(f[2]))
         else:
@@ -81,13 +92,29 @@ def run_ns2(params: dict[str, Any]) -> dict[str, Any]:
 def params(*, groups: list[tuple[str, int, int, float, float]], rate_bps: float, delay_ms: float, rtt_ms: float,
            duration_s: float, seed: int, queue: str = "DropTail", queue_limit: int = 10_000,
            queue_in_bytes: bool = False, mean_pktsize: int = 500, red: Any = "defaults", loss: float = 0.0,
-           segsize: int = 536, delack_s: float = 0.1, window_pkts: int = 20) -> dict[str, Any]:
+           segsize: int = 536, delack_s: float = 0.1, window_pkts: int = 20, start_spread_s: float = 2.0,
+           access_rate_bps: float | None = None, drop_pkts: list[int] | None = None,
+           write_times: list[float] | None = None) -> dict[str, Any]:
+    """fulltcp.tcl's ``p`` array. ``drop_pkts``: packets the bottleneck drops, counted from 0
+    over all it carries towards the receivers (handshakes included); not with ``loss``.
+    ``write_times``: when a ``scripted`` group writes, seconds."""
     for g in groups:
         if g[0] not in KINDS:
             raise ValueError(f"groups: kind {g[0]!r} is not allowed; expected one of {list(KINDS)}")
+    scripted = any(g[0] == "scripted" for g in groups)
+    if scripted != bool(write_times):
+        raise ValueError(f"write_times: {write_times!r} is not allowed; expected a list of times exactly when a "
+                         "group is scripted")
+    if drop_pkts and loss:
+        raise ValueError(f"drop_pkts: {drop_pkts} is not allowed with loss {loss}; expected one of them")
+    if drop_pkts and any(k < 0 for k in drop_pkts):
+        raise ValueError(f"drop_pkts: {drop_pkts} is not allowed; expected packet numbers >= 0")
     return {
-        "seed": seed + 1, "duration_s": duration_s, "start_spread_s": 2.0, "groups": [list(g) for g in groups],
-        "rate_bps": rate_bps, "delay_ms": delay_ms, "access_rate_bps": max(1e9, 10 * rate_bps),
+        "seed": seed + 1, "duration_s": duration_s, "start_spread_s": start_spread_s,
+        "groups": [list(g) for g in groups], "drop_pkts": sorted(drop_pkts or []),
+        "write_times": [repr(float(t)) for t in write_times or []],
+        "rate_bps": rate_bps, "delay_ms": delay_ms,
+        "access_rate_bps": max(1e9, 10 * rate_bps) if access_rate_bps is None else access_rate_bps,
         "sender_delay_ms": rtt_ms / 2 - delay_ms, "receiver_delay_ms": 0.0, "queue": queue,
         "queue_limit": queue_limit, "queue_in_bytes": "true" if queue_in_bytes else "false",
         "mean_pktsize_bytes": mean_pktsize, "red": red, "loss": loss, "minrto_s": 1.0,

@@ -1,7 +1,8 @@
 """Figure 5(b) of the padding paper against ns-2: the points of ``padding.py fig5b``'s ns-2
 CSV (FullTcp) run in smallpipe with the ns-2 stack (one-way agents: ``tcp.stack = "ns2"``,
 Reno as FullTcp, 576-byte packets as FullTcp's ``segsize_`` 536, the paper's 1 s minimum
-RTO), the same with FullTcp's receiver (``tcp.ack_rule = "ns2_full"``, ``delayed_ack``), beside
+RTO), the same with FullTcp's receiver (``tcp.ack_rule = "ns2_full"``, ``delayed_ack``), and with
+FullTcp's sender as well (``tcp.fast_recovery = "ns2_full"``), beside
 the reproduction's own CSV (smallpipe's defaults), one CSV with ``side``.
 
     python3 benches/ns2/padding_verdict.py --ns2-csv fig5b.csv --default-csv padding-fig5.csv \\
@@ -27,7 +28,9 @@ NS2_STACK = {"tcp.stack": "ns2", "tcp.recovery": "reno", "tcp.min_rto_ms": 1000.
 # The same with FullTcp's receiver: a segment's bytes ACKed at once, less at the next tick of
 # the 100 ms delayed-ACK timer (docs/tcp.md, `ack_rule = "ns2_full"`).
 NS2_FULL = {**NS2_STACK, "tcp.ack_rule": "ns2_full", "tcp.delayed_ack": True}
-SIDES = {"smallpipe ns2": NS2_STACK, "smallpipe ns2 FullTcp receiver": NS2_FULL}
+# And FullTcp's sender too (docs/tcp.md, `fast_recovery = "ns2_full"`): FullTcp as a whole.
+NS2_FULLTCP = {**NS2_FULL, "tcp.fast_recovery": "ns2_full"}
+SIDES = {"smallpipe ns2": NS2_STACK, "smallpipe ns2 FullTcp receiver": NS2_FULL, "smallpipe ns2 FullTcp": NS2_FULLTCP}
 
 
 def smallpipe_ns2(approach: str, p: float, seed: int, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +72,7 @@ def main() -> None:
                              "send_mean_s": d0["send_sim_s"], "gain": d0["gain_sim"],
                              "gain_send": d0["gain_send_sim"],
                              "gain_model": d0["gain_model"]})
-        print(rows[-11:], flush=True)
+        print(rows[-13:], flush=True)
     write_csv(pl.DataFrame(rows, infer_schema_length=None), args.out)
 
 

@@ -221,6 +221,7 @@ impl Endpoint {
             self.linux_hystart(ack, rtt, now, p);
         }
         match self.recovery {
+            _ if p.recovery.fulltcp => self.fulltcp_new_ack(ack, acked_data, rtt_sample, now, p),
             // ns-2 leaves Reno recovery on any new ACK, NewReno's at `recover`.
             Some(_) if p.recovery.ns2 && (ack >= self.recover_mark || p.recovery.algorithm == Recovery::Reno) => {
                 self.ns2_exit_recovery(ack, acked_data, now, p)
@@ -257,6 +258,9 @@ impl Endpoint {
             && !matches!(self.recovery, Some(r) if p.recovery.first_partial_rto && !r.first_partial && ack < self.recover_mark)
         {
             self.arm_rto(now, p);
+        }
+        if p.recovery.fulltcp {
+            self.fulltcp_end_backoff();
         }
         if send {
             self.try_send(now, p, out);

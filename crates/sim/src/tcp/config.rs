@@ -478,6 +478,13 @@ pub enum FastRecoveryRule {
     /// With `recovery = "sack"`, ns-2's `Agent/TCP/Sack1` and its sink's SACK blocks
     /// (`recovery/ns2_sack1.rs`).
     Ns2,
+    /// ns-2 2.35's two-way `Agent/TCP/FullTcp` sender (`recovery/ns2_full.rs`, Reno only):
+    /// the window `ssthresh_ + dupacks_` in whole packets, left at `ssthresh_` on any new
+    /// ACK; a further fast retransmit allowed right after one (`last_cwnd_action_`); no
+    /// limited transmit; duplicate ACKs past the threshold inflate cwnd after a timeout too;
+    /// the handshake's ACK sent alone before the first data.
+    #[serde(rename = "ns2_full")]
+    Ns2Full,
 }
 
 /// Whether the fast retransmit restarts the retransmission timer.
@@ -806,6 +813,8 @@ impl TcpConfig {
         if self.fast_recovery == FastRecoveryRule::Ns2 && self.recovery == Recovery::Sack {
             self.check_sack1_knobs()?;
         }
+        check(self.fast_recovery != FastRecoveryRule::Ns2Full || self.recovery == Recovery::Reno, "fast_recovery",
+            "ns2_full", "\"rfc\" or \"ns2\", or \"ns2_full\" only with recovery = \"reno\" (FullTcp's sender is Reno)")?;
         check(self.recovery_pipe == RecoveryPipe::Rfc6675 || self.recovery == Recovery::Sack, "recovery_pipe", "ns3",
             "\"rfc6675\", or \"ns3\" only with recovery = \"sack\" (only SACK recovery sends by the pipe)")?;
         check(!self.cubic_hystart || (self.congestion == Congestion::Cubic && !self.hystart), "cubic_hystart", true,

@@ -185,6 +185,8 @@ struct FeatureQueues {
     ns2_rtt: rtt_ns2::Ns2Rtt,
     /// ns-2's `dupwnd_`, bytes: the inflation within `cwnd` in fast recovery (`fast_recovery = "ns2"`).
     ns2_dupwnd: u64,
+    /// ns-2 FullTcp's sender state (`fast_recovery = "ns2_full"`).
+    fulltcp: recovery::ns2_full::FullTcp,
     /// ns-2's Sack1 agent (`fast_recovery = "ns2"` with `recovery = "sack"`).
     ns2_sack1: recovery::ns2_sack1::Sack1,
     /// Arrival of the last in-order data segment (`ack_rule = "linux"`: a longer silence than
@@ -495,10 +497,23 @@ impl Endpoint {
                     self.rto_retries = 0;
                     self.rto_at = Opt64::NONE;
                     self.start_after_syn_timeout(p);
-                    let sent = out.len();
-                    self.try_send(now, p, out);
-                    if out.len() == sent {
+                    if p.recovery.fulltcp {
+                        // ns-2's FullTcp sends the handshake's ACK alone (tcp-full.cc:1847,
+                        // "special to ns: generate pure ACK here"), then the data; with no
+                        // data it sends a second pure ACK, the `TF_ACKNOW` set at :1820
+                        // (which that first send does not clear) going out through `foutput`.
                         self.send_ack(now, p, out);
+                        let sent = out.len();
+                        self.try_send(now, p, out);
+                        if out.len() == sent {
+                            self.send_ack(now, p, out);
+                        }
+                    } else {
+                        let sent = out.len();
+                        self.try_send(now, p, out);
+                        if out.len() == sent {
+                            self.send_ack(now, p, out);
+                        }
                     }
                     self.count_handshake_as_unacked(p);
                 }

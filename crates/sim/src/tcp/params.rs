@@ -61,6 +61,8 @@ pub struct RecoveryPolicy {
     /// ns-2's Reno/NewReno recovery window (`fast_recovery = "ns2"`, `recovery/ns2.rs`), or
     /// with SACK its Sack1 agent (`recovery/ns2_sack1.rs`).
     pub ns2: bool,
+    /// ns-2's FullTcp sender on top of `ns2` (`fast_recovery = "ns2_full"`, `recovery/ns2_full.rs`).
+    pub fulltcp: bool,
 }
 
 /// Who sets ssthresh and grows cwnd (`cc/`).
@@ -167,7 +169,8 @@ impl TcpParams {
                 fast_retransmit_rto: c.fast_retransmit_rto,
                 first_partial_rto: c.recovery == Recovery::Newreno || c.recovery_rto == RecoveryRto::FirstPartial,
                 head_retransmit_rto: c.recovery_rto == RecoveryRto::Linux,
-                ns2: c.fast_recovery == FastRecoveryRule::Ns2,
+                ns2: matches!(c.fast_recovery, FastRecoveryRule::Ns2 | FastRecoveryRule::Ns2Full),
+                fulltcp: c.fast_recovery == FastRecoveryRule::Ns2Full,
             },
             cc: CcPolicy {
                 congestion: c.congestion,

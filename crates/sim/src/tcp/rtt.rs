@@ -134,8 +134,8 @@ impl RttEstimator {
         self.backoff += 1;
     }
 
-    /// ns-2's Sack1 on a partial ACK (tcp-sack1.cc:225 `t_backoff_ = 1`): the backoff
-    /// collapses without a sample.
+    /// ns-2's Sack1 on a partial ACK (tcp-sack1.cc:225 `t_backoff_ = 1`) and FullTcp on any
+    /// new ACK (tcp-full.cc:1355): the backoff collapses without a sample.
     pub fn reset_backoff(&mut self) {
         self.backoff = 0;
     }

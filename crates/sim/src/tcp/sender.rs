@@ -72,6 +72,9 @@ impl Endpoint {
             if self.snd_nxt + len - self.snd_una > window || self.paced_out(now, p) {
                 break;
             }
+            if p.recovery.fulltcp && self.fulltcp_nagle_holds(len, p) {
+                break;
+            }
             // After an RTO `send_new` goes back to `snd_una`: those sends are retransmissions.
             let copy = self.snd_nxt >= self.snd_max || p.remedies.diversity_copy_retransmissions;
             self.send_segment(self.snd_nxt, len, fin, now, p, out);

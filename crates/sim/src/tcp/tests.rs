@@ -2655,3 +2655,83 @@ fn fulltcp_receiver_acks_a_segment_of_bytes_at_once_and_less_at_the_next_delayed
     s.on_segment(&segs[0], t(170), &rfc, &mut acks);
     assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), [501]);
 }
+
+/// ns-2's FullTcp sender (`fast_recovery = "ns2_full"`) on the ns2 stack's window rules,
+/// established at t = 100 ms with IW `iw` (no data written yet).
+fn fulltcp(iw: u32) -> (TcpParams, Endpoint, Endpoint) {
+    let p = params(|c| {
+        c.recovery = Recovery::Reno;
+        c.fast_recovery = FastRecoveryRule::Ns2Full;
+        c.ssthresh_from = SsthreshFrom::Ns2;
+        c.cwnd_growth = CwndGrowth::Ns2;
+        c.initial_window_pkts = iw;
+    });
+    let mut c = Endpoint::client(KEY, 0, &p);
+    let mut s = Endpoint::listener(KEY.reversed(), 0, &p);
+    let mut out = Vec::new();
+    c.connect(t(0), &p, &mut out);
+    s.on_segment(&out.pop().unwrap(), t(50), &p, &mut out);
+    c.on_segment(&out.pop().unwrap(), t(100), &p, &mut out);
+    // No data waits: the handshake's ACK, then a second pure ACK (TF_ACKNOW, tcp-full.cc:1820).
+    assert_eq!(out.iter().map(|x| (x.flags.ack(), x.payload_len)).collect::<Vec<_>>(), vec![(true, 0), (true, 0)]);
+    for a in out.drain(..) {
+        s.on_segment(&a, t(150), &p, &mut Vec::new());
+    }
+    (p, c, s)
+}
+
+#[test]
+fn fulltcp_recovers_with_ssthresh_plus_dupacks_whole_packets_and_leaves_at_ssthresh() {
+    // 11 packets out, the first lost: ns-2 FullTcp's dupack_action sets ssthresh_ =
+    // floor(11 / 2) = 5 and cwnd_ = ssthresh_ + 3 = 8 packets (tcp-full.cc:2586), each
+    // later dupack adds one (extra_ack); the one-way Reno agent would halve to 5.5.
+    let (p, mut c, mut s) = fulltcp(11);
+    let mut out = Vec::new();
+    c.app_write(30 * p.mss, false, t(100), &p, &mut out);
+    assert_eq!(out.len(), 11);
+    let mut acks = Vec::new();
+    for seg in &out[1..] {
+        s.on_segment(seg, t(150), &p, &mut acks);
+    }
+    assert_eq!(acks.len(), 10);
+    let mut sent = Vec::new();
+    for a in &acks[..2] {
+        c.on_segment(a, t(200), &p, &mut sent);
+    }
+    assert!(sent.is_empty(), "no limited transmit");
+    c.on_segment(&acks[2], t(200), &p, &mut sent);
+    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), vec![1], "the third dupack retransmits");
+    assert_eq!((c.ssthresh, c.cwnd), (5 * p.mss, 8 * p.mss));
+    sent.clear();
+    for a in &acks[3..] {
+        c.on_segment(a, t(200), &p, &mut sent);
+    }
+    // Seven more dupacks: cwnd_ 15 packets, 11 out, so four new segments (11 to 14).
+    assert_eq!(c.cwnd, 15 * p.mss);
+    assert_eq!(sent.iter().map(|x| x.seq).collect::<Vec<_>>(), (11..15).map(|k| 1 + k * p.mss as u32).collect::<Vec<_>>());
+    // The retransmission's ACK ends recovery: cwnd_ = ssthresh_ (pack_action), then
+    // opencwnd's 1/cwnd_ (tcp.cc:1138): 5 + 1/5 packets.
+    let mut ack = Vec::new();
+    s.on_segment(&out[0], t(250), &p, &mut ack);
+    c.on_segment(&ack[0], t(300), &p, &mut Vec::new());
+    assert_eq!(c.cwnd, 5 * p.mss + p.mss / 5);
+}
+
+#[test]
+fn fulltcp_holds_a_short_segment_until_nothing_is_outstanding() {
+    // Nagle (nodelay_ false, foutput tcp-full.cc:1050-1067): the 500-byte tail of a write
+    // waits while the two full segments before it are unacknowledged.
+    let (p, mut c, mut s) = fulltcp(10);
+    let mut out = Vec::new();
+    c.app_write(2 * p.mss + 500, false, t(100), &p, &mut out);
+    assert_eq!(out.iter().map(|x| x.payload_len as u64).collect::<Vec<_>>(), vec![p.mss, p.mss]);
+    let mut acks = Vec::new();
+    s.on_segment(&out[0], t(150), &p, &mut acks);
+    let mut sent = Vec::new();
+    c.on_segment(&acks[0], t(200), &p, &mut sent);
+    assert!(sent.is_empty(), "one segment still out");
+    acks.clear();
+    s.on_segment(&out[1], t(150), &p, &mut acks);
+    c.on_segment(&acks[0], t(200), &p, &mut sent);
+    assert_eq!(sent.iter().map(|x| x.payload_len).collect::<Vec<_>>(), vec![500]);
+}

@@ -129,6 +129,7 @@ impl Endpoint {
                 self.ca_acked = 0;
                 self.recovery = None;
                 self.dupacks = 0;
+                self.fulltcp_on_timeout();
                 if let Some(q) = self.queues.as_deref_mut() {
                     q.copy_acks.clear(); // the timeout is the reaction to any lost copy
                     q.recovery_rexmits = RangeSet::default(); // ns-3's SetSentListLost clears `m_retrans`

@@ -8,6 +8,7 @@
 
 mod newreno;
 mod ns2;
+pub(super) mod ns2_full;
 pub(super) mod ns2_sack1;
 pub(super) mod prr;
 pub(super) mod rack;
@@ -53,7 +54,7 @@ impl Endpoint {
         if self.recovery.is_some() {
             if p.recovery.algorithm != Recovery::Sack {
                 self.reno_inflate(p);
-                if p.recovery.ns2 {
+                if p.recovery.ns2 && !p.recovery.fulltcp {
                     self.ns2_dupack_in_recovery(p);
                 }
             }
@@ -66,8 +67,14 @@ impl Endpoint {
         } else {
             self.dupacks >= p.recovery.dupthresh || (p.sack() && self.is_lost(self.snd_una, p))
         };
-        if lost {
+        if p.recovery.fulltcp && self.dupacks > p.recovery.dupthresh {
+            self.fulltcp_extra_ack(now, p, out);
+        } else if lost {
+            if p.recovery.fulltcp {
+                self.fulltcp_at_threshold();
+            }
             let enter = match p.recovery.algorithm {
+                _ if p.recovery.fulltcp => self.fulltcp_may_fast_retransmit(),
                 // ns-2 (tcp-reno.cc, tcp-newreno.cc `dupack_action`, `bugfix_ack_` off): only
                 // past `recover`, or when nothing but the SYN was acknowledged (`bugfix_ss_`).
                 _ if p.recovery.ns2 => self.snd_una > self.recover_mark || self.snd_una <= 1,
@@ -78,6 +85,8 @@ impl Endpoint {
             if enter {
                 self.enter_fast_recovery(now, p, out);
             }
+        } else if p.recovery.fulltcp {
+            // FullTcp has no limited transmit: a duplicate ACK below the threshold sends nothing.
         } else if p.recovery.limited_transmit && p.recovery.ns2 {
             self.ns2_send_one(now, p, out);
         } else if p.recovery.limited_transmit && self.snd_nxt == self.snd_max {
@@ -130,7 +139,9 @@ impl Endpoint {
             Recovery::Sack => self.sack_enter(now, p, out),
             Recovery::Reno | Recovery::Newreno => {
                 self.reno_enter(now, p, out);
-                if p.recovery.ns2 {
+                if p.recovery.fulltcp {
+                    self.fulltcp_enter_recovery(p);
+                } else if p.recovery.ns2 {
                     self.ns2_enter_recovery(prior_cwnd, p);
                 }
             }
