@@ -174,7 +174,7 @@ impl BoxConfig {
     pub fn parse_as(text: &str, format: Format, origin: &str) -> Result<Self, LoadError> {
         let parse_error = |field: String, line: Option<usize>, message: String| {
             // serde's path stops at a tagged enum (`a_to_b.queue`): name the knob inside.
-            let (field, message) = inside_queue(text, format, &field).unwrap_or((field, message));
+            let (field, message) = inside_tagged_table(text, format, &field).unwrap_or((field, message));
             LoadError::Parse { path: origin.into(), field, line, message }
         };
         let mut cfg: BoxConfig = match format {
@@ -350,7 +350,7 @@ fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
 /// again as their `kind`'s own (core's `QdiscConfig::locate_error`,
 /// `LossModelConfig::locate_error`); when they parse, or the kind is unknown or missing, the
 /// error is the `kind`'s. `None` for any other field.
-fn inside_queue(text: &str, format: Format, field: &str) -> Option<(String, String)> {
+fn inside_tagged_table(text: &str, format: Format, field: &str) -> Option<(String, String)> {
     let (direction, table) = field.split_once('.')?;
     /// The table's knobs' error (path, message), and the error of the table's `kind` alone.
     type Locate = fn(&str, serde_json::Value) -> Option<(String, String)>;
