@@ -212,24 +212,25 @@ def test_reproduce_names_a_variant_by_its_overrides_and_never_replaces_unasked(t
 def test_ctrl_c_in_reproduce_keeps_the_runs_measured_marked_partial(tmp_path, monkeypatch):
     import os
     import signal
-    import threading
 
-    first_done = threading.Event()
+    from smallpipe.result import reporting_progress
 
-    def interrupt_during_the_second_run():
-        first_done.wait(60)
-        threading.Event().wait(0.5)  # well inside the long second run
-        os.kill(os.getpid(), signal.SIGINT)
+    def sigint_once_running(scenario):
+        # A real SIGINT, sent once the second run has simulated something: no race with
+        # the wall clock, which made a sleeping thread miss on a slow or busy machine.
+        def update(now_ns, end_ns):
+            if now_ns > 0:
+                os.kill(os.getpid(), signal.SIGINT)
+        return update
 
     def reproduce(out, *, quick, seed):
         simulate({**SMALL, "seed": seed})
-        first_done.set()
-        simulate({**SMALL, "duration_s": 100_000.0, "slice_s": 100.0, "seed": seed,
-                  "flows": [{"count": 50, "app": "bulk", "rtt_ms": 100.0}]})
+        with reporting_progress(sigint_once_running):
+            simulate({**SMALL, "duration_s": 100_000.0, "slice_s": 100.0, "seed": seed,
+                      "flows": [{"count": 50, "app": "bulk", "rtt_ms": 100.0}]})
         raise AssertionError("the second run should have been interrupted")
 
     _fake_figure(monkeypatch, reproduce)
-    threading.Thread(target=interrupt_during_the_second_run, daemon=True).start()
     result = invoke(["reproduce", "fake-fig", "--out", str(tmp_path)])
     assert result.exit_code == 130, result.output
     (kept,) = tmp_path.glob("fake-fig-partial-*")
