@@ -5,11 +5,12 @@
 
 use crate::config::{BoxConfig, DirectionConfig};
 use crate::io::{self, PacketSocket};
-use crate::link::{next_due, LinkCumulative, LinkEmu, LinkEvent};
+use crate::link::{next_due, LinkEmu, LinkEvent};
 use crate::parse::{parse_frame, set_ce, DropCause, Verdict};
 use crate::pcap::{Capture, Point};
 use crate::service::{interface_state, InterfaceState, Notifier};
 use crate::slab::Slab;
+use crate::slice_log::SliceLog;
 use crate::log;
 use crate::stats::{queue_state_row, BoxStats, FlowTable, QueueStateRow, Snapshot};
 use crate::timer::{Clock, Timer};
@@ -65,9 +66,12 @@ pub struct DataPath {
     pub flows: FlowTable,
     /// Departure lateness (send time minus logical due time), ns.
     pub lateness_ns: Histogram<u64>,
-    pub queue_states: Vec<QueueStateRow>,
-    /// Both directions' counters at each slice's end (index 0 = `a_to_b`).
-    pub link_slices: Vec<[LinkCumulative; 2]>,
+    /// TAQ's rows of the last slice (flows by state), for the metrics; earlier slices are in
+    /// the slice log only.
+    last_queue_states: Vec<QueueStateRow>,
+    /// With `--out`: each slice's rows of `link_slices.csv` and `queue_states.csv`, written as
+    /// the slice ends (nothing per slice is held in memory).
+    slice_log: Option<SliceLog>,
     capture: Option<Capture>,
     clock: Clock,
     timer: Timer,
@@ -103,8 +107,8 @@ impl DataPath {
             stats: BoxStats::default(),
             flows: FlowTable::with_config(&cfg.metrics),
             lateness_ns: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant bounds are valid"),
-            queue_states: Vec::new(),
-            link_slices: Vec::new(),
+            last_queue_states: Vec::new(),
+            slice_log: None,
             capture,
             clock,
             timer,
@@ -214,7 +218,7 @@ impl DataPath {
         }
         ctl.notifier.notify("STOPPING=1");
         let now = self.clock.now();
-        self.sample_links(now);
+        self.sample_links(now, false);
         for (side, s) in self.socks.iter_mut().enumerate() {
             // A socket whose interface went away has no statistics to give: keep the last.
             if let Ok(k) = s.kernel_stats() {
@@ -476,7 +480,7 @@ impl DataPath {
             let at = self.next_slice;
             self.advance_links(at, now);
             self.sample_queue_states(at);
-            self.sample_links(at);
+            self.sample_links(at, true);
             self.next_slice += Duration(self.slice_ns);
         }
     }
@@ -529,18 +533,34 @@ impl DataPath {
     }
 
     fn sample_queue_states(&mut self, at: Instant) {
+        self.last_queue_states.clear();
         for (d, l) in self.links.iter().enumerate() {
-            self.queue_states.extend(queue_state_row(d, l, at, self.slice_ns));
+            self.last_queue_states.extend(queue_state_row(d, l, at, self.slice_ns));
         }
     }
 
     /// Both directions' counters at `at` (a slice's end, or the stop), after everything due
-    /// by then, so two rows give a window's exact counts and backlog integral.
-    fn sample_links(&mut self, at: Instant) {
+    /// by then, so two rows give a window's exact counts and backlog integral; to the slice
+    /// log with the queue states sampled for the same slice (none at the stop).
+    fn sample_links(&mut self, at: Instant, with_states: bool) {
         self.advance_links(at, self.clock.now());
         let row = [0, 1].map(|d| self.links[d].cumulative(at, &mut self.events));
         debug_assert!(self.events.is_empty(), "nothing is left due by `at`");
-        self.link_slices.push(row);
+        if let Some(log) = &mut self.slice_log {
+            log.slice(&row, if with_states { &self.last_queue_states } else { &[] });
+        }
+    }
+
+    /// From now on, write each slice's rows into `dir`'s `link_slices.csv` and
+    /// `queue_states.csv` (the box's `--out`).
+    pub fn log_slices_to(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.slice_log = Some(SliceLog::create(dir)?);
+        Ok(())
+    }
+
+    /// Flushes and closes the slice log: the first write error of the run, if any.
+    pub fn finish_slice_log(&mut self) -> std::io::Result<()> {
+        self.slice_log.take().map_or(Ok(()), SliceLog::finish)
     }
 
     fn drop_counts(&self) -> log::DropCounts {
@@ -549,7 +569,7 @@ impl DataPath {
 
     pub fn snapshot(&mut self, now: Instant) -> Snapshot {
         self.flows.expire(now.as_nanos());
-        Snapshot::take(now, &mut self.links, &self.stats, &self.flows, &self.lateness_ns, self.slab.in_use(), &self.queue_states)
+        Snapshot::take(now, &mut self.links, &self.stats, &self.flows, &self.lateness_ns, self.slab.in_use(), &self.last_queue_states)
     }
 }
 

@@ -5,8 +5,8 @@
 //! of the thin link (rate, propagation delay, loss, per-host extra delay) with a discipline
 //! as its buffer. Layout: [`io`] (AF_PACKET sockets) and [`timer`] (clock, timerfd) are the
 //! only modules with `unsafe`; [`parse`], [`link`], [`slab`] and [`config`] are plain logic
-//! tested without sockets; [`datapath`] joins them in one thread; [`metrics`], [`pcap`] and
-//! [`stats`] observe; [`service`] is the lock, systemd notification and interface checks; [`replay`] runs a capture's frames through the same links offline. User documentation: `docs/middlebox.md`.
+//! tested without sockets; [`datapath`] joins them in one thread; [`metrics`], [`pcap`],
+//! [`stats`] and [`slice_log`] observe; [`service`] is the lock, systemd notification and interface checks; [`replay`] runs a capture's frames through the same links offline. User documentation: `docs/middlebox.md`.
 #![deny(unsafe_code)]
 
 pub mod config;
@@ -22,6 +22,7 @@ pub mod pcap;
 pub mod replay;
 pub mod service;
 pub mod slab;
+pub mod slice_log;
 pub mod stats;
 #[allow(unsafe_code)]
 pub mod timer;

@@ -244,6 +244,9 @@ fn run(args: &Args, cfg: &BoxConfig, frame_bytes: usize) -> Result<(), String> {
         None => None,
     };
     let mut dp = DataPath::new(cfg, socks, [args.iface_a.clone(), args.iface_b.clone()], capture)?;
+    if let Some(out) = &args.out {
+        dp.log_slices_to(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
+    }
     let shared = Arc::new(Mutex::new(Arc::new(Snapshot::empty())));
     let metrics_thread = match &args.metrics_addr {
         Some(addr) => {
@@ -359,9 +362,8 @@ fn write_outputs(out: &std::path::Path, dp: &mut DataPath, end: Instant, steal_n
     let snap = dp.snapshot(end);
     std::fs::write(out.join("links.csv"), stats::links_csv(&snap.links, end.as_nanos()))?;
     std::fs::write(out.join("link_counters.csv"), stats::link_counters_csv(&snap.links))?;
-    std::fs::write(out.join("queue_states.csv"), stats::queue_states_csv(&dp.queue_states))?;
+    dp.finish_slice_log()?; // link_slices.csv and queue_states.csv, written slice by slice
     std::fs::write(out.join("lateness.csv"), stats::lateness_csv(&dp.lateness_ns))?;
-    std::fs::write(out.join("link_slices.csv"), stats::link_slices_csv(&dp.link_slices))?;
     let st = &dp.stats;
     let summary = serde_json::json!({
         "duration_ns": end.as_nanos(),

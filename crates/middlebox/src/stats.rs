@@ -411,6 +411,15 @@ pub fn link_counters_csv(rows: &[LinkRow]) -> String {
 }
 
 pub fn queue_states_csv(rows: &[QueueStateRow]) -> String {
+    let mut s = queue_states_header();
+    for r in rows {
+        push_queue_state(&mut s, r);
+    }
+    s
+}
+
+/// `queue_states.csv`'s header line.
+pub fn queue_states_header() -> String {
     let mut s = String::from("direction,slice,time_ns");
     for st in TaqState::ALL {
         write!(s, ",flows_{}", st.name()).unwrap();
@@ -419,28 +428,38 @@ pub fn queue_states_csv(rows: &[QueueStateRow]) -> String {
         write!(s, ",queued_{}", q.name()).unwrap();
     }
     s.push('\n');
-    for r in rows {
-        write!(s, "{},{},{}", DIRECTIONS[r.direction], r.slice, r.time_ns).unwrap();
-        for n in r.flows_by_state.iter().chain(&r.queue_pkts) {
-            write!(s, ",{n}").unwrap();
-        }
-        s.push('\n');
-    }
     s
+}
+
+/// One line of `queue_states.csv`.
+pub fn push_queue_state(s: &mut String, r: &QueueStateRow) {
+    write!(s, "{},{},{}", DIRECTIONS[r.direction], r.slice, r.time_ns).unwrap();
+    for n in r.flows_by_state.iter().chain(&r.queue_pkts) {
+        write!(s, ",{n}").unwrap();
+    }
+    s.push('\n');
 }
 
 /// Both directions' counters since the run's start at each slice's end (and at the stop):
 /// the difference of two rows is a window's exact arrivals, drops, departures and backlog
 /// integral.
 pub fn link_slices_csv(rows: &[[LinkCumulative; 2]]) -> String {
-    let mut s = String::from("direction,time_ns,arrived_pkts,dropped_pkts,tx_pkts,tx_bytes,backlog_pkt_ns\n");
+    let mut s = String::from(LINK_SLICES_HEADER);
     for row in rows {
-        for (d, c) in row.iter().enumerate() {
-            writeln!(s, "{},{},{},{},{},{},{}", DIRECTIONS[d], c.time_ns, c.arrived_pkts, c.dropped_pkts, c.tx_pkts,
-                     c.tx_bytes, c.backlog_pkt_ns).unwrap();
-        }
+        push_link_slice(&mut s, row);
     }
     s
+}
+
+/// `link_slices.csv`'s header line.
+pub const LINK_SLICES_HEADER: &str = "direction,time_ns,arrived_pkts,dropped_pkts,tx_pkts,tx_bytes,backlog_pkt_ns\n";
+
+/// The two lines of `link_slices.csv` for one sample (`a_to_b` first).
+pub fn push_link_slice(s: &mut String, row: &[LinkCumulative; 2]) {
+    for (d, c) in row.iter().enumerate() {
+        writeln!(s, "{},{},{},{},{},{},{}", DIRECTIONS[d], c.time_ns, c.arrived_pkts, c.dropped_pkts, c.tx_pkts,
+                 c.tx_bytes, c.backlog_pkt_ns).unwrap();
+    }
 }
 
 /// The departure-lateness histogram: (bucket's highest lateness in ns, departures), non-empty
