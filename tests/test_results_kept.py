@@ -216,8 +216,8 @@ def test_ctrl_c_in_reproduce_keeps_the_runs_measured_marked_partial(tmp_path, mo
     from smallpipe.result import reporting_progress
 
     def sigint_once_running(scenario):
-        # A real SIGINT, sent once the second run has simulated something: no race with
-        # the wall clock, which made a sleeping thread miss on a slow or busy machine.
+        # A real SIGINT, sent from the second run itself once it has simulated something,
+        # so that when it is not honoured the cause cannot be the wall clock.
         def update(now_ns, end_ns):
             if now_ns > 0:
                 os.kill(os.getpid(), signal.SIGINT)
