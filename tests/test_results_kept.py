@@ -231,7 +231,14 @@ def test_ctrl_c_in_reproduce_keeps_the_runs_measured_marked_partial(tmp_path, mo
         raise AssertionError("the second run should have been interrupted")
 
     _fake_figure(monkeypatch, reproduce)
-    result = invoke(["reproduce", "fake-fig", "--out", str(tmp_path)])
+    # A shell without job control starts background commands with SIGINT ignored, and
+    # Python then leaves it ignored: the suite run as `.ci/run &` never sees this SIGINT.
+    # Ctrl-C reaches a command in a terminal's foreground, which has Python's handler.
+    ignored_or_not = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = invoke(["reproduce", "fake-fig", "--out", str(tmp_path)])
+    finally:
+        signal.signal(signal.SIGINT, ignored_or_not)
     assert result.exit_code == 130, result.output
     (kept,) = tmp_path.glob("fake-fig-partial-*")
     assert f"kept in {kept}" in " ".join(result.output.split())
