@@ -196,6 +196,58 @@ def test_render_marks_rows_outside_and_counts_each_congestion_control(tmp_path):
     assert doc.read_text() == text
 
 
+def _fake_sides(monkeypatch, loss_rate):
+    """Both sides replaced by hand-made results (no testbed): smallpipe's loss ``loss_rate``,
+    Linux's 1.5 times it."""
+    def result(spec, linux):
+        n = 10 if spec["name"].startswith("many") else 1
+        return {"name": spec["name"], "simulator": "linux" if linux else "smallpipe",
+                **_result(loss_rate * (1.5 if linux else 1.0), 40.0, [1] * n, 0, 0.9, [125_000] * n)}
+
+    monkeypatch.setitem(sys.modules, "sp_side", SimpleNamespace(run=lambda spec, sets: result(spec, False)))
+    monkeypatch.setitem(sys.modules, "linux_side",
+                        SimpleNamespace(run=lambda spec, congestion_control, overrides: result(spec, True)))
+
+
+def test_a_section_run_later_adds_to_the_matrix_and_a_rerun_replaces_only_itself(tmp_path, monkeypatch):
+    stamp = {"smallpipe_version": "0.1.0", "smallpipe_commit": "a" * 40}
+    many = [specs.many(10, s, duration_s=20.0) for s in (1, 2)]
+    bernoulli = [specs.bernoulli(0.05, 1, 20.0)]
+    _fake_sides(monkeypatch, 0.10)
+    matrix.run_matrix(tmp_path, ["reno"], many, stamp)
+    _fake_sides(monkeypatch, 0.20)
+    matrix.run_matrix(tmp_path, ["reno"], bernoulli, stamp | {"smallpipe_commit": "b" * 40})
+
+    rows = render.matrix_rows(tmp_path)
+    assert [r["section"] for r in rows] == ["many"] * 6 + ["bernoulli"] * 4
+    loss = {r["metric"]: float(r["smallpipe"]) for r in rows if "loss rate" in r["metric"]}
+    assert loss == pytest.approx({"N = 10: bottleneck loss rate": 0.10, "p = 0.05: loss rate": 0.20})
+    assert {r["smallpipe_commit"][0] for r in rows} == {"a", "b"}  # each row keeps the code that made it
+    names = [json.loads(line)["name"] for line in (tmp_path / "linux_matrix_reno_runs.jsonl").read_text().splitlines()]
+    assert names == [s["name"] for s in many for _ in (0, 1)] + [bernoulli[0]["name"]] * 2
+    meta = json.loads((tmp_path / "linux_matrix_reno_meta.json").read_text())
+    assert {k: v["runs"] for k, v in meta["sections"].items()} == {"many": 2, "bernoulli": 1}
+    assert meta["runs"] == 3 and not list(tmp_path.glob("*.partial.jsonl"))
+
+    # Re-running many replaces its rows and runs and leaves bernoulli's.
+    _fake_sides(monkeypatch, 0.30)
+    matrix.run_matrix(tmp_path, ["reno"], many[:1], stamp)
+    rows = render.matrix_rows(tmp_path)
+    loss = {r["metric"]: float(r["smallpipe"]) for r in rows if "loss rate" in r["metric"]}
+    assert loss == pytest.approx({"N = 10: bottleneck loss rate": 0.30, "p = 0.05: loss rate": 0.20})
+    names = [json.loads(line)["name"] for line in (tmp_path / "linux_matrix_reno_runs.jsonl").read_text().splitlines()]
+    assert names == [bernoulli[0]["name"]] * 2 + [many[0]["name"]] * 2
+    meta = json.loads((tmp_path / "linux_matrix_reno_meta.json").read_text())
+    assert list(meta["sections"]) == ["many", "bernoulli"] and meta["runs"] == 2
+
+
+def test_a_meta_file_from_before_sections_gives_its_record_to_the_sections_it_ran():
+    old = {"congestion": "bbr", "runs": 9, "wall_s": 644.0, "overrides": {}, "args": {"only": ["many"]},
+           "smallpipe_commit": "8dc4c7f"}
+    assert matrix._sections_meta(old) == {"many": {"runs": 9, "wall_s": 644.0, "args": {"only": ["many"]},
+                                                   "smallpipe_commit": "8dc4c7f"}}
+
+
 NSTAT_SAMPLE = """\
 #kernel
 IpInReceives                    69674              0.0

@@ -12,8 +12,9 @@ Sections: ``many`` (N = 10, 50, 100 on 1 Mbit/s), ``bernoulli`` (one flow, scrip
 Bernoulli loss), ``web`` (the web pool) and ``fig11`` (two of TAQ Figure 11's points at
 1 Mbit/s under TAQ, per-host FQ, FQ-CoDel and DropTail). Each congestion control writes its
 own ``linux_matrix_<cc>_runs.jsonl``, ``linux_matrix_<cc>_summary.csv`` (a ``congestion``
-column) and ``linux_matrix_<cc>_meta.json``, so a later run of another one adds to the
-matrix and the Linux column's files (``linux_*.csv``) are never written.
+column) and ``linux_matrix_<cc>_meta.json`` (a record per section), so a later run of another
+one, or of another section, adds to the matrix; the Linux column's files (``linux_*.csv``) are
+never written.
 """
 
 import csv
@@ -199,33 +200,82 @@ def web_rows(cc, pairs, run):
     return rows
 
 
+def section_of(name):
+    """A spec's section: the first word of its name (``many N=10 seed=1`` is ``many``)."""
+    return name.split()[0]
+
+
+def _read_csv(path):
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _sections_meta(meta):
+    """The per-section records of a meta file; one written before sections were merged
+    (one record for the whole run) gives its record to each section it ran."""
+    if not meta:
+        return {}
+    if "sections" in meta:
+        return meta["sections"]
+    whole = {k: v for k, v in meta.items() if k not in ("congestion", "overrides")}
+    return {section: whole for section in meta.get("args", {}).get("only", ())}
+
+
 def run_matrix(out, congestion_list, spec_list, stamp, args=None):
-    """Every spec on both sides per congestion control; each pair is appended to the runs file as
-    it ends (a long session that stops keeps what ran). Returns {cc: rows}."""
+    """Every spec on both sides per congestion control. The sections run replace that
+    congestion control's earlier results for them; its other sections' runs, rows and meta
+    are kept, so the matrix can be filled one section per session. Each pair is appended to
+    ``linux_matrix_<cc>_runs.partial.jsonl`` as it ends (a session that stops keeps what ran);
+    the merged files are written when the congestion control's runs are all done.
+    Returns {cc: rows}."""
     import linux_side
     import sp_side
 
     out.mkdir(parents=True, exist_ok=True)
+    running = {section_of(s["name"]) for s in spec_list}
+    order = {section: i for i, section in enumerate(SECTIONS)}
     all_rows = {}
     for cc in congestion_list:
         sets = overrides(cc)
-        results = {}
-        t0 = time.perf_counter()
-        with open(out / f"linux_matrix_{cc}_runs.jsonl", "w") as runs:
+        runs_path = out / f"linux_matrix_{cc}_runs.jsonl"
+        summary_path = out / f"linux_matrix_{cc}_summary.csv"
+        meta_path = out / f"linux_matrix_{cc}_meta.json"
+        partial_path = out / f"linux_matrix_{cc}_runs.partial.jsonl"
+        results, new_runs, wall_s = {}, [], dict.fromkeys(running, 0.0)
+        with open(partial_path, "w") as partial:
             for spec in spec_list:
                 t = time.perf_counter()
                 pair = (sp_side.run(spec, sets), linux_side.run(spec, congestion_control=cc, overrides=sets))
                 results[spec["name"]] = pair
-                runs.writelines(json.dumps(r | {"congestion": cc}) + "\n" for r in pair)
-                runs.flush()
-                print(f"{cc} {spec['name']}: {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
-        rows = [r | stamp for r in compare(cc, results, spec_list)]
-        with open(out / f"linux_matrix_{cc}_summary.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                lines = [json.dumps(r | {"congestion": cc}) + "\n" for r in pair]
+                new_runs += lines
+                partial.writelines(lines)
+                partial.flush()
+                took_s = time.perf_counter() - t
+                wall_s[section_of(spec["name"])] += took_s
+                print(f"{cc} {spec['name']}: {took_s:.0f} s", file=sys.stderr, flush=True)
+        earlier = runs_path.read_text().splitlines(keepends=True) if runs_path.is_file() else []
+        kept_runs = [line for line in earlier if section_of(json.loads(line)["name"]) not in running]
+        runs_path.write_text("".join(kept_runs + new_runs))
+        kept_rows = [r for r in _read_csv(summary_path) if r["section"] not in running]
+        new_rows = [r | stamp for r in compare(cc, results, spec_list)]
+        rows = sorted(kept_rows + new_rows, key=lambda r: order[r["section"]])  # stable: metrics keep their order
+        with open(summary_path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(new_rows[0]))
             w.writeheader()
             w.writerows(rows)
-        meta = {"congestion": cc, "runs": len(spec_list), "wall_s": round(time.perf_counter() - t0, 1),
-                "overrides": sets, "args": args or {}, **stamp}
-        (out / f"linux_matrix_{cc}_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        old_meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        sections = {k: v for k, v in _sections_meta(old_meta).items() if k not in running}
+        for section in running:
+            ran = [s for s in spec_list if section_of(s["name"]) == section]
+            sections[section] = {"runs": len(ran), "wall_s": round(wall_s[section], 1), "args": args or {}, **stamp}
+        sections = dict(sorted(sections.items(), key=lambda kv: order[kv[0]]))
+        meta = {"congestion": cc, "overrides": sets, "runs": sum(v["runs"] for v in sections.values()),
+                "wall_s": round(sum(v["wall_s"] for v in sections.values()), 1),
+                "sections": sections}
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+        partial_path.unlink()
         all_rows[cc] = rows
     return all_rows
