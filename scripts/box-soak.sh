@@ -6,7 +6,7 @@
 #
 #   scripts/box-soak.sh [DURATION_S [OUTDIR]]      default 3600 s, target/box-soak
 #
-# Environment (optional): SMALLPIPE_SOAK_QUEUE (taq with pure ACKs protected, or fq_codel;
+# Environment (optional): SMALLPIPE_SOAK_QUEUE (taq as the packaged config sets it, or fq_codel;
 # default taq), SMALLPIPE_SOAK_RATE_BPS (each way, default 2000000), SMALLPIPE_SOAK_FIFO
 # (1: the box asks for SCHED_FIFO as deployed; 0: --no-fifo; default 1).
 #

@@ -165,7 +165,7 @@ PROGRESS_SCHEMA = pl.Schema({"flow_id": pl.Int64, "packets": pl.Int64, "fct_ns":
 
 _TAQ_STATES = ("slow_start", "normal", "explicit_recovery", "timeout_silence", "timeout_recovery",
                "extended_silence", "idle_silence")
-_TAQ_QUEUES = ("recovery_extended", "recovery_silence", "recovery_first", "new_flow", "over_penalized",
+_TAQ_QUEUES = ("recovery_extended", "recovery_silence", "recovery_first", "sparse", "new_flow", "over_penalized",
                "below_fair_share", "above_fair_share")
 QUEUE_STATES_SCHEMA = pl.Schema(
     {"link": pl.String, "slice": pl.Int64, "time_ns": pl.Int64}

@@ -479,14 +479,17 @@ mod tests {
     }
 
     /// The commented TAQ lines of the packaged file, uncommented, give TAQ with its pure
-    /// ACKs protected (issue 41: they were its first victims), in both directions.
+    /// ACKs protected (issue 41: they were its first victims), sparse packets first and
+    /// NewFlow capped against level 3 (docs/operator.md), in both directions.
     #[test]
     fn the_packaged_taq_example_protects_pure_acks() {
         let mut text = String::new();
         for line in PACKAGED_TOML.lines() {
             match line {
                 "kind = \"fq_codel\"" => {}
-                "# kind = \"taq\"" | "# protect_pure_acks = true" => text += &line[2..],
+                "# kind = \"taq\"" | "# protect_pure_acks = true" | "# sparse_share = 0.25" | "# new_flow_cap_level_3 = true" => {
+                    text += &line[2..]
+                }
                 _ => text += line,
             }
             text.push('\n');
@@ -494,7 +497,7 @@ mod tests {
         let c = toml_str(&text).unwrap();
         for q in [&c.a_to_b.queue, &c.b_to_a.queue] {
             let QdiscConfig::Taq(t) = q else { panic!("not TAQ: {q:?}") };
-            assert!(t.protect_pure_acks);
+            assert!(t.protect_pure_acks && t.sparse_share == 0.25 && t.new_flow_cap_level_3);
         }
     }
 

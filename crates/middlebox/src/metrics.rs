@@ -337,10 +337,10 @@ mod tests {
         let series = |name: &str, dir: &str| text.lines().filter(|l| l.starts_with(name) && l.contains(&format!("direction=\"{dir}\""))).count();
         assert_eq!((series("smallpipe_box_qdisc_total{", "a_to_b"), series("smallpipe_box_qdisc_level{", "a_to_b")), (4, 4));
         assert!(text.contains("# TYPE smallpipe_box_qdisc counter") && text.contains("# TYPE smallpipe_box_qdisc_level gauge"));
-        // A class-wise counter carries its class: TAQ's queues (7 queues × 3 totals + 4
-        // predictions + 8 totals; 7 queue levels + 4 levels), all zero with nothing sent.
+        // A class-wise counter carries its class: TAQ's queues (8 queues × 3 totals + 4
+        // predictions + 8 totals; 8 queue levels + 4 levels), all zero with nothing sent.
         assert_eq!(value_of(&text, "smallpipe_box_qdisc_level{direction=\"b_to_a\",counter=\"queued\",class=\"new_flow\"}"), 0.0);
-        assert_eq!((series("smallpipe_box_qdisc_total{", "b_to_a"), series("smallpipe_box_qdisc_level{", "b_to_a")), (7 * 3 + 4 + 8, 7 + 4));
+        assert_eq!((series("smallpipe_box_qdisc_total{", "b_to_a"), series("smallpipe_box_qdisc_level{", "b_to_a")), (8 * 3 + 4 + 8, 8 + 4));
     }
 
     #[test]

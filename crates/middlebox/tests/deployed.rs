@@ -17,6 +17,8 @@
 //! `scripts/box-soak.sh`) runs the same topology and load for `SMALLPIPE_SOAK_S` seconds
 //! and samples the box every 10 s. Needs root, `ip netns`, `ethtool`; skips with the reason
 //! printed otherwise. The namespaces are removed on the way out, failure included.
+//! `SMALLPIPE_DEPLOYED_TAQ` (a queue's JSON) replaces the TAQ phase's queue, and
+//! `SMALLPIPE_DEPLOYED_PCAP` (any value) has each box write `box-LABEL.pcapng`.
 
 mod common;
 
@@ -312,6 +314,10 @@ impl Deployed {
         ];
         if !fifo {
             args.push("--no-fifo".into());
+        }
+        if std::env::var_os("SMALLPIPE_DEPLOYED_PCAP").is_some() {
+            // For `smallpipe-box --replay`: every frame, and so every TAQ decision, again offline.
+            args.extend(["--pcap".into(), self.dir.join(format!("box-{label}.pcapng")).display().to_string()]);
         }
         Command::new("ip")
             .args(&args)
@@ -812,7 +818,8 @@ fn tag_and_dir(prefix: &str) -> (String, PathBuf) {
     (tag, dir)
 }
 
-const TAQ: &str = r#"{"kind": "taq", "protect_pure_acks": true}"#;
+/// The packaged config's TAQ lines (docs/operator.md).
+const TAQ: &str = r#"{"kind": "taq", "protect_pure_acks": true, "sparse_share": 0.25, "new_flow_cap_level_3": true}"#;
 const FQ_CODEL: &str = r#"{"kind": "fq_codel"}"#;
 /// Load before a phase's window opens: slow start and the first queue build-up.
 const WARMUP: Duration = Duration::from_secs(3);
@@ -863,8 +870,10 @@ fn the_box_as_deployed_carries_every_kind_of_traffic_and_survives_floods_reloads
     let counters = Arc::new(Counters::default());
     let _servers = start_servers(&d, &counters);
 
-    // TAQ with pure ACKs protected.
-    let taq_cfg = d.write_config("taq", RATE_BPS, TAQ);
+    // TAQ as packaged (or SMALLPIPE_DEPLOYED_TAQ's queue, to try a knob).
+    let taq_queue = std::env::var("SMALLPIPE_DEPLOYED_TAQ").unwrap_or_else(|_| TAQ.to_string());
+    println!("deployed: TAQ phase's queue {taq_queue}");
+    let taq_cfg = d.write_config("taq", RATE_BPS, &taq_queue);
     d.start_box("taq", &taq_cfg, false, 600).unwrap();
     check_basics(&d);
     let load = Load::start(&d, &counters);

@@ -240,4 +240,8 @@ pub struct UdpFlowRow {
     pub bytes_dropped: u64,
     /// Still queued or on a wire at the end.
     pub packets_in_flight: u64,
+    /// One-way delays of the delivered datagrams, sender to receiver host, to the µs (as
+    /// FlowMonitor's `delaySum`; the mean is this over `packets_delivered`), and the largest.
+    pub delay_sum_ns: u64,
+    pub delay_max_ns: u64,
 }

@@ -27,6 +27,9 @@ pub(super) struct UdpFlow {
     pub(super) delivered_bytes: u64,
     pub(super) dropped_pkts: u64,
     pub(super) dropped_bytes: u64,
+    /// One-way delays of the delivered datagrams, sender to receiver host.
+    pub(super) delay_sum_ns: u64,
+    pub(super) delay_max_ns: u64,
 }
 
 /// Datagrams the network dropped (`left_network` passes every packet it drops).
@@ -47,6 +50,10 @@ impl Simulator {
             flow: FlowKey { src_ip: unit.sender_ip, dst_ip: unit.receiver_ip, src_port: UDP_SRC_PORT, dst_port: UDP_DST_PORT, proto: PROTO_UDP },
             ip_len_bytes: size,
             dscp: self.groups[unit.group as usize].dscp.unwrap_or(0),
+            // The send time in µs, as a probe carries it in its payload (`ts_val` is a TCP
+            // option's field; nothing on the path reads it for UDP). Wraps after 71 min,
+            // which the delay's wrapping difference undoes.
+            ts_val: (self.now.as_nanos() / 1_000) as u32,
             runtime_handle: UDP_HANDLE | f,
             ..Packet::default()
         };
@@ -62,6 +69,9 @@ impl Simulator {
         let flow = &mut self.udp[(pkt.runtime_handle & !UDP_HANDLE) as usize];
         flow.delivered_pkts += 1;
         flow.delivered_bytes += pkt.len_bytes();
+        let delay_ns = u64::from(((self.now.as_nanos() / 1_000) as u32).wrapping_sub(pkt.ts_val)) * 1_000;
+        flow.delay_sum_ns += delay_ns;
+        flow.delay_max_ns = flow.delay_max_ns.max(delay_ns);
         let unit = &mut self.units[flow.unit as usize];
         unit.bytes_delivered += pkt.len_bytes();
         unit.last_progress = self.now;
@@ -83,6 +93,8 @@ impl Simulator {
                 packets_dropped: f.dropped_pkts,
                 bytes_dropped: f.dropped_bytes,
                 packets_in_flight: f.sent_pkts - f.delivered_pkts - f.dropped_pkts,
+                delay_sum_ns: f.delay_sum_ns,
+                delay_max_ns: f.delay_max_ns,
             }
         }).collect()
     }

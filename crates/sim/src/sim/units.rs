@@ -132,7 +132,7 @@ impl Simulator {
             let mut schedule = UdpSchedule::new(src, Rng::new(sc.seed, 0x6000_0000 + u64::from(u)));
             let first = start + Duration::from_secs_f64(schedule.next_gap_s());
             self.udp.push(UdpFlow { unit: u, schedule, sent_pkts: 0, sent_bytes: 0, delivered_pkts: 0, delivered_bytes: 0,
-                dropped_pkts: 0, dropped_bytes: 0 });
+                dropped_pkts: 0, dropped_bytes: 0, delay_sum_ns: 0, delay_max_ns: 0 });
             self.events.push(first, Event::Unit { unit: u });
         }
         Ok(())

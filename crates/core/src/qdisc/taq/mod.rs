@@ -45,7 +45,7 @@
 //!
 //! Complexity: enqueue and dequeue are O(1) amortised plus `sweep_flows_per_op` epoch
 //! roll-overs; an overflow drop predicts at most `drop_search_pkts` packets per queue
-//! (7 queues) and removes from the middle of one queue, O(`limit_pkts`); with
+//! (8 queues) and removes from the middle of one queue, O(`limit_pkts`); with
 //! `reclassify_waiting`, moving a flow's waiting packets to level 2 is O(`limit_pkts`) too.
 //! Memory: the flow table (`flow_table_capacity` entries of 216 bytes plus the index), the pool table
 //! (`pool_table_capacity` entries of 48 bytes), at most `limit_pkts + 1` queued packets and
@@ -90,7 +90,7 @@ use crate::stats::DropReason;
 use crate::time::Instant;
 use admission::{Admission, Verdict};
 use flow_model::FlowModel;
-use scheduler::{Queued, Scheduler};
+use scheduler::{Caps, Queued, Scheduler};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -167,6 +167,13 @@ pub struct TaqConfig {
     /// loop) rides NewFlow and leaves an AboveFairShare flow only what it does not take
     /// (docs/taq.md, "A stream of new flows").
     pub new_flow_cap_level_3: bool,
+    /// Ours, 0 = off (the paper has no such class; docs/taq.md, "Sparse packets"): packets
+    /// without sequence space (UDP, ICMP, and pure ACKs with `protect_pure_acks`) of flows
+    /// below their fair share go to the Sparse queue, served right after Recovery while it
+    /// has sent at most this share of the link's bytes; those of flows above it go to
+    /// AboveFairShare. Such packets never ride NewFlow: a connection's pure-ACK direction
+    /// never leaves slow start in the flow model.
+    pub sparse_share: f64,
     /// Credit a capped queue may save up, bytes.
     pub cap_burst_bytes: u32,
     pub fairness: FairnessUnit,
@@ -241,6 +248,7 @@ impl Default for TaqConfig {
             recovery_share: 0.5,
             new_flow_share: 0.25,
             new_flow_cap_level_3: false,
+            sparse_share: 0.0,
             cap_burst_bytes: 3000,
             fairness: FairnessUnit::Flow,
             fair_share_window_ns: 5_000 * MS,
@@ -325,6 +333,7 @@ impl TaqConfig {
         }
         fraction("recovery_share", c.recovery_share, true)?;
         fraction("new_flow_share", c.new_flow_share, true)?;
+        fraction("sparse_share", c.sparse_share, false)?;
         if c.cap_burst_bytes == 0 {
             return Err(ConfigError::new("cap_burst_bytes", 0, "at least 1 byte"));
         }
@@ -354,7 +363,13 @@ impl TaqConfig {
             cfg: c.clone(),
             table: BoundedTable::new(c.flow_table_capacity),
             flows: Vec::new(),
-            sched: Scheduler::new(c.recovery_share, c.new_flow_share, c.new_flow_cap_level_3, c.cap_burst_bytes),
+            sched: Scheduler::new(Caps {
+                recovery_share: c.recovery_share,
+                new_flow_share: c.new_flow_share,
+                new_flow_cap_level_3: c.new_flow_cap_level_3,
+                sparse_share: c.sparse_share,
+                burst_bytes: c.cap_burst_bytes,
+            }),
             admission: Admission::new(c.pool_table_capacity),
             held: VecDeque::new(),
             held_bytes: 0,
@@ -713,7 +728,16 @@ impl Taq {
             // flow into level 2 when it falls below its share.
             return f.queue;
         }
+        if self.cfg.sparse_share > 0.0 && self.has_no_tcp_state(pkt) {
+            return if self.below_fair_share(slot, now) { TaqQueue::Sparse } else { TaqQueue::AboveFairShare };
+        }
         self.class_of(slot, retx && !pkt.flags.syn(), now)
+    }
+
+    /// A packet without sequence space whose loss TAQ does not predict: UDP, ICMP, and a
+    /// pure ACK with `protect_pure_acks`.
+    fn has_no_tcp_state(&self, pkt: &Packet) -> bool {
+        pkt.seq_len() == 0 && (pkt.flow.proto != PROTO_TCP || self.cfg.protect_pure_acks)
     }
 
     /// Section 4.2's class of a packet of the flow (a retransmission if `retx`).

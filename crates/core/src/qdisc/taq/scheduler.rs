@@ -12,6 +12,10 @@
 //!   (the paper: level 3 has "strictly lower priority compared to Level 2"), unless
 //!   `new_flow_cap_level_3` extends the cap to AboveFairShare.
 //! - Level 3, AboveFairShare: FIFO, served only when levels 1 and 2 have nothing eligible.
+//! - Sparse (ours, off unless `sparse_share` > 0): packets without sequence space (UDP,
+//!   ICMP, pure ACKs with `protect_pure_acks`) of flows below their fair share. Served
+//!   right after Recovery while it has credit, capped at `sparse_share` like Recovery;
+//!   out of credit, its head competes in level 2 by arrival like the others.
 //!
 //! Caps are token buckets in bytes: every byte sent earns a capped queue `share` bytes of
 //! credit (at most `cap_burst_bytes`), the queue spends its own bytes, and may send while
@@ -28,6 +32,7 @@ pub enum TaqQueue {
     RecoveryExtended = 0,
     RecoverySilence,
     RecoveryFirst,
+    Sparse,
     NewFlow,
     OverPenalized,
     BelowFairShare,
@@ -35,11 +40,12 @@ pub enum TaqQueue {
 }
 
 impl TaqQueue {
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
     pub const ALL: [TaqQueue; Self::COUNT] = [
         TaqQueue::RecoveryExtended,
         TaqQueue::RecoverySilence,
         TaqQueue::RecoveryFirst,
+        TaqQueue::Sparse,
         TaqQueue::NewFlow,
         TaqQueue::OverPenalized,
         TaqQueue::BelowFairShare,
@@ -47,12 +53,14 @@ impl TaqQueue {
     ];
     /// When a victim must be chosen among packets whose drop is predicted to hurt their
     /// flows equally, the queues are searched in this order: lowest priority first, and
-    /// NewFlow (which admission may hold back anyway) before OverPenalized.
+    /// NewFlow (which admission may hold back anyway) before OverPenalized. Sparse holds
+    /// only packets without sequence space, which `drop_one` ranks by backlog, not order.
     pub const DROP_ORDER: [TaqQueue; Self::COUNT] = [
         TaqQueue::AboveFairShare,
         TaqQueue::BelowFairShare,
         TaqQueue::NewFlow,
         TaqQueue::OverPenalized,
+        TaqQueue::Sparse,
         TaqQueue::RecoveryFirst,
         TaqQueue::RecoverySilence,
         TaqQueue::RecoveryExtended,
@@ -62,6 +70,7 @@ impl TaqQueue {
             TaqQueue::RecoveryExtended => "recovery_extended",
             TaqQueue::RecoverySilence => "recovery_silence",
             TaqQueue::RecoveryFirst => "recovery_first",
+            TaqQueue::Sparse => "sparse",
             TaqQueue::NewFlow => "new_flow",
             TaqQueue::OverPenalized => "over_penalized",
             TaqQueue::BelowFairShare => "below_fair_share",
@@ -82,29 +91,44 @@ pub(crate) struct Queued {
     pub retx: bool,
 }
 
+/// The capped queues' shares of the link's bytes and the credit they may save up.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caps {
+    pub recovery_share: f64,
+    pub new_flow_share: f64,
+    pub new_flow_cap_level_3: bool,
+    pub sparse_share: f64,
+    pub burst_bytes: u32,
+}
+
 #[derive(Debug)]
 pub(crate) struct Scheduler {
     queues: [VecDeque<Queued>; TaqQueue::COUNT],
     recovery_share: f64,
     new_flow_share: f64,
     new_flow_cap_level_3: bool,
+    sparse_share: f64,
     burst_bytes: f64,
     recovery_credit: f64,
     new_flow_credit: f64,
+    sparse_credit: f64,
     len: usize,
     bytes: u64,
 }
 
 impl Scheduler {
-    pub fn new(recovery_share: f64, new_flow_share: f64, new_flow_cap_level_3: bool, burst_bytes: u32) -> Self {
+    pub fn new(caps: Caps) -> Self {
+        let burst_bytes = caps.burst_bytes as f64;
         Scheduler {
             queues: Default::default(),
-            recovery_share,
-            new_flow_share,
-            new_flow_cap_level_3,
-            burst_bytes: burst_bytes as f64,
-            recovery_credit: burst_bytes as f64,
-            new_flow_credit: burst_bytes as f64,
+            recovery_share: caps.recovery_share,
+            new_flow_share: caps.new_flow_share,
+            new_flow_cap_level_3: caps.new_flow_cap_level_3,
+            sparse_share: caps.sparse_share,
+            burst_bytes,
+            recovery_credit: burst_bytes,
+            new_flow_credit: burst_bytes,
+            sparse_credit: burst_bytes,
             len: 0,
             bytes: 0,
         }
@@ -174,16 +198,17 @@ impl Scheduler {
         let nonempty = |s: &Self, q: TaqQueue| !s.queues[q as usize].is_empty();
         // NewFlow's cap yields to its level-2 peers only (and to level 3 with
         // `new_flow_cap_level_3`); otherwise level 3 waits for all of level 2.
-        let level_2_peers = nonempty(self, OverPenalized) || nonempty(self, BelowFairShare);
+        let level_2_peers = nonempty(self, Sparse) || nonempty(self, OverPenalized) || nonempty(self, BelowFairShare);
         let new_flow_peers = level_2_peers || (self.new_flow_cap_level_3 && nonempty(self, AboveFairShare));
         let levels_2_3 = level_2_peers || nonempty(self, NewFlow) || nonempty(self, AboveFairShare);
         let recovery = [RecoveryExtended, RecoverySilence, RecoveryFirst].into_iter().find(|&q| nonempty(self, q));
         let (q, by_credit) = match recovery {
             Some(r) if self.recovery_credit > 0.0 || !levels_2_3 => (r, self.recovery_credit > 0.0),
+            _ if nonempty(self, Sparse) && self.sparse_credit > 0.0 => (Sparse, true),
             _ => {
                 let new_ok = nonempty(self, NewFlow) && (self.new_flow_credit > 0.0 || !new_flow_peers);
                 let mut best: Option<(u64, TaqQueue)> = None;
-                for q in [NewFlow, OverPenalized, BelowFairShare] {
+                for q in [Sparse, NewFlow, OverPenalized, BelowFairShare] {
                     if q == NewFlow && !new_ok {
                         continue;
                     }
@@ -204,14 +229,15 @@ impl Scheduler {
         let item = self.queues[q as usize].pop_front().expect("chosen queue is non-empty");
         let len = item.pkt.len_bytes() as f64;
         if by_credit {
-            if q.is_recovery() {
-                self.recovery_credit -= len;
-            } else {
-                self.new_flow_credit -= len;
+            match q {
+                Sparse => self.sparse_credit -= len,
+                NewFlow => self.new_flow_credit -= len,
+                _ => self.recovery_credit -= len,
             }
         }
         self.recovery_credit = (self.recovery_credit + self.recovery_share * len).min(self.burst_bytes);
         self.new_flow_credit = (self.new_flow_credit + self.new_flow_share * len).min(self.burst_bytes);
+        self.sparse_credit = (self.sparse_credit + self.sparse_share * len).min(self.burst_bytes);
         self.len -= 1;
         self.bytes -= item.pkt.len_bytes();
         Some((q, item))
@@ -224,6 +250,10 @@ mod tests {
     use crate::qdisc::testkit::pkt;
     use crate::time::Instant;
 
+    fn caps(recovery_share: f64, new_flow_share: f64, new_flow_cap_level_3: bool, sparse_share: f64, burst_bytes: u32) -> Caps {
+        Caps { recovery_share, new_flow_share, new_flow_cap_level_3, sparse_share, burst_bytes }
+    }
+
     fn item(src: u32, arrival: u64, len: u16) -> Queued {
         let mut p = pkt(src, 9, 1, len);
         p.arrival = Instant(arrival);
@@ -232,7 +262,7 @@ mod tests {
 
     #[test]
     fn recovery_classes_go_first_in_silence_order() {
-        let mut s = Scheduler::new(1.0, 1.0, false, 100_000);
+        let mut s = Scheduler::new(caps(1.0, 1.0, false, 0.0, 100_000));
         s.push(TaqQueue::AboveFairShare, item(7, 0, 100));
         s.push(TaqQueue::BelowFairShare, item(6, 1, 100));
         s.push(TaqQueue::RecoveryFirst, item(3, 2, 100));
@@ -245,7 +275,7 @@ mod tests {
 
     #[test]
     fn level_two_is_fifo_across_its_queues_and_level_three_waits() {
-        let mut s = Scheduler::new(0.5, 1.0, false, 100_000);
+        let mut s = Scheduler::new(caps(0.5, 1.0, false, 0.0, 100_000));
         s.push(TaqQueue::AboveFairShare, item(9, 0, 100));
         s.push(TaqQueue::BelowFairShare, item(1, 30, 100));
         s.push(TaqQueue::OverPenalized, item(2, 10, 100));
@@ -257,7 +287,7 @@ mod tests {
 
     #[test]
     fn promote_merges_one_flows_packets_by_arrival_and_moves_nothing_else() {
-        let mut s = Scheduler::new(1.0, 1.0, false, 100_000);
+        let mut s = Scheduler::new(caps(1.0, 1.0, false, 0.0, 100_000));
         for (src, t) in [(5, 0), (6, 1), (5, 2), (6, 3), (5, 4)] {
             s.push(TaqQueue::AboveFairShare, item(src, t, 100));
         }
@@ -274,7 +304,7 @@ mod tests {
     fn recovery_cap_holds_its_share_while_others_wait_and_is_work_conserving() {
         // Share 0.25: of every 4 packets of equal size, recovery may take 1 once its
         // initial burst (one packet) is spent.
-        let mut s = Scheduler::new(0.25, 1.0, false, 500);
+        let mut s = Scheduler::new(caps(0.25, 1.0, false, 0.0, 500));
         for i in 0..400u64 {
             s.push(TaqQueue::RecoveryFirst, item(1, i, 500));
             s.push(TaqQueue::AboveFairShare, item(2, i, 500));
@@ -297,7 +327,7 @@ mod tests {
     #[test]
     fn new_flow_cap_yields_to_level_two_peers_but_not_to_level_three() {
         // Against BelowFairShare (level 2, equal priority): NewFlow gets its 20% of bytes.
-        let mut s = Scheduler::new(1.0, 0.2, false, 500);
+        let mut s = Scheduler::new(caps(1.0, 0.2, false, 0.0, 500));
         for i in 0..500u64 {
             s.push(TaqQueue::NewFlow, item(1, i, 500));
             s.push(TaqQueue::BelowFairShare, item(2, 1000 + i, 500));
@@ -308,7 +338,7 @@ mod tests {
         }
         assert!((new - 100).abs() <= 1, "{new}");
         // Against AboveFairShare (level 3, strictly lower): all of NewFlow goes first.
-        let mut s = Scheduler::new(1.0, 0.2, false, 500);
+        let mut s = Scheduler::new(caps(1.0, 0.2, false, 0.0, 500));
         for i in 0..500u64 {
             s.push(TaqQueue::NewFlow, item(1, 1000 + i, 500));
             s.push(TaqQueue::AboveFairShare, item(2, i, 500));
@@ -321,7 +351,7 @@ mod tests {
     fn with_new_flow_cap_level_3_new_flow_gets_its_share_against_above_fair_share_too() {
         // The same backlog as above, the cap extended to level 3: NewFlow's 20% of the 500
         // packets sent (its credit starts at one 500-byte burst), AboveFairShare the rest.
-        let mut s = Scheduler::new(1.0, 0.2, true, 500);
+        let mut s = Scheduler::new(caps(1.0, 0.2, true, 0.0, 500));
         for i in 0..500u64 {
             s.push(TaqQueue::NewFlow, item(1, 1000 + i, 500));
             s.push(TaqQueue::AboveFairShare, item(2, i, 500));
@@ -329,10 +359,33 @@ mod tests {
         let new = (0..500).filter(|_| s.pop().unwrap().0 == TaqQueue::NewFlow).count() as i32;
         assert!((new - 100).abs() <= 1, "{new}");
         // Alone, NewFlow is never held back (work-conserving).
-        let mut s = Scheduler::new(1.0, 0.2, true, 500);
+        let mut s = Scheduler::new(caps(1.0, 0.2, true, 0.0, 500));
         for i in 0..10u64 {
             s.push(TaqQueue::NewFlow, item(1, i, 500));
         }
         assert!((0..10).all(|_| s.pop().unwrap().0 == TaqQueue::NewFlow));
+    }
+
+    #[test]
+    fn sparse_goes_after_recovery_and_before_older_level_two_packets_up_to_its_share() {
+        // Each queue backlogged, Sparse's packets the newest: with credit Sparse goes ahead
+        // of level 2 (older heads) and of level 3, not of Recovery.
+        let mut s = Scheduler::new(caps(1.0, 1.0, false, 0.2, 500));
+        s.push(TaqQueue::BelowFairShare, item(1, 0, 500));
+        s.push(TaqQueue::NewFlow, item(2, 1, 500));
+        s.push(TaqQueue::AboveFairShare, item(3, 2, 500));
+        s.push(TaqQueue::RecoveryFirst, item(4, 3, 500));
+        s.push(TaqQueue::Sparse, item(5, 4, 100));
+        let order: Vec<u32> = std::iter::from_fn(|| s.pop()).map(|(_, i)| i.pkt.flow.src_ip).collect();
+        assert_eq!(order, vec![4, 5, 1, 2, 3]);
+        // Against an older level-2 backlog Sparse gets its 20% of the bytes sent (plus the
+        // one-packet burst it starts with); out of credit it waits its turn by arrival.
+        let mut s = Scheduler::new(caps(1.0, 1.0, false, 0.2, 500));
+        for i in 0..500u64 {
+            s.push(TaqQueue::BelowFairShare, item(1, i, 500));
+            s.push(TaqQueue::Sparse, item(2, 1000 + i, 500));
+        }
+        let sparse = (0..500).filter(|_| s.pop().unwrap().0 == TaqQueue::Sparse).count() as i32;
+        assert!((sparse - 100).abs() <= 1, "{sparse}");
     }
 }

@@ -516,6 +516,7 @@ fn rejects_bad_values_naming_the_field() {
     assert_eq!(bad(TaqConfig { fast_retransmit_min_window_pkts: 0, ..d() }), "fast_retransmit_min_window_pkts");
     assert_eq!(bad(TaqConfig { recovery_share: f64::NAN, ..d() }), "recovery_share");
     assert_eq!(bad(TaqConfig { new_flow_share: 0.0, ..d() }), "new_flow_share");
+    assert_eq!(bad(TaqConfig { sparse_share: -0.1, ..d() }), "sparse_share");
     assert_eq!(bad(TaqConfig { cap_burst_bytes: 0, ..d() }), "cap_burst_bytes");
     assert_eq!(bad(TaqConfig { fair_share_window_ns: 0, ..d() }), "fair_share_window_ns");
     assert_eq!(bad(TaqConfig { drop_search_pkts: 0, ..d() }), "drop_search_pkts");
@@ -613,6 +614,7 @@ proptest! {
         one_pool in any::<bool>(),
         while_active in any::<bool>(),
         reclassify_waiting in any::<bool>(),
+        sparse in any::<bool>(),
         active_flows in prop_oneof![Just(ActiveFlows::NonSilent), Just(ActiveFlows::NonSilentOrQueued),
                                     Just(ActiveFlows::SeenInWindow)],
         ops in tcp_ops(),
@@ -630,6 +632,8 @@ proptest! {
             fairness: if pool_fairness { FairnessUnit::Pool } else { FairnessUnit::Flow },
             reclassify_waiting,
             active_flows,
+            protect_pure_acks: sparse,
+            sparse_share: if sparse { 0.25 } else { 0.0 },
             ..cfg()
         };
         let mut q = taq(c);
@@ -669,7 +673,7 @@ proptest! {
             }
             check_invariants(&q, limit as usize, flow_cap as usize, pool_cap as usize)?;
         }
-        // The counters balance against the common ones: every departure left one of the 7
+        // The counters balance against the common ones: every departure left one of the 8
         // queues, every overflow drop was taken from one and had a predicted next state,
         // and what entered a queue left it, was dropped from one or waits.
         let counters = q.counters();
@@ -814,6 +818,63 @@ fn without_protect_pure_acks_a_pure_ack_is_still_the_first_victim() {
     assert_eq!(q.last_drops()[0].0.flow.src_ip, 1, "the pure ACK");
     q.enqueue(data(3, 920, 460), at(4));
     assert_eq!(q.last_drops()[0].0.flow.src_ip, 3, "data of the longest backlog, not the datagram");
+}
+
+/// The pure-ACK direction of a connection opened by a SYN never carries new data, so the
+/// flow model's slow start (new packets per epoch still growing, or no data yet) never ends
+/// and, without `sparse_share`, its ACKs ride NewFlow for the connection's whole life,
+/// behind every new connection's slow start (issue 41's deployed upload waited there).
+/// With `sparse_share`, they and datagrams go to Sparse while their flow is below its fair
+/// share and overtake a level-2 backlog; above it (a flood) they go to AboveFairShare.
+#[test]
+fn with_sparse_share_packets_without_sequence_space_skip_new_flow_and_overtake_level_two() {
+    let ack_flow = |t: u64| {
+        let mut p = seg(2, 1000, 1, 0, TcpFlags::ACK);
+        p.ack = 1 + t as u32 * 1000;
+        p
+    };
+    let run = |sparse_share: f64| {
+        let mut q = taq(TaqConfig { protect_pure_acks: true, sparse_share, limit_pkts: 100, ..cfg() });
+        let mut queues = vec![enq(&mut q, seg(2, 1000, 0, 0, TcpFlags::SYN), at(0))];
+        q.dequeue(at(0));
+        // Ten epochs of the ACK direction, one ACK each 50 ms, each sent at once, beside
+        // an upload's data (460 B each 50 ms): the ACKs are far below their fair share.
+        for t in 1..=20u64 {
+            enq(&mut q, data(3, t as u32 * 460, 460), at(t * 50));
+            q.dequeue(at(t * 50));
+            queues.push(enq(&mut q, ack_flow(t), at(t * 50 + 1)));
+            q.dequeue(at(t * 50 + 1));
+        }
+        // A new connection's slow start fills level 2 (20 packets); then a ping and an ACK.
+        enq(&mut q, syn(1, 1000), at(1001));
+        for i in 0..20u32 {
+            enq(&mut q, data(1, 1 + i * 460, 460), at(1002 + i as u64));
+        }
+        let ping = enq(&mut q, seqless_pkt(21, 1), at(1030));
+        let ack = enq(&mut q, ack_flow(21), at(1031));
+        let next: Vec<u32> = (0..3).map(|_| q.dequeue(at(1032)).unwrap().flow.src_ip).collect();
+        (queues, state(&q, 2), ping, ack, next)
+    };
+    let (queues, ack_state, ping, ack, next) = run(0.0);
+    assert!(queues.iter().all(|&x| x == TaqQueue::NewFlow), "{queues:?}");
+    assert_eq!((ack_state, ping, ack), (TaqState::SlowStart, TaqQueue::BelowFairShare, TaqQueue::NewFlow));
+    assert_eq!(next, vec![1, 1, 1], "the ping and the ACK wait behind the slow start's 21 packets");
+
+    let (queues, _, ping, ack, next) = run(0.25);
+    assert!(queues[1..].iter().all(|&x| x == TaqQueue::Sparse), "{queues:?}");
+    assert_eq!((ping, ack), (TaqQueue::Sparse, TaqQueue::Sparse));
+    assert_eq!(next, vec![21, 2, 1], "the ping and the ACK first");
+
+    // A datagram flood far above its share of two flows is level 3, not Sparse.
+    let mut q = taq(TaqConfig { sparse_share: 0.25, fair_share_window_ns: 1_000 * MS, ..cfg() });
+    enq(&mut q, data(1, 0, 460), at(0));
+    q.dequeue(at(0));
+    let mut last = TaqQueue::Sparse;
+    for t in 1..=20u64 {
+        last = enq(&mut q, seqless_pkt(20, 17), at(t));
+        q.dequeue(at(t));
+    }
+    assert_eq!(last, TaqQueue::AboveFairShare);
 }
 
 fn seqless_pkt(src: u32, proto: u8) -> Packet {
