@@ -716,7 +716,16 @@ impl Taq {
         let f = &self.flows[slot as usize];
         let m = &f.model;
         let recovering = matches!(m.state, TaqState::ExplicitRecovery | TaqState::TimeoutRecovery);
-        if m.queued_pkts > 0 && (retx || recovering || !f.queue.is_recovery()) {
+        let joins_own = match f.queue {
+            q if q.is_recovery() => retx || recovering,
+            // Sparse holds packets without sequence space only: data joining a flow's queued
+            // ACK there would keep the flow's whole backlog at Sparse's priority for as long as
+            // it never drains (issue 41's deployed upload did, and pings waited 100 ms behind
+            // it). The data goes to its class instead; Sparse is served before it anyway.
+            TaqQueue::Sparse => self.has_no_tcp_state(pkt),
+            _ => true,
+        };
+        if m.queued_pkts > 0 && joins_own {
             // Never let a packet overtake its own flow's queued packets. A retransmission
             // that jumps ahead of queued originals draws a partial ACK, and NewReno then
             // "retransmits" each queued packet in turn; reordered new data draws duplicate

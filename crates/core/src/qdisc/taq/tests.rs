@@ -877,6 +877,26 @@ fn with_sparse_share_packets_without_sequence_space_skip_new_flow_and_overtake_l
     assert_eq!(last, TaqQueue::AboveFairShare);
 }
 
+/// A flow's data never joins its ACKs queued in Sparse (it would keep the flow's whole
+/// backlog at Sparse's priority while it never drains): it goes to its own class, and its
+/// later ACKs follow the data there.
+#[test]
+fn data_does_not_join_its_flows_acks_in_sparse() {
+    let mut q = taq(TaqConfig { protect_pure_acks: true, sparse_share: 0.25, ..cfg() });
+    enq(&mut q, data(3, 0, 460), at(0));
+    q.dequeue(at(0));
+    let ack = |t: u64| {
+        let mut p = seg(1, 1000, 1, 0, TcpFlags::ACK);
+        p.ack = t as u32;
+        p
+    };
+    assert_eq!(enq(&mut q, ack(1), at(1)), TaqQueue::Sparse);
+    assert_eq!(enq(&mut q, data(1, 1, 460), at(2)), TaqQueue::BelowFairShare);
+    assert_eq!(enq(&mut q, ack(3), at(3)), TaqQueue::BelowFairShare, "behind its flow's queued data");
+    let order: Vec<(u32, u16)> = std::iter::from_fn(|| q.dequeue(at(4))).map(|p| (p.ack, p.payload_len)).collect();
+    assert_eq!(order, vec![(1, 0), (0, 460), (3, 0)]);
+}
+
 fn seqless_pkt(src: u32, proto: u8) -> Packet {
     Packet { flow: FlowKey { src_ip: src, dst_ip: 9, src_port: 53, dst_port: 53, proto }, ip_len_bytes: 100, ..Packet::default() }
 }
