@@ -19,7 +19,9 @@
 //!   the rest in AboveFairShare. Exception (ours, see `docs/taq.md`): while a flow has
 //!   packets queued, its arrivals join them in the same queue, so a flow's packets (its
 //!   retransmissions included) never overtake one another; new data joins queued
-//!   retransmissions in Recovery only while the flow is recovering.
+//!   retransmissions in Recovery only while the flow is recovering. With `sparse_share`
+//!   (ours), packets without sequence space of flows below their fair share go to a
+//!   Sparse queue served ahead of level 2 up to that share, and never to NewFlow.
 //! - When the shared buffer of `limit_pkts` overflows, drop the queued packet (the arrival
 //!   included) whose loss is predicted to hurt its flow least (Section 4.1: a fast
 //!   retransmit before a timeout before a repeated timeout), searching the lowest-priority
