@@ -790,16 +790,17 @@ impl Taq {
         'search: for q in TaqQueue::DROP_ORDER {
             for (pos, it) in self.sched.tail(q, self.cfg.drop_search_pkts as usize) {
                 let (m, backlog_bytes) = (&self.flows[it.slot as usize].model, self.flows[it.slot as usize].queued_bytes);
-                if it.pkt.seq_len() == 0 {
-                    if it.pkt.flow.proto == PROTO_TCP && !self.cfg.protect_pure_acks {
-                        best = Some((NextState::Unaffected, q, pos));
-                        seqless = None;
-                        break 'search;
-                    }
+                if self.has_no_tcp_state(&it.pkt) {
                     if seqless.is_none_or(|(b, _, _)| backlog_bytes > b) {
                         seqless = Some((backlog_bytes, q, pos));
                     }
                     continue;
+                }
+                if it.pkt.seq_len() == 0 {
+                    // A pure ACK without `protect_pure_acks`: the first victim.
+                    best = Some((NextState::Unaffected, q, pos));
+                    seqless = None;
+                    break 'search;
                 }
                 most_data_backlog_bytes = most_data_backlog_bytes.max(backlog_bytes);
                 let sev = m.predict_drop(&it.pkt, it.retx, &self.cfg);

@@ -101,17 +101,34 @@ pub(crate) struct Caps {
     pub burst_bytes: u32,
 }
 
+/// One capped queue's token bucket, in bytes.
+#[derive(Debug, Clone, Copy)]
+struct Cap {
+    share: f64,
+    credit: f64,
+}
+
+impl Cap {
+    fn new(share: f64, burst_bytes: f64) -> Self {
+        Cap { share, credit: burst_bytes }
+    }
+    fn has_credit(&self) -> bool {
+        self.credit > 0.0
+    }
+    /// Every byte sent, by any queue, earns `share` bytes of credit, up to the burst.
+    fn earn(&mut self, len: f64, burst_bytes: f64) {
+        self.credit = (self.credit + self.share * len).min(burst_bytes);
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Scheduler {
     queues: [VecDeque<Queued>; TaqQueue::COUNT],
-    recovery_share: f64,
-    new_flow_share: f64,
+    recovery: Cap,
+    new_flow: Cap,
+    sparse: Cap,
     new_flow_cap_level_3: bool,
-    sparse_share: f64,
     burst_bytes: f64,
-    recovery_credit: f64,
-    new_flow_credit: f64,
-    sparse_credit: f64,
     len: usize,
     bytes: u64,
 }
@@ -121,14 +138,11 @@ impl Scheduler {
         let burst_bytes = caps.burst_bytes as f64;
         Scheduler {
             queues: Default::default(),
-            recovery_share: caps.recovery_share,
-            new_flow_share: caps.new_flow_share,
+            recovery: Cap::new(caps.recovery_share, burst_bytes),
+            new_flow: Cap::new(caps.new_flow_share, burst_bytes),
+            sparse: Cap::new(caps.sparse_share, burst_bytes),
             new_flow_cap_level_3: caps.new_flow_cap_level_3,
-            sparse_share: caps.sparse_share,
             burst_bytes,
-            recovery_credit: burst_bytes,
-            new_flow_credit: burst_bytes,
-            sparse_credit: burst_bytes,
             len: 0,
             bytes: 0,
         }
@@ -203,10 +217,10 @@ impl Scheduler {
         let levels_2_3 = level_2_peers || nonempty(self, NewFlow) || nonempty(self, AboveFairShare);
         let recovery = [RecoveryExtended, RecoverySilence, RecoveryFirst].into_iter().find(|&q| nonempty(self, q));
         let (q, by_credit) = match recovery {
-            Some(r) if self.recovery_credit > 0.0 || !levels_2_3 => (r, self.recovery_credit > 0.0),
-            _ if nonempty(self, Sparse) && self.sparse_credit > 0.0 => (Sparse, true),
+            Some(r) if self.recovery.has_credit() || !levels_2_3 => (r, self.recovery.has_credit()),
+            _ if nonempty(self, Sparse) && self.sparse.has_credit() => (Sparse, true),
             _ => {
-                let new_ok = nonempty(self, NewFlow) && (self.new_flow_credit > 0.0 || !new_flow_peers);
+                let new_ok = nonempty(self, NewFlow) && (self.new_flow.has_credit() || !new_flow_peers);
                 let mut best: Option<(u64, TaqQueue)> = None;
                 for q in [Sparse, NewFlow, OverPenalized, BelowFairShare] {
                     if q == NewFlow && !new_ok {
@@ -219,7 +233,7 @@ impl Scheduler {
                     }
                 }
                 match best {
-                    Some((_, q)) => (q, q == NewFlow && self.new_flow_credit > 0.0),
+                    Some((_, q)) => (q, q == NewFlow && self.new_flow.has_credit()),
                     None if nonempty(self, AboveFairShare) => (AboveFairShare, false),
                     // Only Recovery holds packets and has no credit: serve it anyway.
                     None => (recovery?, false),
@@ -229,15 +243,16 @@ impl Scheduler {
         let item = self.queues[q as usize].pop_front().expect("chosen queue is non-empty");
         let len = item.pkt.len_bytes() as f64;
         if by_credit {
-            match q {
-                Sparse => self.sparse_credit -= len,
-                NewFlow => self.new_flow_credit -= len,
-                _ => self.recovery_credit -= len,
-            }
+            let cap = match q {
+                Sparse => &mut self.sparse,
+                NewFlow => &mut self.new_flow,
+                _ => &mut self.recovery,
+            };
+            cap.credit -= len;
         }
-        self.recovery_credit = (self.recovery_credit + self.recovery_share * len).min(self.burst_bytes);
-        self.new_flow_credit = (self.new_flow_credit + self.new_flow_share * len).min(self.burst_bytes);
-        self.sparse_credit = (self.sparse_credit + self.sparse_share * len).min(self.burst_bytes);
+        for cap in [&mut self.recovery, &mut self.new_flow, &mut self.sparse] {
+            cap.earn(len, self.burst_bytes);
+        }
         self.len -= 1;
         self.bytes -= item.pkt.len_bytes();
         Some((q, item))
