@@ -241,6 +241,51 @@ def test_a_section_run_later_adds_to_the_matrix_and_a_rerun_replaces_only_itself
     assert list(meta["sections"]) == ["many", "bernoulli"] and meta["runs"] == 2
 
 
+def test_reusing_the_linux_runs_reruns_only_smallpipe_and_keeps_the_record_of_linuxs_run(tmp_path, monkeypatch):
+    stamp = {"smallpipe_version": "0.1.0", "smallpipe_commit": "a" * 40}
+    web = [specs.web(s, duration_s=20.0) for s in (1, 2)]
+    args = {"seeds": 2, "web_s": 20.0}
+    _fake_sides(monkeypatch, 0.10)
+    matrix.run_matrix(tmp_path, ["cubic"], web, stamp, args)
+    measured = json.loads((tmp_path / "linux_matrix_cubic_meta.json").read_text())["sections"]["web"]
+
+    def no_testbed(spec, congestion_control, overrides):
+        raise AssertionError("the testbed ran")
+
+    monkeypatch.setattr(sys.modules["linux_side"], "run", no_testbed)
+    monkeypatch.setitem(sys.modules, "sp_side", SimpleNamespace(
+        run=lambda spec, sets: {"name": spec["name"], "simulator": "smallpipe",
+                                **_result(0.30, 40.0, [1], 0, 0.9, [125_000])}))
+    new_stamp = stamp | {"smallpipe_commit": "b" * 40}
+    for _ in (1, 2):  # twice: the second reuse still names the run that measured Linux
+        matrix.run_matrix(tmp_path, ["cubic"], web, new_stamp, args, reuse_linux=True)
+    loss = {r["metric"]: (float(r["smallpipe"]), float(r["linux"])) for r in render.matrix_rows(tmp_path)
+            if "loss rate" in r["metric"]}
+    assert loss == {"web pool: bottleneck loss rate": pytest.approx((0.30, 0.15))}
+    meta = json.loads((tmp_path / "linux_matrix_cubic_meta.json").read_text())["sections"]["web"]
+    assert meta["smallpipe_commit"] == "b" * 40 and meta["linux_measured_by"] == measured
+
+    with pytest.raises(ValueError, match=r"--web-s 30.0 differs from the 20.0 .* allowed: 20.0"):
+        matrix.run_matrix(tmp_path, ["cubic"], web, new_stamp, args | {"web_s": 30.0}, reuse_linux=True)
+    with pytest.raises(ValueError, match=r"no Linux run of web seed=3"):
+        matrix.run_matrix(tmp_path, ["cubic"], [specs.web(3, duration_s=20.0)], new_stamp, args, reuse_linux=True)
+
+
+def test_timeouts_after_the_warmup_count_connections_the_prefix_never_opened():
+    """A web pool opens connections all along: one the warm-up's prefix run never saw keeps its
+    whole count, and the rest lose what they had by the warm-up, matched by flow id."""
+    full = pl.DataFrame({"flow_id": [0, 1, 2, 3], "timeouts": [2, 1, 3, 0], "syn_timeouts": [1, 0, 1, 1]})
+    prefix = pl.DataFrame({"flow_id": [1, 0], "timeouts": [1, 1], "syn_timeouts": [0, 1]})
+    assert sp_side.timeouts_after(full, prefix) == [1, 0, 4, 1]
+    assert sp_side.timeouts_after(full, None) == [3, 1, 4, 1]
+
+
+def test_the_web_pools_timeouts_cover_every_connection_of_the_run():
+    out = sp_side.run(specs.web(1, duration_s=30.0), matrix.overrides("reno"))
+    assert len(out["timeouts"]) == out["connections"] > 60  # ~6 per unit by the 10 s warm-up
+    assert min(out["timeouts"]) >= 0
+
+
 def test_a_meta_file_from_before_sections_gives_its_record_to_the_sections_it_ran():
     old = {"congestion": "bbr", "runs": 9, "wall_s": 644.0, "overrides": {}, "args": {"only": ["many"]},
            "smallpipe_commit": "8dc4c7f"}

@@ -223,13 +223,42 @@ def _sections_meta(meta):
     return {section: whole for section in meta.get("args", {}).get("only", ())}
 
 
-def run_matrix(out, congestion_list, spec_list, stamp, args=None):
+SECTION_LENGTH_ARG = {"many": "many_s", "bernoulli": "bernoulli_s", "web": "web_s", "fig11": "fig11_s"}
+"""The command-line argument that sets each section's run length."""
+
+
+def recorded_linux_runs(out, cc, spec_list, args=None):
+    """For ``reuse_linux``: the Linux run recorded for each spec, by name, from
+    ``linux_matrix_<cc>_runs.jsonl``. Refuses, naming what is missing or differs, a spec with
+    no recorded Linux run, or a section recorded with other seeds or another run length."""
+    runs_path = out / f"linux_matrix_{cc}_runs.jsonl"
+    meta_path = out / f"linux_matrix_{cc}_meta.json"
+    lines = runs_path.read_text().splitlines() if runs_path.is_file() else []
+    linux = {r["name"]: r for r in map(json.loads, lines) if r["simulator"] == "linux"}
+    missing = [s["name"] for s in spec_list if s["name"] not in linux]
+    if missing:
+        raise ValueError(f"reuse_linux: {runs_path} has no Linux run of {', '.join(missing)}; "
+                         "run these on the testbed first (without --reuse-linux)")
+    sections = _sections_meta(json.loads(meta_path.read_text())) if meta_path.is_file() else {}
+    for section in sorted({section_of(s["name"]) for s in spec_list}):
+        recorded = sections.get(section, {}).get("args", {})
+        for key in ("seeds", SECTION_LENGTH_ARG[section]):
+            if args and key in recorded and recorded[key] != args.get(key):
+                raise ValueError(f"reuse_linux: --{key.replace('_', '-')} {args.get(key)} differs from the "
+                                 f"{recorded[key]} that {cc}'s recorded {section} runs used; allowed: "
+                                 f"{recorded[key]}")
+    return {s["name"]: linux[s["name"]] for s in spec_list}
+
+
+def run_matrix(out, congestion_list, spec_list, stamp, args=None, reuse_linux=False):
     """Every spec on both sides per congestion control. The sections run replace that
     congestion control's earlier results for them; its other sections' runs, rows and meta
     are kept, so the matrix can be filled one section per session. Each pair is appended to
     ``linux_matrix_<cc>_runs.partial.jsonl`` as it ends (a session that stops keeps what ran);
     the merged files are written when the congestion control's runs are all done.
-    Returns {cc: rows}."""
+    ``reuse_linux``: run only the smallpipe side, against the Linux runs recorded for these
+    specs (a change of smallpipe or of its harness needs no testbed); the section's meta
+    keeps the record of the run that measured Linux. Returns {cc: rows}."""
     import linux_side
     import sp_side
 
@@ -243,11 +272,14 @@ def run_matrix(out, congestion_list, spec_list, stamp, args=None):
         summary_path = out / f"linux_matrix_{cc}_summary.csv"
         meta_path = out / f"linux_matrix_{cc}_meta.json"
         partial_path = out / f"linux_matrix_{cc}_runs.partial.jsonl"
+        recorded = recorded_linux_runs(out, cc, spec_list, args) if reuse_linux else None
         results, new_runs, wall_s = {}, [], dict.fromkeys(running, 0.0)
         with open(partial_path, "w") as partial:
             for spec in spec_list:
                 t = time.perf_counter()
-                pair = (sp_side.run(spec, sets), linux_side.run(spec, congestion_control=cc, overrides=sets))
+                linux = (recorded[spec["name"]] if reuse_linux
+                         else linux_side.run(spec, congestion_control=cc, overrides=sets))
+                pair = (sp_side.run(spec, sets), linux)
                 results[spec["name"]] = pair
                 lines = [json.dumps(r | {"congestion": cc}) + "\n" for r in pair]
                 new_runs += lines
@@ -267,10 +299,14 @@ def run_matrix(out, congestion_list, spec_list, stamp, args=None):
             w.writeheader()
             w.writerows(rows)
         old_meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-        sections = {k: v for k, v in _sections_meta(old_meta).items() if k not in running}
+        old_sections = _sections_meta(old_meta)
+        sections = {k: v for k, v in old_sections.items() if k not in running}
         for section in running:
             ran = [s for s in spec_list if section_of(s["name"]) == section]
             sections[section] = {"runs": len(ran), "wall_s": round(wall_s[section], 1), "args": args or {}, **stamp}
+            if reuse_linux:
+                measured = old_sections.get(section, {})
+                sections[section]["linux_measured_by"] = measured.get("linux_measured_by", measured)
         sections = dict(sorted(sections.items(), key=lambda kv: order[kv[0]]))
         meta = {"congestion": cc, "overrides": sets, "runs": sum(v["runs"] for v in sections.values()),
                 "wall_s": round(sum(v["wall_s"] for v in sections.values()), 1),

@@ -304,9 +304,11 @@ def main_matrix(args):
     import matrix
 
     spec_list = matrix.build(args.only, args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s)
-    print(f"Linux matrix: {len(spec_list)} runs per congestion control, "
-          f"{matrix.wall_estimate_s(spec_list) / 60:.0f} min of testbed time each", file=sys.stderr, flush=True)
-    rows = matrix.run_matrix(Path(args.out), args.congestion, spec_list, provenance(), dict(vars(args)))
+    testbed = ("the recorded Linux runs reused" if args.reuse_linux
+               else f"{matrix.wall_estimate_s(spec_list) / 60:.0f} min of testbed time each")
+    print(f"Linux matrix: {len(spec_list)} runs per congestion control, {testbed}", file=sys.stderr, flush=True)
+    rows = matrix.run_matrix(Path(args.out), args.congestion, spec_list, provenance(), dict(vars(args)),
+                             reuse_linux=args.reuse_linux)
     render.render_matrix(Path(args.out), Path(args.doc))
     for cc, cc_rows in rows.items():
         checked = [r for r in cc_rows if r["verdict"] != "report"]
@@ -338,7 +340,12 @@ def main(argv=None):
                     help="--linux: the Linux matrix with these congestion controls, against smallpipe's Linux stack "
                          "[unset: the Linux column, Linux reno against smallpipe's RFC stack]")
     ap.add_argument("--fig11-s", type=float, default=200.0, help="the Linux matrix: seconds of each Figure 11 run")
+    ap.add_argument("--reuse-linux", action="store_true",
+                    help="the Linux matrix: run only the smallpipe side, against the Linux runs recorded for these "
+                         "sections (no root, no testbed); for a change of smallpipe or of its harness")
     args = ap.parse_args(argv)
+    if args.reuse_linux and not args.congestion:
+        ap.error("--reuse-linux: only the Linux matrix (--linux --congestion CC ...) keeps Linux runs to reuse")
     if args.congestion and not args.linux:
         ap.error("--congestion: the Linux matrix needs --linux")
     if args.linux and args.congestion:

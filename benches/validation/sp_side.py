@@ -101,6 +101,20 @@ def jain_20s(result, warm_s, end_s):
     return kept["jain"].mean() if kept.height else None
 
 
+def timeouts_after(flows, prefix_flows):
+    """Each connection's timeouts (data and SYN) after the warm-up, in ``flows``' order: its
+    count in the whole run less its count in the prefix run (which stopped at the warm-up).
+    A connection the prefix never opened (a web pool opens them all along) keeps its whole
+    count; matched by ``flow_id``, not by position, because the prefix has fewer rows."""
+    def totals(f):
+        return [a + b for a, b in zip(f["timeouts"], f["syn_timeouts"])]
+
+    if prefix_flows is None:
+        return totals(flows)
+    before = dict(zip(prefix_flows["flow_id"], totals(prefix_flows)))
+    return [t - before.get(f, 0) for f, t in zip(flows["flow_id"], totals(flows))]
+
+
 def run(spec, overrides=None):
     """`overrides`: scenario overrides on top of the aligned settings (diagnose.py's --set)."""
     warm, end = spec["warmup_s"], spec["warmup_s"] + spec["duration_s"]
@@ -118,11 +132,10 @@ def run(spec, overrides=None):
         return row["arrived_pkts"], row["dropped_pkts"], row["mean_backlog_pkts"]
 
     arr, drp, q = bn(r)
-    timeouts = [a + b for a, b in zip(r.flows["timeouts"], r.flows["syn_timeouts"])]
+    timeouts = timeouts_after(r.flows, None if prefix is None else prefix.flows)
     if prefix is not None:
         arr0, drp0, q0 = bn(prefix)
         arr, drp, q = arr - arr0, drp - drp0, (q * end - q0 * warm) / (end - warm)
-        timeouts = [t - a - b for t, a, b in zip(timeouts, prefix.flows["timeouts"], prefix.flows["syn_timeouts"])]
     sl = r.slices.filter(r.slices["start_ns"] >= int(warm * 1e9)).group_by("flow_id").agg(
         pl.col("bytes").sum())
     per_flow = dict(zip(sl["flow_id"], sl["bytes"]))
