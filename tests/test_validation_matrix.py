@@ -280,6 +280,16 @@ def test_timeouts_after_the_warmup_count_connections_the_prefix_never_opened():
     assert sp_side.timeouts_after(full, None) == [3, 1, 4, 1]
 
 
+def test_linuxs_timeouts_count_the_clients_syn_timer_not_the_listeners_for_a_connection_opened_later():
+    """Flow 0 is sampled by the warm-up (its count then is subtracted); flows 1 and 2 open
+    after it: their SYN-ACK timeouts (in tcpi_total_rto from accept) give way to the
+    client's SYN timeouts, which flow 2 has although its listener's timer never fired."""
+    flows = pl.DataFrame({"flow_id": [0, 1, 2], "timeouts": [5, 3, 1], "syn_timeouts": [1, 1, 1]})
+    info = pl.DataFrame({"flow_id": [0, 0, 1], "time_ns": [5 * 10**9, 10 * 10**9, 11 * 10**9],
+                         "total_rto": [1, 2, 1]})
+    assert linux_side.timeouts_after(flows, info, {0: 1, 1: 1, 2: 0}, 10.0) == [3, 3, 2]
+
+
 def test_the_web_pools_timeouts_cover_every_connection_of_the_run():
     out = sp_side.run(specs.web(1, duration_s=30.0), matrix.overrides("reno"))
     assert len(out["timeouts"]) == out["connections"] > 60  # ~6 per unit by the 10 s warm-up

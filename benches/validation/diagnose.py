@@ -72,6 +72,10 @@
                                              [--set KEY=VALUE ...] [--linux RUNS.jsonl]
         # every web bucket's median and p90 in smallpipe (with the overrides) over groups of P
         # seeds, as min / median / max across the groups, against Linux's first P seeds pooled
+    python3 benches/validation/diagnose.py web-timeouts --dir DIR [--congestion CC] [--seed K] [--set KEY=VALUE ...]
+        # the web pool's timeouts per connection opened after the warm-up, the handshake's
+        # (Linux: the SYN-ACK's, tcpi_total_rto at accept) and the data's, by object size, on
+        # Linux (a testbed run into DIR, as root, or the one already there) and in smallpipe
     python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
         # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
         # or a SYN retry: both wait at least 1 s), from run.py's raw results
@@ -1043,6 +1047,51 @@ def fig11_knobs(args):
     print(f"wrote {args.out}")
 
 
+def web_timeouts(args):
+    """The web pool's timeouts per connection split into the handshake's and the data's, by
+    object size, on Linux (a testbed run into `--dir`, or the one already there) and in
+    smallpipe's Linux stack with the same congestion control; connections opened after the
+    warm-up only, so no subtraction is needed."""
+    import polars as pl
+    import smallpipe
+    import sp_side
+    from matrix import overrides as stack_overrides
+    from smallpipe.testbed import run_testbed
+
+    spec = specs.web(args.seed, duration_s=args.seconds)
+    warm_ns = round(spec["warmup_s"] * 1e9)
+    sets = stack_overrides(args.congestion) | dict(parse_set(kv) for kv in args.set)
+    d = Path(args.dir)
+    if not (d / "server.json").is_file():
+        import linux_side
+
+        sc, _ = linux_side.scenario(spec, spec["warmup_s"] + spec["duration_s"])
+        run_testbed(sc.with_overrides(stack_overrides(args.congestion)), congestion_control=args.congestion, out=d)
+    # The generators' own records: the client's connections, the server's senders by flow id.
+    sender = {f["flow_id"]: f for f in json.loads((d / "server.json").read_text())["flows"]}
+    if any("handshake_timeouts" not in f for f in sender.values()):
+        raise SystemExit(f"{d / 'server.json'} has no handshake_timeouts: a smallpipe-gen from before they were recorded")
+    linux = pl.DataFrame([
+        {"size_bytes": f["size_bytes"], "handshake": sender[f["flow_id"]]["handshake_timeouts"],
+         "data": sender[f["flow_id"]]["info"]["total_rto"] - sender[f["flow_id"]]["handshake_timeouts"]}
+        for f in json.loads((d / "client.json").read_text())["flows"]
+        if f["start_ns"] >= warm_ns and f["flow_id"] in sender])
+    sc, _ = sp_side.scenario(spec, spec["warmup_s"] + spec["duration_s"], sp_side.forward_indices(spec))
+    sim = smallpipe.simulate(sc.with_overrides(sets)).flows.filter(pl.col("start_ns") >= warm_ns)
+    sim = sim.with_columns(pl.col("syn_timeouts").alias("handshake"), pl.col("timeouts").alias("data"))
+    print(f"web seed {args.seed}, {args.congestion}, connections opened after the warm-up; "
+          f"timeouts per connection: handshake + data (share with any data timeout)")
+    for lo, hi in ((0, 10_000), (10_000, 30_000), (30_000, None), (0, None)):
+        label = f"{lo // 1000}-{hi // 1000} KB" if hi else f"{lo // 1000} KB and more" if lo else "all"
+        cells = []
+        for name, f in (("Linux", linux), ("smallpipe", sim)):
+            b = f.filter(pl.col("size_bytes") >= lo, pl.col("size_bytes") < (hi or 1 << 62))
+            n = max(b.height, 1)
+            cells.append(f"{name} n = {b.height}: {b['handshake'].sum() / n:.3f} + {b['data'].sum() / n:.3f} "
+                         f"({(b['data'] > 0).sum() / n:.2f})")
+        print(f"  {label:>16}: " + "; ".join(cells))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1102,6 +1151,12 @@ def main():
     fs.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="smallpipe override (repeatable)")
     fs.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
                     help="also smallpipe with this one override added to --set's (repeatable)")
+    wt = sub.add_parser("web-timeouts")
+    wt.add_argument("--congestion", choices=("reno", "cubic", "bbr"), default="reno")
+    wt.add_argument("--seed", type=int, default=1)
+    wt.add_argument("--seconds", type=float, default=120.0, help="as the Linux matrix's web section")
+    wt.add_argument("--dir", required=True, help="the testbed run's directory (run into it when it has none)")
+    wt.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
@@ -1109,7 +1164,8 @@ def main():
     {"rto": rto, "noload": noload, "fct-split": fct_split, "linux-causes": linux_causes,
      "web-spread": web_spread, "web-buckets": web_buckets, "fig11-growth": fig11_growth,
      "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries,
-     "box-sojourn": box_sojourn, "fig11-spurious": fig11_spurious, "fig11-knobs": fig11_knobs}[args.cmd](args)
+     "box-sojourn": box_sojourn, "fig11-spurious": fig11_spurious, "fig11-knobs": fig11_knobs,
+     "web-timeouts": web_timeouts}[args.cmd](args)
 
 
 if __name__ == "__main__":

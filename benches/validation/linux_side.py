@@ -16,6 +16,7 @@ times have half the unit's RTT taken off: the testbed's client sends a request a
 handshake, which the simulator's sender-initiated connections do not (docs/testbed.md).
 """
 
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +40,29 @@ def _download_s(start_ns, end_ns, rtt_ms):
     return None if end_ns is None else (end_ns - start_ns) / 1e9 - rtt_ms / 2e3
 
 
+def timeouts_after(flows, info, sender_handshake, warm_s):
+    """Each connection's timeouts after the warm-up, as smallpipe counts them (its data
+    sender's RTOs, plus its handshake's when that lies in the window), in ``flows``' order.
+
+    A connection sampled by the warm-up's end: its sender's ``tcpi_total_rto`` less the
+    count at its last sample by then (``info``). Any other: its sender's count less the
+    SYN-ACK's timeouts (``sender_handshake``, the count at accept), plus the client's SYN
+    timeouts (``flows.syn_timeouts``). The handshake's packet that crosses the bottleneck
+    is the SYN-ACK here and the SYN in smallpipe (whose senders open), and its loss always
+    fires the client's SYN timer but the listener's only when that beats the client's
+    retried SYN: Linux answers the retry and re-arms the request's timer (tcp_check_req)."""
+    before = (info.filter(pl.col("time_ns") <= int(warm_s * 1e9)).sort("time_ns").group_by("flow_id")
+              .agg(pl.col("total_rto").last()))
+    at_warm = dict(zip(before["flow_id"], before["total_rto"]))
+    out = []
+    for f, total, syn in zip(flows["flow_id"], flows["timeouts"], flows["syn_timeouts"]):
+        if f in at_warm:
+            out.append((total or 0) - at_warm[f])
+        else:
+            out.append((total or 0) - (sender_handshake.get(f) or 0) + (syn or 0))
+    return out
+
+
 def run(spec, congestion_control="reno", overrides=None):
     """`overrides`: scenario overrides, the same as the smallpipe side's (the Linux matrix's
     ``tcp.stack = "linux"``)."""
@@ -50,14 +74,11 @@ def run(spec, congestion_control="reno", overrides=None):
         r = run_testbed(sc, congestion_control=congestion_control, out=tmp)
         window = link_window(tmp, warm, end)
         info = pl.read_parquet(Path(tmp) / "tcp_info.parquet")
+        senders = json.loads((Path(tmp) / "server.json").read_text())["flows"]
     wall = time.perf_counter() - t0
-    # Timeouts after the warm-up: each sender's cumulative tcpi_total_rto at its last sample
-    # at or before the warm-up's end, subtracted from its total.
-    before = (info.filter(pl.col("time_ns") <= int(warm * 1e9)).sort("time_ns").group_by("flow_id")
-              .agg(pl.col("total_rto").last()))
-    at_warm = dict(zip(before["flow_id"], before["total_rto"]))
     flows = r.flows.sort("flow_id")
-    timeouts = [(t or 0) - at_warm.get(f, 0) for f, t in zip(flows["flow_id"], flows["timeouts"])]
+    handshake = {f["flow_id"]: f["handshake_timeouts"] for f in senders}
+    timeouts = timeouts_after(flows, info, handshake, warm)
     # The testbed numbers connections in the order they open; spec flow i is unit i (one
     # connection each), so per-flow lists are indexed by unit.
     sl = (r.slices.filter(pl.col("start_ns") >= int(warm * 1e9)).join(flows.select("flow_id", "unit_id"), on="flow_id")

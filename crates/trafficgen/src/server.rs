@@ -28,6 +28,9 @@ pub struct SenderRecord {
     pub flow_id: u32,
     pub unit_id: u32,
     pub congestion_control: String,
+    /// `tcpi_total_rto` when accepted: the SYN-ACK's timeouts (Linux starts the child's
+    /// count at the request's `num_timeout`), which `info.total_rto` includes.
+    pub handshake_timeouts: Option<u16>,
     pub info: TcpInfo,
 }
 
@@ -122,6 +125,7 @@ fn sample_tcp_info(ctx: &Ctx) -> Vec<Snapshot> {
 }
 
 fn serve(ctx: &Ctx, stream: TcpStream) -> std::io::Result<()> {
+    let handshake_timeouts = sock::tcp_info(stream.as_raw_fd()).ok().and_then(|info| info.total_rto);
     stream.set_read_timeout(Some(POLL))?;
     stream.set_write_timeout(Some(POLL))?;
     let mut request = [0u8; 16];
@@ -143,7 +147,7 @@ fn serve(ctx: &Ctx, stream: TcpStream) -> std::io::Result<()> {
     let info = sock::tcp_info(fd);
     ctx.open.lock().unwrap().remove(&flow_id);
     if let Ok(info) = info {
-        ctx.flows.lock().unwrap().push(SenderRecord { flow_id, unit_id, congestion_control: cc, info });
+        ctx.flows.lock().unwrap().push(SenderRecord { flow_id, unit_id, congestion_control: cc, handshake_timeouts, info });
     }
     result
 }

@@ -95,6 +95,7 @@ _LINUX_RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "loss_detection": (("dupthresh", "rack"), "RACK, always on from Linux 6.17"),
     "pacing": (("none", "linux"), "Linux paces only when asked"),
     "rtt_samples": (("timed", "every_ack"), "Linux samples every ACK"),
+    "syn_timeout_restart": (("rfc6298", "linux"), "Linux's tcp_init_transfer and tcp_init_metrics"),
     "dupack_rule": (("rfc",), "ns-3's duplicate-ACK count is a simulator diagnostic"),
     "disorder_ack": (("rfc",), "ns-3's CA_DISORDER ACK is a simulator diagnostic"),
     "fast_retransmit_rto": (("restart",), "Linux keeps its own timer rules; \"keep\" is a simulator diagnostic"),

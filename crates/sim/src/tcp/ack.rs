@@ -181,7 +181,7 @@ impl Endpoint {
         let rtt_sample = self.take_rtt_sample(ack, seg, ack_rtt, now, p);
         let syn_acked = self.snd_una == 0;
         if syn_acked {
-            self.start_after_syn_timeout(p); // the listener's SYN-ACK timed out
+            self.start_after_syn_timeout(rtt_sample.is_some(), p); // the listener's SYN-ACK timed out
         }
         self.prev_highest_ack = self.snd_una;
         self.snd_una = ack;

@@ -45,7 +45,7 @@ pub const STACK_KNOBS: &[&str] = &[
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
     "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "timestamps",
-    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd",
+    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart",
 ];
 
 /// The `[tcp]` keys only the ns2 stack decides besides `STACK_KNOBS`: they are a stack's
@@ -61,7 +61,7 @@ pub const NS2_STACK_KNOBS: &[&str] = &[
 /// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
 /// new knob is added here.
 const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery",
-    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd"];
+    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -105,6 +105,7 @@ impl Stack {
             (Stack::Linux, "recovery_undo") => true.into(), // tcp_try_undo_recovery, tcp_try_undo_dsack
             (Stack::Linux, "frto") => true.into(), // net.ipv4.tcp_frto = 2
             (Stack::Linux, "rack_dsack_reo_wnd") => true.into(), // tcp_rack_update_reo_wnd (no TCP_RACK_STATIC_REO_WND)
+            (Stack::Linux, "syn_timeout_restart") => "linux".into(), // tcp_init_transfer, tcp_init_metrics
             // ns-2 2.35, tcl/lib/ns-default.tcl and tcp/*.cc (docs/tcp.md has each line).
             (Stack::Ns2, "recovery") => "newreno".into(),
             (Stack::Ns2, "initial_window_pkts") => 2.into(), // windowInit_
@@ -363,6 +364,19 @@ pub enum RtoRule {
     Ns2,
 }
 
+/// How data starts after the handshake's SYN (or SYN-ACK) timer expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SynTimeoutRestart {
+    /// RFC 5681 §3.1 and RFC 6298 (5.7): one segment and a 3 s RTO after any expiry, even
+    /// when the handshake gave an RTT sample.
+    Rfc6298,
+    /// Linux's `tcp_init_transfer`: one segment only after more than one SYN (or SYN-ACK)
+    /// retransmission, one of them a timer's; `tcp_init_metrics`: the 3 s RTO only when the
+    /// handshake gave no RTT sample (with timestamps it always gives one).
+    Linux,
+}
+
 /// Which ACKs give the RTT estimator a sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -609,6 +623,10 @@ pub struct TcpConfig {
     /// Left out of the canonical JSON at its RFC default (`ADDED_KNOBS`).
     #[serde(default = "d_rtt_samples")]
     pub rtt_samples: RttSamples,
+    /// The window and RTO data starts with after a handshake timeout (RFC 6298 (5.7), or
+    /// Linux's narrower rule). Left out of the canonical JSON at its RFC default.
+    #[serde(default = "d_syn_timeout_restart")]
+    pub syn_timeout_restart: SynTimeoutRestart,
     #[serde(default = "d_max_rto")]
     pub max_rto_ms: f64,
     /// RTO before any RTT sample (RFC 6298: 1 s; RFC 2988: 3 s).
@@ -721,6 +739,7 @@ fn d_recovery_pipe() -> RecoveryPipe { RecoveryPipe::Rfc6675 }
 fn d_fast_retransmit_rto() -> FastRetransmitRto { FastRetransmitRto::Restart }
 fn d_rto_rule() -> RtoRule { RtoRule::Rfc6298 }
 fn d_rtt_samples() -> RttSamples { RttSamples::Timed }
+fn d_syn_timeout_restart() -> SynTimeoutRestart { SynTimeoutRestart::Rfc6298 }
 fn d_ssthresh_from() -> SsthreshFrom { SsthreshFrom::FlightSize }
 fn d_ack_rule() -> AckRule { AckRule::Rfc5681 }
 fn d_recovery_pacing() -> RecoveryPacing { RecoveryPacing::Rfc6675 }

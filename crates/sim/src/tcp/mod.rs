@@ -250,6 +250,9 @@ pub struct Endpoint {
     timed: Option<(NonZeroU64, Instant)>,
     /// SYN (or SYN-ACK) retransmissions; at most `syn_retries`, which is at most 20.
     syn_tries: u8,
+    /// The listener's SYN-ACKs resent in answer to a retried SYN (Linux counts them with
+    /// its timer's in `num_retrans`, which decides the window after the handshake).
+    syn_answers: u8,
     scoreboard: RangeSet,
     last_data_sent: Instant,
     rto_at: Opt64<Instant>,
@@ -313,6 +316,7 @@ impl Endpoint {
             rtt: RttEstimator::new(p.timers.initial_rto, p.timers.max_rto),
             timed: None,
             syn_tries: 0,
+            syn_answers: 0,
             scoreboard: RangeSet::default(),
             last_data_sent: Instant::ZERO,
             rto_at: Opt64::NONE,
@@ -492,11 +496,11 @@ impl Endpoint {
                     self.state = State::Established;
                     self.end_backoff(now);
                     let ack_rtt = self.ack_rtt(1, false, now, p);
-                    self.take_rtt_sample(1, seg, ack_rtt, now, p);
+                    let sampled = self.take_rtt_sample(1, seg, ack_rtt, now, p).is_some();
                     self.snd_una = 1;
                     self.rto_retries = 0;
                     self.rto_at = Opt64::NONE;
-                    self.start_after_syn_timeout(p);
+                    self.start_after_syn_timeout(sampled, p);
                     if p.recovery.fulltcp {
                         // ns-2's FullTcp sends the handshake's ACK alone (tcp-full.cc:1847,
                         // "special to ns: generate pure ACK here"), then the data; with no
@@ -521,6 +525,7 @@ impl Endpoint {
             State::SynReceived if seg.flags.syn() && !seg.flags.ack() => {
                 // Our SYN-ACK was lost: the client retried. Echo this SYN's TSval (RFC 7323 §4.3).
                 self.update_ts_recent(seg, p);
+                self.syn_answers = self.syn_answers.saturating_add(1);
                 self.send_segment(0, 0, false, now, p, out);
             }
             _ => {
@@ -550,9 +555,23 @@ impl Endpoint {
 
     /// RFC 5681 §3.1 and RFC 6298 (5.7): once our SYN (or SYN-ACK) timed out, data starts
     /// with a window of one segment and an RTO of 3 s, whatever the handshake's RTT sample.
-    fn start_after_syn_timeout(&mut self, p: &TcpParams) {
-        if self.syn_tries > 0 {
+    /// Linux (`syn_timeout_restart = "linux"`) is narrower: `tcp_init_transfer` cuts the
+    /// window only after more than one retransmission (its 1 s initial RTO makes a single
+    /// one common), and `tcp_init_metrics` sets 3 s only when `sampled` is false (SRTT 0).
+    /// Linux's undo of a spurious retry (`tcp_try_undo_spurious_syn`) is not built.
+    fn start_after_syn_timeout(&mut self, sampled: bool, p: &TcpParams) {
+        if self.syn_tries == 0 {
+            return;
+        }
+        if !p.timers.linux_syn_restart {
             self.cwnd = p.mss;
+            self.rtt.reinit_after_syn_timeout();
+            return;
+        }
+        if self.syn_tries.saturating_add(self.syn_answers) > 1 {
+            self.cwnd = p.mss;
+        }
+        if !sampled {
             self.rtt.reinit_after_syn_timeout();
         }
     }

@@ -4,7 +4,7 @@
 
 use super::config::{
     AckRule, Congestion, CwndGrowth, DisorderAck, DupackRule, FastRetransmitRto, LossDetection, Pacing, PartialAck,
-    FastRecoveryRule, Recovery, RecoveryExit, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, TcpConfig,
+    FastRecoveryRule, Recovery, RecoveryExit, RecoveryPacing, RecoveryPipe, RecoveryRto, RtoRule, RttSamples, SsthreshFrom, SynTimeoutRestart, TcpConfig,
 };
 use smallpipe_core::{ConfigError, Duration};
 
@@ -93,6 +93,8 @@ pub struct TimerPolicy {
     pub syn_retries: u32,
     pub granularity: Duration,
     pub timestamps: bool,
+    /// `syn_timeout_restart = "linux"`.
+    pub linux_syn_restart: bool,
     pub thin_linear_timeouts: bool,
     /// Differentiated minRTO: (minRTO′, fraction of the window).
     pub min_rto_prime: Option<(Duration, f64)>,
@@ -191,6 +193,7 @@ impl TcpParams {
                 syn_retries: c.syn_retries,
                 granularity: ms(c.clock_granularity_ms),
                 timestamps: c.timestamps,
+                linux_syn_restart: c.syn_timeout_restart == SynTimeoutRestart::Linux,
                 thin_linear_timeouts: c.thin_linear_timeouts,
                 min_rto_prime: c.min_rto_prime_ms.map(|m| (ms(m), c.min_rto_prime_fraction)),
             },

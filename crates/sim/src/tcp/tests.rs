@@ -523,6 +523,89 @@ fn a_lost_syn_ack_gives_the_real_rtt_and_the_listener_a_three_second_rto() {
     assert_eq!(s.cwnd_bytes(), p.mss, "RFC 5681 §3.1: the SYN-ACK was lost");
 }
 
+/// `syn_timeout_restart = "linux"` with Linux's IW 10 and RTO estimator.
+fn linux_restart(timestamps: bool) -> TcpParams {
+    params(|c| {
+        c.timestamps = timestamps;
+        c.initial_window_pkts = 10;
+        c.rto_rule = super::config::RtoRule::Linux;
+        c.min_rto_ms = 200.0;
+        c.syn_timeout_restart = super::config::SynTimeoutRestart::Linux;
+    })
+}
+
+/// The client's RTO after a handshake with no loss and a 100 ms RTT.
+fn rto_after_a_clean_handshake(p: &TcpParams) -> Duration {
+    let (c, _) = established(p, 0, 0);
+    c.rto()
+}
+
+#[test]
+fn linux_keeps_the_initial_window_after_one_lost_syn_and_the_sampled_rto_with_timestamps() {
+    for timestamps in [true, false] {
+        let p = linux_restart(timestamps);
+        let (mut c, _) = handshake_after_a_lost_syn(&p);
+        let mut out = Vec::new();
+        c.app_write(20 * p.mss, false, t(1100), &p, &mut out);
+        // tcp_init_transfer: `total_retrans > 1` is false after one SYN retransmission.
+        assert_eq!(out.len(), 10, "IW 10 (timestamps {timestamps})");
+        // tcp_init_metrics: 3 s only with SRTT 0, i.e. no sample (Karn, without timestamps).
+        let rto = if timestamps { rto_after_a_clean_handshake(&p) } else { Duration::from_secs(3) };
+        assert_eq!(c.rto(), rto, "timestamps {timestamps}");
+        assert!(c.rto() < Duration::from_secs(1) || !timestamps, "RFC 6298 (5.7) would give 3 s");
+    }
+}
+
+#[test]
+fn linux_cuts_to_one_segment_after_two_lost_syns() {
+    let p = linux_restart(true);
+    let mut c = Endpoint::client(KEY, 7, &p);
+    let mut s = Endpoint::listener(KEY.reversed(), 9, &p);
+    let mut out = Vec::new();
+    c.connect(t(0), &p, &mut out);
+    c.on_timer(t(1000), &p, &mut out);
+    out.clear(); // both SYNs lost; the second retry after the doubled RTO
+    assert_eq!(c.next_deadline(), Some(t(3000)));
+    c.on_timer(t(3000), &p, &mut out);
+    s.on_segment(&out.pop().unwrap(), t(3050), &p, &mut out);
+    c.on_segment(&out.pop().unwrap(), t(3100), &p, &mut out);
+    out.clear();
+    c.app_write(20 * p.mss, false, t(3100), &p, &mut out);
+    assert_eq!(out.len(), 1, "tcp_init_transfer: total_retrans 2 > 1");
+    assert_eq!(c.rto(), rto_after_a_clean_handshake(&p), "the timestamp echo gave a 100 ms sample");
+}
+
+#[test]
+fn linux_listener_counts_its_answers_to_a_retried_syn_with_its_timers() {
+    // The SYN-ACK is lost. Alone, the listener's own retransmission at its 1 s timer
+    // (num_retrans 1) keeps IW 10; with the client's retried SYN answered too (num_retrans 2)
+    // the window is one segment. Either way the handshake ACK's echo gives the RTO.
+    for client_retry_arrives in [false, true] {
+        let p = linux_restart(true);
+        let mut c = Endpoint::client(KEY, 7, &p);
+        let mut s = Endpoint::listener(KEY.reversed(), 9, &p);
+        let mut out = Vec::new();
+        c.connect(t(0), &p, &mut out);
+        s.on_segment(&out.pop().unwrap(), t(50), &p, &mut out);
+        out.clear(); // the SYN-ACK is lost
+        c.on_timer(t(1000), &p, &mut out);
+        let syn2 = out.pop().unwrap();
+        if client_retry_arrives {
+            s.on_segment(&syn2, t(1050), &p, &mut out);
+            out.clear(); // that answer is lost too
+        }
+        s.on_timer(t(1050), &p, &mut out);
+        assert_eq!(s.stats.syn_timeouts, 1);
+        c.on_segment(&out.pop().unwrap(), t(1100), &p, &mut out);
+        s.on_segment(&out.pop().unwrap(), t(1150), &p, &mut out);
+        assert_eq!(s.state, State::Established);
+        out.clear();
+        s.app_write(20 * p.mss, false, t(1150), &p, &mut out);
+        assert_eq!(out.len(), if client_retry_arrives { 1 } else { 10 }, "retry answered: {client_retry_arrives}");
+        assert!(s.rto() < Duration::from_secs(1), "retry answered: {client_retry_arrives}");
+    }
+}
+
 #[test]
 fn a_delayed_ack_echoes_the_earliest_segment_it_covers() {
     let p = params(|c| c.delayed_ack = true);
