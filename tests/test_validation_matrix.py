@@ -264,6 +264,7 @@ def test_reusing_the_linux_runs_reruns_only_smallpipe_and_keeps_the_record_of_li
     assert loss == {"web pool: bottleneck loss rate": pytest.approx((0.30, 0.15))}
     meta = json.loads((tmp_path / "linux_matrix_cubic_meta.json").read_text())["sections"]["web"]
     assert meta["smallpipe_commit"] == "b" * 40 and meta["linux_measured_by"] == measured
+    assert meta["wall_s"] == measured["wall_s"] and "smallpipe_rerun_wall_s" in meta
 
     with pytest.raises(ValueError, match=r"--web-s 30.0 differs from the 20.0 .* allowed: 20.0"):
         matrix.run_matrix(tmp_path, ["cubic"], web, new_stamp, args | {"web_s": 30.0}, reuse_linux=True)

@@ -305,8 +305,11 @@ def run_matrix(out, congestion_list, spec_list, stamp, args=None, reuse_linux=Fa
             ran = [s for s in spec_list if section_of(s["name"]) == section]
             sections[section] = {"runs": len(ran), "wall_s": round(wall_s[section], 1), "args": args or {}, **stamp}
             if reuse_linux:
+                # The section's wall time stays the run that measured both sides.
                 measured = old_sections.get(section, {})
-                sections[section]["linux_measured_by"] = measured.get("linux_measured_by", measured)
+                measured = measured.get("linux_measured_by", measured)
+                sections[section] |= {"wall_s": measured.get("wall_s", 0.0), "smallpipe_rerun_wall_s":
+                                      round(wall_s[section], 1), "linux_measured_by": measured}
         sections = dict(sorted(sections.items(), key=lambda kv: order[kv[0]]))
         meta = {"congestion": cc, "overrides": sets, "runs": sum(v["runs"] for v in sections.values()),
                 "wall_s": round(sum(v["wall_s"] for v in sections.values()), 1),
