@@ -16,7 +16,8 @@ def _rule_knobs() -> list[str]:
     tcp = Scenario.from_dict(BASE).to_dict()["tcp"]
     # Knobs added after ids were kept are left out of the canonical dict at their defaults.
     return sorted({k for k, v in tcp.items() if isinstance(v, str)} | {"loss_detection", "pacing", "rtt_samples",
-                                                                        "recovery_exit", "stack"})
+                                                                        "recovery_exit", "stack",
+                                                                        "syn_timeout_restart"})
 
 
 def _values(knob: str) -> list[str]:

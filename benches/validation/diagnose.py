@@ -76,6 +76,9 @@
         # the web pool's timeouts per connection opened after the warm-up, the handshake's
         # (Linux: the SYN-ACK's, tcpi_total_rto at accept) and the data's, by object size, on
         # Linux (a testbed run into DIR, as root, or the one already there) and in smallpipe
+    python3 benches/validation/diagnose.py matrix-set --set KEY=VALUE [--only SECTION] [--congestion CC ...]
+        # a Linux matrix section's rows with smallpipe run without and with the overrides (on
+        # top of the matrix's), against the Linux runs recorded in docs/validation (no testbed)
     python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
         # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
         # or a SYN retry: both wait at least 1 s), from run.py's raw results
@@ -1092,6 +1095,24 @@ def web_timeouts(args):
         print(f"  {label:>16}: " + "; ".join(cells))
 
 
+def matrix_set(args):
+    """The Linux matrix's rows of a section, smallpipe run without and with `--set`'s
+    overrides on top of the matrix's, against the Linux runs recorded for it."""
+    import matrix
+    import sp_side
+
+    out = HERE.parents[1] / "docs" / "validation"
+    extra = dict(parse_set(kv) for kv in args.set)
+    for cc in args.congestion:
+        spec_list = matrix.build([args.only], args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s)
+        linux = matrix.recorded_linux_runs(out, cc, spec_list)
+        for sets in (matrix.overrides(cc), matrix.overrides(cc) | extra):
+            results = {s["name"]: (sp_side.run(s, sets), linux[s["name"]]) for s in spec_list}
+            for r in matrix.compare(cc, results, spec_list):
+                print(f"{cc} {'with' if sets.keys() > matrix.overrides(cc).keys() else 'without'} "
+                      f"{r['metric']}: {float(r['smallpipe']):.4g} against {float(r['linux']):.4g} ({r['verdict']})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1157,6 +1178,16 @@ def main():
     wt.add_argument("--seconds", type=float, default=120.0, help="as the Linux matrix's web section")
     wt.add_argument("--dir", required=True, help="the testbed run's directory (run into it when it has none)")
     wt.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
+    ms = sub.add_parser("matrix-set")
+    ms.add_argument("--congestion", nargs="+", choices=("reno", "cubic", "bbr"), default=["reno", "cubic", "bbr"])
+    ms.add_argument("--only", choices=("many", "bernoulli", "web", "fig11"), default="many")
+    ms.add_argument("--seeds", type=int, default=3)
+    ms.add_argument("--many-s", type=float, default=60.0, help="as the section was recorded")
+    ms.add_argument("--bernoulli-s", type=float, default=120.0)
+    ms.add_argument("--web-s", type=float, default=120.0)
+    ms.add_argument("--fig11-s", type=float, default=200.0)
+    ms.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", required=True,
+                    help="a smallpipe override beside the matrix's (repeatable)")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
@@ -1165,7 +1196,7 @@ def main():
      "web-spread": web_spread, "web-buckets": web_buckets, "fig11-growth": fig11_growth,
      "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries,
      "box-sojourn": box_sojourn, "fig11-spurious": fig11_spurious, "fig11-knobs": fig11_knobs,
-     "web-timeouts": web_timeouts}[args.cmd](args)
+     "web-timeouts": web_timeouts, "matrix-set": matrix_set}[args.cmd](args)
 
 
 if __name__ == "__main__":

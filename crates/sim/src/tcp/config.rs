@@ -61,7 +61,7 @@ pub const NS2_STACK_KNOBS: &[&str] = &[
 /// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
 /// new knob is added here.
 const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery",
-    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart"];
+    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart", "tlp_rto_from_head"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -663,6 +663,13 @@ pub struct TcpConfig {
     /// at its RFC default (`ADDED_KNOBS`).
     #[serde(default)]
     pub tail_loss_probe: bool,
+    /// Linux's cap on a probe scheduled after new data went out (`tcp_write_xmit` →
+    /// `tcp_schedule_loss_probe(sk, false)`, `tcp_rto_delta_us`): no later than the RTO
+    /// counted from the oldest outstanding segment's last transmission, not from the last
+    /// ACK. Needs `tail_loss_probe` and `loss_detection = "rack"`. A diagnosis knob, not yet
+    /// a stack's. Left out of the canonical JSON at its default (`ADDED_KNOBS`).
+    #[serde(default)]
+    pub tlp_rto_from_head: bool,
     /// RFC 2883 D-SACK: the receiver reports a duplicate segment in a first SACK block, and
     /// the sender recognizes it (Linux `tcp_dsack_set`, `tcp_check_dsack`). SACK only. Left
     /// out of the canonical JSON at its RFC default (`ADDED_KNOBS`), as are the three below.
@@ -849,6 +856,8 @@ impl TcpConfig {
             "false, or true only with recovery = \"sack\" and dsack = true or timestamps = true (the undo reads one of them)")?;
         check(!self.frto || self.loss_detection == LossDetection::Rack, "frto", true,
             "false, or true only with loss_detection = \"rack\" (F-RTO counts in flight as Linux does once a timeout marked everything lost)")?;
+        check(!self.tlp_rto_from_head || (self.tail_loss_probe && self.loss_detection == LossDetection::Rack),
+            "tlp_rto_from_head", true, "false, or true only with tail_loss_probe = true and loss_detection = \"rack\"")?;
         check(!self.rack_dsack_reo_wnd || (self.loss_detection == LossDetection::Rack && self.dsack),
             "rack_dsack_reo_wnd", true, "false, or true only with loss_detection = \"rack\" and dsack = true")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),

@@ -43,6 +43,8 @@ pub struct RecoveryPolicy {
     pub exit: RecoveryExit,
     /// RFC 8985 §7 tail loss probes (`recovery/tlp.rs`).
     pub tail_loss_probe: bool,
+    /// A probe after new data is capped by the RTO from the head's last send (`tlp.rs`).
+    pub tlp_rto_from_head: bool,
     /// Undo of a spurious timeout by timestamps or D-SACKs (`recovery/undo.rs`).
     pub rto_undo: bool,
     /// RFC 2883 D-SACK blocks sent and read (`dsack`).
@@ -163,6 +165,7 @@ impl TcpParams {
                 rack: c.loss_detection == LossDetection::Rack,
                 exit: c.recovery_exit,
                 tail_loss_probe: c.tail_loss_probe,
+                tlp_rto_from_head: c.tlp_rto_from_head,
                 rto_undo: c.rto_undo,
                 dsack: c.dsack,
                 recovery_undo: c.recovery_undo,

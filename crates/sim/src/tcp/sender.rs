@@ -42,7 +42,7 @@ impl Endpoint {
         let sent_before = self.snd_max;
         self.send_new(self.cwnd, self.ns2_burst_limit(p), now, p, out);
         if p.recovery.tail_loss_probe && self.snd_max > sent_before {
-            self.tlp_schedule(now, p);
+            self.tlp_schedule(true, now, p);
         }
     }
 

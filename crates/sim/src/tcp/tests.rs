@@ -2382,6 +2382,32 @@ fn a_tail_loss_probe_resends_the_last_segment_two_rtts_after_the_last_ack() {
 }
 
 #[test]
+fn with_tlp_rto_from_head_a_probe_after_new_data_is_capped_by_the_heads_rto() {
+    // 20 segments written, IW 10 sent at 100 ms; the ACKs of segments 0 and 1 come at
+    // 200 ms and slow start sends more. Linux's tcp_write_xmit then schedules the probe with
+    // tcp_schedule_loss_probe(sk, false): 2·SRTT + 2 ms, but no later than
+    // tcp_rto_delta_us, the RTO from the head's (segment 2's) send at 100 ms. Without the
+    // knob the cap is the RTO armed at the ACK (200 ms).
+    let pto = |from_head: bool| {
+        let (p, mut c, mut s, out) = one_window_with(|c| {
+            c.loss_detection = LossDetection::Rack;
+            c.tail_loss_probe = true;
+            c.tlp_rto_from_head = from_head;
+            c.rto_rule = super::config::RtoRule::Linux;
+            c.min_rto_ms = 100.0;
+        }, 20);
+        let sent = deliver(&p, &mut c, &mut s, &out, &[0, 1]);
+        assert!(!sent.is_empty(), "slow start sends new data on the ACKs");
+        let srtt = c.rtt_estimator().srtt().unwrap();
+        let two_rtts = t(200) + srtt + srtt + Duration::from_millis(2);
+        let cap = if from_head { t(100) + c.rto() } else { t(200) + c.rto() };
+        assert_eq!(c.queues.as_deref().unwrap().tlp.pto_at, Some(two_rtts.min(cap)), "from_head {from_head}");
+        two_rtts.min(cap)
+    };
+    assert!(pto(true) < pto(false), "the head's cap is the earlier one here");
+}
+
+#[test]
 fn one_segment_out_waits_for_a_delayed_ack_and_never_past_the_rto() {
     // Segment 9 alone lost: one segment out, so PTO = 2·SRTT + the minimum RTO (Linux's
     // tcp_rto_min_us, here 1 s: 1.2 s), capped at the RTO (tcp_rto_delta_us), which it replaces.

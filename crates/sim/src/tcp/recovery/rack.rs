@@ -107,6 +107,12 @@ pub(in crate::tcp) struct Delivery {
 // be marked lost while in flight. The order of sends is what a fine enough clock shows.
 
 impl Rack {
+    /// The last (re)transmission of the oldest segment not cumulatively acknowledged
+    /// (Linux's `tcp_skb_timestamp_us(tcp_rtx_queue_head(sk))`).
+    pub fn head_xmit(&self) -> Option<Instant> {
+        self.segs.front().map(|s| s.xmit)
+    }
+
     /// Records the (re)transmission of data `[start, end)` at `now`.
     pub fn on_send(&mut self, start: u64, end: u64, now: Instant, retransmission: bool) {
         self.sends += 1;

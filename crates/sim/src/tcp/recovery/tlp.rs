@@ -33,10 +33,17 @@ impl Endpoint {
     /// tcp_schedule_loss_probe: after new data went out or an ACK of new data, a sender in
     /// the Open state with data in flight arms the PTO: 2·SRTT, plus the minimum RTO when a
     /// single segment is out (its ACK may be delayed) or 2 ms otherwise, no later than the
-    /// RTO. With one segment counted as at most SMSS in flight.
-    pub(in crate::tcp) fn tlp_schedule(&mut self, now: Instant, p: &TcpParams) {
+    /// RTO. With one segment counted as at most SMSS in flight. `after_send` (new data went
+    /// out) with `tlp_rto_from_head`: no later than the RTO from the head's last send, as
+    /// Linux's `tcp_write_xmit` schedules it, when that is still ahead (`tcp_rto_delta_us`).
+    pub(in crate::tcp) fn tlp_schedule(&mut self, after_send: bool, now: Instant, p: &TcpParams) {
         let armed = self.can_send_data() && self.snd_una < self.snd_max && self.cong_state() == CongState::Open;
-        let rto_at = self.rto_at.get().filter(|_| armed);
+        let head_rto_at = (after_send && p.recovery.tlp_rto_from_head)
+            .then(|| self.queues.as_deref().and_then(|q| q.rack.head_xmit()))
+            .flatten()
+            .map(|sent| sent + self.data_rto(p))
+            .filter(|&at| at > now);
+        let rto_at = head_rto_at.or(self.rto_at.get()).filter(|_| armed);
         let pto_at = rto_at.map(|rto_at| {
             let timeout = match self.rtt.srtt() {
                 Some(srtt) => srtt + srtt + if self.flight_size() <= p.mss { p.timers.min_rto } else { TIMEOUT_MIN },
