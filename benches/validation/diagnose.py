@@ -1103,14 +1103,15 @@ def matrix_set(args):
 
     out = HERE.parents[1] / "docs" / "validation"
     extra = dict(parse_set(kv) for kv in args.set)
+    spec_list = matrix.build([args.only], args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s)
     for cc in args.congestion:
-        spec_list = matrix.build([args.only], args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s)
         linux = matrix.recorded_linux_runs(out, cc, spec_list)
-        for sets in (matrix.overrides(cc), matrix.overrides(cc) | extra):
+        base = matrix.overrides(cc)
+        for label, sets in (("without", base), ("with", base | extra)):
             results = {s["name"]: (sp_side.run(s, sets), linux[s["name"]]) for s in spec_list}
             for r in matrix.compare(cc, results, spec_list):
-                print(f"{cc} {'with' if sets.keys() > matrix.overrides(cc).keys() else 'without'} "
-                      f"{r['metric']}: {float(r['smallpipe']):.4g} against {float(r['linux']):.4g} ({r['verdict']})")
+                print(f"{cc} {label} {r['metric']}: {float(r['smallpipe']):.4g} against {float(r['linux']):.4g} "
+                      f"({r['verdict']})")
 
 
 def main():

@@ -262,17 +262,17 @@ impl Endpoint {
         if p.recovery.fulltcp {
             self.fulltcp_end_backoff();
         }
-        // Linux sets the ACK's timer first (tcp_set_xmit_timer in tcp_ack) and the send
-        // that follows reschedules the probe (tcp_write_xmit); without the head's cap the
-        // order makes no difference.
-        let sent_before = self.snd_max;
-        if p.recovery.tail_loss_probe && p.recovery.tlp_rto_from_head {
+        // Linux sets the ACK's timer first (tcp_set_xmit_timer in tcp_ack) and a send that
+        // follows reschedules the probe (tcp_write_xmit); without the head's cap the two
+        // agree, and the ACK's comes last as it always has.
+        let head_cap = p.recovery.tail_loss_probe && p.recovery.tlp_rto_from_head;
+        if head_cap {
             self.tlp_schedule(false, now, p);
         }
         if send {
             self.try_send(now, p, out);
         }
-        if p.recovery.tail_loss_probe && !(p.recovery.tlp_rto_from_head && self.snd_max > sent_before) {
+        if p.recovery.tail_loss_probe && !head_cap {
             self.tlp_schedule(false, now, p);
         }
     }

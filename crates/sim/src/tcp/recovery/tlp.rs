@@ -38,9 +38,8 @@ impl Endpoint {
     /// Linux's `tcp_write_xmit` schedules it, when that is still ahead (`tcp_rto_delta_us`).
     pub(in crate::tcp) fn tlp_schedule(&mut self, after_send: bool, now: Instant, p: &TcpParams) {
         let armed = self.can_send_data() && self.snd_una < self.snd_max && self.cong_state() == CongState::Open;
-        let head_rto_at = (after_send && p.recovery.tlp_rto_from_head)
-            .then(|| self.queues.as_deref().and_then(|q| q.rack.head_xmit()))
-            .flatten()
+        let head_rto_at = self.queues.as_deref().and_then(|q| q.rack.head_xmit())
+            .filter(|_| after_send && p.recovery.tlp_rto_from_head)
             .map(|sent| sent + self.data_rto(p))
             .filter(|&at| at > now);
         let rto_at = head_rto_at.or(self.rto_at.get()).filter(|_| armed);
