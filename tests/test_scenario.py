@@ -223,3 +223,12 @@ def test_a_run_written_before_a_table_or_column_existed_still_reads(small_result
     assert back.sender_epochs.is_empty()
     assert back.flows["timeouts_repeated"].null_count() == back.flows.height
     assert back.flows.drop("timeouts_repeated").equals(small_result.flows.drop("timeouts_repeated"))
+
+
+def test_timer_wheel_hz_takes_only_linux_s_hz_values():
+    with pytest.raises(ConfigError) as caught:
+        Scenario.from_dict({**SMALL, "tcp": {"timer_wheel_hz": 200}})
+    assert caught.value.field == "tcp.timer_wheel_hz"
+    assert "200" in caught.value.value
+    assert "250" in caught.value.allowed and "1000" in caught.value.allowed
+    assert Scenario.from_dict({**SMALL, "tcp": {"timer_wheel_hz": 250}}).to_dict()["tcp"]["timer_wheel_hz"] == 250

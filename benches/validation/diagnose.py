@@ -76,6 +76,12 @@
         # the web pool's timeouts per connection opened after the warm-up, the handshake's
         # (Linux: the SYN-ACK's, tcpi_total_rto at accept) and the data's, by object size, on
         # Linux (a testbed run into DIR, as root, or the one already there) and in smallpipe
+    python3 benches/validation/diagnose.py timer-wheel --dir DIR [--congestion CC] [--flows N] [--seed K]
+                                             [--compare KEY=VALUE ...]
+        # the many-flow dumbbell's starved connections: drop shares of first sends and resends
+        # entering the bottleneck alone or within 100 us of another connection's, on Linux (a
+        # testbed run with the box's capture into DIR, as root, or the one already there) and
+        # in smallpipe, without and with each override; the starved Linux connections' resends
     python3 benches/validation/diagnose.py matrix-set --set KEY=VALUE [--only SECTION] [--congestion CC ...]
         # a Linux matrix section's rows with smallpipe run without and with the overrides (on
         # top of the matrix's), against the Linux runs recorded in docs/validation (no testbed)
@@ -1095,6 +1101,104 @@ def web_timeouts(args):
         print(f"  {label:>16}: " + "; ".join(cells))
 
 
+def entry_fates(arrivals, departures):
+    """Each data segment that entered a bottleneck: (flow, time s, whether it left, whether it
+    was a resend). A copy left if a departure of its flow and sequence number follows it
+    before the next copy enters: the queue is FIFO and drops at entry, and copies of one
+    segment enter an RTO or more apart, longer than any queueing delay here. Both sides are
+    matched alike (smallpipe's pcap has no IP ID to tell copies apart)."""
+    import bisect
+
+    def key(ip):
+        return ip.src, ip.data.sport, ip.dst, ip.data.dport, ip.data.seq
+
+    left = {}
+    for t, ip in departures:
+        if payload_len(ip):
+            left.setdefault(key(ip), []).append(t)
+    entries, seen = [], set()
+    for t, ip in arrivals:
+        if payload_len(ip):
+            k = key(ip)
+            entries.append([k[:4], t, False, k in seen, k])
+            seen.add(k)
+    by_key = {}
+    for e in entries:
+        by_key.setdefault(e[4], []).append(e)
+    for k, copies in by_key.items():
+        times = [c[1] for c in copies]
+        for t in left.get(k, []):
+            i = bisect.bisect_left(times, t) - 1  # the last copy that entered before it left
+            if i >= 0:
+                copies[i][2] = True
+    return [(flow, t, ok, resend) for flow, t, ok, resend, _ in entries]
+
+
+def wheel_row(name, fates, warm_s, near_s=100e-6):
+    """One side of `timer-wheel`: drop shares of first sends and resends, alone or within
+    `near_s` of another connection's segment, after `warm_s`; and the starved connections."""
+    times = [t for _, t, _, _ in fates]
+    flows = [f for f, _, _, _ in fates]
+    cells, delivered = {}, {}
+    for i, (flow, t, ok, resend) in enumerate(fates):
+        delivered.setdefault(flow, 0)
+        if t < warm_s:
+            continue
+        delivered[flow] += ok
+        j, crowded = i - 1, False
+        while j >= 0 and t - times[j] < near_s and not crowded:
+            crowded, j = flows[j] != flow, j - 1
+        j = i + 1
+        while j < len(times) and times[j] - t < near_s and not crowded:
+            crowded, j = flows[j] != flow, j + 1
+        c = cells.setdefault((resend, crowded), [0, 0])
+        c[0] += 1
+        c[1] += not ok
+    parts = [f"{'resends' if r else 'first sends'} {'crowded' if c else 'alone'} {n} ({d / n:.2f} dropped)"
+             for (r, c), (n, d) in sorted(cells.items())]
+    starved = sum(1 for n in delivered.values() if n <= 1)
+    print(f"{name}: {'; '.join(parts)}; {starved} of {len(delivered)} connections got at most one segment "
+          f"through after {warm_s:g} s", flush=True)
+
+
+def timer_wheel(args):
+    """The many-flow dumbbell's starved connections, Linux against smallpipe (docs/validation.md,
+    "Linux's timer wheel"): the data segments entering the bottleneck after the warm-up, first
+    sends and resends, each alone or within 100 us of another connection's segment ("crowded"),
+    with the share the full DropTail queue dropped; and the connections that got at most one
+    segment through. Linux: a testbed run of `specs.many` with the box's capture into --dir
+    (as root), or the one already there; then the starved connections' resend instants.
+    smallpipe: the same spec under the matrix's stack, then with each --compare override."""
+    import sp_side
+    from matrix import overrides as stack_overrides
+    from smallpipe.testbed import run_testbed
+
+    spec = specs.many(args.flows, args.seed, duration_s=args.seconds)
+    warm = spec["warmup_s"]
+    d = Path(args.dir)
+    if not (d / "box.pcapng").is_file():
+        import linux_side
+
+        sc, _ = linux_side.scenario(spec, warm + spec["duration_s"])
+        run_testbed(sc.with_overrides(stack_overrides(args.congestion)), congestion_control=args.congestion, out=d,
+                    pcap=True)
+    by_point = box_points(d)
+    linux = entry_fates(by_point["b_in"], by_point["a_out"])
+    wheel_row(f"Linux {args.congestion}", linux, warm)
+    got = {}
+    for flow, t, ok, _ in linux:
+        got[flow] = got.get(flow, 0) + (ok and t >= warm)
+    for flow in [f for f, n in got.items() if n <= 1][:args.show]:
+        resends = [t for f, t, _, r in linux if f == flow and r]
+        print(f"  {flow[2]}:{flow[3]} resends at " + ", ".join(f"{t:.4f}" for t in resends) + " s")
+    sc, _ = sp_side.scenario(spec, warm + spec["duration_s"])
+    base = stack_overrides(args.congestion)
+    for extra in [None, *args.compare]:
+        overrides = base | (dict([parse_set(extra)]) if extra else {})
+        runs, _ = bottleneck_captures(sc.with_overrides(overrides))
+        wheel_row(f"smallpipe {extra or 'as the matrix'}", entry_fates(runs["arrivals"], runs["departures"]), warm)
+
+
 def matrix_set(args):
     """The Linux matrix's rows of a section, smallpipe run without and with `--set`'s
     overrides on top of the matrix's, against the Linux runs recorded for it."""
@@ -1179,6 +1283,15 @@ def main():
     wt.add_argument("--seconds", type=float, default=120.0, help="as the Linux matrix's web section")
     wt.add_argument("--dir", required=True, help="the testbed run's directory (run into it when it has none)")
     wt.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a smallpipe override (repeatable)")
+    tw = sub.add_parser("timer-wheel")
+    tw.add_argument("--congestion", choices=("reno", "cubic", "bbr"), default="reno")
+    tw.add_argument("--flows", type=int, default=100)
+    tw.add_argument("--seed", type=int, default=2)
+    tw.add_argument("--seconds", type=float, default=60.0, help="measured, after specs.many's 10 s warm-up")
+    tw.add_argument("--dir", required=True, help="the testbed run's directory (run into it when it has no capture)")
+    tw.add_argument("--show", type=int, default=4, help="starved Linux connections whose resends to list")
+    tw.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
+                    help="also smallpipe with this override (repeatable)")
     ms = sub.add_parser("matrix-set")
     ms.add_argument("--congestion", nargs="+", choices=("reno", "cubic", "bbr"), default=["reno", "cubic", "bbr"])
     ms.add_argument("--only", choices=("many", "bernoulli", "web", "fig11"), default="many")
@@ -1197,7 +1310,7 @@ def main():
      "web-spread": web_spread, "web-buckets": web_buckets, "fig11-growth": fig11_growth,
      "linux-rto": linux_rto, "linux-late": linux_late, "linux-recoveries": linux_recoveries,
      "box-sojourn": box_sojourn, "fig11-spurious": fig11_spurious, "fig11-knobs": fig11_knobs,
-     "web-timeouts": web_timeouts, "matrix-set": matrix_set}[args.cmd](args)
+     "web-timeouts": web_timeouts, "timer-wheel": timer_wheel, "matrix-set": matrix_set}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ pub const NS2_STACK_KNOBS: &[&str] = &[
 /// keeps the id of every scenario that does not use it (tests/test_point_ids_pinned.py). A
 /// new knob is added here.
 const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery",
-    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart", "tlp_rto_from_head"];
+    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart", "tlp_rto_from_head",
+    "timer_wheel_hz"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -670,6 +671,13 @@ pub struct TcpConfig {
     /// a stack's. Left out of the canonical JSON at its default (`ADDED_KNOBS`).
     #[serde(default)]
     pub tlp_rto_from_head: bool,
+    /// Linux's timer wheel (kernel/time/timer.c): the retransmission, probe, reordering and
+    /// delayed-ACK timers count in jiffies of 1/HZ s and fire at their wheel level's
+    /// granularity (`timers::wheel_fire_at`), which puts timers of many connections on one
+    /// tick. 0: exact timers. A diagnosis knob, not yet a stack's. Left out of the
+    /// canonical JSON at its default (`ADDED_KNOBS`).
+    #[serde(default)]
+    pub timer_wheel_hz: u32,
     /// RFC 2883 D-SACK: the receiver reports a duplicate segment in a first SACK block, and
     /// the sender recognizes it (Linux `tcp_dsack_set`, `tcp_check_dsack`). SACK only. Left
     /// out of the canonical JSON at its RFC default (`ADDED_KNOBS`), as are the three below.
@@ -858,6 +866,8 @@ impl TcpConfig {
             "false, or true only with loss_detection = \"rack\" (F-RTO counts in flight as Linux does once a timeout marked everything lost)")?;
         check(!self.tlp_rto_from_head || (self.tail_loss_probe && self.loss_detection == LossDetection::Rack),
             "tlp_rto_from_head", true, "false, or true only with tail_loss_probe = true and loss_detection = \"rack\"")?;
+        check([0, 100, 250, 300, 1000].contains(&self.timer_wheel_hz), "timer_wheel_hz", self.timer_wheel_hz,
+            "0 (exact timers) or one of Linux's CONFIG_HZ values 100, 250, 300, 1000")?;
         check(!self.rack_dsack_reo_wnd || (self.loss_detection == LossDetection::Rack && self.dsack),
             "rack_dsack_reo_wnd", true, "false, or true only with loss_detection = \"rack\" and dsack = true")?;
         check(self.cwnd_growth == CwndGrowth::PerAck || (self.congestion == Congestion::Reno && !self.hystart),

@@ -98,6 +98,8 @@ pub struct TimerPolicy {
     /// `syn_timeout_restart = "linux"`.
     pub linux_syn_restart: bool,
     pub thin_linear_timeouts: bool,
+    /// `timer_wheel_hz`'s jiffy, when the timers run on Linux's wheel.
+    pub wheel_tick: Option<Duration>,
     /// Differentiated minRTO: (minRTO′, fraction of the window).
     pub min_rto_prime: Option<(Duration, f64)>,
 }
@@ -198,6 +200,7 @@ impl TcpParams {
                 timestamps: c.timestamps,
                 linux_syn_restart: c.syn_timeout_restart == SynTimeoutRestart::Linux,
                 thin_linear_timeouts: c.thin_linear_timeouts,
+                wheel_tick: (c.timer_wheel_hz > 0).then(|| Duration(1_000_000_000 / c.timer_wheel_hz as u64)),
                 min_rto_prime: c.min_rto_prime_ms.map(|m| (ms(m), c.min_rto_prime_fraction)),
             },
             acks: AckPolicy {

@@ -102,7 +102,7 @@ impl Endpoint {
                 self.delack_at.get_or_insert(Instant((now.0 / tick + 1) * tick));
             }
             Some(delay) if !ack_now => {
-                self.delack_at.get_or_insert(now + delay);
+                self.delack_at.get_or_insert(p.timers.fire_at(now, now + delay));
             }
             _ => {
                 let sent = out.len();

@@ -2844,3 +2844,29 @@ fn fulltcp_holds_a_short_segment_until_nothing_is_outstanding() {
     c.on_segment(&acks[0], t(200), &p, &mut sent);
     assert_eq!(sent.iter().map(|x| x.payload_len).collect::<Vec<_>>(), vec![500]);
 }
+
+#[test]
+fn on_linux_s_timer_wheel_the_rto_and_the_probe_fire_on_its_buckets() {
+    // IW 10 sent at 100 ms. Exact timers fire at 100 ms + RTO and at the PTO; with
+    // timer_wheel_hz = 250 each fires where the kernel's wheel puts a timer armed then
+    // (`wheel_fire_at`, checked against calc_index by hand in timers.rs), on a 4 ms tick.
+    let armed = |hz: u32| {
+        let (p, c, _, out) = one_window_with(|c| {
+            c.loss_detection = LossDetection::Rack;
+            c.tail_loss_probe = true;
+            c.rto_rule = super::config::RtoRule::Linux;
+            c.min_rto_ms = 200.0;
+            c.timer_wheel_hz = hz;
+        }, 10);
+        assert_eq!(out.len(), 10);
+        (p, c.rto_at.get().unwrap(), c.queues.as_deref().unwrap().tlp.pto_at.unwrap(), c.rto())
+    };
+    let (_, rto_exact, pto_exact, rto) = armed(0);
+    assert_eq!(rto_exact, t(100) + rto);
+    let (p, rto_at, pto_at, _) = armed(250);
+    let tick = Duration(4_000_000);
+    assert_eq!(rto_at, super::timers::wheel_fire_at(tick, t(100), rto_exact));
+    assert_eq!(pto_at, super::timers::wheel_fire_at(tick, t(100), pto_exact).min(rto_at));
+    assert!(rto_at > rto_exact && rto_at.0 % tick.0 == 0 && pto_at.0 % tick.0 == 0);
+    assert_eq!(p.timers.wheel_tick, Some(tick));
+}

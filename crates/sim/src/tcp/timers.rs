@@ -3,6 +3,34 @@
 
 use super::*;
 
+/// When a Linux `timer_list` armed at `now` to expire at `at` fires, with jiffies of `tick`
+/// counted from time 0 (kernel/time/timer.c since 4.8). The timeout becomes whole jiffies
+/// rounded up (`usecs_to_jiffies`); `calc_wheel_index` picks the level from the jiffies
+/// ahead (level n holds up to 63·8^n of them) and `calc_index` rounds the expiry up to the
+/// next multiple of the level's 8^n jiffies, so it never fires early and fires at most
+/// about 1/8 late. Every timer in a bucket runs in the same tick: long timers of
+/// different connections meet on the multiples of 64 and 512 jiffies.
+pub fn wheel_fire_at(tick: Duration, now: Instant, at: Instant) -> Instant {
+    let tick = tick.0.max(1);
+    let ahead = at.0.saturating_sub(now.0).div_ceil(tick);
+    let expires = now.0 / tick + ahead;
+    // LVL_START(n) = 63 << 3(n-1); LVL_DEPTH 9 for HZ > 100 (8 below), the last level catching all.
+    let level = (1..9).take_while(|&n| ahead >= 63u64 << (3 * (n - 1))).count() as u32;
+    let shift = 3 * level;
+    Instant((((expires >> shift) + 1) << shift) * tick)
+}
+
+impl TimerPolicy {
+    /// When a timer armed at `now` for `at` fires: at `at`, or on Linux's timer wheel.
+    #[inline]
+    pub fn fire_at(&self, now: Instant, at: Instant) -> Instant {
+        match self.wheel_tick {
+            Some(tick) => wheel_fire_at(tick, now, at),
+            None => at,
+        }
+    }
+}
+
 impl Endpoint {
     pub fn on_timer(&mut self, now: Instant, p: &TcpParams, out: &mut Vec<Packet>) {
         if self.delack_at.get().is_some_and(|t| t <= now) {
@@ -37,7 +65,7 @@ impl Endpoint {
 
     #[inline]
     pub(super) fn arm_rto(&mut self, now: Instant, p: &TcpParams) {
-        self.rto_at = Opt64::some(now + self.data_rto(p));
+        self.rto_at = Opt64::some(p.timers.fire_at(now, now + self.data_rto(p)));
         self.rto_armed_at = now;
     }
 
@@ -91,7 +119,7 @@ impl Endpoint {
                 self.syn_tries += 1;
                 self.stats.syn_timeouts += 1;
                 self.send_segment(0, 0, false, now, p, out);
-                self.rto_at = Opt64::some(now + self.rtt.rto());
+                self.rto_at = Opt64::some(p.timers.fire_at(now, now + self.rtt.rto()));
             }
             _ => {
                 self.stats.timeouts += 1;
@@ -145,8 +173,63 @@ impl Endpoint {
                     self.frto_on_rto(new_recovery, p);
                 }
                 self.try_send(now, p, out);
-                self.rto_at = Opt64::some(now + self.data_rto(p));
+                self.rto_at = Opt64::some(p.timers.fire_at(now, now + self.data_rto(p)));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const HZ_250: Duration = Duration(4_000_000);
+
+    fn s(secs: f64) -> Instant {
+        Instant((secs * 1e9).round() as u64)
+    }
+
+    #[test]
+    fn the_wheel_rounds_up_to_its_levels_granularity() {
+        // By hand from calc_wheel_index and calc_index at HZ = 250 (4 ms jiffies), armed at 0:
+        // 60 jiffies: level 0, (60 >> 0) + 1 = 61 jiffies = 244 ms.
+        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(0.240)), s(0.244));
+        // 63 jiffies = LVL_START(1): level 1, ((63 >> 3) + 1) << 3 = 64 jiffies.
+        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(0.252)), s(0.256));
+        // The testbed's first RTO, 1.088 s = 272 jiffies: level 1, (34 + 1) << 3 = 280 = 1.12 s.
+        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(1.088)), s(1.120));
+        // Its third backoff, 8.704 s = 2176 jiffies: level 2, (34 + 1) << 6 = 2240 = 8.96 s.
+        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(8.704)), s(8.960));
+        // Its fifth, 34.816 s = 8704 jiffies: level 3, (17 + 1) << 9 = 9216 = 36.864 s.
+        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(34.816)), s(36.864));
+        // A timeout is whole jiffies rounded up (usecs_to_jiffies): 1 ns past a jiffy is one more.
+        assert_eq!(wheel_fire_at(HZ_250, s(0.0), Instant(4_000_001)), s(0.012));
+    }
+
+    #[test]
+    fn timers_armed_apart_meet_in_one_bucket() {
+        // Two connections back off to 8.704 s, 100 ms apart: both land in level 2's bucket
+        // ending at jiffy 2240, and fire in the same tick, as the testbed's retransmissions did.
+        let first = wheel_fire_at(HZ_250, s(0.0), s(8.704));
+        let second = wheel_fire_at(HZ_250, s(0.1), s(8.804));
+        assert_eq!((first, second), (s(8.960), s(8.960)));
+    }
+
+    proptest! {
+        /// Never early; late by less than the level's granularity plus the partial jiffy,
+        /// the granularity being at most 8/63 of the jiffies ahead (or one jiffy at level 0).
+        #[test]
+        fn never_early_and_at_most_an_eighth_late(now in 0u64..100_000_000_000, ahead_ns in 0u64..200_000_000_000,
+                                                   hz in prop::sample::select(vec![100u64, 250, 300, 1000])) {
+            let tick = Duration(1_000_000_000 / hz);
+            let at = Instant(now + ahead_ns);
+            let fire = wheel_fire_at(tick, Instant(now), at);
+            prop_assert!(fire >= at);
+            let ahead_j = ahead_ns.div_ceil(tick.0);
+            let gran_j = (ahead_j * 8 / 63).max(1);
+            prop_assert!(fire.0 - at.0 <= (gran_j + 1) * tick.0, "fire {} at {} ahead {} jiffies", fire.0, at.0, ahead_j);
+            prop_assert_eq!(fire.0 % tick.0, 0, "on a tick");
         }
     }
 }

@@ -288,7 +288,10 @@ impl Endpoint {
     pub(in crate::tcp) fn rack_detect_loss(&mut self, now: Instant, p: &TcpParams) -> LossMarks {
         let in_recovery = matches!(self.cong_state(), CongState::Recovery | CongState::Loss);
         let srtt = self.rtt.srtt();
-        self.queues_mut().rack.detect_loss(now, in_recovery, p.recovery.dupthresh, srtt)
+        let rack = &mut self.queues_mut().rack;
+        let marks = rack.detect_loss(now, in_recovery, p.recovery.dupthresh, srtt);
+        rack.timer = rack.timer.map(|at| p.timers.fire_at(now, at));
+        marks
     }
 
     /// RACK marked a segment lost: in recovery, resend within the recovery's window; else

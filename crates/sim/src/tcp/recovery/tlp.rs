@@ -41,14 +41,15 @@ impl Endpoint {
         let head_rto_at = self.queues.as_deref().and_then(|q| q.rack.head_xmit())
             .filter(|_| after_send && p.recovery.tlp_rto_from_head)
             .map(|sent| sent + self.data_rto(p))
-            .filter(|&at| at > now);
+            .filter(|&at| at > now)
+            .map(|at| p.timers.fire_at(now, at));
         let rto_at = head_rto_at.or(self.rto_at.get()).filter(|_| armed);
         let pto_at = rto_at.map(|rto_at| {
             let timeout = match self.rtt.srtt() {
                 Some(srtt) => srtt + srtt + if self.flight_size() <= p.mss { p.timers.min_rto } else { TIMEOUT_MIN },
                 None => TIMEOUT_INIT,
             };
-            (now + timeout).min(rto_at)
+            p.timers.fire_at(now, now + timeout).min(rto_at) // the RTO timer's, already on the wheel
         });
         if pto_at.is_some() || self.queues.is_some() {
             self.queues_mut().tlp.pto_at = pto_at;
