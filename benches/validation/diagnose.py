@@ -1065,11 +1065,12 @@ def web_timeouts(args):
     import smallpipe
     import sp_side
     from matrix import overrides as stack_overrides
+    from matrix import smallpipe_overrides
     from smallpipe.testbed import run_testbed
 
     spec = specs.web(args.seed, duration_s=args.seconds)
     warm_ns = round(spec["warmup_s"] * 1e9)
-    sets = stack_overrides(args.congestion) | dict(parse_set(kv) for kv in args.set)
+    sets = smallpipe_overrides(args.congestion) | dict(parse_set(kv) for kv in args.set)
     d = Path(args.dir)
     if not (d / "server.json").is_file():
         import linux_side
@@ -1171,6 +1172,7 @@ def timer_wheel(args):
     smallpipe: the same spec under the matrix's stack, then with each --compare override."""
     import sp_side
     from matrix import overrides as stack_overrides
+    from matrix import smallpipe_overrides
     from smallpipe.testbed import run_testbed
 
     spec = specs.many(args.flows, args.seed, duration_s=args.seconds)
@@ -1192,7 +1194,7 @@ def timer_wheel(args):
         resends = [t for f, t, _, r in linux if f == flow and r]
         print(f"  {flow[2]}:{flow[3]} resends at " + ", ".join(f"{t:.4f}" for t in resends) + " s")
     sc, _ = sp_side.scenario(spec, warm + spec["duration_s"])
-    base = stack_overrides(args.congestion)
+    base = smallpipe_overrides(args.congestion)
     for extra in [None, *args.compare]:
         overrides = base | (dict([parse_set(extra)]) if extra else {})
         runs, _ = bottleneck_captures(sc.with_overrides(overrides))
@@ -1210,7 +1212,7 @@ def matrix_set(args):
     spec_list = matrix.build([args.only], args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s)
     for cc in args.congestion:
         linux = matrix.recorded_linux_runs(out, cc, spec_list)
-        base = matrix.overrides(cc)
+        base = matrix.smallpipe_overrides(cc)
         for label, sets in (("without", base), ("with", base | extra)):
             results = {s["name"]: (sp_side.run(s, sets), linux[s["name"]]) for s in spec_list}
             for r in matrix.compare(cc, results, spec_list):
