@@ -34,7 +34,7 @@ use crate::trace_config::{parse_host, HostSide};
 use rustc_hash::FxHashMap;
 use smallpipe_core::link::{DeliveryTrace, TraceServer};
 use std::sync::Arc;
-use smallpipe_core::{AnyQdisc, ConfigError, Duration, FlowKey, Instant, Packet, Qdisc};
+use smallpipe_core::{AnyQdisc, ConfigError, Duration, FlowKey, Instant, Packet, Qdisc, Rng};
 
 pub struct Simulator {
     now: Instant,
@@ -492,10 +492,22 @@ fn distinct_params(sc: &Scenario, rate_bps: u64) -> Result<(Vec<TcpParams>, Vec<
             format!("at most {} (groups with equal tables share one)", u16::MAX)))?;
         group_tcp.push(GroupTcp { params: index, overhead });
     }
-    let params = configs.iter().map(|c| Ok(TcpParams::try_from(c)?.for_transport(sc.transport)))
-        .collect::<Result<_, ConfigError>>()?;
+    // One jiffies clock for every host, as the testbed's namespaces share one kernel; where
+    // it stands within a jiffy at time 0 is the seed's (its own stream: no other draw moves).
+    let wheel_phase = configs.iter().find(|c| c.timer_wheel_hz > 0).map(|c| {
+        let tick_ns = 1_000_000_000 / c.timer_wheel_hz as u64;
+        Duration(Rng::new(sc.seed, JIFFIES_STREAM).below_inclusive(tick_ns - 1))
+    });
+    let params = configs.iter().map(|c| {
+        let mut p = TcpParams::try_from(c)?.for_transport(sc.transport);
+        p.timers.wheel_phase = p.timers.wheel_tick.and(wheel_phase).unwrap_or(Duration::ZERO);
+        Ok(p)
+    }).collect::<Result<_, ConfigError>>()?;
     Ok((params, group_tcp))
 }
+
+/// The random stream of the jiffies clock's phase (`tcp.timer_wheel_hz`).
+const JIFFIES_STREAM: u64 = 0x71FF_0001;
 
 /// Validates and runs a scenario.
 pub fn simulate(sc: &Scenario) -> Result<Results, ConfigError> {

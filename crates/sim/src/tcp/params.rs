@@ -100,6 +100,9 @@ pub struct TimerPolicy {
     pub thin_linear_timeouts: bool,
     /// `timer_wheel_hz`'s jiffy, when the timers run on Linux's wheel.
     pub wheel_tick: Option<Duration>,
+    /// Where the jiffies clock stands at time 0, within one jiffy: the run's kernel booted
+    /// at no particular time before it (drawn from the seed, `sim::distinct_params`).
+    pub wheel_phase: Duration,
     /// Differentiated minRTO: (minRTO′, fraction of the window).
     pub min_rto_prime: Option<(Duration, f64)>,
 }
@@ -201,6 +204,7 @@ impl TcpParams {
                 linux_syn_restart: c.syn_timeout_restart == SynTimeoutRestart::Linux,
                 thin_linear_timeouts: c.thin_linear_timeouts,
                 wheel_tick: (c.timer_wheel_hz > 0).then(|| Duration(1_000_000_000 / c.timer_wheel_hz as u64)),
+                wheel_phase: Duration::ZERO,
                 min_rto_prime: c.min_rto_prime_ms.map(|m| (ms(m), c.min_rto_prime_fraction)),
             },
             acks: AckPolicy {

@@ -2865,8 +2865,8 @@ fn on_linux_s_timer_wheel_the_rto_and_the_probe_fire_on_its_buckets() {
     assert_eq!(rto_exact, t(100) + rto);
     let (p, rto_at, pto_at, _) = armed(250);
     let tick = Duration(4_000_000);
-    assert_eq!(rto_at, super::timers::wheel_fire_at(tick, t(100), rto_exact));
-    assert_eq!(pto_at, super::timers::wheel_fire_at(tick, t(100), pto_exact).min(rto_at));
+    assert_eq!(rto_at, super::timers::wheel_fire_at(tick, Duration::ZERO, t(100), rto_exact));
+    assert_eq!(pto_at, super::timers::wheel_fire_at(tick, Duration::ZERO, t(100), pto_exact).min(rto_at));
     assert!(rto_at > rto_exact && rto_at.0 % tick.0 == 0 && pto_at.0 % tick.0 == 0);
     assert_eq!(p.timers.wheel_tick, Some(tick));
 }

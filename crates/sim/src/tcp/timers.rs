@@ -4,20 +4,20 @@
 use super::*;
 
 /// When a Linux `timer_list` armed at `now` to expire at `at` fires, with jiffies of `tick`
-/// counted from time 0 (kernel/time/timer.c since 4.8). The timeout becomes whole jiffies
+/// that stand at `phase` into one at time 0 (kernel/time/timer.c since 4.8). The timeout becomes whole jiffies
 /// rounded up (`usecs_to_jiffies`); `calc_wheel_index` picks the level from the jiffies
 /// ahead (level n holds up to 63·8^n of them) and `calc_index` rounds the expiry up to the
 /// next multiple of the level's 8^n jiffies, so it never fires early and fires at most
 /// about 1/8 late. Every timer in a bucket runs in the same tick: long timers of
 /// different connections meet on the multiples of 64 and 512 jiffies.
-pub fn wheel_fire_at(tick: Duration, now: Instant, at: Instant) -> Instant {
-    let tick = tick.0.max(1);
+pub fn wheel_fire_at(tick: Duration, phase: Duration, now: Instant, at: Instant) -> Instant {
+    let (tick, phase) = (tick.0.max(1), phase.0 % tick.0.max(1));
     let ahead = at.0.saturating_sub(now.0).div_ceil(tick);
-    let expires = now.0 / tick + ahead;
+    let expires = (now.0 + phase) / tick + ahead;
     // LVL_START(n) = 63 << 3(n-1); LVL_DEPTH 9 for HZ > 100 (8 below), the last level catching all.
     let level = (1..9).take_while(|&n| ahead >= 63u64 << (3 * (n - 1))).count() as u32;
     let shift = 3 * level;
-    Instant((((expires >> shift) + 1) << shift) * tick)
+    Instant((((expires >> shift) + 1) << shift) * tick - phase)
 }
 
 impl TimerPolicy {
@@ -25,7 +25,7 @@ impl TimerPolicy {
     #[inline]
     pub fn fire_at(&self, now: Instant, at: Instant) -> Instant {
         match self.wheel_tick {
-            Some(tick) => wheel_fire_at(tick, now, at),
+            Some(tick) => wheel_fire_at(tick, self.wheel_phase, now, at),
             None => at,
         }
     }
@@ -194,25 +194,32 @@ mod tests {
     fn the_wheel_rounds_up_to_its_levels_granularity() {
         // By hand from calc_wheel_index and calc_index at HZ = 250 (4 ms jiffies), armed at 0:
         // 60 jiffies: level 0, (60 >> 0) + 1 = 61 jiffies = 244 ms.
-        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(0.240)), s(0.244));
+        assert_eq!(wheel_fire_at(HZ_250, Duration::ZERO, s(0.0), s(0.240)), s(0.244));
         // 63 jiffies = LVL_START(1): level 1, ((63 >> 3) + 1) << 3 = 64 jiffies.
-        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(0.252)), s(0.256));
+        assert_eq!(wheel_fire_at(HZ_250, Duration::ZERO, s(0.0), s(0.252)), s(0.256));
         // The testbed's first RTO, 1.088 s = 272 jiffies: level 1, (34 + 1) << 3 = 280 = 1.12 s.
-        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(1.088)), s(1.120));
+        assert_eq!(wheel_fire_at(HZ_250, Duration::ZERO, s(0.0), s(1.088)), s(1.120));
         // Its third backoff, 8.704 s = 2176 jiffies: level 2, (34 + 1) << 6 = 2240 = 8.96 s.
-        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(8.704)), s(8.960));
+        assert_eq!(wheel_fire_at(HZ_250, Duration::ZERO, s(0.0), s(8.704)), s(8.960));
         // Its fifth, 34.816 s = 8704 jiffies: level 3, (17 + 1) << 9 = 9216 = 36.864 s.
-        assert_eq!(wheel_fire_at(HZ_250, s(0.0), s(34.816)), s(36.864));
+        assert_eq!(wheel_fire_at(HZ_250, Duration::ZERO, s(0.0), s(34.816)), s(36.864));
         // A timeout is whole jiffies rounded up (usecs_to_jiffies): 1 ns past a jiffy is one more.
-        assert_eq!(wheel_fire_at(HZ_250, s(0.0), Instant(4_000_001)), s(0.012));
+        assert_eq!(wheel_fire_at(HZ_250, Duration::ZERO, s(0.0), Instant(4_000_001)), s(0.012));
+    }
+
+    #[test]
+    fn the_jiffies_phase_shifts_the_ticks() {
+        // Jiffies 1 ms into a tick at time 0: tick k starts at 4k - 1 ms. Armed at 0 for
+        // 240 ms: jiffy 0, 60 ahead, level 0, fires at jiffy 61 = 243 ms.
+        assert_eq!(wheel_fire_at(HZ_250, Duration(1_000_000), s(0.0), s(0.240)), s(0.243));
     }
 
     #[test]
     fn timers_armed_apart_meet_in_one_bucket() {
         // Two connections back off to 8.704 s, 100 ms apart: both land in level 2's bucket
         // ending at jiffy 2240, and fire in the same tick, as the testbed's retransmissions did.
-        let first = wheel_fire_at(HZ_250, s(0.0), s(8.704));
-        let second = wheel_fire_at(HZ_250, s(0.1), s(8.804));
+        let first = wheel_fire_at(HZ_250, Duration::ZERO, s(0.0), s(8.704));
+        let second = wheel_fire_at(HZ_250, Duration::ZERO, s(0.1), s(8.804));
         assert_eq!((first, second), (s(8.960), s(8.960)));
     }
 
@@ -221,15 +228,17 @@ mod tests {
         /// the granularity being at most 8/63 of the jiffies ahead (or one jiffy at level 0).
         #[test]
         fn never_early_and_at_most_an_eighth_late(now in 0u64..100_000_000_000, ahead_ns in 0u64..200_000_000_000,
-                                                   hz in prop::sample::select(vec![100u64, 250, 300, 1000])) {
+                                                   hz in prop::sample::select(vec![100u64, 250, 300, 1000]),
+                                                   phase_ns in 0u64..10_000_000) {
             let tick = Duration(1_000_000_000 / hz);
             let at = Instant(now + ahead_ns);
-            let fire = wheel_fire_at(tick, Instant(now), at);
+            let phase = Duration(phase_ns % tick.0);
+            let fire = wheel_fire_at(tick, phase, Instant(now), at);
             prop_assert!(fire >= at);
             let ahead_j = ahead_ns.div_ceil(tick.0);
             let gran_j = (ahead_j * 8 / 63).max(1);
             prop_assert!(fire.0 - at.0 <= (gran_j + 1) * tick.0, "fire {} at {} ahead {} jiffies", fire.0, at.0, ahead_j);
-            prop_assert_eq!(fire.0 % tick.0, 0, "on a tick");
+            prop_assert_eq!((fire.0 + phase.0) % tick.0, 0, "on a tick");
         }
     }
 }
