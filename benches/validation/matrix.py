@@ -6,7 +6,8 @@ with ``tcp.stack = "linux"`` and ``tcp.congestion`` set. Switching the stack giv
 a stack decides Linux's value (IW 10, minimum RTO 200 ms, RACK, PRR, tail-loss probes, F-RTO,
 undo: docs/tcp.md, "Named stacks"), and the testbed sets the matching sysctls. One knob is
 set against the stack: ``tcp.pacing = "none"`` for reno and cubic, because the testbed's Reno
-and CUBIC senders do not pace (no fq qdisc; docs/testbed.md); BBR paces on both sides.
+and CUBIC senders do not pace (no fq qdisc; docs/testbed.md); BBR paces on both sides. The
+smallpipe side also runs without the random send delay (``smallpipe_overrides``).
 
 Sections: ``many`` (N = 10, 50, 100 on 1 Mbit/s), ``bernoulli`` (one flow, scripted
 Bernoulli loss), ``web`` (the web pool) and ``fig11`` (two of TAQ Figure 11's points at
