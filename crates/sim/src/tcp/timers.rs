@@ -4,18 +4,19 @@
 use super::*;
 
 /// When a Linux `timer_list` armed at `now` to expire at `at` fires, with jiffies of `tick`
-/// that stand at `phase` into one at time 0 (kernel/time/timer.c since 4.8). The timeout becomes whole jiffies
-/// rounded up (`usecs_to_jiffies`); `calc_wheel_index` picks the level from the jiffies
-/// ahead (level n holds up to 63·8^n of them) and `calc_index` rounds the expiry up to the
-/// next multiple of the level's 8^n jiffies, so it never fires early and fires at most
-/// about 1/8 late. Every timer in a bucket runs in the same tick: long timers of
+/// that stand at `phase` into one at time 0 (kernel/time/timer.c since 4.8). The timeout
+/// becomes whole jiffies rounded up (`usecs_to_jiffies`); `calc_wheel_index` picks the
+/// level from the jiffies ahead (level n holds up to 63·8^n of them) and `calc_index`
+/// rounds the expiry up to the next multiple of the level's 8^n jiffies, so it never fires
+/// early and fires at most about 1/8 late. Every timer in a bucket runs in the same tick: long timers of
 /// different connections meet on the multiples of 64 and 512 jiffies.
 pub fn wheel_fire_at(tick: Duration, phase: Duration, now: Instant, at: Instant) -> Instant {
     let (tick, phase) = (tick.0.max(1), phase.0 % tick.0.max(1));
     let ahead = at.0.saturating_sub(now.0).div_ceil(tick);
     let expires = (now.0 + phase) / tick + ahead;
-    // LVL_START(n) = 63 << 3(n-1); LVL_DEPTH 9 for HZ > 100 (8 below), the last level catching all.
-    let level = (1..9).take_while(|&n| ahead >= 63u64 << (3 * (n - 1))).count() as u32;
+    // LVL_START(n) = 63 << 3(n-1); LVL_DEPTH 9 for HZ > 100, else 8; the last level takes the rest.
+    let depth = if tick >= 10_000_000 { 8 } else { 9 };
+    let level = (1..depth).take_while(|&n| ahead >= 63u64 << (3 * (n - 1))).count() as u32;
     let shift = 3 * level;
     Instant((((expires >> shift) + 1) << shift) * tick - phase)
 }
