@@ -1117,27 +1117,26 @@ def entry_fates(arrivals, departures):
     for t, ip in departures:
         if payload_len(ip):
             left.setdefault(key(ip), []).append(t)
-    entries, seen = [], set()
+    entries, by_key = [], {}
     for t, ip in arrivals:
         if payload_len(ip):
             k = key(ip)
-            entries.append([k[:4], t, False, k in seen, k])
-            seen.add(k)
-    by_key = {}
-    for e in entries:
-        by_key.setdefault(e[4], []).append(e)
+            copies = by_key.setdefault(k, [])
+            entries.append([k[:4], t, False, bool(copies)])  # a resend if a copy came before
+            copies.append(entries[-1])
     for k, copies in by_key.items():
         times = [c[1] for c in copies]
         for t in left.get(k, []):
             i = bisect.bisect_left(times, t) - 1  # the last copy that entered before it left
             if i >= 0:
                 copies[i][2] = True
-    return [(flow, t, ok, resend) for flow, t, ok, resend, _ in entries]
+    return [tuple(e) for e in entries]
 
 
 def wheel_row(name, fates, warm_s, near_s=100e-6):
     """One side of `timer-wheel`: drop shares of first sends and resends, alone or within
-    `near_s` of another connection's segment, after `warm_s`; and the starved connections."""
+    `near_s` of another connection's segment, after `warm_s`; and the starved connections,
+    which it returns."""
     times = [t for _, t, _, _ in fates]
     flows = [f for f, _, _, _ in fates]
     cells, delivered = {}, {}
@@ -1157,9 +1156,10 @@ def wheel_row(name, fates, warm_s, near_s=100e-6):
         c[1] += not ok
     parts = [f"{'resends' if r else 'first sends'} {'crowded' if c else 'alone'} {n} ({d / n:.2f} dropped)"
              for (r, c), (n, d) in sorted(cells.items())]
-    starved = sum(1 for n in delivered.values() if n <= 1)
-    print(f"{name}: {'; '.join(parts)}; {starved} of {len(delivered)} connections got at most one segment "
+    starved = [flow for flow, n in delivered.items() if n <= 1]
+    print(f"{name}: {'; '.join(parts)}; {len(starved)} of {len(delivered)} connections got at most one segment "
           f"through after {warm_s:g} s", flush=True)
+    return starved
 
 
 def timer_wheel(args):
@@ -1170,6 +1170,8 @@ def timer_wheel(args):
     segment through. Linux: a testbed run of `specs.many` with the box's capture into --dir
     (as root), or the one already there; then the starved connections' resend instants.
     smallpipe: the same spec under the matrix's stack, then with each --compare override."""
+    import socket
+
     import sp_side
     from matrix import overrides as stack_overrides
     from matrix import smallpipe_overrides
@@ -1186,13 +1188,9 @@ def timer_wheel(args):
                     pcap=True)
     by_point = box_points(d)
     linux = entry_fates(by_point["b_in"], by_point["a_out"])
-    wheel_row(f"Linux {args.congestion}", linux, warm)
-    got = {}
-    for flow, t, ok, _ in linux:
-        got[flow] = got.get(flow, 0) + (ok and t >= warm)
-    for flow in [f for f, n in got.items() if n <= 1][:args.show]:
+    for flow in wheel_row(f"Linux {args.congestion}", linux, warm)[:args.show]:
         resends = [t for f, t, _, r in linux if f == flow and r]
-        print(f"  {flow[2]}:{flow[3]} resends at " + ", ".join(f"{t:.4f}" for t in resends) + " s")
+        print(f"  {socket.inet_ntoa(flow[2])}:{flow[3]} resends at " + ", ".join(f"{t:.4f}" for t in resends) + " s")
     sc, _ = sp_side.scenario(spec, warm + spec["duration_s"])
     base = smallpipe_overrides(args.congestion)
     for extra in [None, *args.compare]:
