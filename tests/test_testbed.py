@@ -84,6 +84,7 @@ def _scenario(flows: list[dict], duration_s: float) -> Scenario:
         ("tcp.recovery_pipe", "ns3", "tcp.recovery_pipe"),
         ("tcp.fast_retransmit_rto", "keep", "tcp.fast_retransmit_rto"),
         ("tcp.cwnd_growth", "byte_counting", "tcp.cwnd_growth"),
+        ("flows.0.app", "udp_cbr", "flows[0].app"),
     ],
 )
 def test_knobs_linux_cannot_honour_are_refused_naming_the_field(path: str, value: object, field: str) -> None:

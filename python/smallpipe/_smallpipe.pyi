@@ -77,7 +77,7 @@ def simulate(
 
     Returns:
         ``{"flows", "slices", "units", "links", "bursts", "progress", "queue_delays", "link_counters",
-        "queue_states", "trace",
+        "udp_flows", "queue_states", "trace",
         "flow_series", "link_series", "events"}``, each a dict of equal-length column lists,
         ``"pcap"`` (bytes, or None), and ``"meta"``, a dict of scalars:
 
@@ -107,6 +107,12 @@ def simulate(
           style): ``link``, ``counter``, ``class`` (CAKE's tin, TAQ's queue, ...; None for
           the whole discipline), ``kind`` (``"total"`` since the start or ``"level"``
           now), ``value``.
+        - udp_flows (one row per UDP source, ``app = "udp_*"``): ``udp_flow_id``,
+          ``unit_id``, ``group``, ``app``, ``rtt_ms``, ``packets_sent``/``bytes_sent``,
+          ``packets_delivered``/``bytes_delivered``, ``packets_dropped``/``bytes_dropped``
+          (queue drops and wire loss), ``packets_in_flight`` (queued or on a wire at the
+          end), ``delay_sum_ns`` and ``delay_max_ns`` (one-way delays of the delivered
+          datagrams, to the µs).
         - bursts (interactive flows): ``flow_id``, ``sent_ns``, ``acked_ns``,
           ``response_ns`` (None when not acknowledged before the end).
         - progress (flows with ``record_progress``): ``flow_id``, ``packets``,

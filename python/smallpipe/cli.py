@@ -47,7 +47,7 @@ from smallpipe.result import (
 )
 from smallpipe.rundir import OutputExists, claim_output_directory, new_run_directory
 from smallpipe.scenario import Scenario, check_simulable
-from smallpipe.summary import cut_short_notes, setup_rows, workload_rows
+from smallpipe.summary import cut_short_notes, setup_rows, udp_rows, workload_rows
 
 __all__ = ["app"]
 
@@ -144,6 +144,7 @@ def summary_table(result: Result) -> Table:
             ("flows finished", f"{streamed['finished']}"),
             ("completion time (FCT, to 12%)", "n/a" if fct[0] is None else f"p50 {fct[0]:.3g} s, p99 {fct[1]:.3g} s"),
             ("timeouts", f"{streamed['timeouts']}"),
+            *udp_rows(result),
             ("wall time", f"{wall_seconds:.2f} s"),
         ]
     else:
@@ -152,6 +153,7 @@ def summary_table(result: Result) -> Table:
             *link_rows,
             *workload_rows(result),
             ("timeouts", f"{result.flows.get_column('timeouts').sum()}"),
+            *udp_rows(result),
             ("wall time", f"{wall_seconds:.2f} s"),
         ]
     if not on_testbed:  # the testbed runs in real time: its packet rate says nothing of speed

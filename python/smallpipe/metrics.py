@@ -37,6 +37,7 @@ __all__ = [
     "slow_start_bound_s",
     "timeout_summary",
     "to_float",
+    "udp_summary",
     "utilization",
 ]
 
@@ -264,6 +265,45 @@ def utilization(links: pl.DataFrame, name: str = "bottleneck") -> float:
     if row.height == 0:
         raise KeyError(f"no link named {name!r}; links: {links.get_column('name').to_list()}")
     return float(row.get_column("utilization")[0])
+
+
+def udp_summary(udp_flows: pl.DataFrame) -> pl.DataFrame:
+    """The UDP sources of a run (a ``udp_flows`` table) per ``app``, FlowMonitor-style.
+
+    ``loss_rate`` is dropped / (delivered + dropped): the datagrams still in flight at the
+    end have no fate yet and are left out, as FlowMonitor's ``lostPackets`` leaves out
+    packets not yet timed out. ``delay_mean_ms`` is the mean one-way delay of the delivered
+    datagrams, ``delay_max_ms`` the largest.
+
+    Returns:
+        ``app``, ``sources``, ``packets_sent``, ``packets_delivered``, ``packets_dropped``,
+        ``packets_in_flight``, ``bytes_delivered``, ``loss_rate`` (null when no datagram
+        has a fate), ``delay_mean_ms`` (null when none was delivered), ``delay_max_ms``; one
+        row per app, in name order; empty for a run without UDP sources.
+    """
+    fated = pl.col("packets_delivered") + pl.col("packets_dropped")
+    return (
+        udp_flows.group_by("app")
+        .agg(
+            sources=pl.len().cast(pl.Int64),
+            packets_sent=pl.col("packets_sent").sum(),
+            packets_delivered=pl.col("packets_delivered").sum(),
+            packets_dropped=pl.col("packets_dropped").sum(),
+            packets_in_flight=pl.col("packets_in_flight").sum(),
+            bytes_delivered=pl.col("bytes_delivered").sum(),
+            fated=fated.sum(),
+            delay_sum_ns=pl.col("delay_sum_ns").sum(),
+            delay_max_ns=pl.col("delay_max_ns").max(),
+        )
+        .with_columns(
+            loss_rate=pl.when(pl.col("fated") > 0).then(pl.col("packets_dropped") / pl.col("fated")),
+            delay_mean_ms=pl.when(pl.col("packets_delivered") > 0)
+            .then(pl.col("delay_sum_ns") / pl.col("packets_delivered") / 1e6),
+            delay_max_ms=pl.when(pl.col("packets_delivered") > 0).then(pl.col("delay_max_ns") / 1e6),
+        )
+        .drop("fated", "delay_sum_ns", "delay_max_ns")
+        .sort("app")
+    )
 
 
 DEFAULT_SIZE_EDGES_BYTES: tuple[int, ...] = (0, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)

@@ -26,9 +26,9 @@ __all__ = ["PILOT_WALL_S", "Pilot", "PilotInterrupted", "RunPlan", "WorkEstimate
 PILOT_WALL_S = 1.0
 """Wall time the pilot simulates for before it is stopped."""
 
-PER_RUN_TABLES = frozenset({"units", "links", "queue_delays", "link_counters"})
+PER_RUN_TABLES = frozenset({"units", "links", "queue_delays", "link_counters", "udp_flows"})
 """Tables whose size does not grow with the simulated time (one row per unit, link or
-delay bucket); the others are extrapolated in proportion to it."""
+delay bucket, UDP source); the others are extrapolated in proportion to it."""
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ __all__ = [
     "QUEUE_STATES_SCHEMA",
     "SLICES_SCHEMA",
     "TRACE_SCHEMA",
+    "UDP_FLOWS_SCHEMA",
     "UNITS_SCHEMA",
     "Interrupted",
     "Result",
@@ -140,6 +141,20 @@ LINK_COUNTERS_SCHEMA = pl.Schema(
 tin ``pkts``, ``drops``, ``marks``; ...): one row per link and counter, ``class`` the tin or
 queue it belongs to (null: the whole discipline), ``kind`` ``"total"`` (a count since the
 start) or ``"level"`` (a value now). Names and meanings: each discipline's page in docs/ (its "Counters" list)."""
+
+UDP_FLOWS_SCHEMA = pl.Schema(
+    {"udp_flow_id": pl.Int64, "unit_id": pl.Int64, "group": pl.Int64, "app": pl.String, "rtt_ms": pl.Float64,
+     "packets_sent": pl.Int64, "bytes_sent": pl.Int64, "packets_delivered": pl.Int64, "bytes_delivered": pl.Int64,
+     "packets_dropped": pl.Int64, "bytes_dropped": pl.Int64, "packets_in_flight": pl.Int64,
+     "delay_sum_ns": pl.Int64, "delay_max_ns": pl.Int64}
+)
+"""One row per UDP source (``app = "udp_cbr"``, ``"udp_expoo"``, ``"udp_pareto"``; the ``flows``
+table has TCP connections only), FlowMonitor-style counts at the run's end: datagrams (and
+bytes, whole IP packets) sent, delivered to the receiving host, dropped (by a queue or lost on
+a wire) and still in flight, so ``packets_sent = packets_delivered + packets_dropped +
+packets_in_flight``; ``delay_sum_ns`` and ``delay_max_ns`` are the one-way delays of the
+delivered datagrams, sender to receiver host, to the µs (their mean is ``delay_sum_ns /
+packets_delivered``). See :func:`smallpipe.metrics.udp_summary`. Empty without UDP sources."""
 
 QUEUE_DELAYS_SCHEMA = pl.Schema({"link": pl.String, "delay_ns": pl.Int64, "packets": pl.Int64})
 """The queueing-delay distribution per link: packets whose delay fell in a bucket whose
@@ -289,6 +304,7 @@ _TABLES = {
     "progress": PROGRESS_SCHEMA,
     "queue_delays": QUEUE_DELAYS_SCHEMA,
     "link_counters": LINK_COUNTERS_SCHEMA,
+    "udp_flows": UDP_FLOWS_SCHEMA,
     "queue_states": QUEUE_STATES_SCHEMA,
     "trace": TRACE_SCHEMA,
     "sender_epochs": SENDER_EPOCHS_SCHEMA,
@@ -306,7 +322,7 @@ PCAP_FILE = "bottleneck.pcap"
 
 @dataclass(frozen=True)
 class Result:
-    """The output of one run: eleven tables, run metadata and the scenario that made it, and
+    """The output of one run: twelve tables, run metadata and the scenario that made it, and
     with the scenario's ``[trace]`` table up to five more and a pcap (docs/scenario.md); with
     ``trace.flow_delays`` the ``flows`` table also has the ``FLOW_DELAY_COLUMNS``.
 
@@ -348,6 +364,8 @@ class Result:
     flow_delay_hist: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FLOW_DELAY_HIST_SCHEMA))
     link_counters: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LINK_COUNTERS_SCHEMA))
     """Each link's discipline's own counters (:data:`LINK_COUNTERS_SCHEMA`)."""
+    udp_flows: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=UDP_FLOWS_SCHEMA))
+    """One row per UDP source (:data:`UDP_FLOWS_SCHEMA`)."""
     pcap: bytes | None = None
     """A pcap (nanosecond timestamps, Ethernet) of both bottleneck directions, with ``trace.pcap``."""
     host_pcaps: dict[str, bytes] = field(default_factory=dict)
@@ -389,7 +407,7 @@ class Result:
 
         Files: ``flows.parquet``, ``slices.parquet``, ``units.parquet``, ``links.parquet``,
         ``bursts.parquet``, ``progress.parquet``, ``queue_delays.parquet``, ``link_counters.parquet``,
-        ``queue_states.parquet``,
+        ``udp_flows.parquet``, ``queue_states.parquet``,
         ``trace.parquet``, ``sender_epochs.parquet``, ``meta.json`` (with ``scenario``, the
         canonical scenario as simulated) and ``scenario.json`` (the same, from which
         :meth:`read` rebuilds the :class:`Scenario`); with a

@@ -44,7 +44,7 @@ __all__ = [
     "record_points",
 ]
 
-RESULT_TABLES = ("flows", "slices", "links", "bursts", "queue_delays", "link_counters")
+RESULT_TABLES = ("flows", "slices", "links", "bursts", "queue_delays", "link_counters", "udp_flows")
 """Per-point tables written as Parquet and exposed as views."""
 
 SUMMARY_COLUMNS: dict[str, tuple[str, str]] = {
@@ -70,6 +70,9 @@ SUMMARY_COLUMNS: dict[str, tuple[str, str]] = {
     "bursts": ("BIGINT", "interactive bursts sent"),
     "response_median_ms": ("DOUBLE", "median response time of acknowledged interactive bursts"),
     "response_p99_ms": ("DOUBLE", "99th percentile interactive response time"),
+    "udp_sources": ("BIGINT", "UDP sources in the run (they are not in flows)"),
+    "udp_loss_rate": ("DOUBLE", "UDP datagrams dropped / (delivered + dropped), all sources"),
+    "udp_delay_mean_ms": ("DOUBLE", "mean one-way delay of the delivered UDP datagrams"),
     "events": ("BIGINT", "simulator events"),
     "packets": ("BIGINT", "link transmissions on all links"),
     "sim_wall_seconds": ("DOUBLE", "wall time of the simulation alone"),
@@ -180,6 +183,8 @@ def init_store(
         connection.execute("BEGIN")
         connection.execute(f"CREATE TABLE IF NOT EXISTS points (point_id VARCHAR PRIMARY KEY{key_columns}{point_columns})")
         connection.execute(f"CREATE TABLE IF NOT EXISTS summary (point_id VARCHAR PRIMARY KEY{summary_columns})")
+        for name, (sql_type, _) in SUMMARY_COLUMNS.items():  # a sweep begun by an older smallpipe resumes
+            connection.execute(f"ALTER TABLE summary ADD COLUMN IF NOT EXISTS {quote(name)} {sql_type}")
         connection.execute(
             "CREATE OR REPLACE TABLE sweep (position INTEGER, key VARCHAR, sql_type VARCHAR, "
             "grid_values VARCHAR, grid_file VARCHAR, base VARCHAR, run_root VARCHAR, updated_at TIMESTAMP)"

@@ -14,7 +14,7 @@ from smallpipe import metrics
 from smallpipe.result import Result
 from smallpipe.scenario import Scenario, tcp_departures
 
-__all__ = ["cut_short_notes", "discipline", "setup_rows", "workload_rows"]
+__all__ = ["cut_short_notes", "discipline", "setup_rows", "udp_rows", "workload_rows"]
 
 SIZED_APPS = ("transfer", "web", "session", "poisson", "replay")
 """Apps whose connections carry a known number of bytes: they have a completion time."""
@@ -127,6 +127,28 @@ def workload_rows(result: Result) -> list[tuple[str, str]]:
                 _or_na(per_slice.select(pl.col("jain").mean()).item(), ".3f"),
             ),
             ("zero-byte flow-slices (bulk)", _or_na(zero_byte_share, ".1%")),
+        ]
+    return rows
+
+
+def udp_rows(result: Result) -> list[tuple[str, str]]:
+    """The run's UDP sources per kind (they are not in ``flows``); none without them."""
+    rows: list[tuple[str, str]] = []
+    for app in metrics.udp_summary(result.udp_flows).iter_rows(named=True):
+        rows += [
+            (f"{app['app']} sources", f"{app['sources']}"),
+            (
+                f"  {app['app']} datagrams",
+                (
+                    f"{app['packets_delivered']:,} delivered, {app['packets_dropped']:,} dropped, "
+                    f"{app['packets_in_flight']:,} in flight"
+                ),
+            ),
+            (f"  {app['app']} loss rate", _or_na(app["loss_rate"], ".2%")),
+            (
+                f"  {app['app']} one-way delay",
+                f"mean {_or_na(app['delay_mean_ms'], '.1f')} ms, max {_or_na(app['delay_max_ms'], '.1f')} ms",
+            ),
         ]
     return rows
 

@@ -113,6 +113,24 @@ fn results_to_dict<'py>(py: Python<'py>, r: &Results) -> PyResult<Bound<'py, PyD
     counters.set_item("value", rows.iter().map(|(_, c)| c.value).collect::<Vec<_>>())?;
     out.set_item("link_counters", counters)?;
 
+    let udp = PyDict::new(py);
+    let d = &r.udp_flows;
+    udp.set_item("udp_flow_id", d.iter().map(|x| x.udp_flow_id).collect::<Vec<_>>())?;
+    udp.set_item("unit_id", d.iter().map(|x| x.unit_id).collect::<Vec<_>>())?;
+    udp.set_item("group", d.iter().map(|x| x.group).collect::<Vec<_>>())?;
+    udp.set_item("app", d.iter().map(|x| x.app.name()).collect::<Vec<_>>())?;
+    udp.set_item("rtt_ms", d.iter().map(|x| x.rtt_ms).collect::<Vec<_>>())?;
+    udp.set_item("packets_sent", d.iter().map(|x| x.packets_sent).collect::<Vec<_>>())?;
+    udp.set_item("bytes_sent", d.iter().map(|x| x.bytes_sent).collect::<Vec<_>>())?;
+    udp.set_item("packets_delivered", d.iter().map(|x| x.packets_delivered).collect::<Vec<_>>())?;
+    udp.set_item("bytes_delivered", d.iter().map(|x| x.bytes_delivered).collect::<Vec<_>>())?;
+    udp.set_item("packets_dropped", d.iter().map(|x| x.packets_dropped).collect::<Vec<_>>())?;
+    udp.set_item("bytes_dropped", d.iter().map(|x| x.bytes_dropped).collect::<Vec<_>>())?;
+    udp.set_item("packets_in_flight", d.iter().map(|x| x.packets_in_flight).collect::<Vec<_>>())?;
+    udp.set_item("delay_sum_ns", d.iter().map(|x| x.delay_sum_ns).collect::<Vec<_>>())?;
+    udp.set_item("delay_max_ns", d.iter().map(|x| x.delay_max_ns).collect::<Vec<_>>())?;
+    out.set_item("udp_flows", udp)?;
+
     let states = PyDict::new(py);
     let q = &r.queue_states;
     states.set_item("link", q.iter().map(|x| x.link.clone()).collect::<Vec<_>>())?;

@@ -68,6 +68,10 @@ def _check_link(scenario: Scenario) -> None:
     for index, group in enumerate(scenario["flows"]):
         if group.get("dscp") is not None:
             _refuse(f"flows[{index}].dscp", group["dscp"], "unset: the testbed has no marking edge")
+        if str(group["app"]).startswith("udp_"):
+            _refuse(f"flows[{index}].app", group["app"],
+                    "a TCP app: the testbed's plans carry TCP only (run UDP sources with "
+                    "smallpipe-gen udp-send and udp-recv)")
 
 
 def rack_always_on(kernel_release: str) -> bool:
