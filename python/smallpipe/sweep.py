@@ -290,13 +290,8 @@ def summarize(result: Result) -> dict[str, Any]:
     response_ms = result.bursts.get_column("response_ns").drop_nulls() / 1e6
     goodput = metrics.goodput_bps(flows, duration_ns).get_column("goodput_bps").drop_nulls()
     has_flows = flows.height > 0
-    udp = result.udp_flows.select(
-        sources=pl.len(),
-        delivered=pl.col("packets_delivered").sum(),
-        dropped=pl.col("packets_dropped").sum(),
-        delay_sum_ns=pl.col("delay_sum_ns").sum(),
-    ).row(0, named=True)
-    udp_fated = udp["delivered"] + udp["dropped"]
+    all_udp = metrics.udp_summary(result.udp_flows.with_columns(app=pl.lit("udp")))  # every source as one kind
+    udp = all_udp.row(0, named=True) if all_udp.height else {"sources": 0, "loss_rate": None, "delay_mean_ms": None}
 
     def quantile(series: pl.Series, q: float) -> float | None:
         return series.quantile(q, interpolation="linear") if series.len() else None
@@ -325,8 +320,8 @@ def summarize(result: Result) -> dict[str, Any]:
         "response_median_ms": quantile(response_ms, 0.5),
         "response_p99_ms": quantile(response_ms, 0.99),
         "udp_sources": udp["sources"],
-        "udp_loss_rate": udp["dropped"] / udp_fated if udp_fated else None,
-        "udp_delay_mean_ms": udp["delay_sum_ns"] / udp["delivered"] / 1e6 if udp["delivered"] else None,
+        "udp_loss_rate": udp["loss_rate"],
+        "udp_delay_mean_ms": udp["delay_mean_ms"],
         "events": meta["events"],
         "packets": meta["packets"],
         "sim_wall_seconds": meta["wall_seconds"],
