@@ -6,8 +6,8 @@
 #
 #   scripts/box-soak.sh [DURATION_S [OUTDIR]]      default 3600 s, target/box-soak
 #
-# Environment (optional): SMALLPIPE_SOAK_QUEUE (taq as the packaged config sets it, or fq_codel;
-# default taq), SMALLPIPE_SOAK_RATE_BPS (each way, default 2000000), SMALLPIPE_SOAK_FIFO
+# Environment (optional): SMALLPIPE_SOAK_QUEUE (taq as the packaged config sets it, fq_codel,
+# or a queue's JSON such as a TAQ with a smaller flow_table_capacity; default taq), SMALLPIPE_SOAK_RATE_BPS (each way, default 2000000), SMALLPIPE_SOAK_FIFO
 # (1: the box asks for SCHED_FIFO as deployed; 0: --no-fifo; default 1).
 #
 # Every 10 s it samples the box's RSS (/proc/PID/status VmRSS), departure lateness

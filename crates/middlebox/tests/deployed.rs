@@ -1074,11 +1074,14 @@ fn soak() {
     let duration_s = env_u64("SMALLPIPE_SOAK_S", 3600, 30..=7 * 86_400);
     let rate_bps = env_u64("SMALLPIPE_SOAK_RATE_BPS", RATE_BPS, 100_000..=1_000_000_000);
     let fifo = env_u64("SMALLPIPE_SOAK_FIFO", 1, 0..=1) == 1;
+    // A queue's JSON tries a knob over the hour, e.g. a small TAQ flow table that fills early.
     let queue = match std::env::var("SMALLPIPE_SOAK_QUEUE").as_deref() {
-        Err(_) | Ok("taq") => TAQ,
-        Ok("fq_codel") => FQ_CODEL,
-        Ok(v) => panic!("SMALLPIPE_SOAK_QUEUE: {v:?} is not allowed (allowed: taq, fq_codel)"),
+        Err(_) | Ok("taq") => TAQ.to_string(),
+        Ok("fq_codel") => FQ_CODEL.to_string(),
+        Ok(v) if v.trim_start().starts_with('{') => v.to_string(),
+        Ok(v) => panic!("SMALLPIPE_SOAK_QUEUE: {v:?} is not allowed (allowed: taq, fq_codel, or a queue's JSON)"),
     };
+    let queue = queue.as_str();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).unwrap();
