@@ -232,3 +232,14 @@ def test_timer_wheel_hz_takes_only_linux_s_hz_values():
     assert "200" in caught.value.value
     assert "250" in caught.value.allowed and "1000" in caught.value.allowed
     assert Scenario.from_dict({**SMALL, "tcp": {"timer_wheel_hz": 250}}).to_dict()["tcp"]["timer_wheel_hz"] == 250
+
+
+def test_sack_rearms_rto_needs_rack_and_linux_s_rtt_samples():
+    with pytest.raises(ConfigError) as caught:
+        Scenario.from_dict({**SMALL, "tcp": {"sack_rearms_rto": True}})
+    assert caught.value.field == "tcp.sack_rearms_rto"
+    assert "rack" in caught.value.allowed and "every_ack" in caught.value.allowed
+    linux = Scenario.from_dict({**SMALL, "tcp": {"stack": "linux", "sack_rearms_rto": True}})
+    assert linux.to_dict()["tcp"]["sack_rearms_rto"] is True
+    # Left out of the canonical form at its default: scenarios without it keep their ids.
+    assert "sack_rearms_rto" not in Scenario.from_dict(SMALL).to_dict()["tcp"]

@@ -51,8 +51,10 @@ impl Endpoint {
             self.note_covered_bursts(ack, now);
         }
         let ack_rtt = self.ack_rtt(ack, new_sack, now, p);
-        if ack_rtt.is_some() && ack <= self.snd_una {
+        let mut rearm = false;
+        if let Some(sack_rtt) = ack_rtt.filter(|_| ack <= self.snd_una) {
             self.take_rtt_sample(ack, seg, ack_rtt, now, p); // from new SACKs alone (Linux's sack_rtt)
+            rearm = p.recovery.sack_rearms_rto && self.sacked_before_head_xmit(sack_rtt, now);
         }
         if p.recovery.prr {
             self.prr_count_delivered(ack, sacked_before, p);
@@ -106,9 +108,24 @@ impl Endpoint {
             // An ACK that was not a duplicate one marked it, or one after an RTO.
             self.rack_respond(now, p, out, rack_marks);
         }
+        if rearm && self.snd_una < self.snd_max {
+            // tcp_set_xmit_timer: the probe if the sender may send one, else the RTO, from now.
+            self.arm_rto(now, p);
+            if p.recovery.tail_loss_probe {
+                self.tlp_schedule(false, now, p);
+            }
+        }
         if let Some(prior_in_flight) = bbr_prior_in_flight {
             self.bbr_end_ack(ack, seg, rack_marks.segments, prior_in_flight, now, p, out);
         }
+    }
+
+    /// Whether a SACK's RTT sample `sack_rtt`, taken `now`, comes from a segment first sent
+    /// before the head's last (re)transmission (Linux's `sack_rtt_us >
+    /// tcp_stamp_us_delta(now, tcp_skb_timestamp_us(tcp_rtx_queue_head))`).
+    fn sacked_before_head_xmit(&self, sack_rtt: Duration, now: Instant) -> bool {
+        let head_xmit = self.queues.as_deref().and_then(|q| q.rack.head_xmit());
+        head_xmit.is_some_and(|xmit| sack_rtt > now.saturating_since(xmit))
     }
 
     /// Adds the ACK's SACK blocks above `ack` to the scoreboard; whether any was new. A

@@ -62,7 +62,7 @@ pub const NS2_STACK_KNOBS: &[&str] = &[
 /// new knob is added here.
 const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery",
     "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart", "tlp_rto_from_head",
-    "timer_wheel_hz"];
+    "timer_wheel_hz", "sack_rearms_rto"];
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -671,6 +671,15 @@ pub struct TcpConfig {
     /// a stack's. Left out of the canonical JSON at its default (`ADDED_KNOBS`).
     #[serde(default)]
     pub tlp_rto_from_head: bool,
+    /// Linux re-arms the retransmission timer (or the probe) from now on an ACK that only
+    /// SACKs, when its RTT sample comes from a segment sent before the head's last
+    /// (re)transmission (`tcp_clean_rtx_queue`'s `sack_rtt_us > ... tcp_rtx_queue_head`,
+    /// then `tcp_set_xmit_timer`): in recovery the SACKs of older segments keep pushing
+    /// the RTO out while a retransmitted head is on its way. Needs `loss_detection =
+    /// "rack"` and `rtt_samples = "every_ack"`. A diagnosis knob, not yet a stack's. Left
+    /// out of the canonical JSON at its default (`ADDED_KNOBS`).
+    #[serde(default)]
+    pub sack_rearms_rto: bool,
     /// Linux's timer wheel (kernel/time/timer.c): the retransmission, probe, reordering and
     /// delayed-ACK timers count in jiffies of 1/HZ s and fire at their wheel level's
     /// granularity (`timers::wheel_fire_at`), which puts timers of many connections on one
@@ -866,6 +875,8 @@ impl TcpConfig {
             "false, or true only with loss_detection = \"rack\" (F-RTO counts in flight as Linux does once a timeout marked everything lost)")?;
         check(!self.tlp_rto_from_head || (self.tail_loss_probe && self.loss_detection == LossDetection::Rack),
             "tlp_rto_from_head", true, "false, or true only with tail_loss_probe = true and loss_detection = \"rack\"")?;
+        check(!self.sack_rearms_rto || (self.loss_detection == LossDetection::Rack && self.rtt_samples == RttSamples::EveryAck),
+            "sack_rearms_rto", true, "false, or true only with loss_detection = \"rack\" and rtt_samples = \"every_ack\"")?;
         check([0, 100, 250, 300, 1000].contains(&self.timer_wheel_hz), "timer_wheel_hz", self.timer_wheel_hz,
             "0 (exact timers) or one of Linux's CONFIG_HZ values 100, 250, 300, 1000")?;
         check(!self.rack_dsack_reo_wnd || (self.loss_detection == LossDetection::Rack && self.dsack),

@@ -45,6 +45,8 @@ pub struct RecoveryPolicy {
     pub tail_loss_probe: bool,
     /// A probe after new data is capped by the RTO from the head's last send (`tlp.rs`).
     pub tlp_rto_from_head: bool,
+    /// A SACK-only ACK timed from a segment older than the head's last send re-arms the RTO.
+    pub sack_rearms_rto: bool,
     /// Undo of a spurious timeout by timestamps or D-SACKs (`recovery/undo.rs`).
     pub rto_undo: bool,
     /// RFC 2883 D-SACK blocks sent and read (`dsack`).
@@ -171,6 +173,7 @@ impl TcpParams {
                 exit: c.recovery_exit,
                 tail_loss_probe: c.tail_loss_probe,
                 tlp_rto_from_head: c.tlp_rto_from_head,
+                sack_rearms_rto: c.sack_rearms_rto,
                 rto_undo: c.rto_undo,
                 dsack: c.dsack,
                 recovery_undo: c.recovery_undo,

@@ -2408,6 +2408,45 @@ fn with_tlp_rto_from_head_a_probe_after_new_data_is_capped_by_the_heads_rto() {
 }
 
 #[test]
+fn with_sack_rearms_rto_the_sacks_of_older_segments_push_the_rto_past_a_resent_head() {
+    // Segment 0 lost of IW 10 sent at 100 ms; segments 1-9 arrive and their SACKs reach the
+    // sender one every 10 ms from 200 ms. Fast recovery resends segment 0 at some ACK;
+    // Linux's tcp_clean_rtx_queue then takes each later SACK's RTT sample from a segment
+    // sent at 100 ms, before the head's resend, and tcp_set_xmit_timer re-arms the RTO from
+    // that ACK. Without the knob the RTO stays where the resend armed it.
+    let last_sack = t(280);
+    let rto_at = |rearms: bool| {
+        let (p, mut c, mut s, out) = one_window_with(|c| {
+            c.loss_detection = LossDetection::Rack;
+            c.rtt_samples = RttSamples::EveryAck;
+            c.rto_rule = super::config::RtoRule::Linux;
+            c.min_rto_ms = 200.0;
+            c.sack_rearms_rto = rearms;
+        }, 10);
+        let mut acks = Vec::new();
+        for seg in &out[1..10] {
+            s.on_segment(seg, t(150), &p, &mut acks);
+        }
+        let mut sent = Vec::new();
+        let mut resent_at = None;
+        for (i, a) in acks.iter().enumerate() {
+            let at = t(200 + 10 * i as u64);
+            c.on_segment(a, at, &p, &mut sent);
+            if resent_at.is_none() && sent.iter().any(|x| x.seq == 1) {
+                resent_at = Some(at);
+            }
+        }
+        let resent_at = resent_at.expect("fast recovery resends segment 0 before the last SACK");
+        assert!(resent_at < last_sack, "{resent_at:?}");
+        (c.rto_at.get().unwrap(), resent_at, c.rto())
+    };
+    let (with, _, rto) = rto_at(true);
+    assert_eq!(with, last_sack + rto, "re-armed by the last SACK");
+    let (without, resent_at, _) = rto_at(false);
+    assert!(without > resent_at && without < with, "{without:?} {resent_at:?} {with:?}");
+}
+
+#[test]
 fn one_segment_out_waits_for_a_delayed_ack_and_never_past_the_rto() {
     // Segment 9 alone lost: one segment out, so PTO = 2·SRTT + the minimum RTO (Linux's
     // tcp_rto_min_us, here 1 s: 1.2 s), capped at the RTO (tcp_rto_delta_us), which it replaces.
