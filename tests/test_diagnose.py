@@ -113,3 +113,37 @@ def test_box_transits_tell_copies_of_a_segment_apart_by_ip_id():
     transits = diagnose.box_transits({"b_in": b_in, "a_out": a_out})
     assert [(t_in, t_out, resend) for _, t_in, t_out, resend in transits] == [
         (1.0, 1.2, False), (1.1, None, False), (2.0, 2.3, True)]
+
+
+def test_matrix_set_compares_both_runs_with_the_recorded_linux_runs_and_writes_them(tmp_path, capsys):
+    # Reno's Bernoulli section, one seed: smallpipe without and with a knob, each against the
+    # Linux runs recorded in docs/validation. The Linux column is read from the runs file
+    # here, independently of the matrix's code; the simulated loss rate is held to the box's
+    # drop probability p, which sets it whatever the TCP does (binomial noise over thousands
+    # of segments is well inside ±20%).
+    import csv
+    import json
+    from argparse import Namespace
+
+    runs = Path(diagnose.HERE.parents[1] / "docs" / "validation" / "linux_matrix_reno_runs.jsonl")
+    linux = {r["name"]: r for r in map(json.loads, runs.read_text().splitlines()) if r["simulator"] == "linux"}
+    out = tmp_path / "rows.csv"
+    args = Namespace(only="bernoulli", seeds=1, many_s=60.0, bernoulli_s=120.0, web_s=120.0, fig11_s=200.0,
+                     congestion=["reno"], set=["tcp.sack_rearms_rto=true"], csv=str(out))
+    diagnose.matrix_set(args)
+    rows = list(csv.DictReader(out.open()))
+    without = [r for r in rows if r["overrides"] == ""]
+    with_knob = [r for r in rows if r["overrides"] == "tcp.sack_rearms_rto=true"]
+    assert len(without) == len(with_knob) == len(rows) / 2 > 0
+    assert [r["metric"] for r in without] == [r["metric"] for r in with_knob]
+    assert {"smallpipe_version", "smallpipe_commit"} <= set(rows[0])
+    for r in rows:
+        if r["metric"].endswith(": loss rate"):
+            p = float(r["metric"].split()[2].rstrip(":"))
+            assert float(r["linux"]) == pytest.approx(linux[f"bernoulli p={p} seed=1"]["loss_rate"])
+            assert float(r["smallpipe"]) == pytest.approx(p, rel=0.2)
+    printed = capsys.readouterr().out
+    for label, group in (("without", without), ("with", with_knob)):
+        told = [r for r in group if r["verdict"] in ("pass", "FAIL")]
+        within = sum(r["verdict"] == "pass" for r in told)
+        assert f"reno {label}: {within} of {len(told)} rows within" in printed

@@ -83,8 +83,10 @@
         # testbed run with the box's capture into DIR, as root, or the one already there) and
         # in smallpipe, without and with each override; the starved Linux connections' resends
     python3 benches/validation/diagnose.py matrix-set --set KEY=VALUE [--only SECTION] [--congestion CC ...]
+                                            [--csv PATH]
         # a Linux matrix section's rows with smallpipe run without and with the overrides (on
-        # top of the matrix's), against the Linux runs recorded in docs/validation (no testbed)
+        # top of the matrix's), against the Linux runs recorded in docs/validation (no testbed),
+        # and how many rows are within; --csv writes the rows with the provenance columns
     python3 benches/validation/diagnose.py fct-split RUNS.jsonl [RUNS.jsonl ...]
         # per size, the short transfers that took over 1 s longer than on an idle path (an RTO
         # or a SYN retry: both wait at least 1 s), from run.py's raw results
@@ -1204,18 +1206,32 @@ def matrix_set(args):
     overrides on top of the matrix's, against the Linux runs recorded for it."""
     import matrix
     import sp_side
+    from run import provenance
 
     out = HERE.parents[1] / "docs" / "validation"
     extra = dict(parse_set(kv) for kv in args.set)
     spec_list = matrix.build([args.only], args.seeds, args.many_s, args.bernoulli_s, args.web_s, args.fig11_s)
+    rows = []
     for cc in args.congestion:
         linux = matrix.recorded_linux_runs(out, cc, spec_list)
         base = matrix.smallpipe_overrides(cc)
         for label, sets in (("without", base), ("with", base | extra)):
             results = {s["name"]: (sp_side.run(s, sets), linux[s["name"]]) for s in spec_list}
-            for r in matrix.compare(cc, results, spec_list):
+            compared = matrix.compare(cc, results, spec_list)
+            for r in compared:
                 print(f"{cc} {label} {r['metric']}: {float(r['smallpipe']):.4g} against {float(r['linux']):.4g} "
                       f"({r['verdict']})")
+            told = [r for r in compared if r["verdict"] in ("pass", "FAIL")]
+            print(f"{cc} {label}: {sum(r['verdict'] == 'pass' for r in told)} of {len(told)} rows within", flush=True)
+            overrides = " ".join(args.set) if label == "with" else ""
+            rows += [{"overrides": overrides, **r} for r in compared]
+    if args.csv:
+        import csv
+
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]) + list(provenance()))
+            w.writeheader()
+            w.writerows(r | provenance() for r in rows)
 
 
 def main():
@@ -1302,6 +1318,7 @@ def main():
     ms.add_argument("--fig11-s", type=float, default=200.0)
     ms.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", required=True,
                     help="a smallpipe override beside the matrix's (repeatable)")
+    ms.add_argument("--csv", help="also write both runs' rows here (an `overrides` column, empty without)")
     c = sub.add_parser("fct-split")
     c.add_argument("runs", nargs="+")
     c.add_argument("--reps", type=int, default=10, help="run.py's --fct-reps")
