@@ -243,3 +243,21 @@ def test_sack_rearms_rto_needs_rack_and_linux_s_rtt_samples():
     assert linux.to_dict()["tcp"]["sack_rearms_rto"] is True
     # Left out of the canonical form at its default: scenarios without it keep their ids.
     assert "sack_rearms_rto" not in Scenario.from_dict(SMALL).to_dict()["tcp"]
+
+
+def test_the_linux_stack_takes_the_heads_cap_and_the_sacks_re_arm_where_their_needs_are_met():
+    # tcp_schedule_loss_probe's cap and tcp_clean_rtx_queue's re-arm are Linux's; a table
+    # that turns off what they need (RACK, probes, an RTT sample on every ACK) keeps each
+    # at its default instead of being refused.
+    def tcp(**knobs):
+        return Scenario.from_dict({**SMALL, "tcp": {"stack": "linux", **knobs}}).to_dict()["tcp"]
+
+    assert tcp()["tlp_rto_from_head"] is True and tcp()["sack_rearms_rto"] is True
+    dupthresh = tcp(loss_detection="dupthresh")
+    assert dupthresh.get("tlp_rto_from_head", False) is False and dupthresh.get("sack_rearms_rto", False) is False
+    assert tcp(tail_loss_probe=False).get("tlp_rto_from_head", False) is False
+    assert tcp(tail_loss_probe=False)["sack_rearms_rto"] is True
+    assert tcp(rtt_samples="timed").get("sack_rearms_rto", False) is False
+    # The RFC stack leaves both off, and out of its canonical form.
+    rfc = Scenario.from_dict(SMALL).to_dict()["tcp"]
+    assert "tlp_rto_from_head" not in rfc and "sack_rearms_rto" not in rfc

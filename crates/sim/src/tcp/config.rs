@@ -45,7 +45,8 @@ pub const STACK_KNOBS: &[&str] = &[
     "dupack_rule", "recovery_pacing", "loss_detection", "pacing", "recovery_rto", "disorder_ack",
     "recovery_partial_ack", "recovery_pipe", "fast_retransmit_rto", "cwnd_growth", "min_rto_ms",
     "rto_rule", "rtt_samples", "overhead_max_ms", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "timestamps",
-    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart",
+    "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart", "tlp_rto_from_head",
+    "sack_rearms_rto",
 ];
 
 /// The `[tcp]` keys only the ns2 stack decides besides `STACK_KNOBS`: they are a stack's
@@ -63,6 +64,32 @@ pub const NS2_STACK_KNOBS: &[&str] = &[
 const ADDED_KNOBS: &[&str] = &["loss_detection", "pacing", "rtt_samples", "recovery_exit", "tail_loss_probe", "cubic_hystart", "rto_undo", "fast_recovery",
     "dsack", "recovery_undo", "frto", "rack_dsack_reo_wnd", "syn_timeout_restart", "tlp_rto_from_head",
     "timer_wheel_hz", "sack_rearms_rto"];
+
+/// What a `[tcp]` table holds of the knobs some of a stack's other knobs depend on.
+#[derive(Clone, Copy)]
+struct Held {
+    rack: bool,
+    tail_loss_probe: bool,
+    every_ack_rtt: bool,
+}
+
+impl Held {
+    fn of(c: &TcpConfig) -> Self {
+        Held {
+            rack: c.loss_detection == LossDetection::Rack,
+            tail_loss_probe: c.tail_loss_probe,
+            every_ack_rtt: c.rtt_samples == RttSamples::EveryAck,
+        }
+    }
+
+    fn of_table(table: &Map<String, Value>) -> Self {
+        Held {
+            rack: table.get("loss_detection").and_then(Value::as_str) == Some("rack"),
+            tail_loss_probe: table.get("tail_loss_probe").and_then(Value::as_bool) == Some(true),
+            every_ack_rtt: table.get("rtt_samples").and_then(Value::as_str) == Some("every_ack"),
+        }
+    }
+}
 
 impl Stack {
     /// This stack's value of `key` for a table whose congestion control is `congestion`
@@ -107,6 +134,8 @@ impl Stack {
             (Stack::Linux, "frto") => true.into(), // net.ipv4.tcp_frto = 2
             (Stack::Linux, "rack_dsack_reo_wnd") => true.into(), // tcp_rack_update_reo_wnd (no TCP_RACK_STATIC_REO_WND)
             (Stack::Linux, "syn_timeout_restart") => "linux".into(), // tcp_init_transfer, tcp_init_metrics
+            (Stack::Linux, "tlp_rto_from_head") => true.into(), // tcp_schedule_loss_probe: tcp_rto_delta_us
+            (Stack::Linux, "sack_rearms_rto") => true.into(), // tcp_clean_rtx_queue: FLAG_SET_XMIT_TIMER
             // ns-2 2.35, tcl/lib/ns-default.tcl and tcp/*.cc (docs/tcp.md has each line).
             (Stack::Ns2, "recovery") => "newreno".into(),
             (Stack::Ns2, "initial_window_pkts") => 2.into(), // windowInit_
@@ -143,12 +172,15 @@ impl Stack {
         Some((NS2_WINDOW_PKTS * packet.checked_sub(header)?).into())
     }
 
-    /// `value`, for a table whose loss detection is RACK if `rack`: Linux's F-RTO and D-SACK
-    /// reordering window are RACK's here, so they keep their defaults with
-    /// `loss_detection = "dupthresh"`.
-    fn value_with(self, key: &str, congestion: Congestion, rack: bool) -> Option<Value> {
+    /// `value`, for a table that `held` describes: Linux's F-RTO and D-SACK reordering window
+    /// are RACK's here, the head's cap is RACK's probes', and the SACKs' re-arm needs RACK
+    /// and an RTT sample on every ACK, so each keeps its default in a table that lacks what
+    /// it needs (e.g. `loss_detection = "dupthresh"`).
+    fn value_with(self, key: &str, congestion: Congestion, held: Held) -> Option<Value> {
         match (self, key) {
-            (Stack::Linux, "frto" | "rack_dsack_reo_wnd") if !rack => None,
+            (Stack::Linux, "frto" | "rack_dsack_reo_wnd") if !held.rack => None,
+            (Stack::Linux, "tlp_rto_from_head") if !(held.rack && held.tail_loss_probe) => None,
+            (Stack::Linux, "sack_rearms_rto") if !(held.rack && held.every_ack_rtt) => None,
             _ => self.value(key, congestion),
         }
     }
@@ -170,11 +202,8 @@ impl Stack {
             if !table.contains_key(key) {
                 let v = match (stack, key) {
                     (Stack::Ns2, "rwnd_bytes") => Stack::ns2_rwnd(table),
-                    _ => {
-                        // `loss_detection` comes before the knobs that depend on it in STACK_KNOBS.
-                        let rack = table.get("loss_detection").and_then(Value::as_str) == Some("rack");
-                        stack.value_with(key, congestion, rack)
-                    }
+                    // The knobs others depend on come before them in STACK_KNOBS.
+                    _ => stack.value_with(key, congestion, Held::of_table(table)),
                 };
                 if let Some(v) = v {
                     table.insert(key.to_string(), v);
@@ -200,8 +229,8 @@ impl TcpConfig {
         for key in ADDED_KNOBS {
             // Left out only where reading it back gives it again: at the RFC default, which
             // is also this stack's value.
-            let rack = self.loss_detection == LossDetection::Rack;
-            let stack_value = self.stack.value_with(key, self.congestion, rack).or_else(|| defaults.get(*key).cloned());
+            let stack_value =
+                self.stack.value_with(key, self.congestion, Held::of(self)).or_else(|| defaults.get(*key).cloned());
             if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
             }
@@ -230,8 +259,8 @@ impl TcpConfig {
             let Value::Object(defaults) = serde_json::to_value(TcpConfig::default()).expect("[tcp] serializes") else {
                 unreachable!("[tcp] serializes as a table")
             };
-            let rack = self.loss_detection == LossDetection::Rack;
-            let stack_value = |key: &str, c| self.stack.value_with(key, c, rack).or_else(|| defaults.get(key).cloned());
+            let stack_value =
+                |key: &str, c| self.stack.value_with(key, c, Held::of(self)).or_else(|| defaults.get(key).cloned());
             merged.retain(|key, v| {
                 let ours = stack_value(key, self.congestion);
                 !(STACK_KNOBS.contains(&key.as_str()) && ours.as_ref() == Some(v) && ours != stack_value(key, congestion))
@@ -667,8 +696,8 @@ pub struct TcpConfig {
     /// Linux's cap on a probe scheduled after new data went out (`tcp_write_xmit` →
     /// `tcp_schedule_loss_probe(sk, false)`, `tcp_rto_delta_us`): no later than the RTO
     /// counted from the oldest outstanding segment's last transmission, not from the last
-    /// ACK. Needs `tail_loss_probe` and `loss_detection = "rack"`. A diagnosis knob, not yet
-    /// a stack's. Left out of the canonical JSON at its default (`ADDED_KNOBS`).
+    /// ACK. Needs `tail_loss_probe` and `loss_detection = "rack"`; the linux stack's. Left out
+    /// of the canonical JSON at its default where the stack agrees (`ADDED_KNOBS`).
     #[serde(default)]
     pub tlp_rto_from_head: bool,
     /// Linux re-arms the retransmission timer (or the probe) from now on an ACK that only
@@ -676,8 +705,8 @@ pub struct TcpConfig {
     /// (re)transmission (`tcp_clean_rtx_queue`'s `sack_rtt_us > ... tcp_rtx_queue_head`,
     /// then `tcp_set_xmit_timer`): in recovery the SACKs of older segments keep pushing
     /// the RTO out while a retransmitted head is on its way. Needs `loss_detection =
-    /// "rack"` and `rtt_samples = "every_ack"`. A diagnosis knob, not yet a stack's. Left
-    /// out of the canonical JSON at its default (`ADDED_KNOBS`).
+    /// "rack"` and `rtt_samples = "every_ack"`; the linux stack's. Left out of the canonical
+    /// JSON at its default where the stack agrees (`ADDED_KNOBS`).
     #[serde(default)]
     pub sack_rearms_rto: bool,
     /// Linux's timer wheel (kernel/time/timer.c): the retransmission, probe, reordering and
