@@ -22,7 +22,7 @@ LINUX = {
     "tcp.recovery_rto": "linux", "tcp.ack_rule": "linux", "tcp.pacing": "linux", "tcp.tail_loss_probe": True,
     "tcp.cubic_hystart": True, "tcp.rto_undo": True, "tcp.timestamps": True,
     "tcp.dsack": True, "tcp.recovery_undo": True, "tcp.frto": True, "tcp.rack_dsack_reo_wnd": True,
-    "tcp.syn_timeout_restart": "linux",
+    "tcp.syn_timeout_restart": "linux", "tcp.tlp_rto_from_head": True, "tcp.sack_rearms_rto": True,
 }
 LINUX_RENO = {**LINUX, "tcp.congestion": "reno", "tcp.cwnd_growth": "linux", "tcp.cubic_hystart": False}
 NS3 = {
