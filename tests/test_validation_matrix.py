@@ -279,6 +279,52 @@ def test_reusing_the_linux_runs_reruns_only_smallpipe_and_keeps_the_record_of_li
         matrix.run_matrix(tmp_path, ["cubic"], [specs.web(3, duration_s=20.0)], new_stamp, args, reuse_linux=True)
 
 
+def test_a_stopped_run_resumes_from_its_partial_file_and_runs_only_the_rest(tmp_path, monkeypatch):
+    stamp = {"smallpipe_version": "0.1.0", "smallpipe_commit": "a" * 40}
+    many = [specs.many(10, s, duration_s=20.0) for s in (1, 2, 3)]
+    _fake_sides(monkeypatch, 0.10)
+    fake_linux = sys.modules["linux_side"].run
+    ran = []
+
+    def stops_at_the_third(spec, congestion_control, overrides):
+        if len(ran) == 2:
+            raise KeyboardInterrupt  # the session stops during the third pair
+        ran.append(spec["name"])
+        return fake_linux(spec, congestion_control, overrides)
+
+    monkeypatch.setattr(sys.modules["linux_side"], "run", stops_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        matrix.run_matrix(tmp_path, ["reno"], many, stamp)
+    partial = tmp_path / "linux_matrix_reno_runs.partial.jsonl"
+    with partial.open("a") as f:
+        f.write('{"name": "many N=10 seed=3", "simul')  # a line the stop cut
+    assert not (tmp_path / "linux_matrix_reno_runs.jsonl").exists()
+
+    # Another commit, or other run lengths, may not resume it: their pairs are not this run's.
+    with pytest.raises(ValueError, match=r"smallpipe_commit a+; allowed: b+"):
+        matrix.run_matrix(tmp_path, ["reno"], many, stamp | {"smallpipe_commit": "b" * 40}, resume=True)
+    longer = [specs.many(10, s, duration_s=30.0) for s in (1, 2, 3)]
+    with pytest.raises(ValueError, match=r"specs_digest other run lengths"):
+        matrix.run_matrix(tmp_path, ["reno"], longer, stamp, resume=True)
+
+    ran.clear()
+    monkeypatch.setattr(sys.modules["linux_side"], "run", lambda spec, congestion_control, overrides: (
+        ran.append(spec["name"]) or fake_linux(spec, congestion_control, overrides)))
+    matrix.run_matrix(tmp_path, ["reno"], many, stamp, resume=True)
+    assert ran == [many[2]["name"]]  # the two finished pairs were kept
+    names = [json.loads(line)["name"] for line in (tmp_path / "linux_matrix_reno_runs.jsonl").read_text().splitlines()]
+    assert names == [s["name"] for s in many for _ in (0, 1)]
+    meta = json.loads((tmp_path / "linux_matrix_reno_meta.json").read_text())
+    assert meta["sections"]["many"]["runs"] == 3 and not partial.exists()
+
+
+def test_resume_refuses_a_partial_file_without_its_header(tmp_path):
+    stamp = {"smallpipe_version": "0.1.0", "smallpipe_commit": "a" * 40}
+    (tmp_path / "linux_matrix_reno_runs.partial.jsonl").write_text('{"name": "many N=10 seed=1"}\n')
+    with pytest.raises(ValueError, match=r"no `partial_of` header line"):
+        matrix.run_matrix(tmp_path, ["reno"], [specs.many(10, 1, duration_s=20.0)], stamp, resume=True)
+
+
 def test_timeouts_after_the_warmup_count_connections_the_prefix_never_opened():
     """A web pool opens connections all along: one the warm-up's prefix run never saw keeps its
     whole count, and the rest lose what they had by the warm-up, matched by flow id."""

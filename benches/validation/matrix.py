@@ -19,6 +19,7 @@ never written.
 """
 
 import csv
+import hashlib
 import itertools
 import json
 import math
@@ -262,12 +263,61 @@ def recorded_linux_runs(out, cc, spec_list, args=None):
     return {s["name"]: linux[s["name"]] for s in spec_list}
 
 
-def run_matrix(out, congestion_list, spec_list, stamp, args=None, reuse_linux=False):
+def _partial_header(cc, spec_list, stamp):
+    """What a partial file's first line says of the run writing it: enough for ``resume`` to
+    tell whether its pairs are this run's (a spec's name does not hold its run length)."""
+    digest = hashlib.sha256(json.dumps(spec_list, sort_keys=True).encode()).hexdigest()
+    return {"congestion": cc, "smallpipe_commit": stamp.get("smallpipe_commit"),
+            "specs": [s["name"] for s in spec_list], "specs_digest": digest}
+
+
+def resumed_pairs(partial_path, cc, spec_list, stamp):
+    """For ``resume``: the pairs a stopped run left in ``partial_path``, by spec name, each
+    with its wall time. Refuses, naming what differs, a partial file of another congestion
+    control, commit or list of specs (its pairs would not be this run's). A pair cut off by
+    the stop (no ``pair_done`` line after it) is dropped and runs again."""
+    if not partial_path.is_file():
+        return {}
+    lines = partial_path.read_text().splitlines()
+    try:
+        header = json.loads(lines[0])["partial_of"] if lines else None
+    except (json.JSONDecodeError, KeyError, TypeError):
+        header = None
+    if header is None:
+        raise ValueError(f"resume: {partial_path} has no `partial_of` header line; allowed: a partial file "
+                         "written by this harness (delete it to start over)")
+    ours = _partial_header(cc, spec_list, stamp)
+    for key in ("congestion", "smallpipe_commit", "specs", "specs_digest"):
+        if header.get(key) != ours[key]:
+            theirs, wanted = header.get(key), ours[key]
+            if key == "specs":
+                theirs, wanted = ", ".join(theirs or []), ", ".join(wanted)
+            if key == "specs_digest":
+                theirs, wanted = "other run lengths or settings", "the same specs as this run"
+            raise ValueError(f"resume: {partial_path} holds a run with {key} {theirs}; allowed: {wanted}")
+    done, pending = {}, []
+    for line in lines[1:]:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            break  # the line the stop cut
+        if "pair_done" in record:
+            if len(pending) == 2 and all(r["name"] == record["pair_done"] for r in pending):
+                done[record["pair_done"]] = (tuple(pending), record["wall_s"])
+            pending = []
+        else:
+            pending.append(record)
+    return done
+
+
+def run_matrix(out, congestion_list, spec_list, stamp, args=None, reuse_linux=False, resume=False):
     """Every spec on both sides per congestion control. The sections run replace that
     congestion control's earlier results for them; its other sections' runs, rows and meta
     are kept, so the matrix can be filled one section per session. Each pair is appended to
     ``linux_matrix_<cc>_runs.partial.jsonl`` as it ends (a session that stops keeps what ran);
     the merged files are written when the congestion control's runs are all done.
+    ``resume``: keep the pairs such a stopped run of the same specs at the same commit left
+    there and run only the rest (``resumed_pairs``).
     ``reuse_linux``: run only the smallpipe side, against the Linux runs recorded for these
     specs (a change of smallpipe or of its harness needs no testbed); the section's meta
     keeps the record of the run that measured Linux. Returns {cc: rows}."""
@@ -285,21 +335,29 @@ def run_matrix(out, congestion_list, spec_list, stamp, args=None, reuse_linux=Fa
         meta_path = out / f"linux_matrix_{cc}_meta.json"
         partial_path = out / f"linux_matrix_{cc}_runs.partial.jsonl"
         recorded = recorded_linux_runs(out, cc, spec_list, args) if reuse_linux else None
+        done = resumed_pairs(partial_path, cc, spec_list, stamp) if resume else {}
+        if resume:
+            print(f"{cc}: {len(done)} of {len(spec_list)} pairs kept from {partial_path}", file=sys.stderr, flush=True)
         results, new_runs, wall_s = {}, [], dict.fromkeys(running, 0.0)
+        header = {"partial_of": _partial_header(cc, spec_list, stamp)}
         with open(partial_path, "w") as partial:
+            partial.write(json.dumps(header) + "\n")
             for spec in spec_list:
-                t = time.perf_counter()
-                linux = (recorded[spec["name"]] if reuse_linux
-                         else linux_side.run(spec, congestion_control=cc, overrides=sets))
-                pair = (sp_side.run(spec, smallpipe_overrides(cc)), linux)
+                if spec["name"] in done:
+                    pair, took_s = done[spec["name"]]
+                else:
+                    t = time.perf_counter()
+                    linux = (recorded[spec["name"]] if reuse_linux
+                             else linux_side.run(spec, congestion_control=cc, overrides=sets))
+                    pair = (sp_side.run(spec, smallpipe_overrides(cc)), linux)
+                    took_s = time.perf_counter() - t
+                    print(f"{cc} {spec['name']}: {took_s:.0f} s", file=sys.stderr, flush=True)
                 results[spec["name"]] = pair
                 lines = [json.dumps(r | {"congestion": cc}) + "\n" for r in pair]
                 new_runs += lines
-                partial.writelines(lines)
+                partial.writelines([*lines, json.dumps({"pair_done": spec["name"], "wall_s": took_s}) + "\n"])
                 partial.flush()
-                took_s = time.perf_counter() - t
                 wall_s[section_of(spec["name"])] += took_s
-                print(f"{cc} {spec['name']}: {took_s:.0f} s", file=sys.stderr, flush=True)
         earlier = runs_path.read_text().splitlines(keepends=True) if runs_path.is_file() else []
         kept_runs = [line for line in earlier if section_of(json.loads(line)["name"]) not in running]
         runs_path.write_text("".join(kept_runs + new_runs))

@@ -308,7 +308,7 @@ def main_matrix(args):
                else f"{matrix.wall_estimate_s(spec_list) / 60:.0f} min of testbed time each")
     print(f"Linux matrix: {len(spec_list)} runs per congestion control, {testbed}", file=sys.stderr, flush=True)
     rows = matrix.run_matrix(Path(args.out), args.congestion, spec_list, provenance(), dict(vars(args)),
-                             reuse_linux=args.reuse_linux)
+                             reuse_linux=args.reuse_linux, resume=args.resume)
     render.render_matrix(Path(args.out), Path(args.doc))
     for cc, cc_rows in rows.items():
         checked = [r for r in cc_rows if r["verdict"] != "report"]
@@ -343,7 +343,12 @@ def main(argv=None):
     ap.add_argument("--reuse-linux", action="store_true",
                     help="the Linux matrix: run only the smallpipe side, against the Linux runs recorded for these "
                          "sections (no root, no testbed); for a change of smallpipe or of its harness")
+    ap.add_argument("--resume", action="store_true",
+                    help="the Linux matrix: keep the pairs a stopped run of the same sections, seeds and lengths at "
+                         "the same commit left in linux_matrix_<cc>_runs.partial.jsonl, and run only the rest")
     args = ap.parse_args(argv)
+    if args.resume and not args.congestion:
+        ap.error("--resume: only the Linux matrix (--linux --congestion CC ...) keeps a partial file to resume")
     if args.reuse_linux and not args.congestion:
         ap.error("--reuse-linux: only the Linux matrix (--linux --congestion CC ...) keeps Linux runs to reuse")
     if args.congestion and not args.linux:
