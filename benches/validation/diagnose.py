@@ -1228,10 +1228,11 @@ def matrix_set(args):
     if args.csv:
         import csv
 
+        stamp = provenance()  # git, once: the same code made every row
         with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]) + list(provenance()))
+            w = csv.DictWriter(f, fieldnames=list(rows[0]) + list(stamp))
             w.writeheader()
-            w.writerows(r | provenance() for r in rows)
+            w.writerows(r | stamp for r in rows)
 
 
 def main():
