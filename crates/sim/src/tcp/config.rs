@@ -226,11 +226,11 @@ impl TcpConfig {
         if self.stack == Stack::Rfc {
             table.remove("stack");
         }
+        let held = Held::of(self);
         for key in ADDED_KNOBS {
             // Left out only where reading it back gives it again: at the RFC default, which
             // is also this stack's value.
-            let stack_value =
-                self.stack.value_with(key, self.congestion, Held::of(self)).or_else(|| defaults.get(*key).cloned());
+            let stack_value = self.stack.value_with(key, self.congestion, held).or_else(|| defaults.get(*key).cloned());
             if table.get(*key) == defaults.get(*key) && table.get(*key) == stack_value.as_ref() {
                 table.remove(*key);
             }
@@ -259,8 +259,8 @@ impl TcpConfig {
             let Value::Object(defaults) = serde_json::to_value(TcpConfig::default()).expect("[tcp] serializes") else {
                 unreachable!("[tcp] serializes as a table")
             };
-            let stack_value =
-                |key: &str, c| self.stack.value_with(key, c, Held::of(self)).or_else(|| defaults.get(key).cloned());
+            let held = Held::of(self);
+            let stack_value = |key: &str, c| self.stack.value_with(key, c, held).or_else(|| defaults.get(key).cloned());
             merged.retain(|key, v| {
                 let ours = stack_value(key, self.congestion);
                 !(STACK_KNOBS.contains(&key.as_str()) && ours.as_ref() == Some(v) && ours != stack_value(key, congestion))
